@@ -1,0 +1,83 @@
+// Artifact records and the checkpoint catalog's wire models (SPEC §3.4, §8).
+// A checkpoint is a manifest proving its parts exist with the right hashes;
+// these schemas only check shapes — "zero parts", "part never registered"
+// and "hash differs" are 409s decided by the pool, never 422s from here.
+
+import { z } from "zod";
+import { int, IsoDateTimeSchema, SchemaVersionSchema } from "./primitives";
+
+/** A stored artifact. `backend` is always "local" (the coordinator hosts it; closed in v1alpha1). */
+export const ArtifactRecordSchema = z.object({
+  schema_version: SchemaVersionSchema,
+  uri: z.string().startsWith("artifact://"),
+  backend: z.literal("local"),
+  bucket: z.string(),
+  object_key: z.string(),
+  etag: z.string().nullable().default(null),
+  sha256: z.string().nullable().default(null),
+  size_bytes: int().min(0).nullable().default(null),
+  created_at: IsoDateTimeSchema,
+});
+export type ArtifactRecord = z.infer<typeof ArtifactRecordSchema>;
+
+/** One uploaded file of a checkpoint, keyed relative to the manifest's prefix. */
+export const CheckpointPartSchema = z.object({
+  key: z.string(),
+  sha256: z.string(),
+  size_bytes: int().min(0),
+});
+export type CheckpointPart = z.infer<typeof CheckpointPartSchema>;
+
+export const CHECKPOINT_VALIDATIONS = ["hash_verified", "restore_verified", "invalid"] as const;
+export const CheckpointValidationSchema = z.enum(CHECKPOINT_VALIDATIONS);
+export type CheckpointValidation = z.infer<typeof CheckpointValidationSchema>;
+
+/** "ck-" followed by 12 lowercase hex digits. */
+export const MANIFEST_ID_RE = /^ck-[0-9a-f]{12}$/;
+
+/**
+ * A committed checkpoint. `compatible_world_sizes`, when omitted, is
+ * `[world_size]` (the manifest restores at least at its own size).
+ */
+export const CheckpointManifestSchema = z
+  .object({
+    schema_version: SchemaVersionSchema,
+    manifest_id: z.string().regex(MANIFEST_ID_RE),
+    job_id: z.string(),
+    attempt_id: z.string(),
+    step: int().min(0),
+    framework: z.string().default(""),
+    strategy_family: z.string().default(""),
+    world_size: int().min(1).default(1),
+    compatible_world_sizes: z.array(int().min(1)).optional(),
+    storage_prefix: z.string(),
+    parts: z.array(CheckpointPartSchema),
+    validation: CheckpointValidationSchema,
+    created: IsoDateTimeSchema,
+    checkpoint_duration_s: z.number().nullable().default(null),
+  })
+  .transform((m) => ({ ...m, compatible_world_sizes: m.compatible_world_sizes ?? [m.world_size] }));
+export type CheckpointManifest = z.infer<typeof CheckpointManifestSchema>;
+
+/** `POST .../checkpoints/parts`. Re-registering a key replaces it. */
+export const RegisterPartRequestSchema = z.object({
+  attempt_id: z.string(),
+  step: int().min(0),
+  part: CheckpointPartSchema,
+});
+export type RegisterPartRequest = z.infer<typeof RegisterPartRequestSchema>;
+
+/**
+ * `POST .../checkpoints/commit`: exactly the reference route's body. An
+ * empty `expected_parts` is well-formed here and refused by the pool (409).
+ */
+export const CommitCheckpointRequestSchema = z.object({
+  attempt_id: z.string(),
+  step: int().min(0),
+  expected_parts: z.array(CheckpointPartSchema),
+  storage_prefix: z.string(),
+  world_size: int().min(1).default(1),
+  framework: z.string().default(""),
+  strategy_family: z.string().default(""),
+});
+export type CommitCheckpointRequest = z.infer<typeof CommitCheckpointRequestSchema>;

@@ -1,0 +1,78 @@
+// What a node says about itself: registration and heartbeat (SPEC §3.1).
+// Every security-relevant field defaults to the safe value, so an old agent
+// that omits a field reads as "not capable"; only module_capable, an
+// availability flag, defaults to true. These defaults must never be
+// loosened: the placement gate trusts them.
+
+import { z } from "zod";
+import { int, SchemaVersionSchema, StringMapSchema } from "./primitives";
+
+/** One GPU as the host's driver reports it. Only `index` is required. */
+export const GpuInfoSchema = z.object({
+  index: int(),
+  name: z.string().default(""),
+  memory_total_mb: int().nullable().default(null),
+  driver_version: z.string().default(""),
+  compute_capability: z.string().default(""),
+});
+export type GpuInfo = z.infer<typeof GpuInfoSchema>;
+
+/**
+ * The hardware a node advertises. `gpus` and `pools` default to empty: a
+ * node that says nothing has no GPUs and belongs to no team pool.
+ */
+export const NodeCapabilitiesSchema = z.object({
+  cpu_cores: z.number().nullable().default(null),
+  memory_bytes: int().nullable().default(null),
+  gpus: z.array(GpuInfoSchema).default(() => []),
+  pools: z.array(z.string()).default(() => []),
+  os: z.string().default(""),
+  architecture: z.string().default(""),
+});
+export type NodeCapabilities = z.infer<typeof NodeCapabilitiesSchema>;
+
+export const NODE_ENVIRONMENTS = ["local", "cloud", "edge"] as const;
+
+/**
+ * `POST /v1alpha1/nodes/register`. `pool` is overwritten with the URL's pool
+ * by the route (SPEC §2); `node_id` by the caller's identity when enforcing.
+ */
+export const NodeRegistrationSchema = z.object({
+  schema_version: SchemaVersionSchema,
+  node_id: z.string(),
+  kubernetes_node: z.string(),
+  hostname: z.string(),
+  capabilities: NodeCapabilitiesSchema,
+  environment: z.enum(NODE_ENVIRONMENTS).default("local"),
+  sandbox_capable: z.boolean().default(false),
+  argv_capable: z.boolean().default(false),
+  // Availability, not safety: a module task on an incapable node only wastes
+  // attempts, so an agent that predates the field keeps getting module work.
+  module_capable: z.boolean().default(true),
+  unsandboxed_argv_capable: z.boolean().default(false),
+  local_datasets: z.array(z.string()).default(() => []),
+  pool: z.string().default("local"),
+  runtime_profile: z.string().default("kubernetes"),
+  labels: StringMapSchema.default(() => ({})),
+  agent_version: z.string().default(""),
+});
+export type NodeRegistration = z.infer<typeof NodeRegistrationSchema>;
+
+export const NODE_STATUSES = ["online", "draining", "terminating"] as const;
+export const NodeStatusSchema = z.enum(NODE_STATUSES);
+export type NodeStatus = z.infer<typeof NodeStatusSchema>;
+
+/**
+ * `POST /v1alpha1/nodes/{id}/heartbeat`. `timestamp` is accepted but ignored
+ * (the coordinator keeps its own clock); a zone-less timestamp, as a naive
+ * Python datetime serialises, is accepted too. A non-null `pools` replaces
+ * `capabilities.pools` wholesale; null leaves it unchanged.
+ */
+export const NodeHeartbeatSchema = z.object({
+  schema_version: SchemaVersionSchema,
+  node_id: z.string(),
+  timestamp: z.iso.datetime({ offset: true, local: true }).optional(),
+  status: NodeStatusSchema.default("online"),
+  pools: z.array(z.string()).nullable().default(null),
+});
+export type NodeHeartbeat = z.infer<typeof NodeHeartbeatSchema>;
