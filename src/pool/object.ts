@@ -1,4 +1,193 @@
+// PoolObject: one SQLite-backed Durable Object per pool, holding all of the
+// pool's state. Each RPC method is one synchronous transaction over the
+// modules beside this file; nothing a later request depends on lives in an
+// instance field (the object may be evicted between any two requests).
+
 import { DurableObject } from "cloudflare:workers";
+import type { JobSpec } from "../protocol/jobs";
+import type { NodeHeartbeat, NodeRegistration } from "../protocol/nodes";
+import type { TaskSpec } from "../protocol/tasks";
+import { bind, checkWrite, findArtifact, listJobArtifacts, type StoredObject, type Writer } from "./artifacts";
+import { claim, commit, earliestDeadline, failAttempt, findLease, renew, sweep } from "./leases";
+import { cancelJob, findJob, insertJob, jobEvents, jobRecord, jobTasks, listJobs } from "./jobs";
+import { heartbeatNode, listNodes, registerNode } from "./nodes";
+import { migrate } from "./schema";
+import { addTasks } from "./tasks";
+
+/** Outputs that must parse as JSON are small; larger ones fail validation unread. */
+export const MAX_JSON_OUTPUT_BYTES = 1024 * 1024;
+
 export class PoolObject extends DurableObject<Env> {
-  ping(): string { return "pong"; }
+  private readonly sql: SqlStorage;
+  // A cache of the alarm time last set, rebuilt from SQL after eviction
+  // (undefined = unknown). Only saves redundant setAlarm calls.
+  private armedAt: number | null | undefined;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    void ctx.blockConcurrencyWhile(async () => {
+      ctx.storage.transactionSync(() => migrate(this.sql));
+    });
+  }
+
+  // -- nodes ---------------------------------------------------------------
+
+  register(registration: NodeRegistration): void {
+    const now = Date.now();
+    this.ctx.storage.transactionSync(() => registerNode(this.sql, now, registration));
+  }
+
+  heartbeatNode(nodeId: string, heartbeat: NodeHeartbeat): boolean {
+    const now = Date.now();
+    return this.ctx.storage.transactionSync(() => heartbeatNode(this.sql, now, nodeId, heartbeat));
+  }
+
+  listNodes() {
+    return listNodes(this.sql, Date.now());
+  }
+
+  // -- tasks and leases ----------------------------------------------------
+
+  /** Queues a batch of tasks in one transaction (refused whole on a duplicate). */
+  addTasks(tasks: TaskSpec[], options: { outputJson?: boolean } = {}) {
+    const now = Date.now();
+    return this.ctx.storage.transactionSync(() => addTasks(this.sql, now, tasks, { outputJson: options.outputJson ?? false }));
+  }
+
+  async claim(nodeId: string, jobId: string | null) {
+    const now = Date.now();
+    const result = this.ctx.storage.transactionSync(() => claim(this.sql, now, nodeId, jobId));
+    await this.arm();
+    return result;
+  }
+
+  async renewLease(leaseId: string) {
+    const now = Date.now();
+    const result = this.ctx.storage.transactionSync(() => renew(this.sql, now, leaseId));
+    await this.arm();
+    return result;
+  }
+
+  async failLease(leaseId: string, reason: string) {
+    const now = Date.now();
+    const result = this.ctx.storage.transactionSync(() => failAttempt(this.sql, now, leaseId, reason));
+    await this.arm();
+    return result;
+  }
+
+  /** The node a lease was issued to, or null for an id never issued here. */
+  leaseHolder(leaseId: string): string | null {
+    return findLease(this.sql, leaseId)?.node_id ?? null;
+  }
+
+  /**
+   * Validates the output, then judges the commit in one transaction. The
+   * bytes are read (for JSON outputs) before the transaction; the
+   * transaction re-checks that the key still points at what was read.
+   */
+  async completeLease(leaseId: string, outputSha256: string, evidence: unknown) {
+    const lease = findLease(this.sql, leaseId);
+    if (!lease) return { status: "unknown" as const };
+    const bound = findArtifact(this.sql, lease.commit_key);
+    let validObject: string | null = null;
+    if (bound && bound.sha256 === outputSha256) {
+      const jsonOk = lease.output_json ? await this.isJsonObject(bound.object, bound.size_bytes) : true;
+      if (jsonOk) validObject = bound.object;
+    }
+    const now = Date.now();
+    const outcome = this.ctx.storage.transactionSync(() =>
+      commit(this.sql, now, leaseId, outputSha256, validObject, evidence),
+    );
+    await this.arm();
+    return outcome;
+  }
+
+  private async isJsonObject(object: string, size: number): Promise<boolean> {
+    if (size > MAX_JSON_OUTPUT_BYTES) return false;
+    const body = await this.env.ARTIFACTS.get(object);
+    if (!body) return false;
+    try {
+      const value: unknown = JSON.parse(await body.text());
+      return typeof value === "object" && value !== null && !Array.isArray(value);
+    } catch {
+      return false;
+    }
+  }
+
+  // -- jobs ------------------------------------------------------------------
+
+  /** Records a job and queues all its tasks in one transaction: all or nothing. */
+  submitJob(jobId: string, spec: JobSpec, tasks: TaskSpec[], pool: string) {
+    const now = Date.now();
+    return this.ctx.storage.transactionSync(() => {
+      insertJob(this.sql, now, jobId, spec, tasks);
+      return jobRecord(this.sql, findJob(this.sql, jobId)!, pool);
+    });
+  }
+
+  listJobs(pool: string) {
+    return listJobs(this.sql, pool);
+  }
+
+  getJob(jobId: string, pool: string) {
+    const row = findJob(this.sql, jobId);
+    return row ? jobRecord(this.sql, row, pool) : null;
+  }
+
+  jobEvents(jobId: string, after: number, limit: number) {
+    return findJob(this.sql, jobId) ? jobEvents(this.sql, jobId, after, limit) : null;
+  }
+
+  jobTasks(jobId: string) {
+    return findJob(this.sql, jobId) ? jobTasks(this.sql, jobId) : null;
+  }
+
+  async cancelJob(jobId: string, pool: string) {
+    const now = Date.now();
+    const record = this.ctx.storage.transactionSync(() => {
+      if (!cancelJob(this.sql, now, jobId)) return null;
+      return jobRecord(this.sql, findJob(this.sql, jobId)!, pool);
+    });
+    await this.arm();
+    return record;
+  }
+
+  // -- artifacts -----------------------------------------------------------
+
+  checkArtifactWrite(key: string, writer: Writer) {
+    return checkWrite(this.sql, Date.now(), key, writer);
+  }
+
+  bindArtifact(key: string, stored: StoredObject, writer: Writer) {
+    const now = Date.now();
+    return this.ctx.storage.transactionSync(() => bind(this.sql, now, key, stored, writer));
+  }
+
+  resolveArtifact(key: string) {
+    return findArtifact(this.sql, key) ?? null;
+  }
+
+  listJobArtifacts(jobId: string) {
+    return listJobArtifacts(this.sql, jobId);
+  }
+
+  // -- expiry --------------------------------------------------------------
+
+  /** Sweeps expired leases and re-arms. Idempotent: alarms are at-least-once. */
+  override async alarm(): Promise<void> {
+    const now = Date.now();
+    this.ctx.storage.transactionSync(() => sweep(this.sql, now));
+    this.armedAt = undefined; // the alarm that just fired is no longer set
+    await this.arm();
+  }
+
+  /** Keeps the alarm at the earliest live lease deadline, or unset when none. */
+  private async arm(): Promise<void> {
+    const next = earliestDeadline(this.sql);
+    if (next === this.armedAt) return;
+    if (next === null) await this.ctx.storage.deleteAlarm();
+    else await this.ctx.storage.setAlarm(next);
+    this.armedAt = next;
+  }
 }

@@ -1,0 +1,127 @@
+// Artifact keys bound to stored R2 objects. The Worker streams bytes into a
+// fresh object; only a bind here makes them visible under a key, and the
+// bind re-checks everything the write depends on in the same transaction.
+
+import { iso } from "./events";
+
+export type ArtifactRow = {
+  key: string;
+  object: string;
+  sha256: string;
+  size_bytes: number;
+  etag: string;
+  created_ms: number;
+};
+
+/** Who is writing: null is an unscoped writer (open mode, or an operator). */
+export type Writer = string | null;
+
+export type WriteCheck = { ok: true } | { ok: false; reason: "forbidden" | "completed"; detail: string };
+
+/** The (job, task) whose output prefix `jobs/{job}/{task}/` holds this key, if any. */
+export function taskOfKey(key: string): { jobId: string; taskId: string } | null {
+  const parts = key.split("/");
+  if (parts.length < 4 || parts[0] !== "jobs") return null;
+  return { jobId: parts[1]!, taskId: parts[2]! };
+}
+
+/**
+ * May `writer` bind `key` now? An accepted task's prefix is immutable for
+ * everyone; a scoped writer needs a live lease on the key's task.
+ */
+export function checkWrite(sql: SqlStorage, now: number, key: string, writer: Writer): WriteCheck {
+  const owner = taskOfKey(key);
+  if (owner) {
+    const done = sql
+      .exec("SELECT 1 FROM tasks WHERE job_id = ? AND task_id = ? AND state = 'COMPLETED'", owner.jobId, owner.taskId)
+      .toArray();
+    if (done.length > 0) {
+      return { ok: false, reason: "completed", detail: `task ${owner.jobId}/${owner.taskId} is committed; its outputs are immutable` };
+    }
+  }
+  if (writer === null) return { ok: true };
+  if (owner && holdsLiveLease(sql, now, writer, owner.jobId, owner.taskId)) return { ok: true };
+  return { ok: false, reason: "forbidden", detail: `node ${writer} holds no live lease covering '${key}'` };
+}
+
+export function holdsLiveLease(sql: SqlStorage, now: number, nodeId: string, jobId: string, taskId: string): boolean {
+  return (
+    sql
+      .exec(
+        `SELECT 1 FROM leases l JOIN tasks t ON t.seq = l.task_seq
+         WHERE l.node_id = ? AND l.status = 'live' AND l.deadline_ms > ? AND t.job_id = ? AND t.task_id = ?
+           AND t.state = 'LEASED' AND t.lease_id = l.lease_id`,
+        nodeId,
+        now,
+        jobId,
+        taskId,
+      )
+      .toArray().length > 0
+  );
+}
+
+export interface StoredObject {
+  object: string;
+  sha256: string;
+  size_bytes: number;
+  etag: string;
+}
+
+export type BindResult =
+  | { ok: true; record: ArtifactRow; replaced: string | null }
+  | { ok: false; reason: "forbidden" | "completed"; detail: string };
+
+/** Points `key` at a freshly stored object, if the write is still allowed. */
+export function bind(sql: SqlStorage, now: number, key: string, stored: StoredObject, writer: Writer): BindResult {
+  const check = checkWrite(sql, now, key, writer);
+  if (!check.ok) return check;
+  const previous = findArtifact(sql, key);
+  const record = sql
+    .exec<ArtifactRow>(
+      `INSERT INTO artifacts (key, object, sha256, size_bytes, etag, created_ms) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT (key) DO UPDATE SET object = excluded.object, sha256 = excluded.sha256,
+         size_bytes = excluded.size_bytes, etag = excluded.etag, created_ms = excluded.created_ms
+       RETURNING *`,
+      key,
+      stored.object,
+      stored.sha256,
+      stored.size_bytes,
+      stored.etag,
+      now,
+    )
+    .one();
+  return { ok: true, record, replaced: previous?.object ?? null };
+}
+
+export function findArtifact(sql: SqlStorage, key: string): ArtifactRow | undefined {
+  return sql.exec<ArtifactRow>("SELECT * FROM artifacts WHERE key = ?", key).toArray()[0];
+}
+
+/** `[{uri, key, size_bytes}]` under `jobs/{jobId}/`, sorted by key (a range scan). */
+export function listJobArtifacts(sql: SqlStorage, jobId: string) {
+  const prefix = `jobs/${jobId}/`;
+  // Every key with the prefix sorts in [prefix, prefix-with-"/"-bumped-to-"0").
+  const upper = `jobs/${jobId}0`;
+  return sql
+    .exec<{ key: string; size_bytes: number }>(
+      "SELECT key, size_bytes FROM artifacts WHERE key >= ? AND key < ? ORDER BY key",
+      prefix,
+      upper,
+    )
+    .toArray()
+    .map((r) => ({ uri: `artifact://${r.key}`, key: r.key, size_bytes: r.size_bytes }));
+}
+
+export function artifactRecord(row: ArtifactRow, bucket: string) {
+  return {
+    schema_version: "v1alpha1" as const,
+    uri: `artifact://${row.key}`,
+    backend: "local" as const,
+    bucket,
+    object_key: row.key,
+    etag: row.etag,
+    sha256: row.sha256,
+    size_bytes: row.size_bytes,
+    created_at: iso(row.created_ms),
+  };
+}

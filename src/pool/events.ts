@@ -1,0 +1,55 @@
+// The append-only event ledger of a pool. Every state change writes its
+// event in the same transaction as the change, so the ledger never disagrees
+// with the tables. Never updates or deletes a row.
+
+import type { EventType } from "../protocol/jobs";
+import type { JsonObject } from "../protocol/json";
+
+export const EVENT_SOURCE = "flashruntime.leases";
+
+export type EventData = JsonObject;
+
+export function emit(
+  sql: SqlStorage,
+  now: number,
+  jobId: string,
+  type: EventType,
+  message: string,
+  data: EventData,
+): void {
+  sql.exec(
+    "INSERT INTO events (job_id, type, ts_ms, message, data) VALUES (?, ?, ?, ?, ?)",
+    jobId,
+    type,
+    now,
+    message,
+    JSON.stringify(data),
+  );
+}
+
+export type EventRow = {
+  seq: number;
+  job_id: string;
+  type: string;
+  ts_ms: number;
+  message: string;
+  data: string;
+};
+
+/** The wire form of a ledger row (SPEC §3.3 Event), plus its `seq` cursor. */
+export function eventRecord(row: EventRow) {
+  return {
+    schema_version: "v1alpha1" as const,
+    seq: row.seq,
+    job_id: row.job_id,
+    type: row.type,
+    timestamp: iso(row.ts_ms),
+    source: EVENT_SOURCE,
+    message: row.message,
+    data: JSON.parse(row.data) as EventData,
+  };
+}
+
+export function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}

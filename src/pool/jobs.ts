@@ -1,0 +1,157 @@
+// Jobs: a job's state is derived from its tasks' states, never set by hand.
+// The one thing stored is the terminal transition, recorded exactly once
+// with its event, so reading a job many times never re-records it.
+
+import type { JsonObject } from "../protocol/json";
+import type { JobSpec, JobState } from "../protocol/jobs";
+import type { TaskSpec } from "../protocol/tasks";
+import { emit, eventRecord, iso, type EventRow } from "./events";
+import { addTasks } from "./tasks";
+
+export type TaskCounts = Record<"PENDING" | "LEASED" | "COMPLETED" | "FAILED" | "CANCELLED", number>;
+
+export function taskCounts(sql: SqlStorage, jobId: string): TaskCounts {
+  const counts: TaskCounts = { PENDING: 0, LEASED: 0, COMPLETED: 0, FAILED: 0, CANCELLED: 0 };
+  for (const r of sql.exec<{ state: keyof TaskCounts; n: number }>(
+    "SELECT state, COUNT(*) AS n FROM tasks WHERE job_id = ? GROUP BY state",
+    jobId,
+  )) {
+    counts[r.state] = r.n;
+  }
+  return counts;
+}
+
+/** SPEC §6: the job state that follows from its task counts. */
+export function deriveJobState(c: TaskCounts): JobState {
+  const total = c.PENDING + c.LEASED + c.COMPLETED + c.FAILED + c.CANCELLED;
+  if (total === 0) return "PENDING";
+  if (c.PENDING + c.LEASED > 0) return "RUNNING";
+  if (c.FAILED > 0) return "FAILED";
+  if (c.COMPLETED === total) return "SUCCEEDED";
+  return "CANCELLED";
+}
+
+/**
+ * Records a job's terminal transition once: JOB_SUCCEEDED or JOB_FAILED and
+ * `finished_at`. A no-op for a job that is not terminal, already recorded,
+ * or unknown (tasks queued without a job record).
+ */
+export function settleJob(sql: SqlStorage, now: number, jobId: string): void {
+  const job = sql
+    .exec<{ terminal_state: string | null }>("SELECT terminal_state FROM jobs WHERE job_id = ?", jobId)
+    .toArray()[0];
+  if (!job || job.terminal_state !== null) return;
+  const state = deriveJobState(taskCounts(sql, jobId));
+  if (state !== "SUCCEEDED" && state !== "FAILED" && state !== "CANCELLED") return;
+  sql.exec("UPDATE jobs SET terminal_state = ?, finished_ms = ? WHERE job_id = ?", state, now, jobId);
+  if (state === "SUCCEEDED") emit(sql, now, jobId, "JOB_SUCCEEDED", "all tasks completed", {});
+  if (state === "FAILED") emit(sql, now, jobId, "JOB_FAILED", "a task exhausted its attempts", {});
+}
+
+type JobRow = {
+  job_id: string;
+  seq: number;
+  spec: string;
+  workload_type: string;
+  created_ms: number;
+  terminal_state: string | null;
+  finished_ms: number | null;
+};
+
+/** Inserts a job and all its tasks; the caller's transaction makes it all-or-nothing. */
+export function insertJob(sql: SqlStorage, now: number, jobId: string, spec: JobSpec, tasks: readonly TaskSpec[]): void {
+  const seq = sql.exec<{ n: number }>("SELECT COALESCE(MAX(seq), 0) + 1 AS n FROM jobs").one().n;
+  sql.exec(
+    "INSERT INTO jobs (job_id, seq, spec, workload_type, created_ms) VALUES (?, ?, ?, ?, ?)",
+    jobId,
+    seq,
+    JSON.stringify(spec),
+    spec.spec.workload.type,
+    now,
+  );
+  emit(sql, now, jobId, "JOB_ACCEPTED", `job ${spec.metadata.name} accepted with ${tasks.length} tasks`, { tasks: tasks.length });
+  emit(sql, now, jobId, "BACKEND_SELECTED", "backend leases selected", { backend: "leases" });
+  const added = addTasks(sql, now, tasks, { outputJson: spec.spec.workload.type === "command" });
+  // Job ids are fresh, so a duplicate is a bug in expansion: abort the transaction.
+  if (!added.ok) throw new Error(`duplicate task ids in expansion: ${added.duplicates.slice(0, 3).join(", ")}`);
+}
+
+/** Cancels every non-terminal task; live leases die with them. Idempotent. */
+export function cancelJob(sql: SqlStorage, now: number, jobId: string): boolean {
+  if (!findJob(sql, jobId)) return false;
+  sql.exec(
+    `UPDATE leases SET status = 'cancelled' WHERE status = 'live' AND task_seq IN
+       (SELECT seq FROM tasks WHERE job_id = ? AND state = 'LEASED')`,
+    jobId,
+  );
+  sql.exec("UPDATE tasks SET state = 'CANCELLED' WHERE job_id = ? AND state IN ('PENDING', 'LEASED')", jobId);
+  const job = findJob(sql, jobId)!;
+  if (job.terminal_state === null) {
+    // No event: v1alpha1's EventType enum has no cancellation value, and a
+    // value outside it would break the reference client's event parsing.
+    sql.exec("UPDATE jobs SET terminal_state = 'CANCELLED', finished_ms = ? WHERE job_id = ?", now, jobId);
+  }
+  return true;
+}
+
+export function findJob(sql: SqlStorage, jobId: string): JobRow | undefined {
+  return sql.exec<JobRow>("SELECT * FROM jobs WHERE job_id = ?", jobId).toArray()[0];
+}
+
+/** The JobRecord of SPEC §3.3, with its state derived from the task counts. */
+export function jobRecord(sql: SqlStorage, row: JobRow, pool: string) {
+  const counts = taskCounts(sql, row.job_id);
+  return {
+    schema_version: "v1alpha1" as const,
+    job_id: row.job_id,
+    spec: JSON.parse(row.spec) as JsonObject,
+    state: (row.terminal_state as JobState | null) ?? deriveJobState(counts),
+    backend: "leases" as const,
+    deployment_profile: pool,
+    runtime_execution_id: null,
+    created_at: iso(row.created_ms),
+    finished_at: row.finished_ms === null ? null : iso(row.finished_ms),
+    error: null,
+    artifacts: [] as string[],
+    task_counts: counts,
+  };
+}
+
+export function listJobs(sql: SqlStorage, pool: string) {
+  return sql
+    .exec<JobRow>("SELECT * FROM jobs ORDER BY seq")
+    .toArray()
+    .map((row) => jobRecord(sql, row, pool));
+}
+
+/** One row per task, sorted by task_id (SPEC §6). */
+export function jobTasks(sql: SqlStorage, jobId: string) {
+  return sql
+    .exec<{ task_id: string; state: string; attempts_used: number; max_attempts: number; node_id: string | null; deadline_ms: number | null; lease_status: string | null }>(
+      `SELECT t.task_id, t.state, t.attempts_used, t.max_attempts, l.node_id, l.deadline_ms, l.status AS lease_status
+       FROM tasks t LEFT JOIN leases l ON l.lease_id = t.lease_id
+       WHERE t.job_id = ? ORDER BY t.task_id`,
+      jobId,
+    )
+    .toArray()
+    .map((r) => ({
+      task_id: r.task_id,
+      state: r.state,
+      attempts: r.attempts_used,
+      max_attempts: r.max_attempts,
+      node_id: r.node_id,
+      deadline: r.state === "LEASED" && r.lease_status === "live" && r.deadline_ms !== null ? iso(r.deadline_ms) : null,
+    }));
+}
+
+/** Default and largest page of a job's events. */
+export const EVENTS_PAGE_DEFAULT = 100;
+export const EVENTS_PAGE_MAX = 1000;
+
+/** A job's ledger in order, after the `after` cursor (an event's `seq`). */
+export function jobEvents(sql: SqlStorage, jobId: string, after: number, limit: number) {
+  return sql
+    .exec<EventRow>("SELECT * FROM events WHERE job_id = ? AND seq > ? ORDER BY seq LIMIT ?", jobId, after, limit)
+    .toArray()
+    .map(eventRecord);
+}

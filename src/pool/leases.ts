@@ -1,0 +1,244 @@
+// The lease lifecycle: claim, renew, fail, commit and the expiry sweep.
+// Every function here runs inside one synchronous transaction of the pool
+// object and must never await: a claim can then never interleave with
+// another claim, a commit or a sweep.
+
+import { eligible } from "../placement";
+import type { JsonObject } from "../protocol/json";
+import { parseEvidence, type Lease } from "../protocol/tasks";
+import { emit, iso } from "./events";
+import { settleJob } from "./jobs";
+import { findNode, nodeView } from "./nodes";
+import type { TaskRow } from "./tasks";
+
+export type LeaseRow = {
+  lease_id: string;
+  task_seq: number;
+  node_id: string;
+  attempt_number: number;
+  issued_ms: number;
+  deadline_ms: number;
+  status: string;
+};
+
+/** A lease with its task's columns; `current_lease_id` is the task's latest lease. */
+type Joined = LeaseRow & Omit<TaskRow, "lease_id" | "seq"> & { current_lease_id: string | null };
+
+/** A Lease as it crosses RPC: the payload typed as JSON. */
+export type WireLease = Omit<Lease, "payload"> & { payload: JsonObject };
+
+export type ClaimResult = { ok: true; lease: WireLease } | { ok: false; reason: "unregistered" | "nothing" };
+export type RenewResult = { ok: true; lease: WireLease } | { ok: false; reason: "gone" };
+
+/** Expires every live lease whose deadline has passed; returns how many. */
+export function sweep(sql: SqlStorage, now: number): number {
+  const due = sql
+    .exec<{ lease_id: string }>("SELECT lease_id FROM leases WHERE status = 'live' AND deadline_ms <= ?", now)
+    .toArray();
+  for (const { lease_id } of due) {
+    const row = joined(sql, lease_id)!;
+    endAttempt(sql, now, row, "expired", "LEASE_EXPIRED", `lease ${lease_id} expired`);
+  }
+  return due.length;
+}
+
+/**
+ * Leases the earliest-inserted PENDING task (optionally of one job) that the
+ * gate accepts for this node. The gate runs once per requirement class; a
+ * class the node cannot take never blocks the tasks behind it.
+ */
+export function claim(sql: SqlStorage, now: number, nodeId: string, jobId: string | null): ClaimResult {
+  sweep(sql, now);
+  const node = findNode(sql, nodeId);
+  if (!node) return { ok: false, reason: "unregistered" };
+  if (node.status !== "online") return { ok: false, reason: "nothing" };
+  const view = nodeView(node.registration);
+  let best: number | undefined;
+  for (const c of sql.exec<{ class_id: number; requirement: string }>("SELECT class_id, requirement FROM classes")) {
+    if (!eligible(JSON.parse(c.requirement), view)) continue;
+    const head =
+      jobId === null
+        ? sql.exec<{ seq: number }>(
+            "SELECT seq FROM tasks WHERE state = 'PENDING' AND class_id = ? ORDER BY seq LIMIT 1",
+            c.class_id,
+          )
+        : sql.exec<{ seq: number }>(
+            "SELECT seq FROM tasks WHERE state = 'PENDING' AND job_id = ? AND class_id = ? ORDER BY seq LIMIT 1",
+            jobId,
+            c.class_id,
+          );
+    const seq = head.toArray()[0]?.seq;
+    if (seq !== undefined && (best === undefined || seq < best)) best = seq;
+  }
+  if (best === undefined) return { ok: false, reason: "nothing" };
+
+  const task = sql
+    .exec<TaskRow>(
+      "UPDATE tasks SET state = 'LEASED', attempts_used = attempts_used + 1, lease_id = ? WHERE seq = ? RETURNING *",
+      newLeaseId(),
+      best,
+    )
+    .one();
+  const deadline = now + Math.round(task.lease_seconds * 1000);
+  sql.exec(
+    "INSERT INTO leases (lease_id, task_seq, node_id, attempt_number, issued_ms, deadline_ms, status) VALUES (?, ?, ?, ?, ?, ?, 'live')",
+    task.lease_id,
+    task.seq,
+    nodeId,
+    task.attempts_used,
+    now,
+    deadline,
+  );
+  emit(sql, now, task.job_id, "LEASE_CLAIMED", `task ${task.task_id} leased to ${nodeId} (attempt ${task.attempts_used})`, {
+    task_id: task.task_id,
+    node_id: nodeId,
+    lease_id: task.lease_id,
+    attempt: task.attempts_used,
+  });
+  return { ok: true, lease: leaseRecord(joined(sql, task.lease_id!)!) };
+}
+
+/** Extends a live lease by its task's window; anything else is gone (410). */
+export function renew(sql: SqlStorage, now: number, leaseId: string): RenewResult {
+  sweep(sql, now);
+  const row = joined(sql, leaseId);
+  if (!row || !isLive(row, now)) return { ok: false, reason: "gone" };
+  const deadline = now + Math.round(row.lease_seconds * 1000);
+  sql.exec("UPDATE leases SET deadline_ms = ? WHERE lease_id = ?", deadline, leaseId);
+  emit(sql, now, row.job_id, "LEASE_RENEWED", `lease ${leaseId} renewed`, {
+    task_id: row.task_id,
+    node_id: row.node_id,
+    lease_id: leaseId,
+  });
+  return { ok: true, lease: leaseRecord({ ...row, deadline_ms: deadline }) };
+}
+
+/** The worker gave up: requeue or exhaust. Only a live lease can fail. */
+export function failAttempt(sql: SqlStorage, now: number, leaseId: string, reason: string): { ok: boolean } {
+  sweep(sql, now);
+  const row = joined(sql, leaseId);
+  if (!row || !isLive(row, now)) return { ok: false };
+  endAttempt(sql, now, row, "failed", "TASK_ATTEMPT_FAILED", `attempt ${row.attempt_number} failed: ${reason}`);
+  return { ok: true };
+}
+
+export type CommitOutcome =
+  | { status: "unknown" }
+  | { status: "accepted" }
+  | { status: "rejected" }
+  | { status: "invalid" };
+
+/**
+ * Judges a commit. `validObject` is the stored object whose bytes passed
+ * validation against the claimed hash, or null when validation failed; it is
+ * re-checked here against the key's current binding, so a binding replaced
+ * while the bytes were being read counts as failed validation.
+ */
+export function commit(
+  sql: SqlStorage,
+  now: number,
+  leaseId: string,
+  outputSha256: string,
+  validObject: string | null,
+  evidence: unknown,
+): CommitOutcome {
+  sweep(sql, now);
+  const row = joined(sql, leaseId);
+  if (!row) return { status: "unknown" };
+  const live = isLive(row, now);
+  const bound = sql
+    .exec<{ object: string; sha256: string }>("SELECT object, sha256 FROM artifacts WHERE key = ?", row.commit_key)
+    .toArray()[0];
+  const valid = validObject !== null && bound?.object === validObject && bound.sha256 === outputSha256;
+  const ids = { task_id: row.task_id, node_id: row.node_id, lease_id: leaseId };
+  if (live && !valid) {
+    endAttempt(sql, now, row, "failed", "TASK_ATTEMPT_FAILED", `output validation failed for ${row.commit_key}`);
+    return { status: "invalid" };
+  }
+  if (live && valid) {
+    sql.exec("UPDATE leases SET status = 'completed' WHERE lease_id = ?", leaseId);
+    sql.exec("UPDATE tasks SET state = 'COMPLETED', accepted_object = ? WHERE seq = ?", bound!.object, row.task_seq);
+    sql.exec("UPDATE nodes SET accepted_tasks = accepted_tasks + 1 WHERE node_id = ?", row.node_id);
+    emit(sql, now, row.job_id, "TASK_COMMIT_ACCEPTED", `commit of ${row.task_id} accepted from ${row.node_id}`, {
+      ...ids,
+      output_sha256: outputSha256,
+      evidence: parseEvidence(evidence),
+    });
+    settleJob(sql, now, row.job_id);
+    return { status: "accepted" };
+  }
+  emit(sql, now, row.job_id, "TASK_COMMIT_REJECTED", `commit of ${row.task_id} rejected: ${rejection(row)}`, ids);
+  return { status: "rejected" };
+}
+
+function rejection(row: Joined): string {
+  if (row.state === "COMPLETED") return "task already completed";
+  if (row.state === "CANCELLED") return "task cancelled";
+  return `lease ${row.status}`;
+}
+
+/** Ends a live attempt; the task requeues while attempts remain, else fails. */
+export function endAttempt(
+  sql: SqlStorage,
+  now: number,
+  row: Joined,
+  leaseStatus: "expired" | "failed",
+  type: "LEASE_EXPIRED" | "TASK_ATTEMPT_FAILED",
+  message: string,
+): void {
+  const ids = { task_id: row.task_id, node_id: row.node_id, lease_id: row.lease_id };
+  sql.exec("UPDATE leases SET status = ? WHERE lease_id = ?", leaseStatus, row.lease_id);
+  emit(sql, now, row.job_id, type, message, ids);
+  if (row.attempts_used < row.max_attempts) {
+    sql.exec("UPDATE tasks SET state = 'PENDING' WHERE seq = ?", row.task_seq);
+    emit(sql, now, row.job_id, "TASK_REQUEUED", `task ${row.task_id} requeued`, ids);
+  } else {
+    sql.exec("UPDATE tasks SET state = 'FAILED' WHERE seq = ?", row.task_seq);
+    emit(sql, now, row.job_id, "TASK_EXHAUSTED", `task ${row.task_id} exhausted ${row.max_attempts} attempts`, ids);
+    settleJob(sql, now, row.job_id);
+  }
+}
+
+/** The earliest live deadline: where the alarm must be. */
+export function earliestDeadline(sql: SqlStorage): number | null {
+  return sql.exec<{ d: number | null }>("SELECT MIN(deadline_ms) AS d FROM leases WHERE status = 'live'").one().d;
+}
+
+export function findLease(sql: SqlStorage, leaseId: string): Joined | undefined {
+  return joined(sql, leaseId);
+}
+
+function joined(sql: SqlStorage, leaseId: string): Joined | undefined {
+  return sql
+    .exec<Joined>(
+      `SELECT l.*, t.job_id, t.task_id, t.class_id, t.payload, t.commit_key, t.max_attempts, t.lease_seconds,
+              t.output_json, t.state, t.attempts_used, t.accepted_object, t.lease_id AS current_lease_id
+       FROM leases l JOIN tasks t ON t.seq = l.task_seq WHERE l.lease_id = ?`,
+      leaseId,
+    )
+    .toArray()[0];
+}
+
+function isLive(row: Joined, now: number): boolean {
+  return (
+    row.status === "live" && row.state === "LEASED" && row.current_lease_id === row.lease_id && row.deadline_ms > now
+  );
+}
+
+function leaseRecord(row: Joined): WireLease {
+  return {
+    schema_version: "v1alpha1",
+    lease_id: row.lease_id,
+    task_id: row.task_id,
+    job_id: row.job_id,
+    node_id: row.node_id,
+    attempt_number: row.attempt_number,
+    deadline: iso(row.deadline_ms),
+    payload: JSON.parse(row.payload) as JsonObject,
+  };
+}
+
+function newLeaseId(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(6));
+  return "ls-" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}

@@ -1,0 +1,84 @@
+// The node registry: registrations, liveness, and the claim-time node view
+// the placement gate reads. Registration JSON is stored as parsed (defaults
+// applied), so the view is built from exactly what the node declared.
+
+import type { NodeHeartbeat, NodeRegistration } from "../protocol/nodes";
+
+/** A node is online while its last heartbeat is younger than this. */
+export const ONLINE_WINDOW_MS = 15_000;
+
+type NodeRow = {
+  node_id: string;
+  registration: string;
+  status: string;
+  last_heartbeat_ms: number;
+  accepted_tasks: number;
+};
+
+/** Replaces the registration; the accepted-task count survives re-registering. */
+export function registerNode(sql: SqlStorage, now: number, registration: NodeRegistration): void {
+  sql.exec(
+    `INSERT INTO nodes (node_id, registration, status, last_heartbeat_ms) VALUES (?, ?, 'online', ?)
+     ON CONFLICT (node_id) DO UPDATE SET registration = excluded.registration,
+       status = 'online', last_heartbeat_ms = excluded.last_heartbeat_ms`,
+    registration.node_id,
+    JSON.stringify(registration),
+    now,
+  );
+}
+
+/** Records a heartbeat on the coordinator's clock; false for an unknown node. */
+export function heartbeatNode(sql: SqlStorage, now: number, nodeId: string, hb: NodeHeartbeat): boolean {
+  const row = findNode(sql, nodeId);
+  if (!row) return false;
+  let registration = row.registration;
+  if (hb.pools != null) {
+    // A non-null list replaces the team pools wholesale; null says nothing.
+    const reg = JSON.parse(registration) as NodeRegistration;
+    reg.capabilities = { ...reg.capabilities, pools: [...hb.pools] };
+    registration = JSON.stringify(reg);
+  }
+  sql.exec(
+    "UPDATE nodes SET status = ?, last_heartbeat_ms = ?, registration = ? WHERE node_id = ?",
+    hb.status,
+    now,
+    registration,
+    nodeId,
+  );
+  return true;
+}
+
+export function findNode(sql: SqlStorage, nodeId: string): NodeRow | undefined {
+  return sql.exec<NodeRow>("SELECT * FROM nodes WHERE node_id = ?", nodeId).toArray()[0];
+}
+
+/** The claim-time view of SPEC §4, built from the stored registration. */
+export function nodeView(registrationJson: string): Record<string, unknown> {
+  const reg = JSON.parse(registrationJson) as NodeRegistration;
+  return {
+    node_id: reg.node_id,
+    sandbox_capable: reg.sandbox_capable,
+    argv_capable: reg.argv_capable,
+    module_capable: reg.module_capable,
+    unsandboxed_argv_capable: reg.unsandboxed_argv_capable,
+    local_datasets: reg.local_datasets,
+    capabilities: reg.capabilities,
+  };
+}
+
+/** GET /nodes: registration fields plus liveness, sorted by node_id. */
+export function listNodes(sql: SqlStorage, now: number) {
+  return sql
+    .exec<NodeRow>("SELECT * FROM nodes ORDER BY node_id")
+    .toArray()
+    .map((row) => {
+      const age = Math.max(0, now - row.last_heartbeat_ms);
+      return {
+        ...(JSON.parse(row.registration) as NodeRegistration),
+        status: row.status,
+        online: age < ONLINE_WINDOW_MS,
+        last_heartbeat_age_s: Math.round(age / 100) / 10,
+        accepted_tasks: row.accepted_tasks,
+      };
+    });
+}

@@ -1,0 +1,110 @@
+// Artifact routes (SPEC §7). Bytes stream from the request into a fresh,
+// never-reused R2 object while their sha256 and size are computed; only then
+// does the pool object bind the key to it. A refused bind deletes the fresh
+// object, so a refused upload leaves nothing behind and the key keeps its
+// previous bytes.
+
+import { Hono } from "hono";
+import { artifactKeyProblem } from "../protocol/keys";
+import { artifactRecord } from "../pool/artifacts";
+import type { AppContext, AppEnv } from "./context";
+import { writerOf } from "./identity";
+
+export const artifacts = new Hono<AppEnv>()
+  .put("/*", async (c) => {
+    const key = artifactKey(c);
+    if (typeof key !== "string") return key;
+    const maxBytes = maxArtifactBytes(c.env);
+    const length = Number(c.req.header("content-length"));
+    if (c.req.header("content-length") === undefined || !Number.isSafeInteger(length) || length < 0) {
+      return c.json({ detail: "Content-Length is required for artifact uploads" }, 411);
+    }
+    if (length > maxBytes) return c.json({ detail: `artifact exceeds ${maxBytes} bytes (FLASHML_MAX_ARTIFACT_MB)` }, 413);
+    const stub = c.var.stub;
+    const who = writerOf(c);
+    if (!who.ok) return who.response;
+    const writer = who.writer;
+    // Checked before the body is read, so a refused writer never streams it.
+    const before = await stub.checkArtifactWrite(key, writer);
+    if (!before.ok) return c.json({ detail: before.detail }, before.reason === "completed" ? 409 : 403);
+
+    const object = `pools/${c.var.pool}/objects/${crypto.randomUUID()}`;
+    let stored;
+    try {
+      stored = await storeStreaming(c.env.ARTIFACTS, object, c.req.raw.body, length);
+    } catch {
+      await c.env.ARTIFACTS.delete(object);
+      return c.json({ detail: "upload failed: the body did not match its Content-Length" }, 400);
+    }
+    const bound = await stub.bindArtifact(key, stored, writer);
+    if (!bound.ok) {
+      await c.env.ARTIFACTS.delete(object);
+      return c.json({ detail: bound.detail }, bound.reason === "completed" ? 409 : 403);
+    }
+    if (bound.replaced) c.executionCtx.waitUntil(c.env.ARTIFACTS.delete(bound.replaced));
+    return c.json(artifactRecord(bound.record, BUCKET));
+  })
+  .get("/*", async (c) => {
+    const key = artifactKey(c);
+    if (typeof key !== "string") return key;
+    const row = await c.var.stub.resolveArtifact(key);
+    const body = row ? await c.env.ARTIFACTS.get(row.object) : null;
+    if (!row || !body) return c.json({ detail: `no artifact at ${key}` }, 404);
+    return new Response(body.body, {
+      headers: {
+        "content-type": "application/octet-stream",
+        "content-length": String(row.size_bytes),
+        etag: `"${row.etag}"`,
+        "x-flashml-sha256": row.sha256,
+      },
+    });
+  });
+
+/** The client key: everything after `/artifacts/`, percent-decoded, checked. */
+function artifactKey(c: AppContext): string | Response {
+  const path = new URL(c.req.url).pathname;
+  const raw = path.slice(path.indexOf("/artifacts/") + "/artifacts/".length);
+  let key: string;
+  try {
+    key = decodeURIComponent(raw);
+  } catch {
+    return c.json({ detail: "artifact key is not valid percent-encoding" }, 400);
+  }
+  const problem = artifactKeyProblem(key);
+  return problem === null ? key : c.json({ detail: `invalid artifact key: ${problem}` }, 400);
+}
+
+function maxArtifactBytes(env: Env): number {
+  const mb = Number(env.FLASHML_MAX_ARTIFACT_MB);
+  return (Number.isFinite(mb) && mb > 0 ? mb : 100) * 1024 * 1024;
+}
+
+/** The R2 bucket reported in ArtifactRecord.bucket (wrangler.toml's bucket_name). */
+const BUCKET = "flashedge-artifacts";
+
+/**
+ * Streams `body` into R2 at `object` while hashing it; never buffers it whole.
+ * R2 needs a known length, so the bytes pass through a FixedLengthStream,
+ * which also errors when the body is shorter or longer than declared.
+ */
+async function storeStreaming(bucket: R2Bucket, object: string, body: ReadableStream<Uint8Array> | null, length: number) {
+  const source = body ?? new Response(new Uint8Array(0)).body!;
+  const [forHash, forStore] = source.tee();
+  const digest = new crypto.DigestStream("SHA-256");
+  const fixed = new FixedLengthStream(length);
+  // Settle all three before judging, so no failure is left unobserved.
+  const [hash, piped, put] = await Promise.allSettled([
+    forHash.pipeTo(digest).then(() => digest.digest),
+    forStore.pipeTo(fixed.writable),
+    bucket.put(object, fixed.readable),
+  ]);
+  if (hash.status === "rejected" || piped.status === "rejected" || put.status === "rejected" || !put.value) {
+    throw new Error("upload stream failed");
+  }
+  return {
+    object,
+    sha256: Array.from(new Uint8Array(hash.value), (b) => b.toString(16).padStart(2, "0")).join(""),
+    size_bytes: put.value.size,
+    etag: put.value.etag,
+  };
+}

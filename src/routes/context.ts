@@ -1,0 +1,83 @@
+// What every route shares: the Hono environment type, the pool stub of the
+// request, and JSON body parsing into the spec's error shapes.
+
+import type { Context } from "hono";
+import type { z } from "zod";
+import { validationDetail } from "../protocol/errors";
+
+export type AppEnv = {
+  Bindings: Env;
+  Variables: { pool: string; stub: DurableObjectStub<import("../pool/object").PoolObject> };
+};
+export type AppContext = Context<AppEnv>;
+
+/** JSON bodies (everything but artifacts) are limited to this (SPEC §10). */
+export const MAX_JSON_BODY_BYTES = 1024 * 1024;
+
+export type Parsed<T> = { ok: true; value: T } | { ok: false; response: Response };
+
+/**
+ * Reads and validates a JSON body: 413 past the limit, 415 for a non-JSON
+ * content type, 422 with `[{loc, msg, type}]` for malformed JSON or a body
+ * the schema refuses. Never throws for anything a client can send.
+ */
+export async function readJson<S extends z.ZodType>(c: AppContext, schema: S): Promise<Parsed<z.output<S>>> {
+  const type = c.req.header("content-type");
+  if (type !== undefined && !/^application\/([\w.+-]*\+)?json\s*(;|$)/i.test(type.trim())) {
+    return fail(c.json({ detail: `unsupported content type '${type}': send application/json` }, 415));
+  }
+  const declared = Number(c.req.header("content-length") ?? "0");
+  if (declared > MAX_JSON_BODY_BYTES) return fail(tooLarge(c));
+  let text: string;
+  try {
+    text = await readLimited(c.req.raw, MAX_JSON_BODY_BYTES);
+  } catch (e) {
+    if (e instanceof BodyTooLarge) return fail(tooLarge(c));
+    return fail(c.json({ detail: "could not read the request body" }, 400));
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch (e) {
+    const msg = text.trim() === "" ? "request body is empty: send a JSON object" : `JSON decode error: ${(e as Error).message}`;
+    return fail(c.json({ detail: [{ loc: ["body"], msg, type: "json_invalid" }] }, 422));
+  }
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) return fail(c.json({ detail: validationDetail(parsed.error) }, 422));
+  return { ok: true, value: parsed.data };
+}
+
+function fail(response: Response): { ok: false; response: Response } {
+  return { ok: false, response };
+}
+
+function tooLarge(c: AppContext): Response {
+  return c.json({ detail: `request body exceeds ${MAX_JSON_BODY_BYTES} bytes` }, 413);
+}
+
+class BodyTooLarge extends Error {}
+
+/** Reads a body as UTF-8 text, stopping as soon as it passes `limit` bytes. */
+async function readLimited(request: Request, limit: number): Promise<string> {
+  if (!request.body) return "";
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel();
+      throw new BodyTooLarge();
+    }
+    chunks.push(value);
+  }
+  const all = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    all.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return new TextDecoder().decode(all);
+}

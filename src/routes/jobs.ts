@@ -1,0 +1,78 @@
+// Job routes (SPEC §6, §7): submission, reads, cancel, and the job's artifacts.
+
+import { Hono } from "hono";
+import { EVENTS_PAGE_DEFAULT, EVENTS_PAGE_MAX } from "../pool/jobs";
+import { JobSpecSchema } from "../protocol/jobs";
+import { expandJob } from "../recipes";
+import { type AppContext, type AppEnv, readJson } from "./context";
+
+export const jobs = new Hono<AppEnv>()
+  .post("/", async (c) => {
+    const body = await readJson(c, JobSpecSchema);
+    if (!body.ok) return body.response;
+    const spec = body.value;
+    if (spec.spec.execution.backend !== "leases") {
+      return c.json(
+        {
+          detail: [
+            {
+              loc: ["body", "spec", "execution", "backend"],
+              msg: `this coordinator serves only the lease backend: set spec.execution.backend to "leases" (got "${spec.spec.execution.backend}")`,
+              type: "value_error",
+            },
+          ],
+        },
+        422,
+      );
+    }
+    const jobId = newJobId();
+    const expansion = expandJob(spec, jobId, { allowUnsandboxedArgv: c.env.FLASHML_ALLOW_UNSANDBOXED_ARGV === "1" });
+    if (!expansion.ok) return c.json({ detail: `job cannot be expanded: ${expansion.problems.join("; ")}` }, 422);
+    return c.json(await c.var.stub.submitJob(jobId, spec, expansion.tasks, c.var.pool), 201);
+  })
+  .get("/", async (c) => c.json(await c.var.stub.listJobs(c.var.pool)))
+  .get("/:job_id", async (c) => {
+    const job = await c.var.stub.getJob(c.req.param("job_id"), c.var.pool);
+    return job ? c.json(job) : unknownJob(c);
+  })
+  .get("/:job_id/events", async (c) => {
+    const after = pageParam(c.req.query("after"), 0);
+    const limit = pageParam(c.req.query("limit"), EVENTS_PAGE_DEFAULT);
+    if (after === null || limit === null || limit < 1 || limit > EVENTS_PAGE_MAX) {
+      return c.json(
+        { detail: `after must be an integer ≥ 0 and limit an integer from 1 to ${EVENTS_PAGE_MAX} (default ${EVENTS_PAGE_DEFAULT})` },
+        422,
+      );
+    }
+    const events = await c.var.stub.jobEvents(c.req.param("job_id"), after, limit);
+    return events ? c.json(events) : unknownJob(c);
+  })
+  .get("/:job_id/tasks", async (c) => {
+    const tasks = await c.var.stub.jobTasks(c.req.param("job_id"));
+    return tasks ? c.json(tasks) : unknownJob(c);
+  })
+  .post("/:job_id/cancel", async (c) => {
+    const job = await c.var.stub.cancelJob(c.req.param("job_id"), c.var.pool);
+    return job ? c.json(job) : unknownJob(c);
+  })
+  .get("/:job_id/logs", async (c) => {
+    // Lease jobs have no backend log; the reference CLI's `logs` calls this.
+    const job = await c.var.stub.getJob(c.req.param("job_id"), c.var.pool);
+    return job ? c.json({ logs: "" }) : unknownJob(c);
+  })
+  .get("/:job_id/artifacts", async (c) => c.json(await c.var.stub.listJobArtifacts(c.req.param("job_id"))));
+
+function unknownJob(c: AppContext) {
+  return c.json({ detail: `unknown job ${c.req.param("job_id")}` }, 404);
+}
+
+/** A non-negative integer query parameter, its default when absent, or null. */
+function pageParam(raw: string | undefined, fallback: number): number | null {
+  if (raw === undefined) return fallback;
+  return /^\d{1,15}$/.test(raw) ? Number(raw) : null;
+}
+
+/** 12 lowercase hex characters (SPEC §3.3). */
+function newJobId(): string {
+  return Array.from(crypto.getRandomValues(new Uint8Array(6)), (b) => b.toString(16).padStart(2, "0")).join("");
+}

@@ -1,0 +1,46 @@
+// Lease routes (SPEC §5): claim, and the attempt heartbeat/complete/fail.
+
+import { Hono } from "hono";
+import { ClaimRequestSchema, CompleteRequestSchema, FailRequestSchema } from "../protocol/tasks";
+import { type AppEnv, readJson } from "./context";
+
+export const leases = new Hono<AppEnv>().post("/claim", async (c) => {
+  const body = await readJson(c, ClaimRequestSchema);
+  if (!body.ok) return body.response;
+  const result = await c.var.stub.claim(body.value.node_id, body.value.job_id ?? null);
+  if (result.ok) return c.json(result.lease);
+  if (result.reason === "unregistered") return c.json({ detail: "unregistered node — register first" }, 403);
+  return c.body(null, 204);
+});
+
+export const attempts = new Hono<AppEnv>()
+  .post("/:lease_id/heartbeat", async (c) => {
+    const leaseId = c.req.param("lease_id");
+    const result = await c.var.stub.renewLease(leaseId);
+    if (result.ok) return c.json(result.lease);
+    return c.json({ detail: `lease ${leaseId} is not live — stop working on it` }, 410);
+  })
+  .post("/:lease_id/complete", async (c) => {
+    const leaseId = c.req.param("lease_id");
+    const body = await readJson(c, CompleteRequestSchema);
+    if (!body.ok) return body.response;
+    const outcome = await c.var.stub.completeLease(leaseId, body.value.output_sha256, body.value.evidence ?? null);
+    switch (outcome.status) {
+      case "unknown":
+        return c.json({ detail: `unknown lease ${leaseId}` }, 404);
+      case "accepted":
+        return c.json({ accepted: true });
+      case "invalid":
+        return c.json({ accepted: false, detail: "output validation failed; attempt requeued" });
+      case "rejected":
+        return c.json({ accepted: false });
+    }
+  })
+  .post("/:lease_id/fail", async (c) => {
+    const leaseId = c.req.param("lease_id");
+    const body = await readJson(c, FailRequestSchema);
+    if (!body.ok) return body.response;
+    const result = await c.var.stub.failLease(leaseId, body.value.reason);
+    if (!result.ok) return c.json({ detail: `lease ${leaseId} is not live` }, 410);
+    return c.json({ status: "requeued-or-exhausted" });
+  });

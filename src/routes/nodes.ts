@@ -1,0 +1,29 @@
+// Node registry routes (SPEC §3.1, §5): register, heartbeat, list.
+
+import { Hono } from "hono";
+import { NodeHeartbeatSchema, NodeRegistrationSchema } from "../protocol/nodes";
+import { type AppEnv, readJson } from "./context";
+
+export const nodes = new Hono<AppEnv>()
+  .post("/register", async (c) => {
+    const joinCode = c.env.FLASHML_JOIN_CODE;
+    if (joinCode && c.req.header("x-flashml-join-code") !== joinCode) {
+      return c.json({ detail: "invalid or missing join code" }, 403);
+    }
+    const body = await readJson(c, NodeRegistrationSchema);
+    if (!body.ok) return body.response;
+    // The URL names the pool; the body's `pool` (the agent defaults it) does not.
+    const registration = { ...body.value, pool: c.var.pool };
+    await c.var.stub.register(registration);
+    return c.json({ node_id: registration.node_id, status: "registered" });
+  })
+  .post("/:node_id/heartbeat", async (c) => {
+    const nodeId = c.req.param("node_id");
+    const body = await readJson(c, NodeHeartbeatSchema);
+    if (!body.ok) return body.response;
+    if (!(await c.var.stub.heartbeatNode(nodeId, body.value))) {
+      return c.json({ detail: `unknown node ${nodeId} — register first` }, 404);
+    }
+    return c.json({ status: "ok" });
+  })
+  .get("/", async (c) => c.json(await c.var.stub.listNodes()));

@@ -1,0 +1,281 @@
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import type { Lease } from "../../src/protocol/tasks";
+import { addTasks, call, claim, freshPool, json, register, sha256, sleep, stub, task, upload } from "./helpers";
+
+type Event = { type: string; data: Record<string, unknown> };
+
+async function events(pool: string, jobId: string): Promise<Event[]> {
+  return runInDurableObject(stub(pool), (_o, state) =>
+    state.storage.sql
+      .exec<{ type: string; data: string }>("SELECT type, data FROM events WHERE job_id = ? ORDER BY seq", jobId)
+      .toArray()
+      .map((e) => ({ type: e.type, data: JSON.parse(e.data) as Record<string, unknown> })),
+  );
+}
+
+async function taskState(pool: string, jobId: string, taskId: string) {
+  return runInDurableObject(stub(pool), (_o, state) =>
+    state.storage.sql
+      .exec<{ state: string; attempts_used: number }>(
+        "SELECT state, attempts_used FROM tasks WHERE job_id = ? AND task_id = ?",
+        jobId,
+        taskId,
+      )
+      .one(),
+  );
+}
+
+async function commitOutput(pool: string, lease: Lease, bytes: string) {
+  expect((await upload(pool, `jobs/${lease.job_id}/${lease.task_id}/metrics.json`, bytes)).status).toBe(200);
+  return call(pool, "POST", `/attempts/${lease.lease_id}/complete`, { output_sha256: await sha256(bytes) });
+}
+
+describe("the agent loop", () => {
+  it("register, claim, heartbeat, upload and complete is accepted exactly once", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await addTasks(pool, [task("job-a", "task-000", { module: "m" })]);
+
+    const r = await claim(pool, "n1");
+    expect(r.status).toBe(200);
+    const lease = await json<Lease>(r);
+    expect(lease).toMatchObject({ schema_version: "v1alpha1", task_id: "task-000", job_id: "job-a", node_id: "n1", attempt_number: 1, payload: { module: "m" } });
+    expect(lease.lease_id).toMatch(/^ls-[0-9a-f]{12}$/);
+    expect(Date.parse(lease.deadline) - Date.now()).toBeGreaterThan(55_000);
+
+    const hb = await call(pool, "POST", `/attempts/${lease.lease_id}/heartbeat`);
+    expect(hb.status).toBe(200);
+    expect((await json<Lease>(hb)).lease_id).toBe(lease.lease_id);
+
+    const done = await commitOutput(pool, lease, '{"accuracy": 0.9}');
+    expect(await json(done)).toEqual({ accepted: true });
+    expect(await taskState(pool, "job-a", "task-000")).toEqual({ state: "COMPLETED", attempts_used: 1 });
+
+    const again = await call(pool, "POST", `/attempts/${lease.lease_id}/complete`, { output_sha256: await sha256('{"accuracy": 0.9}') });
+    expect(await json(again)).toEqual({ accepted: false });
+    expect((await call(pool, "POST", `/attempts/${lease.lease_id}/heartbeat`)).status).toBe(410);
+
+    const nodes = await json<Array<Record<string, unknown>>>(await call(pool, "GET", "/nodes"));
+    expect(nodes[0]).toMatchObject({ node_id: "n1", accepted_tasks: 1, online: true });
+    const types = (await events(pool, "job-a")).map((e) => e.type);
+    expect(types).toEqual(["TASK_CREATED", "LEASE_CLAIMED", "LEASE_RENEWED", "TASK_COMMIT_ACCEPTED", "TASK_COMMIT_REJECTED"]);
+  });
+
+  it("a claim from an unregistered node is refused with 403", async () => {
+    const pool = freshPool();
+    const r = await claim(pool, "ghost");
+    expect(r.status).toBe(403);
+    expect(await json(r)).toEqual({ detail: "unregistered node — register first" });
+  });
+
+  it("an empty queue answers 204 with an empty body", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    const r = await claim(pool, "n1");
+    expect(r.status).toBe(204);
+    expect(await r.text()).toBe("");
+  });
+
+  it("a draining node gets no new work", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await addTasks(pool, [task("j", "t0")]);
+    expect((await call(pool, "POST", "/nodes/n1/heartbeat", { node_id: "n1", status: "draining" })).status).toBe(200);
+    expect((await claim(pool, "n1")).status).toBe(204);
+  });
+
+  it("an unknown lease id is 404 on complete and 410 on heartbeat and fail", async () => {
+    const pool = freshPool();
+    expect((await call(pool, "POST", "/attempts/ls-000000000000/complete", { output_sha256: "x" })).status).toBe(404);
+    expect((await call(pool, "POST", "/attempts/ls-000000000000/heartbeat")).status).toBe(410);
+    expect((await call(pool, "POST", "/attempts/ls-000000000000/fail", { reason: "x" })).status).toBe(410);
+  });
+});
+
+describe("expiry", () => {
+  it("a node that stops heartbeating loses its lease to the alarm, and its late commit is rejected", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await register(pool, "n2");
+    await addTasks(pool, [task("job-a", "task-000", {}, { lease_seconds: 0.2 })]);
+    const first = await json<Lease>(await claim(pool, "n1"));
+    // Nobody polls: only the object's own alarm can requeue the task.
+    await expect.poll(() => taskState(pool, "job-a", "task-000"), { timeout: 2000, interval: 50 }).toEqual({
+      state: "PENDING",
+      attempts_used: 1,
+    });
+
+    const second = await json<Lease>(await claim(pool, "n2"));
+    expect(second).toMatchObject({ task_id: "task-000", node_id: "n2", attempt_number: 2 });
+
+    const late = await commitOutput(pool, first, "{}");
+    expect(await json(late)).toEqual({ accepted: false });
+    expect((await call(pool, "POST", `/attempts/${first.lease_id}/heartbeat`)).status).toBe(410);
+    const ev = await events(pool, "job-a");
+    expect(ev.map((e) => e.type)).toContain("LEASE_EXPIRED");
+    expect(ev.find((e) => e.type === "LEASE_EXPIRED")!.data).toMatchObject({ task_id: "task-000", node_id: "n1" });
+    expect(ev.at(-1)).toMatchObject({ type: "TASK_COMMIT_REJECTED", data: { node_id: "n1" } });
+  });
+
+  it("the alarm is armed at the earliest live deadline and cleared when none is left", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await addTasks(pool, [task("j", "a", {}, { lease_seconds: 30 }), task("j", "b", {}, { lease_seconds: 10 })]);
+    const a = await json<Lease>(await claim(pool, "n1"));
+    const b = await json<Lease>(await claim(pool, "n1"));
+    const alarm = await runInDurableObject(stub(pool), (_o, s) => s.storage.getAlarm());
+    expect(alarm).toBe(Date.parse(b.deadline));
+    await call(pool, "POST", `/attempts/${b.lease_id}/fail`, { reason: "x" });
+    await call(pool, "POST", `/attempts/${a.lease_id}/fail`, { reason: "x" });
+    // b requeued with attempts left; nothing is leased any more.
+    expect(await runInDurableObject(stub(pool), (_o, s) => s.storage.getAlarm())).toBeNull();
+  });
+
+  it("a duplicated alarm changes nothing", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await addTasks(pool, [task("j", "t", {}, { lease_seconds: 0.1 })]);
+    await claim(pool, "n1");
+    await sleep(150);
+    await runDurableObjectAlarm(stub(pool));
+    const after = await events(pool, "j");
+    await runInDurableObject(stub(pool), (o) => o.alarm());
+    expect(await events(pool, "j")).toEqual(after);
+  });
+
+  it("a claim sweeps expired leases first, even when the alarm never ran", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await register(pool, "n2");
+    await addTasks(pool, [task("j", "t", {}, { lease_seconds: 0.1 })]);
+    await claim(pool, "n1");
+    await sleep(150);
+    const r = await json<Lease>(await claim(pool, "n2"));
+    expect(r).toMatchObject({ node_id: "n2", attempt_number: 2 });
+  });
+
+  it("attempts run out: the task ends FAILED with TASK_EXHAUSTED", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await addTasks(pool, [task("j", "t", {}, { max_attempts: 2 })]);
+    for (let i = 0; i < 2; i++) {
+      const lease = await json<Lease>(await claim(pool, "n1"));
+      const r = await call(pool, "POST", `/attempts/${lease.lease_id}/fail`, { reason: "boom" });
+      expect(await json(r)).toEqual({ status: "requeued-or-exhausted" });
+    }
+    expect(await taskState(pool, "j", "t")).toEqual({ state: "FAILED", attempts_used: 2 });
+    expect((await claim(pool, "n1")).status).toBe(204);
+    const types = (await events(pool, "j")).map((e) => e.type);
+    expect(types.filter((t) => t === "TASK_REQUEUED")).toHaveLength(1);
+    expect(types.at(-1)).toBe("TASK_EXHAUSTED");
+  });
+});
+
+describe("output validation", () => {
+  it("a wrong sha256 is not accepted and the task is requeued", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await addTasks(pool, [task("j", "t")]);
+    const lease = await json<Lease>(await claim(pool, "n1"));
+    await upload(pool, "jobs/j/t/metrics.json", "{}");
+    const r = await call(pool, "POST", `/attempts/${lease.lease_id}/complete`, { output_sha256: await sha256("other") });
+    expect(await json(r)).toEqual({ accepted: false, detail: "output validation failed; attempt requeued" });
+    expect(await taskState(pool, "j", "t")).toEqual({ state: "PENDING", attempts_used: 1 });
+  });
+
+  it("a missing output is not accepted", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await addTasks(pool, [task("j", "t")]);
+    const lease = await json<Lease>(await claim(pool, "n1"));
+    const r = await call(pool, "POST", `/attempts/${lease.lease_id}/complete`, { output_sha256: await sha256("{}") });
+    expect(await json(r)).toMatchObject({ accepted: false });
+    expect((await taskState(pool, "j", "t")).state).toBe("PENDING");
+  });
+
+  it("a command task's output must be a JSON object", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await addTasks(pool, [task("j", "t")], { outputJson: true });
+    let lease = await json<Lease>(await claim(pool, "n1"));
+    expect(await json(await commitOutput(pool, lease, "[1, 2]"))).toMatchObject({ accepted: false, detail: expect.any(String) });
+    lease = await json<Lease>(await claim(pool, "n1"));
+    expect(await json(await commitOutput(pool, lease, "not json"))).toMatchObject({ accepted: false });
+    lease = await json<Lease>(await claim(pool, "n1"));
+    expect(await json(await commitOutput(pool, lease, '{"loss": 0.1}'))).toEqual({ accepted: true });
+  });
+});
+
+describe("placement through the claim endpoint", () => {
+  it("a CPU node gets 204 while a GPU task is queued; then the GPU node gets it", async () => {
+    const pool = freshPool();
+    await register(pool, "cpu");
+    await register(pool, "gpu", {}, 1);
+    await addTasks(pool, [task("j", "gpu-task", { module: "m", gpus: 1 })]);
+    expect((await claim(pool, "cpu")).status).toBe(204);
+    expect(await json(await claim(pool, "gpu"))).toMatchObject({ task_id: "gpu-task", node_id: "gpu" });
+  });
+
+  it("the CPU node still gets a CPU task queued behind the GPU task", async () => {
+    const pool = freshPool();
+    await register(pool, "cpu");
+    await addTasks(pool, [task("j", "gpu-task", { gpus: 2 }), task("j", "cpu-task", {})]);
+    expect(await json(await claim(pool, "cpu"))).toMatchObject({ task_id: "cpu-task" });
+    expect((await claim(pool, "cpu")).status).toBe(204);
+  });
+
+  it("a local-data task only reaches the node offering the dataset", async () => {
+    const pool = freshPool();
+    await register(pool, "plain");
+    await register(pool, "holder", { local_datasets: ["patients"] });
+    await addTasks(pool, [task("j", "t", { local_inputs: ["patients"] })]);
+    expect((await claim(pool, "plain")).status).toBe(204);
+    expect(await json(await claim(pool, "holder"))).toMatchObject({ task_id: "t", node_id: "holder" });
+  });
+
+  it("a requeued task keeps its place ahead of later tasks", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await addTasks(pool, [task("j", "first"), task("j", "second")]);
+    const first = await json<Lease>(await claim(pool, "n1"));
+    await call(pool, "POST", `/attempts/${first.lease_id}/fail`, { reason: "x" });
+    expect(await json(await claim(pool, "n1"))).toMatchObject({ task_id: "first", attempt_number: 2 });
+  });
+
+  it("a claim naming a job takes only that job's tasks", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await addTasks(pool, [task("a", "t"), task("b", "t")]);
+    expect(await json(await claim(pool, "n1", "b"))).toMatchObject({ job_id: "b" });
+    expect((await claim(pool, "n1", "b")).status).toBe(204);
+  });
+});
+
+describe("races", () => {
+  it("50 concurrent claims by 50 nodes on 10 tasks lease each task exactly once", async () => {
+    const pool = freshPool();
+    const ids = Array.from({ length: 50 }, (_, i) => `n${i}`);
+    await Promise.all(ids.map((id) => register(pool, id)));
+    await addTasks(pool, Array.from({ length: 10 }, (_, i) => task("j", `t${i}`)));
+    const results = await Promise.all(ids.map((id) => claim(pool, id)));
+    const leased = await Promise.all(results.filter((r) => r.status === 200).map((r) => json<Lease>(r)));
+    expect(results.filter((r) => r.status === 204)).toHaveLength(40);
+    expect(new Set(leased.map((l) => l.task_id)).size).toBe(10);
+    expect(leased).toHaveLength(10);
+  });
+
+  it("20 concurrent completes of one lease accept exactly one", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await addTasks(pool, [task("j", "t")]);
+    const lease = await json<Lease>(await claim(pool, "n1"));
+    await upload(pool, "jobs/j/t/metrics.json", "{}");
+    const sha = await sha256("{}");
+    const results = await Promise.all(
+      Array.from({ length: 20 }, () => call(pool, "POST", `/attempts/${lease.lease_id}/complete`, { output_sha256: sha }).then((r) => json(r))),
+    );
+    expect(results.filter((r) => r.accepted === true)).toHaveLength(1);
+    expect(results.filter((r) => r.accepted === false)).toHaveLength(19);
+  });
+});
