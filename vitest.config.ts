@@ -13,6 +13,16 @@ export default defineConfig({
         plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" } })],
         test: { name: "worker", include: ["test/worker/**/*.test.ts"] },
       },
+      {
+        // The same Worker with tokens configured: authentication enforced.
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: { bindings: { FLASHML_NODE_TOKENS: "n1:tok-n1, n2:tok-n2", FLASHML_OPERATOR_TOKENS: "ops:tok-ops" } },
+          }),
+        ],
+        test: { name: "worker-auth", include: ["test/worker-auth/**/*.test.ts"] },
+      },
     ],
   },
 });

@@ -8,6 +8,7 @@ import { artifacts } from "./routes/artifacts";
 import type { AppEnv } from "./routes/context";
 import { jobs } from "./routes/jobs";
 import { attempts, leases } from "./routes/leases";
+import { identify, refuseMisconfigured } from "./routes/identity";
 import { nodes } from "./routes/nodes";
 
 export { PoolObject } from "./pool/object";
@@ -22,6 +23,7 @@ api.use(async (c, next) => {
   c.set("stub", c.env.POOL.get(c.env.POOL.idFromName(pool)));
   await next();
 });
+api.use(identify);
 api.route("/nodes", nodes);
 api.route("/leases", leases);
 api.route("/attempts", attempts);
@@ -29,6 +31,7 @@ api.route("/artifacts", artifacts);
 api.route("/jobs", jobs);
 
 const app = new Hono<AppEnv>();
+app.use(refuseMisconfigured);
 app.get("/healthz", (c) => c.json({ status: "ok" }));
 app.route("/pools/:pool/v1alpha1", api);
 app.route("/v1alpha1", api);

@@ -7,7 +7,11 @@ import { validationDetail } from "../protocol/errors";
 
 export type AppEnv = {
   Bindings: Env;
-  Variables: { pool: string; stub: DurableObjectStub<import("../pool/object").PoolObject> };
+  Variables: {
+    pool: string;
+    stub: DurableObjectStub<import("../pool/object").PoolObject>;
+    caller: import("./identity").Caller;
+  };
 };
 export type AppContext = Context<AppEnv>;
 

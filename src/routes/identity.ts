@@ -1,11 +1,89 @@
-// Who is calling (SPEC §9). Filled in by the auth layer; until then every
-// caller is the open-mode caller: unscoped, acting as whichever node the
-// request body names.
+// Who is calling (SPEC §9), decided in one place. The middleware resolves the
+// caller once per request; every route asks the questions below instead of
+// reading credentials itself. The delegation header is read nowhere else.
 
+import type { MiddlewareHandler } from "hono";
+import { authConfig, authenticate, delegation } from "../auth";
 import type { Writer } from "../pool/artifacts";
-import type { AppContext } from "./context";
+import type { AppContext, AppEnv } from "./context";
+
+export type Caller =
+  | { kind: "open" } // no tokens configured: nobody is authenticated
+  | { kind: "node"; nodeId: string }
+  | { kind: "operator"; name: string; onBehalfOf: string | null };
+
+type Answer<T> = { ok: true; value: T } | { ok: false; response: Response };
+
+/** A configuration that cannot be trusted refuses every request, /healthz included. */
+export const refuseMisconfigured: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const config = authConfig(c.env);
+  if (config.mode === "refusing") return c.json({ detail: `coordinator refuses to serve: ${config.detail}` }, 503);
+  await next();
+};
+
+/** Resolves the caller; when enforcing, no valid credential is a 401 on every route. */
+export const identify: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const config = authConfig(c.env);
+  if (config.mode !== "enforcing") {
+    c.set("caller", { kind: "open" });
+    return next();
+  }
+  const credential = authenticate(config, c.req.header("authorization"));
+  if (credential === null || credential === "invalid") {
+    c.header("www-authenticate", "Bearer");
+    return c.json({ detail: "missing or invalid bearer token" }, 401);
+  }
+  if (credential.kind === "node") {
+    // For anyone but an operator the delegation header is not authoritative: ignored.
+    c.set("caller", { kind: "node", nodeId: credential.nodeId });
+    return next();
+  }
+  const delegated = delegation(c.req.header("x-flashml-on-behalf-of") ?? null);
+  if (!delegated.ok) return c.json({ detail: delegated.detail }, delegated.status);
+  c.set("caller", { kind: "operator", name: credential.name, onBehalfOf: delegated.node });
+  return next();
+};
+
+/**
+ * The node this request acts as: the credential's node, or the node an
+ * operator names. Open mode trusts the body's `node_id`; an operator that
+ * names nobody has no node identity (401).
+ */
+export function actingNode(c: AppContext, bodyNodeId: string): Answer<string> {
+  const caller = c.var.caller;
+  if (caller.kind === "open") return { ok: true, value: bodyNodeId };
+  if (caller.kind === "node") return { ok: true, value: caller.nodeId };
+  if (caller.onBehalfOf !== null) return { ok: true, value: caller.onBehalfOf };
+  return {
+    ok: false,
+    response: c.json({ detail: "operator credential is not a node identity — name the machine in X-FlashML-On-Behalf-Of" }, 401),
+  };
+}
 
 /** The writer to authorize an artifact or checkpoint write as (null = unscoped). */
-export function writerOf(_c: AppContext): { ok: true; writer: Writer } | { ok: false; response: Response } {
-  return { ok: true, writer: null };
+export function writerOf(c: AppContext): { ok: true; writer: Writer } | { ok: false; response: Response } {
+  const caller = c.var.caller;
+  if (caller.kind === "open") return { ok: true, writer: null };
+  if (caller.kind === "node") return { ok: true, writer: caller.nodeId };
+  return { ok: true, writer: caller.onBehalfOf };
+}
+
+/** Job submission, cancel and checkpoint administration need an operator. */
+export function requireOperator(c: AppContext): Response | null {
+  const caller = c.var.caller;
+  if (caller.kind === "node") return c.json({ detail: "an operator token is required for this route" }, 403);
+  return null;
+}
+
+/**
+ * Only the node a lease was issued to may drive it. 403 also for a lease id
+ * never issued, so the answer does not reveal which ids exist.
+ */
+export async function requireLeaseHolder(c: AppContext, leaseId: string): Promise<Response | null> {
+  if (c.var.caller.kind === "open") return null;
+  const acting = actingNode(c, "");
+  if (!acting.ok) return acting.response;
+  const holder = await c.var.stub.leaseHolder(leaseId);
+  if (holder !== acting.value) return c.json({ detail: `node ${acting.value} does not hold lease ${leaseId}` }, 403);
+  return null;
 }

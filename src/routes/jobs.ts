@@ -5,9 +5,12 @@ import { EVENTS_PAGE_DEFAULT, EVENTS_PAGE_MAX } from "../pool/jobs";
 import { JobSpecSchema } from "../protocol/jobs";
 import { expandJob } from "../recipes";
 import { type AppContext, type AppEnv, readJson } from "./context";
+import { requireOperator } from "./identity";
 
 export const jobs = new Hono<AppEnv>()
   .post("/", async (c) => {
+    const refused = requireOperator(c);
+    if (refused) return refused;
     const body = await readJson(c, JobSpecSchema);
     if (!body.ok) return body.response;
     const spec = body.value;
@@ -52,6 +55,8 @@ export const jobs = new Hono<AppEnv>()
     return tasks ? c.json(tasks) : unknownJob(c);
   })
   .post("/:job_id/cancel", async (c) => {
+    const refused = requireOperator(c);
+    if (refused) return refused;
     const job = await c.var.stub.cancelJob(c.req.param("job_id"), c.var.pool);
     return job ? c.json(job) : unknownJob(c);
   })

@@ -3,11 +3,14 @@
 import { Hono } from "hono";
 import { ClaimRequestSchema, CompleteRequestSchema, FailRequestSchema } from "../protocol/tasks";
 import { type AppEnv, readJson } from "./context";
+import { actingNode, requireLeaseHolder } from "./identity";
 
 export const leases = new Hono<AppEnv>().post("/claim", async (c) => {
   const body = await readJson(c, ClaimRequestSchema);
   if (!body.ok) return body.response;
-  const result = await c.var.stub.claim(body.value.node_id, body.value.job_id ?? null);
+  const acting = actingNode(c, body.value.node_id);
+  if (!acting.ok) return acting.response;
+  const result = await c.var.stub.claim(acting.value, body.value.job_id ?? null);
   if (result.ok) return c.json(result.lease);
   if (result.reason === "unregistered") return c.json({ detail: "unregistered node — register first" }, 403);
   return c.body(null, 204);
@@ -16,12 +19,16 @@ export const leases = new Hono<AppEnv>().post("/claim", async (c) => {
 export const attempts = new Hono<AppEnv>()
   .post("/:lease_id/heartbeat", async (c) => {
     const leaseId = c.req.param("lease_id");
+    const refused = await requireLeaseHolder(c, leaseId);
+    if (refused) return refused;
     const result = await c.var.stub.renewLease(leaseId);
     if (result.ok) return c.json(result.lease);
     return c.json({ detail: `lease ${leaseId} is not live — stop working on it` }, 410);
   })
   .post("/:lease_id/complete", async (c) => {
     const leaseId = c.req.param("lease_id");
+    const refused = await requireLeaseHolder(c, leaseId);
+    if (refused) return refused;
     const body = await readJson(c, CompleteRequestSchema);
     if (!body.ok) return body.response;
     const outcome = await c.var.stub.completeLease(leaseId, body.value.output_sha256, body.value.evidence ?? null);
@@ -38,6 +45,8 @@ export const attempts = new Hono<AppEnv>()
   })
   .post("/:lease_id/fail", async (c) => {
     const leaseId = c.req.param("lease_id");
+    const refused = await requireLeaseHolder(c, leaseId);
+    if (refused) return refused;
     const body = await readJson(c, FailRequestSchema);
     if (!body.ok) return body.response;
     const result = await c.var.stub.failLease(leaseId, body.value.reason);

@@ -3,6 +3,7 @@
 import { Hono } from "hono";
 import { NodeHeartbeatSchema, NodeRegistrationSchema } from "../protocol/nodes";
 import { type AppEnv, readJson } from "./context";
+import { actingNode } from "./identity";
 
 export const nodes = new Hono<AppEnv>()
   .post("/register", async (c) => {
@@ -12,13 +13,21 @@ export const nodes = new Hono<AppEnv>()
     }
     const body = await readJson(c, NodeRegistrationSchema);
     if (!body.ok) return body.response;
-    // The URL names the pool; the body's `pool` (the agent defaults it) does not.
-    const registration = { ...body.value, pool: c.var.pool };
+    // Identity comes from the credential, never the body; the URL names the
+    // pool, not the body's `pool` (the agent defaults it to "local").
+    const acting = actingNode(c, body.value.node_id);
+    if (!acting.ok) return acting.response;
+    const registration = { ...body.value, node_id: acting.value, pool: c.var.pool };
     await c.var.stub.register(registration);
     return c.json({ node_id: registration.node_id, status: "registered" });
   })
   .post("/:node_id/heartbeat", async (c) => {
     const nodeId = c.req.param("node_id");
+    if (c.var.caller.kind !== "open") {
+      const acting = actingNode(c, nodeId);
+      if (!acting.ok) return acting.response;
+      if (acting.value !== nodeId) return c.json({ detail: "a node may only heartbeat itself" }, 403);
+    }
     const body = await readJson(c, NodeHeartbeatSchema);
     if (!body.ok) return body.response;
     if (!(await c.var.stub.heartbeatNode(nodeId, body.value))) {

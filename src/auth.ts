@@ -1,0 +1,109 @@
+// Authentication rules (SPEC §9), pure: reading the token settings, deciding
+// whether the coordinator is open, enforcing or refusing, and matching a
+// bearer token to a node or an operator. No I/O, no Cloudflare imports.
+// A refusal never names a token.
+
+export type TokenSettings = {
+  FLASHML_NODE_TOKENS?: string;
+  FLASHML_OPERATOR_TOKENS?: string;
+  FLASHML_REQUIRE_NODE_AUTH?: string;
+};
+
+type Entry = { name: string; token: string };
+
+export type AuthConfig =
+  | { mode: "open" }
+  | { mode: "enforcing"; nodes: Entry[]; operators: Entry[] }
+  | { mode: "refusing"; detail: string };
+
+export type Credential = { kind: "node"; nodeId: string } | { kind: "operator"; name: string };
+
+/**
+ * Open when no token is configured (unless REQUIRE_NODE_AUTH=1), enforcing
+ * when any is. A configuration that cannot be trusted refuses everything.
+ */
+export function authConfig(settings: TokenSettings): AuthConfig {
+  const nodes = parseEntries(settings.FLASHML_NODE_TOKENS, "FLASHML_NODE_TOKENS", "node_id:token");
+  if (typeof nodes === "string") return { mode: "refusing", detail: nodes };
+  const operators = parseEntries(settings.FLASHML_OPERATOR_TOKENS, "FLASHML_OPERATOR_TOKENS", "name:token");
+  if (typeof operators === "string") return { mode: "refusing", detail: operators };
+  const seen = new Set<string>();
+  for (const { token } of nodes) {
+    if (seen.has(token)) return { mode: "refusing", detail: "FLASHML_NODE_TOKENS lists the same token twice" };
+    seen.add(token);
+  }
+  const operatorSeen = new Set<string>();
+  for (const { token } of operators) {
+    if (seen.has(token)) {
+      return { mode: "refusing", detail: "a token is configured both as a node token and as an operator token" };
+    }
+    if (operatorSeen.has(token)) return { mode: "refusing", detail: "FLASHML_OPERATOR_TOKENS lists the same token twice" };
+    operatorSeen.add(token);
+  }
+  if (nodes.length === 0 && operators.length === 0) {
+    if (settings.FLASHML_REQUIRE_NODE_AUTH === "1") {
+      return {
+        mode: "refusing",
+        detail: "FLASHML_REQUIRE_NODE_AUTH=1 but no FLASHML_NODE_TOKENS or FLASHML_OPERATOR_TOKENS is configured: refusing to serve open",
+      };
+    }
+    return { mode: "open" };
+  }
+  return { mode: "enforcing", nodes, operators };
+}
+
+/** `name:token,…` → entries, or a message naming the setting (never a token). */
+function parseEntries(raw: string | undefined, setting: string, shape: string): Entry[] | string {
+  if (raw === undefined || raw.trim() === "") return [];
+  const entries: Entry[] = [];
+  const parts = raw.split(",");
+  for (let i = 0; i < parts.length; i++) {
+    const part = parts[i]!.trim();
+    const colon = part.indexOf(":");
+    const name = colon < 0 ? "" : part.slice(0, colon).trim();
+    const token = colon < 0 ? "" : part.slice(colon + 1).trim();
+    if (name === "" || token === "") return `${setting} entry ${i + 1} is not ${shape} (or has an empty name or token)`;
+    if (!isTokenText(token)) return `${setting} entry ${i + 1} has a token with characters outside printable ASCII`;
+    entries.push({ name, token });
+  }
+  return entries;
+}
+
+/**
+ * The credential a bearer `Authorization` header carries: null when absent,
+ * "invalid" when present but not a configured token (or not well-formed).
+ * Every configured token is compared in constant time, with no early exit.
+ */
+export function authenticate(config: { nodes: Entry[]; operators: Entry[] }, header: string | undefined): Credential | null | "invalid" {
+  if (header === undefined) return null;
+  const match = /^Bearer +(\S+) *$/i.exec(header);
+  const presented = match?.[1];
+  if (presented === undefined || !isTokenText(presented)) return "invalid";
+  let found: Credential | "invalid" = "invalid";
+  for (const e of config.nodes) if (constantTimeEqual(presented, e.token)) found = { kind: "node", nodeId: e.name };
+  for (const e of config.operators) if (constantTimeEqual(presented, e.token)) found = { kind: "operator", name: e.name };
+  return found;
+}
+
+function isTokenText(s: string): boolean {
+  return /^[\x21-\x7e]+$/.test(s);
+}
+
+/** Compares two ASCII strings in time that depends only on their lengths. */
+export function constantTimeEqual(a: string, b: string): boolean {
+  let diff = a.length ^ b.length;
+  for (let i = 0; i < b.length; i++) diff |= (a.charCodeAt(i) || 0) ^ b.charCodeAt(i);
+  return diff === 0;
+}
+
+/**
+ * The delegation header for an operator (SPEC §9): the runtime joins repeated
+ * headers with ", ", so a comma means two headers. Returns null when absent.
+ */
+export function delegation(value: string | null): { ok: true; node: string | null } | { ok: false; status: 400 | 403; detail: string } {
+  if (value === null) return { ok: true, node: null };
+  if (value.includes(",")) return { ok: false, status: 400, detail: "ambiguous X-FlashML-On-Behalf-Of: more than one value" };
+  const node = value.trim();
+  if (node === "") return { ok: false, status: 403, detail: "empty X-FlashML-On-Behalf-Of" };
+  return { ok: true, node };
+}
