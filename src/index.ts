@@ -5,6 +5,7 @@
 import { Hono } from "hono";
 import { isPoolName } from "./protocol/keys";
 import { artifacts } from "./routes/artifacts";
+import { checkpoints } from "./routes/checkpoints";
 import type { AppEnv } from "./routes/context";
 import { jobs } from "./routes/jobs";
 import { attempts, leases } from "./routes/leases";
@@ -28,6 +29,7 @@ api.route("/nodes", nodes);
 api.route("/leases", leases);
 api.route("/attempts", attempts);
 api.route("/artifacts", artifacts);
+api.route("/jobs/:job_id/tasks/:task_id/checkpoints", checkpoints);
 api.route("/jobs", jobs);
 
 const app = new Hono<AppEnv>();

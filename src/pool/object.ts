@@ -4,10 +4,12 @@
 // instance field (the object may be evicted between any two requests).
 
 import { DurableObject } from "cloudflare:workers";
+import type { CommitCheckpointRequest, RegisterPartRequest } from "../protocol/checkpoints";
 import type { JobSpec } from "../protocol/jobs";
 import type { NodeHeartbeat, NodeRegistration } from "../protocol/nodes";
 import type { TaskSpec } from "../protocol/tasks";
 import { bind, checkWrite, findArtifact, listJobArtifacts, type StoredObject, type Writer } from "./artifacts";
+import { commitManifest, latest, lostWork, markRestoreVerified, quarantine, registerPart } from "./checkpoints";
 import { claim, commit, earliestDeadline, failAttempt, findLease, renew, sweep } from "./leases";
 import { cancelJob, findJob, insertJob, jobEvents, jobRecord, jobTasks, listJobs } from "./jobs";
 import { heartbeatNode, listNodes, registerNode } from "./nodes";
@@ -170,6 +172,38 @@ export class PoolObject extends DurableObject<Env> {
 
   listJobArtifacts(jobId: string) {
     return listJobArtifacts(this.sql, jobId);
+  }
+
+  // -- checkpoints -----------------------------------------------------------
+
+  /** Records an uploaded checkpoint part; a scoped writer needs a live lease on the task. */
+  registerCheckpointPart(jobId: string, taskId: string, request: RegisterPartRequest, writer: Writer) {
+    const now = Date.now();
+    return this.ctx.storage.transactionSync(() => registerPart(this.sql, now, jobId, taskId, request, writer));
+  }
+
+  /** Writes the manifest only if every expected part was registered with its hash (parts first, manifest last). */
+  commitCheckpoint(jobId: string, taskId: string, request: CommitCheckpointRequest, writer: Writer) {
+    const now = Date.now();
+    return this.ctx.storage.transactionSync(() => commitManifest(this.sql, now, jobId, taskId, request, writer));
+  }
+
+  latestCheckpoint(jobId: string, taskId: string, worldSize: number | null) {
+    return latest(this.sql, jobId, taskId, worldSize);
+  }
+
+  checkpointLostWork(jobId: string, taskId: string, failedAtStep: number) {
+    return lostWork(this.sql, jobId, taskId, failedAtStep);
+  }
+
+  verifyCheckpoint(jobId: string, taskId: string, manifestId: string) {
+    const now = Date.now();
+    return this.ctx.storage.transactionSync(() => markRestoreVerified(this.sql, now, jobId, taskId, manifestId));
+  }
+
+  quarantineCheckpoint(jobId: string, taskId: string, manifestId: string, reason: string) {
+    const now = Date.now();
+    return this.ctx.storage.transactionSync(() => quarantine(this.sql, now, jobId, taskId, manifestId, reason));
   }
 
   // -- expiry --------------------------------------------------------------

@@ -86,6 +86,48 @@ export const MIGRATIONS: readonly string[] = [
     created_ms INTEGER NOT NULL
   );
   `,
+  // 2: the checkpoint catalog (SPEC §8): registered parts, committed manifests.
+  `
+  -- One row per uploaded part; re-registering a key replaces its row. A
+  -- commit reads the rows of exactly one (job, task, attempt, step).
+  CREATE TABLE checkpoint_parts (
+    job_id TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    attempt_id TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    key TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    size_bytes INTEGER NOT NULL,
+    registered_ms INTEGER NOT NULL,
+    PRIMARY KEY (job_id, task_id, attempt_id, step, key)
+  );
+
+  -- Never deleted: quarantine sets validation = 'invalid'.
+  CREATE TABLE checkpoint_manifests (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,  -- commit order: the "newest" tie-break
+    manifest_id TEXT NOT NULL UNIQUE,
+    job_id TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    attempt_id TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    framework TEXT NOT NULL,
+    strategy_family TEXT NOT NULL,
+    world_size INTEGER NOT NULL,
+    storage_prefix TEXT NOT NULL,
+    parts TEXT NOT NULL,                    -- CheckpointPart[] JSON
+    validation TEXT NOT NULL CHECK (validation IN ('hash_verified', 'restore_verified', 'invalid')),
+    invalid_reason TEXT,                    -- the quarantine reason
+    created_ms INTEGER NOT NULL
+  );
+  -- latest, with and without a world size: an index seek, newest valid first
+  -- ('restore_verified' > 'hash_verified', so validation DESC prefers it).
+  CREATE INDEX checkpoint_manifests_latest
+    ON checkpoint_manifests (job_id, task_id, step DESC, validation DESC, seq DESC) WHERE validation <> 'invalid';
+  CREATE INDEX checkpoint_manifests_latest_ws
+    ON checkpoint_manifests (job_id, task_id, world_size, step DESC, validation DESC, seq DESC) WHERE validation <> 'invalid';
+  -- the identical-commit lookup
+  CREATE INDEX checkpoint_manifests_attempt ON checkpoint_manifests (job_id, task_id, attempt_id, step);
+  `,
 ];
 
 /** Applies every migration newer than the recorded version, in order. */

@@ -81,3 +81,9 @@ export const CommitCheckpointRequestSchema = z.object({
   strategy_family: z.string().default(""),
 });
 export type CommitCheckpointRequest = z.infer<typeof CommitCheckpointRequestSchema>;
+
+/** `POST .../checkpoints/{manifest_id}/quarantine` (operator): why the manifest must never be restored. */
+export const QuarantineCheckpointRequestSchema = z.object({
+  reason: z.string().refine((r) => r.trim() !== "", "reason must not be empty: say why the checkpoint cannot be restored"),
+});
+export type QuarantineCheckpointRequest = z.infer<typeof QuarantineCheckpointRequestSchema>;

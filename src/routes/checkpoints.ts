@@ -1,0 +1,131 @@
+// Checkpoint routes (SPEC §8), mounted at
+// `/jobs/:job_id/tasks/:task_id/checkpoints`: thin — parse, authorize, one
+// RPC call, map the outcome to a status. The catalog's rules (parts first,
+// manifest last; what `latest` picks) live in src/pool/checkpoints.ts only.
+//
+// A refused commit is 409 `{"detail": [problem, ...]}`: a list of sentences,
+// one per problem, so a client sees every missing or mismatched part at once.
+
+import { Hono } from "hono";
+import type { Writer } from "../pool/artifacts";
+import {
+  CommitCheckpointRequestSchema,
+  QuarantineCheckpointRequestSchema,
+  RegisterPartRequestSchema,
+} from "../protocol/checkpoints";
+import type { ValidationDetailEntry } from "../protocol/errors";
+import { type AppContext, type AppEnv, readJson } from "./context";
+import { requireOperator, writerOf } from "./identity";
+
+export const checkpoints = new Hono<AppEnv>()
+  .post("/parts", async (c) => {
+    const { jobId, taskId } = taskOf(c);
+    const who = writerOf(c);
+    if (!who.ok) return who.response;
+    const body = await readJson(c, RegisterPartRequestSchema);
+    if (!body.ok) return body.response;
+    const result = await c.var.stub.registerCheckpointPart(jobId, taskId, body.value, who.writer);
+    if (!result.ok) return refusal(c, result.reason, who.writer);
+    return c.json({ status: "registered", key: result.key });
+  })
+  .post("/commit", async (c) => {
+    const { jobId, taskId } = taskOf(c);
+    const who = writerOf(c);
+    if (!who.ok) return who.response;
+    const body = await readJson(c, CommitCheckpointRequestSchema);
+    if (!body.ok) return body.response;
+    const result = await c.var.stub.commitCheckpoint(jobId, taskId, body.value, who.writer);
+    if (result.ok) return c.json(result.manifest);
+    if (result.reason === "rejected") return c.json({ detail: result.problems }, 409);
+    return refusal(c, result.reason, who.writer);
+  })
+  .get("/latest", async (c) => {
+    const { jobId, taskId } = taskOf(c);
+    const worldSize = queryInt(c.req.query("world_size"), "world_size", 1);
+    if (!worldSize.ok) return c.json({ detail: [worldSize.detail] }, 422);
+    const result = await c.var.stub.latestCheckpoint(jobId, taskId, worldSize.value);
+    if (!result.ok) return unknownTask(c);
+    if (!result.manifest) return c.json({ detail: "no valid checkpoint" }, 404);
+    return c.json(result.manifest);
+  })
+  .get("/lost-work", async (c) => {
+    const { jobId, taskId } = taskOf(c);
+    const failedAt = queryInt(c.req.query("failed_at_step"), "failed_at_step", 0);
+    if (!failedAt.ok) return c.json({ detail: [failedAt.detail] }, 422);
+    if (failedAt.value === null) {
+      return c.json({ detail: [{ loc: ["query", "failed_at_step"], msg: "Field required", type: "missing" }] }, 422);
+    }
+    const result = await c.var.stub.checkpointLostWork(jobId, taskId, failedAt.value);
+    if (!result.ok) return unknownTask(c);
+    return c.json({ lost_steps: result.lost_steps, latest_step: result.latest_step });
+  })
+  // Operator-only: the auth layer's requireOperator decides who that is.
+  .post("/:manifest_id/verify", async (c) => {
+    const refused = requireOperator(c);
+    if (refused) return refused;
+    const { jobId, taskId } = taskOf(c);
+    const manifestId = c.req.param("manifest_id");
+    const result = await c.var.stub.verifyCheckpoint(jobId, taskId, manifestId);
+    if (result.ok) return c.json(result.manifest);
+    if (result.reason === "invalid") {
+      return c.json({ detail: `checkpoint ${manifestId} is quarantined; it can never be restore-verified` }, 409);
+    }
+    return result.reason === "unknown_task" ? unknownTask(c) : unknownManifest(c, manifestId);
+  })
+  .post("/:manifest_id/quarantine", async (c) => {
+    const refused = requireOperator(c);
+    if (refused) return refused;
+    const { jobId, taskId } = taskOf(c);
+    const manifestId = c.req.param("manifest_id");
+    const body = await readJson(c, QuarantineCheckpointRequestSchema);
+    if (!body.ok) return body.response;
+    const result = await c.var.stub.quarantineCheckpoint(jobId, taskId, manifestId, body.value.reason);
+    if (result.ok) return c.json(result.manifest);
+    return result.reason === "unknown_task" ? unknownTask(c) : unknownManifest(c, manifestId);
+  });
+
+/** The (job, task) from the mount path `/jobs/:job_id/tasks/:task_id/checkpoints`. */
+function taskOf(c: AppContext): { jobId: string; taskId: string } {
+  const jobId = c.req.param("job_id");
+  const taskId = c.req.param("task_id");
+  // Unreachable when mounted as intended: the mount path always binds both.
+  if (jobId === undefined || taskId === undefined) throw new Error("checkpoint routes mounted without :job_id/:task_id");
+  return { jobId, taskId };
+}
+
+function refusal(c: AppContext, reason: "forbidden" | "unknown_task", writer: Writer) {
+  if (reason === "unknown_task") return unknownTask(c);
+  const { jobId, taskId } = taskOf(c);
+  return c.json({ detail: `node ${writer ?? "?"} holds no live lease on task ${jobId}/${taskId}` }, 403);
+}
+
+function unknownTask(c: AppContext) {
+  const { jobId, taskId } = taskOf(c);
+  return c.json({ detail: `unknown task ${jobId}/${taskId}` }, 404);
+}
+
+function unknownManifest(c: AppContext, manifestId: string) {
+  const { jobId, taskId } = taskOf(c);
+  return c.json({ detail: `no checkpoint ${manifestId} for task ${jobId}/${taskId}` }, 404);
+}
+
+/**
+ * An integer query parameter ≥ `min` (null when absent); a bad one is the
+ * 422 row FastAPI would give, with loc ["query", name].
+ */
+function queryInt(
+  raw: string | undefined,
+  name: string,
+  min: number,
+): { ok: true; value: number | null } | { ok: false; detail: ValidationDetailEntry } {
+  const loc = ["query", name];
+  if (raw === undefined) return { ok: true, value: null };
+  if (!/^[+-]?\d{1,15}$/.test(raw.trim())) {
+    return { ok: false, detail: { loc, msg: "Input should be a valid integer, unable to parse string as an integer", type: "int_parsing" } };
+  }
+  const value = Number(raw.trim());
+  if (value < min) {
+    return { ok: false, detail: { loc, msg: `Input should be greater than or equal to ${min}`, type: "greater_than_equal" } };
+  }
+  return { ok: true, value };
+}
