@@ -1,23 +1,9 @@
-// The pool's invariants, checked from the outside: reads a pool object's whole
-// state and lists every violation (an empty list means the pool is sound).
-// Test-side only; it trusts nothing the object computed and re-derives it.
+// Reads a pool object's raw tables inside workerd and runs the invariant
+// checker over them (test/invariants/check.ts).
 
 import { runInDurableObject } from "cloudflare:test";
-import { eligible } from "../../src/placement";
-import { deriveJobState, type TaskCounts } from "../../src/pool/jobs";
-import { nodeView } from "../../src/pool/nodes";
+import { type PoolSnapshot, violations as check } from "../invariants/check";
 import { stub } from "./helpers";
-
-type Row = Record<string, SqlStorageValue>;
-
-export interface PoolSnapshot {
-  nodes: Row[];
-  jobs: Row[];
-  tasks: Row[];
-  leases: Row[];
-  events: Row[];
-  alarm: number | null;
-}
 
 export async function snapshot(pool: string): Promise<PoolSnapshot> {
   return runInDurableObject(stub(pool), async (_o, state) => {
@@ -35,93 +21,5 @@ export async function snapshot(pool: string): Promise<PoolSnapshot> {
 
 /** Every invariant violation in the pool, as readable sentences. */
 export async function violations(pool: string): Promise<string[]> {
-  const s = await snapshot(pool);
-  const out: string[] = [];
-  const STATES = ["PENDING", "LEASED", "COMPLETED", "FAILED", "CANCELLED"];
-  const leasesOf = new Map<number, Row[]>();
-  for (const l of s.leases) leasesOf.set(l.task_seq as number, [...(leasesOf.get(l.task_seq as number) ?? []), l]);
-  const nodes = new Map(s.nodes.map((n) => [n.node_id as string, n]));
-  const eventsOf = new Map<string, Row[]>();
-  for (const e of s.events) {
-    const taskId = (JSON.parse(e.data as string) as { task_id?: string }).task_id;
-    if (taskId === undefined) continue;
-    const key = `${e.job_id}/${taskId}`;
-    eventsOf.set(key, [...(eventsOf.get(key) ?? []), e]);
-  }
-  const cancelledJobs = new Set(s.jobs.filter((j) => j.terminal_state === "CANCELLED").map((j) => j.job_id as string));
-
-  for (const t of s.tasks) {
-    const id = `${t.job_id}/${t.task_id}`;
-    const leases = leasesOf.get(t.seq as number) ?? [];
-    const live = leases.filter((l) => l.status === "live");
-    if (!STATES.includes(t.state as string)) out.push(`${id}: unknown state ${t.state}`);
-    if (t.state === "LEASED") {
-      if (live.length !== 1) out.push(`${id}: LEASED with ${live.length} live leases`);
-      else if (live[0]!.lease_id !== t.lease_id) out.push(`${id}: its live lease is not its current lease`);
-    } else if (live.length > 0) out.push(`${id}: ${t.state} but holds ${live.length} live leases`);
-    const accepted = leases.filter((l) => l.status === "completed");
-    if (t.state === "COMPLETED" && (accepted.length !== 1 || t.accepted_object === null)) {
-      out.push(`${id}: COMPLETED with ${accepted.length} accepted commits`);
-    }
-    if (t.state !== "COMPLETED" && accepted.length > 0) out.push(`${id}: ${t.state} but has an accepted commit`);
-    if ((t.attempts_used as number) > (t.max_attempts as number)) out.push(`${id}: ${t.attempts_used} attempts > max ${t.max_attempts}`);
-    if (t.attempts_used !== leases.length) out.push(`${id}: attempts_used ${t.attempts_used} but ${leases.length} leases issued`);
-    for (const l of leases) {
-      const node = nodes.get(l.node_id as string);
-      if (!node) out.push(`${id}: leased to unregistered node ${l.node_id}`);
-      else if (!eligible(JSON.parse(t.payload as string), nodeView(node.registration as string))) {
-        out.push(`${id}: leased to ${l.node_id}, which the gate refuses`);
-      }
-    }
-    // The ledger replays to the task's state.
-    const replayed = replay(eventsOf.get(id) ?? [], cancelledJobs.has(t.job_id as string));
-    if (replayed !== t.state) out.push(`${id}: state ${t.state} but its events replay to ${replayed}`);
-    const commits = (eventsOf.get(id) ?? []).filter((e) => e.type === "TASK_COMMIT_ACCEPTED").length;
-    if (commits !== (t.state === "COMPLETED" ? 1 : 0)) out.push(`${id}: ${commits} TASK_COMMIT_ACCEPTED events`);
-  }
-
-  for (const j of s.jobs) {
-    const counts: TaskCounts = { PENDING: 0, LEASED: 0, COMPLETED: 0, FAILED: 0, CANCELLED: 0 };
-    for (const t of s.tasks) if (t.job_id === j.job_id) counts[t.state as keyof TaskCounts]++;
-    const derived = deriveJobState(counts);
-    const terminal = ["SUCCEEDED", "FAILED", "CANCELLED"];
-    if (j.terminal_state === null && terminal.includes(derived)) out.push(`job ${j.job_id}: derives ${derived} but no terminal transition was recorded`);
-    if (j.terminal_state !== null && j.terminal_state !== "CANCELLED" && derived !== j.terminal_state) {
-      out.push(`job ${j.job_id}: recorded ${j.terminal_state} but derives ${derived}`);
-    }
-    if (j.terminal_state === "CANCELLED" && counts.PENDING + counts.LEASED > 0) out.push(`job ${j.job_id}: CANCELLED with live tasks`);
-    const ends = s.events.filter((e) => e.job_id === j.job_id && (e.type === "JOB_SUCCEEDED" || e.type === "JOB_FAILED")).length;
-    if (ends !== (j.terminal_state === "SUCCEEDED" || j.terminal_state === "FAILED" ? 1 : 0)) out.push(`job ${j.job_id}: ${ends} terminal events`);
-  }
-
-  const liveDeadlines = s.leases.filter((l) => l.status === "live").map((l) => l.deadline_ms as number);
-  if (liveDeadlines.length > 0 && (s.alarm === null || s.alarm > Math.min(...liveDeadlines))) {
-    out.push(`alarm ${s.alarm} is not armed by the earliest live deadline ${Math.min(...liveDeadlines)}`);
-  }
-  return out;
-}
-
-/** A task's state as its events alone say it is. */
-function replay(events: Row[], jobCancelled: boolean): string {
-  let state = "none";
-  for (const e of events) {
-    switch (e.type) {
-      case "TASK_CREATED":
-      case "TASK_REQUEUED":
-        state = "PENDING";
-        break;
-      case "LEASE_CLAIMED":
-        state = "LEASED";
-        break;
-      case "TASK_COMMIT_ACCEPTED":
-        state = "COMPLETED";
-        break;
-      case "TASK_EXHAUSTED":
-        state = "FAILED";
-        break;
-    }
-  }
-  // A cancelled job's unfinished tasks are cancelled; v1alpha1 has no event for it.
-  if (jobCancelled && (state === "PENDING" || state === "LEASED")) state = "CANCELLED";
-  return state;
+  return check(await snapshot(pool));
 }
