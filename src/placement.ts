@@ -28,6 +28,30 @@ export type NodeView = {
   capabilities: unknown;
 };
 
+/**
+ * The view of SPEC §4 built from a stored registration: exactly the fields
+ * the gate reads, nothing inferred.
+ */
+export function claimView(registration: {
+  node_id: unknown;
+  sandbox_capable: unknown;
+  argv_capable: unknown;
+  module_capable: unknown;
+  unsandboxed_argv_capable: unknown;
+  local_datasets: unknown;
+  capabilities: unknown;
+}): NodeView {
+  return {
+    node_id: registration.node_id,
+    sandbox_capable: registration.sandbox_capable,
+    argv_capable: registration.argv_capable,
+    module_capable: registration.module_capable,
+    unsandboxed_argv_capable: registration.unsandboxed_argv_capable,
+    local_datasets: registration.local_datasets,
+    capabilities: registration.capabilities,
+  };
+}
+
 export type Explanation = { eligible: true } | { eligible: false; gate: GateName; reason: string };
 
 /**

@@ -2,13 +2,14 @@
 // The one thing stored is the terminal transition, recorded exactly once
 // with its event, so reading a job many times never re-records it.
 
+import { deriveJobState, type TaskCounts } from "../job-state";
 import type { JsonObject } from "../protocol/json";
 import type { JobSpec, JobState } from "../protocol/jobs";
 import type { TaskSpec } from "../protocol/tasks";
 import { emit, eventRecord, iso, type EventRow } from "./events";
 import { addTasks } from "./tasks";
 
-export type TaskCounts = Record<"PENDING" | "LEASED" | "COMPLETED" | "FAILED" | "CANCELLED", number>;
+export { deriveJobState, type TaskCounts };
 
 export function taskCounts(sql: SqlStorage, jobId: string): TaskCounts {
   const counts: TaskCounts = { PENDING: 0, LEASED: 0, COMPLETED: 0, FAILED: 0, CANCELLED: 0 };
@@ -21,16 +22,6 @@ export function taskCounts(sql: SqlStorage, jobId: string): TaskCounts {
   return counts;
 }
 
-/** SPEC §6: the job state that follows from its task counts. */
-export function deriveJobState(c: TaskCounts): JobState {
-  const total = c.PENDING + c.LEASED + c.COMPLETED + c.FAILED + c.CANCELLED;
-  if (total === 0) return "PENDING";
-  if (c.PENDING + c.LEASED > 0) return "RUNNING";
-  if (c.FAILED > 0) return "FAILED";
-  if (c.COMPLETED === total) return "SUCCEEDED";
-  return "CANCELLED";
-}
-
 /**
  * Records a job's terminal transition once: JOB_SUCCEEDED or JOB_FAILED and
  * `finished_at`. A no-op for a job that is not terminal, already recorded,
@@ -41,6 +32,11 @@ export function settleJob(sql: SqlStorage, now: number, jobId: string): void {
     .exec<{ terminal_state: string | null }>("SELECT terminal_state FROM jobs WHERE job_id = ?", jobId)
     .toArray()[0];
   if (!job || job.terminal_state !== null) return;
+  // Runs on every accepted commit: one index seek while the job still has
+  // live work, so a commit never counts a 10,000-task job. Only the last
+  // settling commit pays for the full count.
+  const live = sql.exec("SELECT 1 FROM tasks WHERE job_id = ? AND state IN ('PENDING', 'LEASED') LIMIT 1", jobId);
+  if (live.toArray().length > 0) return;
   const state = deriveJobState(taskCounts(sql, jobId));
   if (state !== "SUCCEEDED" && state !== "FAILED" && state !== "CANCELLED") return;
   sql.exec("UPDATE jobs SET terminal_state = ?, finished_ms = ? WHERE job_id = ?", state, now, jobId);

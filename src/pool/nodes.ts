@@ -2,6 +2,7 @@
 // the placement gate reads. Registration JSON is stored as parsed (defaults
 // applied), so the view is built from exactly what the node declared.
 
+import { claimView, type NodeView } from "../placement";
 import type { NodeHeartbeat, NodeRegistration } from "../protocol/nodes";
 
 /** A node is online while its last heartbeat is younger than this. */
@@ -53,17 +54,8 @@ export function findNode(sql: SqlStorage, nodeId: string): NodeRow | undefined {
 }
 
 /** The claim-time view of SPEC §4, built from the stored registration. */
-export function nodeView(registrationJson: string): Record<string, unknown> {
-  const reg = JSON.parse(registrationJson) as NodeRegistration;
-  return {
-    node_id: reg.node_id,
-    sandbox_capable: reg.sandbox_capable,
-    argv_capable: reg.argv_capable,
-    module_capable: reg.module_capable,
-    unsandboxed_argv_capable: reg.unsandboxed_argv_capable,
-    local_datasets: reg.local_datasets,
-    capabilities: reg.capabilities,
-  };
+export function nodeView(registrationJson: string): NodeView {
+  return claimView(JSON.parse(registrationJson) as NodeRegistration);
 }
 
 /** GET /nodes: registration fields plus liveness, sorted by node_id. */

@@ -4,9 +4,8 @@
 // re-derives it. Pure, so the workerd tests and the crash/soak drivers (which
 // read the persisted SQLite file) share it.
 
-import { eligible } from "../../src/placement";
-import { deriveJobState, type TaskCounts } from "../../src/pool/jobs";
-import { nodeView } from "../../src/pool/nodes";
+import { deriveJobState, type TaskCounts } from "../../src/job-state";
+import { claimView, eligible } from "../../src/placement";
 
 type Row = Record<string, string | number | null | ArrayBuffer>;
 
@@ -55,7 +54,7 @@ export function violations(s: PoolSnapshot): string[] {
     for (const l of leases) {
       const node = nodes.get(l.node_id as string);
       if (!node) out.push(`${id}: leased to unregistered node ${l.node_id}`);
-      else if (!eligible(JSON.parse(t.payload as string), nodeView(node.registration as string))) {
+      else if (!eligible(JSON.parse(t.payload as string), claimView(JSON.parse(node.registration as string)))) {
         out.push(`${id}: leased to ${l.node_id}, which the gate refuses`);
       }
     }

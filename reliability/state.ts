@@ -1,0 +1,32 @@
+// Reads a pool's raw tables from the SQLite file `wrangler dev` persisted, so
+// the invariant checker can judge the pool after the process is gone. Uses
+// the sqlite3 command-line shell (Debian's sqlite3 package).
+
+import { execFileSync } from "node:child_process";
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
+import type { PoolSnapshot } from "../test/invariants/check";
+
+function query(file: string, sql: string): Array<Record<string, string | number | null>> {
+  const out = execFileSync("sqlite3", ["-readonly", "-json", file, sql], { encoding: "utf8", maxBuffer: 1 << 30 });
+  return out.trim() === "" ? [] : (JSON.parse(out) as Array<Record<string, string | number | null>>);
+}
+
+/** The snapshot of the pool object whose jobs table holds `jobId`. */
+export function snapshotFromDisk(persistTo: string, jobId: string): PoolSnapshot {
+  const dir = join(persistTo, "v3", "do", "flashedge-PoolObject");
+  for (const name of readdirSync(dir)) {
+    if (!name.endsWith(".sqlite") || name === "metadata.sqlite") continue;
+    const file = join(dir, name);
+    const hasJob = query(file, `SELECT name FROM sqlite_master WHERE name = 'jobs'`).length > 0 && query(file, `SELECT 1 FROM jobs WHERE job_id = '${jobId.replace(/[^0-9a-f]/g, "")}'`).length > 0;
+    if (!hasJob) continue;
+    return {
+      nodes: query(file, "SELECT * FROM nodes ORDER BY node_id"),
+      jobs: query(file, "SELECT * FROM jobs ORDER BY seq"),
+      tasks: query(file, "SELECT * FROM tasks ORDER BY seq"),
+      leases: query(file, "SELECT * FROM leases ORDER BY issued_ms, lease_id"),
+      events: query(file, "SELECT * FROM events ORDER BY seq"),
+    };
+  }
+  throw new Error(`no pool object under ${dir} holds job ${jobId}`);
+}
