@@ -10,6 +10,8 @@ import type { NodeHeartbeat, NodeRegistration } from "../protocol/nodes";
 import type { TaskSpec } from "../protocol/tasks";
 import { bind, checkWrite, findArtifact, listJobArtifacts, type StoredObject, type Writer } from "./artifacts";
 import { commitManifest, latest, lostWork, markRestoreVerified, quarantine, registerPart } from "./checkpoints";
+import { dashboardSummary } from "./dashboard";
+import { placementReport } from "./explain";
 import { claim, commit, earliestDeadline, failAttempt, findLease, renew, sweep } from "./leases";
 import { cancelJob, findJob, insertJob, jobEvents, jobRecord, jobTasks, listJobs } from "./jobs";
 import { heartbeatNode, listNodes, registerNode } from "./nodes";
@@ -204,6 +206,18 @@ export class PoolObject extends DurableObject<Env> {
   quarantineCheckpoint(jobId: string, taskId: string, manifestId: string, reason: string) {
     const now = Date.now();
     return this.ctx.storage.transactionSync(() => quarantine(this.sql, now, jobId, taskId, manifestId, reason));
+  }
+
+  // -- observability ---------------------------------------------------------
+
+  /** Every registered node's gate answer for one task (SPEC §11): eligible, or the refusing gate. */
+  explainPlacement(jobId: string, taskId: string) {
+    return placementReport(this.sql, Date.now(), jobId, taskId);
+  }
+
+  /** The dashboard's bounded summary of this pool: counts, and at most `limit` of each list. */
+  dashboard(pool: string, limit: number) {
+    return dashboardSummary(this.sql, Date.now(), pool, limit);
   }
 
   // -- expiry --------------------------------------------------------------

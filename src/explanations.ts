@@ -1,0 +1,112 @@
+// Placement explanations (SPEC §4 `explain`, §11): the answer to "why is my
+// task not running?". Pure: it turns the gate's per-node answers into the
+// grouped one-line summary an operator reads, e.g.
+// "0/3 nodes eligible: 2 × gpu (task needs 2 GPUs), 1 × local_data (missing dataset 'patients')".
+//
+// It never decides eligibility itself — that is `explain` in placement.ts —
+// and never does I/O. Grouping keeps only the task's side of each reason, so
+// nodes refused for the same missing thing land in one group.
+
+import type { GateName } from "./placement";
+
+/** One node's answer for a task: eligible, or the first refusing gate and its reason. */
+export type NodePlacement =
+  | { node_id: string; online: boolean; status: string; eligible: true }
+  | { node_id: string; online: boolean; status: string; eligible: false; gate: GateName; reason: string };
+
+/** Nodes refused by the same gate for the same task-side reason. */
+export type RefusalGroup = { gate: GateName; reason: string; nodes: number };
+
+export type PlacementSummary = {
+  eligible: number;
+  total: number;
+  /** No node in the set can take the task (an empty set included). */
+  unplaceable: boolean;
+  groups: RefusalGroup[];
+  summary: string;
+};
+
+/** How many refusal groups the summary line names before "and K more". */
+export const SUMMARY_GROUPS = 4;
+
+// SPEC §4 order: the tie-break between groups of equal size.
+const GATE_ORDER: readonly GateName[] = ["argv", "module", "local_data", "gpu", "exclusion", "pool", "isolation"];
+
+/**
+ * Groups refusals by gate and task-side reason, largest group first (ties in
+ * SPEC gate order, then by reason), and writes the summary line. `scope`
+ * names the node set in the line ("online" → "0/2 online nodes eligible").
+ */
+export function summarizePlacement(
+  nodes: readonly NodePlacement[],
+  options: { scope?: string; maxGroups?: number } = {},
+): PlacementSummary {
+  const maxGroups = options.maxGroups ?? SUMMARY_GROUPS;
+  const noun = options.scope ? `${options.scope} nodes` : "nodes";
+  const byKey = new Map<string, RefusalGroup>();
+  let eligible = 0;
+  for (const node of nodes) {
+    if (node.eligible) {
+      eligible++;
+      continue;
+    }
+    const reason = taskSideReason(node.gate, node.reason);
+    const key = `${node.gate}\u0000${reason}`;
+    const group = byKey.get(key);
+    if (group) group.nodes++;
+    else byKey.set(key, { gate: node.gate, reason, nodes: 1 });
+  }
+  const groups = [...byKey.values()].sort(
+    (a, b) =>
+      b.nodes - a.nodes ||
+      GATE_ORDER.indexOf(a.gate) - GATE_ORDER.indexOf(b.gate) ||
+      (a.reason < b.reason ? -1 : a.reason > b.reason ? 1 : 0),
+  );
+  const total = nodes.length;
+  let summary = `${eligible}/${total} ${noun} eligible`;
+  if (total === 0) summary += options.scope ? `: no ${noun}` : ": no nodes registered";
+  else if (groups.length > 0) {
+    const named = groups.slice(0, maxGroups).map((g) => `${g.nodes} × ${g.gate} (${g.reason})`);
+    const rest = groups.slice(maxGroups);
+    if (rest.length > 0) {
+      const restNodes = rest.reduce((n, g) => n + g.nodes, 0);
+      named.push(`and ${restNodes} more refused for ${rest.length} other ${rest.length === 1 ? "reason" : "reasons"}`);
+    }
+    summary += `: ${named.join(", ")}`;
+  }
+  return { eligible, total, unplaceable: eligible === 0, groups, summary };
+}
+
+// Each rule keeps what the task asks for and drops what this node lacks, so
+// every node short of the same thing gives the same text. A reason no rule
+// matches is about the task alone (a malformed requirement refuses every
+// node alike) and is kept as written.
+const TASK_SIDE: ReadonlyArray<readonly [GateName, RegExp, (m: RegExpExecArray) => string]> = [
+  ["argv", /^task carries argv and node is not argv_capable\b/, () => "task runs argv, node is not argv_capable"],
+  ["module", /^task runs a module and node says module_capable: false$/, () => "node is not module_capable"],
+  ["local_data", /^node does not offer dataset (.*)$/s, (m) => `missing dataset ${m[1]}`],
+  ["local_data", /^task needs (\d+ local datasets?), node's local_datasets is /, (m) => `task needs ${m[1]}, node offers none`],
+  ["gpu", /^task needs (\d+ GPUs?), node advertises /, (m) => `task needs ${m[1]}`],
+  ["exclusion", /^task excludes node /, () => "node excluded by the task"],
+  ["exclusion", /^task excludes \d+ nodes? and node has no readable node_id/, () => "node has no readable node_id"],
+  ["pool", /^node is not a member of team pool (.*)$/s, (m) => `not in team pool ${m[1]}`],
+  ["pool", /^task is confined to team pool (.*?), node's capabilities/s, (m) => `not in team pool ${m[1]}`],
+  ["pool", /^node's capabilities\.pools holds /, () => "node's team pool list is malformed"],
+  ["isolation", /^task needs a sandboxed node \(tier .*\) and node is not sandbox_capable/s, () => "task needs a sandboxed node"],
+];
+
+/**
+ * The task's side of a gate refusal, without the gate prefix: what the task
+ * needs that the node lacks, with the node's own values dropped
+ * ("gpu: task needs 2 GPUs, node advertises 1" → "task needs 2 GPUs").
+ */
+export function taskSideReason(gate: GateName, reason: string): string {
+  const prefix = `${gate}: `;
+  const text = reason.startsWith(prefix) ? reason.slice(prefix.length) : reason;
+  for (const [ruleGate, pattern, rewrite] of TASK_SIDE) {
+    if (ruleGate !== gate) continue;
+    const m = pattern.exec(text);
+    if (m) return rewrite(m);
+  }
+  return text;
+}

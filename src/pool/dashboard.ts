@@ -1,0 +1,369 @@
+// The dashboard's view of a pool (SPEC §11): counts, and at most `limit`
+// entries of each list with how many more there are. Read-only, and bounded
+// whatever the pool holds: with 1,000 nodes and 10,000 tasks it costs a few
+// grouped index scans and sends a few dozen rows, never a table whole.
+//
+// Client-chosen strings (node ids, hostnames, labels, job names, dataset
+// names) are clipped here and escaped by the page; this module never builds
+// markup.
+
+import { summarizePlacement } from "../explanations";
+import { eligible } from "../placement";
+import { JOB_STATES, type JobState } from "../protocol/jobs";
+import type { NodeRegistration } from "../protocol/nodes";
+import { iso } from "./events";
+import { placementOn, type RegisteredNode } from "./explain";
+import { deriveJobState, type TaskCounts } from "./jobs";
+import { ONLINE_WINDOW_MS, nodeView } from "./nodes";
+
+export const DASHBOARD_LIMIT_DEFAULT = 25;
+export const DASHBOARD_LIMIT_MAX = 200;
+/** Requirement classes with pending tasks checked against the online nodes, earliest first. */
+export const STUCK_CLASSES_CHECKED = 100;
+/** Characters kept of a client-chosen string; entries kept of a client-chosen list. */
+const CLIP_CHARS = 200;
+const CLIP_ENTRIES = 8;
+
+export type DashboardNode = {
+  node_id: string;
+  hostname: string;
+  online: boolean;
+  status: string;
+  last_heartbeat_age_s: number;
+  environment: string;
+  os: string;
+  architecture: string;
+  cpu_cores: number | null;
+  gpus: string[];
+  gpu_count: number;
+  local_datasets: string[];
+  local_dataset_count: number;
+  pools: string[];
+  labels: { [key: string]: string };
+  sandbox_capable: boolean;
+  argv_capable: boolean;
+  module_capable: boolean;
+  unsandboxed_argv_capable: boolean;
+  accepted_tasks: number;
+  live_leases: number;
+};
+
+/** Pending tasks of a job that no online node can take, with why (for the earliest one). */
+export type StuckTasks = { job_id: string; job_name: string | null; task_id: string; pending: number; summary: string | null };
+
+export type DashboardJob = {
+  job_id: string;
+  name: string;
+  workload_type: string;
+  state: JobState;
+  created_at: string;
+  finished_at: string | null;
+  task_counts: TaskCounts;
+  total_tasks: number;
+  labels: { [key: string]: string };
+  stuck: StuckTasks | null;
+};
+
+export type DashboardLease = {
+  lease_id: string;
+  job_id: string;
+  task_id: string;
+  node_id: string;
+  attempt: number;
+  deadline: string;
+  seconds_left: number;
+  /** The task's lease window: the full length of `seconds_left`. */
+  lease_seconds: number;
+};
+
+export type DashboardEvent = { seq: number; job_id: string; type: string; timestamp: string; message: string };
+
+export type Page<T> = { items: T[]; more: number };
+
+export type DashboardSummary = {
+  pool: string;
+  generated_at: string;
+  limit: number;
+  online_window_s: number;
+  counts: {
+    nodes: { total: number; online: number; offline: number; not_accepting: number };
+    tasks: TaskCounts & { total: number };
+    jobs: Record<JobState, number>;
+    leases_live: number;
+    stuck_tasks: number;
+  };
+  nodes: Page<DashboardNode>;
+  jobs: Page<DashboardJob>;
+  leases: Page<DashboardLease>;
+  events: { items: DashboardEvent[]; last_seq: number };
+  /** `classes_unchecked`: pending requirement classes past the check's bound. */
+  stuck: Page<StuckTasks> & { classes_unchecked: number };
+};
+
+/** The bounded summary of a pool at `now`; `limit` bounds every list. */
+export function dashboardSummary(sql: SqlStorage, now: number, pool: string, limit: number): DashboardSummary {
+  const onlineSince = now - ONLINE_WINDOW_MS;
+  const stuck = stuckTasks(sql, now, onlineSince, limit);
+  const jobs = jobsPage(sql, limit, stuck.byJob);
+  const taskTotals: TaskCounts = { PENDING: 0, LEASED: 0, COMPLETED: 0, FAILED: 0, CANCELLED: 0 };
+  for (const counts of jobs.countsByJob.values()) for (const s of TASK_STATES) taskTotals[s] += counts[s];
+  const nodeCounts = sql
+    .exec<{ total: number; online: number; not_accepting: number }>(
+      "SELECT COUNT(*) AS total, TOTAL(last_heartbeat_ms > ?) AS online, TOTAL(status <> 'online') AS not_accepting FROM nodes",
+      onlineSince,
+    )
+    .one();
+  const leasesLive = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM leases WHERE status = 'live'").one().n;
+  const lastSeq = sql.exec<{ n: number }>("SELECT COALESCE(MAX(seq), 0) AS n FROM events").one().n;
+  return {
+    pool,
+    generated_at: iso(now),
+    limit,
+    online_window_s: ONLINE_WINDOW_MS / 1000,
+    counts: {
+      nodes: {
+        total: nodeCounts.total,
+        online: nodeCounts.online,
+        offline: nodeCounts.total - nodeCounts.online,
+        not_accepting: nodeCounts.not_accepting,
+      },
+      tasks: { ...taskTotals, total: TASK_STATES.reduce((n, s) => n + taskTotals[s], 0) },
+      jobs: jobs.byState,
+      leases_live: leasesLive,
+      stuck_tasks: stuck.pending,
+    },
+    nodes: nodesPage(sql, now, onlineSince, limit, nodeCounts.total),
+    jobs: { items: jobs.items, more: jobs.total - jobs.items.length },
+    leases: leasesPage(sql, now, limit, leasesLive),
+    events: { items: recentEvents(sql, limit), last_seq: lastSeq },
+    stuck: { items: stuck.items, more: stuck.entries - stuck.items.length, classes_unchecked: stuck.classesUnchecked },
+  };
+}
+
+const TASK_STATES = ["PENDING", "LEASED", "COMPLETED", "FAILED", "CANCELLED"] as const;
+
+type NodeRow = RegisteredNode & { accepted_tasks: number };
+
+function nodesPage(sql: SqlStorage, now: number, onlineSince: number, limit: number, total: number): Page<DashboardNode> {
+  // Online, accepting nodes first: those are the ones doing the work.
+  const rows = sql
+    .exec<NodeRow>(
+      `SELECT node_id, registration, status, last_heartbeat_ms, accepted_tasks FROM nodes
+       ORDER BY (status = 'online' AND last_heartbeat_ms > ?) DESC, node_id LIMIT ?`,
+      onlineSince,
+      limit,
+    )
+    .toArray();
+  const live = new Map<string, number>();
+  for (const r of sql.exec<{ node_id: string; n: number }>(
+    "SELECT node_id, COUNT(*) AS n FROM leases WHERE status = 'live' GROUP BY node_id",
+  )) {
+    live.set(r.node_id, r.n);
+  }
+  const items = rows.map((row): DashboardNode => {
+    const reg = JSON.parse(row.registration) as NodeRegistration;
+    const caps = reg.capabilities;
+    const gpus = caps.gpus ?? [];
+    const datasets = reg.local_datasets ?? [];
+    return {
+      node_id: clip(row.node_id),
+      hostname: clip(reg.hostname ?? ""),
+      online: row.last_heartbeat_ms > onlineSince,
+      status: row.status,
+      last_heartbeat_age_s: Math.round(Math.max(0, now - row.last_heartbeat_ms) / 100) / 10,
+      environment: clip(reg.environment ?? ""),
+      os: clip(caps.os ?? ""),
+      architecture: clip(caps.architecture ?? ""),
+      cpu_cores: typeof caps.cpu_cores === "number" ? caps.cpu_cores : null,
+      gpus: gpus.slice(0, CLIP_ENTRIES).map((g) => clip(g.name || `GPU ${g.index}`)),
+      gpu_count: gpus.length,
+      local_datasets: datasets.slice(0, CLIP_ENTRIES).map(clip),
+      local_dataset_count: datasets.length,
+      pools: (caps.pools ?? []).slice(0, CLIP_ENTRIES).map(clip),
+      labels: clipLabels(reg.labels),
+      sandbox_capable: reg.sandbox_capable === true,
+      argv_capable: reg.argv_capable === true,
+      module_capable: reg.module_capable !== false,
+      unsandboxed_argv_capable: reg.unsandboxed_argv_capable === true,
+      accepted_tasks: row.accepted_tasks,
+      live_leases: live.get(row.node_id) ?? 0,
+    };
+  });
+  return { items, more: total - items.length };
+}
+
+type JobRow = {
+  job_id: string;
+  name: string | null;
+  labels: string | null;
+  workload_type: string;
+  created_ms: number;
+  terminal_state: string | null;
+  finished_ms: number | null;
+};
+
+function jobsPage(sql: SqlStorage, limit: number, stuckByJob: Map<string, StuckTasks>) {
+  const countsByJob = new Map<string, TaskCounts>();
+  // One pass over the (job_id, state) index: every job's counts at once.
+  for (const r of sql.exec<{ job_id: string; state: keyof TaskCounts; n: number }>(
+    "SELECT job_id, state, COUNT(*) AS n FROM tasks GROUP BY job_id, state",
+  )) {
+    let counts = countsByJob.get(r.job_id);
+    if (!counts) countsByJob.set(r.job_id, (counts = emptyCounts()));
+    counts[r.state] = r.n;
+  }
+  const byState = Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as Record<JobState, number>;
+  let total = 0;
+  for (const r of sql.exec<{ job_id: string; terminal_state: string | null }>("SELECT job_id, terminal_state FROM jobs")) {
+    total++;
+    byState[stateOf(r.terminal_state, countsByJob.get(r.job_id))]++;
+  }
+  // Live jobs first, newest first; the spec is read only for the rows shown.
+  const rows = sql
+    .exec<JobRow>(
+      `SELECT job_id, json_extract(spec, '$.metadata.name') AS name, json_extract(spec, '$.metadata.labels') AS labels,
+              workload_type, created_ms, terminal_state, finished_ms
+       FROM jobs ORDER BY (terminal_state IS NULL) DESC, seq DESC LIMIT ?`,
+      limit,
+    )
+    .toArray();
+  const items = rows.map((row): DashboardJob => {
+    const counts = countsByJob.get(row.job_id) ?? emptyCounts();
+    return {
+      job_id: row.job_id,
+      name: clip(row.name ?? ""),
+      workload_type: clip(row.workload_type),
+      state: stateOf(row.terminal_state, counts),
+      created_at: iso(row.created_ms),
+      finished_at: row.finished_ms === null ? null : iso(row.finished_ms),
+      task_counts: counts,
+      total_tasks: TASK_STATES.reduce((n, s) => n + counts[s], 0),
+      labels: clipLabels(row.labels === null ? {} : (JSON.parse(row.labels) as { [key: string]: string })),
+      stuck: stuckByJob.get(row.job_id) ?? null,
+    };
+  });
+  return { items, total, byState, countsByJob };
+}
+
+function stateOf(terminal: string | null, counts: TaskCounts | undefined): JobState {
+  return (terminal as JobState | null) ?? deriveJobState(counts ?? emptyCounts());
+}
+
+function leasesPage(sql: SqlStorage, now: number, limit: number, total: number): Page<DashboardLease> {
+  const items = sql
+    .exec<{ lease_id: string; node_id: string; attempt_number: number; deadline_ms: number; job_id: string; task_id: string; lease_seconds: number }>(
+      `SELECT l.lease_id, l.node_id, l.attempt_number, l.deadline_ms, t.job_id, t.task_id, t.lease_seconds
+       FROM leases l JOIN tasks t ON t.seq = l.task_seq
+       WHERE l.status = 'live' ORDER BY l.deadline_ms LIMIT ?`,
+      limit,
+    )
+    .toArray()
+    .map((r) => ({
+      lease_id: r.lease_id,
+      job_id: r.job_id,
+      task_id: clip(r.task_id),
+      node_id: clip(r.node_id),
+      attempt: r.attempt_number,
+      deadline: iso(r.deadline_ms),
+      seconds_left: Math.max(0, Math.round((r.deadline_ms - now) / 100) / 10),
+      lease_seconds: r.lease_seconds,
+    }));
+  return { items, more: total - items.length };
+}
+
+function recentEvents(sql: SqlStorage, limit: number): DashboardEvent[] {
+  return sql
+    .exec<{ seq: number; job_id: string; type: string; ts_ms: number; message: string }>(
+      "SELECT seq, job_id, type, ts_ms, message FROM events ORDER BY seq DESC LIMIT ?",
+      limit,
+    )
+    .toArray()
+    .map((r) => ({ seq: r.seq, job_id: clip(r.job_id), type: r.type, timestamp: iso(r.ts_ms), message: clip(r.message) }));
+}
+
+/**
+ * Pending tasks that no online, accepting node can take, grouped by job and
+ * requirement class. The gate runs once per (class, node) and stops at the
+ * first node that accepts, over at most STUCK_CLASSES_CHECKED classes (the
+ * earliest queued); only the entries shown get a full explanation.
+ */
+function stuckTasks(sql: SqlStorage, now: number, onlineSince: number, limit: number) {
+  const claimable = sql
+    .exec<RegisteredNode>(
+      "SELECT node_id, registration, status, last_heartbeat_ms FROM nodes WHERE status = 'online' AND last_heartbeat_ms > ? ORDER BY node_id",
+      onlineSince,
+    )
+    .toArray();
+  const views = claimable.map((n) => nodeView(n.registration));
+  const classes = sql
+    .exec<{ class_id: number; requirement: string; head: number }>(
+      `SELECT t.class_id, c.requirement, MIN(t.seq) AS head FROM tasks t JOIN classes c ON c.class_id = t.class_id
+       WHERE t.state = 'PENDING' GROUP BY t.class_id ORDER BY head LIMIT ?`,
+      STUCK_CLASSES_CHECKED,
+    )
+    .toArray();
+  const pendingClasses = sql
+    .exec<{ n: number }>("SELECT COUNT(DISTINCT class_id) AS n FROM tasks WHERE state = 'PENDING'")
+    .one().n;
+  const items: StuckTasks[] = [];
+  const byJob = new Map<string, StuckTasks>();
+  const names = new Map<string, string | null>();
+  let entries = 0;
+  let pending = 0;
+  for (const c of classes) {
+    const requirement: unknown = JSON.parse(c.requirement);
+    if (views.some((view) => eligible(requirement, view))) continue;
+    for (const r of sql.exec<{ job_id: string; n: number; head: number }>(
+      "SELECT job_id, COUNT(*) AS n, MIN(seq) AS head FROM tasks WHERE state = 'PENDING' AND class_id = ? GROUP BY job_id ORDER BY head",
+      c.class_id,
+    )) {
+      entries++;
+      pending += r.n;
+      const known = byJob.get(r.job_id);
+      if (known) known.pending += r.n;
+      const shown = items.length < limit;
+      if (known && !shown) continue;
+      // Explained from the earliest such task's own payload, so the reason
+      // names what the submitter wrote. Explanations are bounded too: the
+      // entries shown, and the first entry of at most `limit` jobs.
+      const task = sql.exec<{ task_id: string; payload: string }>("SELECT task_id, payload FROM tasks WHERE seq = ?", r.head).one();
+      let summary: string | null = null;
+      if (shown || byJob.size < limit) {
+        const payload: unknown = JSON.parse(task.payload);
+        const placements = claimable.map((node, i) => placementOn(payload, node, views[i], now));
+        summary = summarizePlacement(placements, { scope: "online" }).summary;
+      }
+      const entry: StuckTasks = { job_id: r.job_id, job_name: jobName(sql, names, r.job_id), task_id: clip(task.task_id), pending: r.n, summary };
+      if (shown) items.push(entry);
+      if (!known) byJob.set(r.job_id, { ...entry });
+    }
+  }
+  return { items, byJob, entries, pending, classesUnchecked: Math.max(0, pendingClasses - classes.length) };
+}
+
+function jobName(sql: SqlStorage, cache: Map<string, string | null>, jobId: string): string | null {
+  if (!cache.has(jobId)) {
+    const row = sql
+      .exec<{ name: string | null }>("SELECT json_extract(spec, '$.metadata.name') AS name FROM jobs WHERE job_id = ?", jobId)
+      .toArray()[0];
+    cache.set(jobId, row?.name == null ? null : clip(row.name));
+  }
+  return cache.get(jobId) ?? null;
+}
+
+function emptyCounts(): TaskCounts {
+  return { PENDING: 0, LEASED: 0, COMPLETED: 0, FAILED: 0, CANCELLED: 0 };
+}
+
+function clip(text: string): string {
+  return text.length > CLIP_CHARS ? `${text.slice(0, CLIP_CHARS - 1)}…` : text;
+}
+
+function clipLabels(labels: { [key: string]: string } | undefined): { [key: string]: string } {
+  const out: { [key: string]: string } = {};
+  // Own keys only, into a fresh object: a "__proto__" label stays a label.
+  for (const [key, value] of Object.entries(labels ?? {}).slice(0, CLIP_ENTRIES)) {
+    Object.defineProperty(out, clip(key), { value: clip(String(value)), enumerable: true, writable: true, configurable: true });
+  }
+  return out;
+}

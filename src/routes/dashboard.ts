@@ -1,0 +1,74 @@
+// Dashboard routes (SPEC §11). Two parts:
+// - `dashboardPage`, mounted on the root app: `GET /` and `GET /pools/{pool}/`
+//   serve the self-contained page. It holds no data, so it needs no
+//   credential; it is served under a CSP that admits only its own two inline
+//   blocks (by hash) and requests to this origin.
+// - `dashboardData`, mounted under `/v1alpha1`: the bounded JSON summary the
+//   page polls. A read like any other: any valid credential when enforcing.
+
+import { Hono } from "hono";
+import { DASHBOARD_HTML, DASHBOARD_SCRIPT, DASHBOARD_STYLE } from "../dashboard/page";
+import { DASHBOARD_LIMIT_DEFAULT, DASHBOARD_LIMIT_MAX } from "../pool/dashboard";
+import { isPoolName } from "../protocol/keys";
+import type { AppContext, AppEnv } from "./context";
+
+export const dashboardData = new Hono<AppEnv>().get("/", async (c) => {
+  const raw = c.req.query("limit");
+  const limit = raw === undefined ? DASHBOARD_LIMIT_DEFAULT : /^\d{1,4}$/.test(raw) ? Number(raw) : 0;
+  if (limit < 1 || limit > DASHBOARD_LIMIT_MAX) {
+    return c.json({ detail: `limit must be an integer from 1 to ${DASHBOARD_LIMIT_MAX} (default ${DASHBOARD_LIMIT_DEFAULT})` }, 422);
+  }
+  c.header("cache-control", "no-store");
+  return c.json(await c.var.stub.dashboard(c.var.pool, limit));
+});
+
+export const dashboardPage = new Hono<AppEnv>()
+  .get("/", (c) => page(c))
+  .get("/pools/:pool/", (c) => page(c))
+  // Without the trailing slash too: the page computes its API base from the
+  // path either way.
+  .get("/pools/:pool", (c) => page(c));
+
+async function page(c: AppContext) {
+  const pool = c.req.param("pool") ?? "local";
+  if (!isPoolName(pool)) return unknownPool(c, pool);
+  return c.body(DASHBOARD_HTML, 200, {
+    "content-type": "text/html; charset=utf-8",
+    "content-security-policy": await contentSecurityPolicy(),
+    "x-content-type-options": "nosniff",
+    "x-frame-options": "DENY",
+    "referrer-policy": "no-referrer",
+    "cache-control": "no-store",
+  });
+}
+
+function unknownPool(c: AppContext, pool: string) {
+  return c.json({ detail: `invalid pool name '${pool}': use lowercase letters, digits and '-' (at most 63)` }, 404);
+}
+
+// The hashes depend only on the page's constants: computed once per isolate.
+let policy: Promise<string> | undefined;
+
+/** Only the page's own inline script and style run; fetches go to this origin only. */
+export function contentSecurityPolicy(): Promise<string> {
+  policy ??= Promise.all([sha256Source(DASHBOARD_SCRIPT), sha256Source(DASHBOARD_STYLE)]).then(([script, style]) =>
+    [
+      "default-src 'none'",
+      `script-src '${script}'`,
+      `style-src '${style}'`,
+      "connect-src 'self'",
+      "img-src data:",
+      "base-uri 'none'",
+      "form-action 'none'",
+      "frame-ancestors 'none'",
+    ].join("; "),
+  );
+  return policy;
+}
+
+async function sha256Source(text: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  let binary = "";
+  for (const byte of new Uint8Array(digest)) binary += String.fromCharCode(byte);
+  return `sha256-${btoa(binary)}`;
+}

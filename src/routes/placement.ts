@@ -1,0 +1,21 @@
+// The placement explanation route (SPEC §11), mounted at
+// `/jobs/:job_id/tasks/:task_id/placement`: "why is my task not running?".
+// Thin: one read-only RPC call; the gate and the grouping live in
+// src/placement.ts and src/explanations.ts. A read: any valid credential
+// when enforcing (the identity middleware has already checked it).
+
+import { Hono } from "hono";
+import type { AppEnv } from "./context";
+
+export const placement = new Hono<AppEnv>().get("/", async (c) => {
+  const jobId = c.req.param("job_id");
+  const taskId = c.req.param("task_id");
+  // Unreachable when mounted as intended: the mount path always binds both.
+  if (jobId === undefined || taskId === undefined) throw new Error("placement route mounted without :job_id/:task_id");
+  const result = await c.var.stub.explainPlacement(jobId, taskId);
+  if (!result.ok) {
+    const detail = result.reason === "unknown_job" ? `unknown job ${jobId}` : `unknown task ${taskId} in job ${jobId}`;
+    return c.json({ detail }, 404);
+  }
+  return c.json(result.report);
+});

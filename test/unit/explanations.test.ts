@@ -1,0 +1,145 @@
+// Placement explanations: grouping the gate's per-node answers into the
+// summary an operator reads. Refusals come from the real `explain`, so a
+// change of the gate's wording that breaks the grouping fails here.
+
+import { describe, expect, it } from "vitest";
+import { type NodePlacement, summarizePlacement, taskSideReason } from "../../src/explanations";
+import { explain, type GateName } from "../../src/placement";
+
+type Caps = { gpus?: unknown[]; pools?: unknown };
+
+function view(nodeId: string, extra: Record<string, unknown> = {}, caps: Caps = {}) {
+  return {
+    node_id: nodeId,
+    sandbox_capable: false,
+    argv_capable: false,
+    module_capable: true,
+    unsandboxed_argv_capable: false,
+    local_datasets: [],
+    capabilities: { gpus: [], pools: [], ...caps },
+    ...extra,
+  };
+}
+
+const gpus = (n: number) => Array.from({ length: n }, (_, index) => ({ index }));
+
+/** What the pool object reports for one node: the gate's answer plus liveness. */
+function placed(payload: unknown, node: ReturnType<typeof view>, online = true): NodePlacement {
+  const answer = explain(payload, node);
+  const base = { node_id: node.node_id, online, status: "online" };
+  return answer.eligible ? { ...base, eligible: true } : { ...base, eligible: false, gate: answer.gate, reason: answer.reason };
+}
+
+function refusal(payload: unknown, node: ReturnType<typeof view>): [GateName, string] {
+  const answer = explain(payload, node);
+  if (answer.eligible) throw new Error("expected a refusal");
+  return [answer.gate, answer.reason];
+}
+
+describe("taskSideReason", () => {
+  it.each([
+    ["a GPU shortfall, whatever the node has", { gpus: 2 }, view("a", {}, { gpus: gpus(1) }), "task needs 2 GPUs"],
+    ["a GPU shortfall on a CPU node", { gpus: 2 }, view("a"), "task needs 2 GPUs"],
+    ["a GPU shortfall of one", { gpus: 1 }, view("a"), "task needs 1 GPU"],
+    ["a missing dataset", { local_inputs: ["patients"] }, view("a", { local_datasets: ["labs"] }), "missing dataset 'patients'"],
+    ["datasets advertised as a bare string", { local_inputs: ["patients"] }, view("a", { local_datasets: "patients" }), "task needs 1 local dataset, node offers none"],
+    ["argv on a node that is not argv-capable", { argv: ["run"] }, view("a"), "task runs argv, node is not argv_capable"],
+    ["a module on a node that refuses modules", { module: "m" }, view("a", { module_capable: false }), "node is not module_capable"],
+    ["an excluded node", { exclude_nodes: ["a"] }, view("a"), "node excluded by the task"],
+    ["a node without a readable id", { exclude_nodes: ["a"] }, view(""), "node has no readable node_id"],
+    ["a team pool the node is not in", { pool: "team-a" }, view("a", {}, { pools: ["team-b"] }), "not in team pool 'team-a'"],
+    ["a node whose team pools are not a list", { pool: "team-a" }, view("a", {}, { pools: "team-a" }), "not in team pool 'team-a'"],
+    ["a node whose team pool list is malformed", { pool: "team-a" }, view("a", {}, { pools: ["team-a", 3] }), "node's team pool list is malformed"],
+    ["a sandboxed task on a plain node", { isolation: { tier: "sandboxed" } }, view("a"), "task needs a sandboxed node"],
+    ["a malformed GPU count (same for every node)", { gpus: "2" }, view("a"), "gpus must be a whole number of at least 0, got '2'"],
+    ["a payload that is not an object", [], view("a"), "the payload is a list, not a JSON object, so its requirements cannot be read"],
+  ])("keeps the task's side of %s", (_what, payload, node, expected) => {
+    const [gate, reason] = refusal(payload, node);
+    expect(taskSideReason(gate, reason)).toBe(expected);
+  });
+
+  it("gives every node short of the same thing the same text", () => {
+    const nodes = [view("a"), view("b", {}, { gpus: gpus(1) }), view("c", {}, { gpus: "lots" as unknown as unknown[] })];
+    const texts = new Set(nodes.map((n) => taskSideReason(...refusal({ gpus: 2 }, n))));
+    expect([...texts]).toEqual(["task needs 2 GPUs"]);
+  });
+});
+
+describe("summarizePlacement", () => {
+  it("writes the issue's example: 0/3 nodes, grouped by gate and reason", () => {
+    const payload = { gpus: 2, local_inputs: ["patients"] };
+    const nodes = [
+      view("cpu-1", { local_datasets: ["patients"] }),
+      view("gpu-1", { local_datasets: ["patients"] }, { gpus: gpus(1) }),
+      view("gpu-4"),
+    ].map((n) => placed(payload, n));
+    const s = summarizePlacement(nodes);
+    expect(s).toEqual({
+      eligible: 0,
+      total: 3,
+      unplaceable: true,
+      groups: [
+        { gate: "gpu", reason: "task needs 2 GPUs", nodes: 2 },
+        { gate: "local_data", reason: "missing dataset 'patients'", nodes: 1 },
+      ],
+      summary: "0/3 nodes eligible: 2 × gpu (task needs 2 GPUs), 1 × local_data (missing dataset 'patients')",
+    });
+  });
+
+  it.each([
+    ["all eligible", [{ gpus: 0 }, [view("a"), view("b")]], "2/2 nodes eligible", false],
+    ["some eligible", [{ gpus: 1 }, [view("a", {}, { gpus: gpus(1) }), view("b")]], "1/2 nodes eligible: 1 × gpu (task needs 1 GPU)", false],
+    ["no node registered", [{}, []], "0/0 nodes eligible: no nodes registered", true],
+  ] as const)("%s", (_what, [payload, nodes], summary, unplaceable) => {
+    const s = summarizePlacement(nodes.map((n) => placed(payload, n)));
+    expect(s.summary).toBe(summary);
+    expect(s.unplaceable).toBe(unplaceable);
+  });
+
+  it("an offline node that could take the task still makes it placeable (it is registered)", () => {
+    const s = summarizePlacement([placed({ gpus: 1 }, view("gpu", {}, { gpus: gpus(1) }), false), placed({ gpus: 1 }, view("cpu"))]);
+    expect(s.unplaceable).toBe(false);
+    expect(s.summary).toBe("1/2 nodes eligible: 1 × gpu (task needs 1 GPU)");
+  });
+
+  it("names the node set it was given a scope for", () => {
+    expect(summarizePlacement([], { scope: "online" }).summary).toBe("0/0 online nodes eligible: no online nodes");
+    expect(summarizePlacement([placed({ argv: [] }, view("a"))], { scope: "online" }).summary).toBe(
+      "0/1 online nodes eligible: 1 × argv (task runs argv, node is not argv_capable)",
+    );
+  });
+
+  it("puts the largest group first, equal groups in gate order", () => {
+    const payload = { argv: ["x"], isolation: { tier: "sandboxed" } };
+    const nodes = [
+      view("a", { argv_capable: true }),
+      view("b"),
+      view("c", { argv_capable: true }),
+      view("d", { argv_capable: true, sandbox_capable: true }),
+      view("e"),
+      view("f", { argv_capable: true }),
+    ].map((n) => placed(payload, n));
+    expect(summarizePlacement(nodes).summary).toBe(
+      "1/6 nodes eligible: 3 × isolation (task needs a sandboxed node), 2 × argv (task runs argv, node is not argv_capable)",
+    );
+    const tie = [view("a"), view("b", { argv_capable: true })].map((n) => placed(payload, n));
+    expect(summarizePlacement(tie).groups.map((g) => g.gate)).toEqual(["argv", "isolation"]);
+  });
+
+  it("names at most the largest groups and counts the rest", () => {
+    const payload = { local_inputs: ["a", "b", "c", "d", "e", "f"] };
+    const offering = ["a", "b", "c", "d", "e", "f"];
+    // Node i offers every dataset but the i-th, so each is refused for a different one.
+    const nodes = offering.map((_, i) => placed(payload, view(`n${i}`, { local_datasets: offering.filter((_, j) => j !== i) })));
+    const s = summarizePlacement(nodes, { maxGroups: 2 });
+    expect(s.groups).toHaveLength(6);
+    expect(s.summary).toBe(
+      "0/6 nodes eligible: 1 × local_data (missing dataset 'a'), 1 × local_data (missing dataset 'b'), and 4 more refused for 4 other reasons",
+    );
+  });
+
+  it("keeps the summary to one line when a dataset name holds line breaks", () => {
+    const s = summarizePlacement([placed({ local_inputs: ["a\nb"] }, view("n"))]);
+    expect(s.summary).not.toMatch(/[\n\r]/);
+  });
+});
