@@ -7,10 +7,13 @@ import { isPoolName } from "./protocol/keys";
 import { artifacts } from "./routes/artifacts";
 import { checkpoints } from "./routes/checkpoints";
 import type { AppEnv } from "./routes/context";
+import { dashboardData, dashboardPage } from "./routes/dashboard";
 import { jobs } from "./routes/jobs";
 import { attempts, leases } from "./routes/leases";
+import { allowedMethods } from "./routes/methods";
 import { identify, refuseMisconfigured } from "./routes/identity";
 import { nodes } from "./routes/nodes";
+import { placement } from "./routes/placement";
 
 export { PoolObject } from "./pool/object";
 
@@ -30,6 +33,8 @@ api.route("/leases", leases);
 api.route("/attempts", attempts);
 api.route("/artifacts", artifacts);
 api.route("/jobs/:job_id/tasks/:task_id/checkpoints", checkpoints);
+api.route("/jobs/:job_id/tasks/:task_id/placement", placement);
+api.route("/dashboard", dashboardData);
 api.route("/jobs", jobs);
 
 const app = new Hono<AppEnv>();
@@ -37,7 +42,14 @@ app.use(refuseMisconfigured);
 app.get("/healthz", (c) => c.json({ status: "ok" }));
 app.route("/pools/:pool/v1alpha1", api);
 app.route("/v1alpha1", api);
-app.notFound((c) => c.json({ detail: "Not Found" }, 404));
+app.route("/", dashboardPage);
+app.notFound((c) => {
+  // A path served under other methods is a 405 naming them, not a 404.
+  const allowed = allowedMethods(app.routes, c.req.path);
+  if (allowed.length === 0) return c.json({ detail: "Not Found" }, 404);
+  c.header("allow", allowed.join(", "));
+  return c.json({ detail: `method ${c.req.method} is not allowed here; allowed: ${allowed.join(", ")}` }, 405);
+});
 app.onError((err, c) => {
   const requestId = crypto.randomUUID();
   console.error(JSON.stringify({ level: "error", request_id: requestId, path: c.req.path, error: String(err) }));

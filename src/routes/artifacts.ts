@@ -60,10 +60,19 @@ export const artifacts = new Hono<AppEnv>()
     });
   });
 
-/** The client key: everything after `/artifacts/`, percent-decoded, checked. */
+/**
+ * Where the raw (still percent-encoded) key sits in the request path. Read
+ * from the path as sent, never from a decoded form (that would decode twice),
+ * and anchored to the mount, so a pool named "artifacts" or a path that only
+ * routes here after decoding (`/%61rtifacts/k`) never yields a wrong key.
+ */
+const RAW_KEY_RE = /^(?:\/pools\/[^/]+)?\/v1alpha1\/artifacts(?:\/(.*))?$/s;
+
+/** The client key: everything after `.../v1alpha1/artifacts/`, percent-decoded, checked. */
 function artifactKey(c: AppContext): string | Response {
-  const path = new URL(c.req.url).pathname;
-  const raw = path.slice(path.indexOf("/artifacts/") + "/artifacts/".length);
+  const match = RAW_KEY_RE.exec(new URL(c.req.url).pathname);
+  if (!match) return c.json({ detail: "artifact paths are .../v1alpha1/artifacts/{key}: spell the fixed segments without percent-encoding" }, 400);
+  const raw = match[1] ?? "";
   let key: string;
   try {
     key = decodeURIComponent(raw);

@@ -4,6 +4,7 @@
 import type { Context } from "hono";
 import type { z } from "zod";
 import { validationDetail } from "../protocol/errors";
+import { jsonShapeProblem } from "../protocol/json";
 
 export type AppEnv = {
   Bindings: Env;
@@ -22,8 +23,9 @@ export type Parsed<T> = { ok: true; value: T } | { ok: false; response: Response
 
 /**
  * Reads and validates a JSON body: 413 past the limit, 415 for a non-JSON
- * content type, 422 with `[{loc, msg, type}]` for malformed JSON or a body
- * the schema refuses. Never throws for anything a client can send.
+ * content type, 422 with `[{loc, msg, type}]` for malformed JSON, a body
+ * nested too deep or holding a lone surrogate, or a body the schema
+ * refuses. Never throws for anything a client can send.
  */
 export async function readJson<S extends z.ZodType>(c: AppContext, schema: S): Promise<Parsed<z.output<S>>> {
   const type = c.req.header("content-type");
@@ -46,6 +48,9 @@ export async function readJson<S extends z.ZodType>(c: AppContext, schema: S): P
     const msg = text.trim() === "" ? "request body is empty: send a JSON object" : `JSON decode error: ${(e as Error).message}`;
     return fail(c.json({ detail: [{ loc: ["body"], msg, type: "json_invalid" }] }, 422));
   }
+  // Before the schema: a hostile shape must never reach recursive code.
+  const shape = jsonShapeProblem(body);
+  if (shape) return fail(c.json({ detail: [{ ...shape, loc: ["body", ...shape.loc] }] }, 422));
   const parsed = schema.safeParse(body);
   if (!parsed.success) return fail(c.json({ detail: validationDetail(parsed.error) }, 422));
   return { ok: true, value: parsed.data };
