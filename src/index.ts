@@ -12,6 +12,7 @@ import { jobs } from "./routes/jobs";
 import { attempts, leases } from "./routes/leases";
 import { allowedMethods } from "./routes/methods";
 import { identify, refuseMisconfigured } from "./routes/identity";
+import { metrics } from "./routes/metrics";
 import { nodes } from "./routes/nodes";
 import { placement } from "./routes/placement";
 
@@ -35,6 +36,7 @@ api.route("/artifacts", artifacts);
 api.route("/jobs/:job_id/tasks/:task_id/checkpoints", checkpoints);
 api.route("/jobs/:job_id/tasks/:task_id/placement", placement);
 api.route("/dashboard", dashboardData);
+api.route("/metrics", metrics);
 api.route("/jobs", jobs);
 
 const app = new Hono<AppEnv>();

@@ -25,6 +25,7 @@ export function emit(
     message,
     JSON.stringify(data),
   );
+  sql.exec("INSERT INTO event_counts (type, n) VALUES (?, 1) ON CONFLICT (type) DO UPDATE SET n = n + 1", type);
 }
 
 export type EventRow = {

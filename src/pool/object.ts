@@ -14,7 +14,7 @@ import { dashboardSummary } from "./dashboard";
 import { placementReport } from "./explain";
 import { claim, commit, earliestDeadline, failAttempt, findLease, renew, sweep } from "./leases";
 import { cancelJob, findJob, insertJob, jobEvents, jobRecord, jobTasks, listJobs } from "./jobs";
-import { heartbeatNode, listNodes, registerNode } from "./nodes";
+import { ONLINE_WINDOW_MS, heartbeatNode, listNodes, registerNode } from "./nodes";
 import { migrate } from "./schema";
 import { addTasks } from "./tasks";
 
@@ -218,6 +218,25 @@ export class PoolObject extends DurableObject<Env> {
   /** The dashboard's bounded summary of this pool: counts, and at most `limit` of each list. */
   dashboard(pool: string, limit: number) {
     return dashboardSummary(this.sql, Date.now(), pool, limit);
+  }
+
+  /** Counts for GET /metrics: indexed counts and the running event tally, never a ledger scan. */
+  metrics() {
+    const now = Date.now();
+    const tasks: Record<string, number> = {};
+    for (const r of this.sql.exec<{ state: string; n: number }>("SELECT state, COUNT(*) AS n FROM tasks GROUP BY state")) {
+      tasks[r.state] = r.n;
+    }
+    const events: Record<string, number> = {};
+    for (const r of this.sql.exec<{ type: string; n: number }>("SELECT type, n FROM event_counts")) events[r.type] = r.n;
+    const one = (query: string, ...args: number[]) => this.sql.exec<{ n: number }>(query, ...args).one().n;
+    return {
+      tasks,
+      events,
+      leasesLive: one("SELECT COUNT(*) AS n FROM leases WHERE status = 'live'"),
+      nodesRegistered: one("SELECT COUNT(*) AS n FROM nodes"),
+      nodesOnline: one("SELECT COUNT(*) AS n FROM nodes WHERE last_heartbeat_ms > ?", now - ONLINE_WINDOW_MS),
+    };
   }
 
   // -- expiry --------------------------------------------------------------

@@ -1,0 +1,39 @@
+import { describe, expect, it } from "vitest";
+import { renderMetrics } from "../../src/metrics";
+
+describe("metrics text", () => {
+  const text = renderMetrics("team-a", {
+    tasks: { PENDING: 3, COMPLETED: 2 },
+    leasesLive: 1,
+    nodesRegistered: 4,
+    nodesOnline: 3,
+    events: { LEASE_CLAIMED: 5, TASK_COMMIT_ACCEPTED: 2, TASK_COMMIT_REJECTED: 1, LEASE_EXPIRED: 2 },
+  });
+
+  it.each([
+    'flashedge_tasks{pool="team-a",state="PENDING"} 3',
+    'flashedge_tasks{pool="team-a",state="LEASED"} 0',
+    'flashedge_leases_live{pool="team-a"} 1',
+    'flashedge_leases_expired_total{pool="team-a"} 2',
+    'flashedge_claims_total{pool="team-a"} 5',
+    'flashedge_commits_total{pool="team-a",result="accepted"} 2',
+    'flashedge_commits_total{pool="team-a",result="rejected"} 1',
+    'flashedge_nodes{pool="team-a",online="true"} 3',
+    'flashedge_nodes{pool="team-a",online="false"} 1',
+    'flashedge_events_total{pool="team-a",type="LEASE_CLAIMED"} 5',
+  ])("has the sample %s", (line) => {
+    expect(text.split("\n")).toContain(line);
+  });
+
+  it("declares every metric's type once, before its samples", () => {
+    const types = text.split("\n").filter((l) => l.startsWith("# TYPE "));
+    expect(new Set(types).size).toBe(types.length);
+    expect(text.indexOf("# TYPE flashedge_tasks gauge")).toBeLessThan(text.indexOf("flashedge_tasks{"));
+    expect(text.endsWith("\n")).toBe(true);
+  });
+
+  it("escapes label values", () => {
+    const odd = renderMetrics('a"b\\c', { tasks: {}, leasesLive: 0, nodesRegistered: 0, nodesOnline: 0, events: {} });
+    expect(odd).toContain('pool="a\\"b\\\\c"');
+  });
+});

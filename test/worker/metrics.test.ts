@@ -1,0 +1,56 @@
+import { runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { migrate } from "../../src/pool/schema";
+import type { Lease } from "../../src/protocol/tasks";
+import { addTasks, call, claim, freshPool, json, register, sha256, stub, task, upload } from "./helpers";
+
+describe("GET /metrics", () => {
+  it("counts tasks, leases, claims, commits and nodes in Prometheus text", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await addTasks(pool, [task("j", "a"), task("j", "b"), task("j", "c")]);
+    const a = await json<Lease>(await claim(pool, "n1"));
+    await upload(pool, "jobs/j/a/metrics.json", "{}");
+    await call(pool, "POST", `/attempts/${a.lease_id}/complete`, { output_sha256: await sha256("{}") });
+    await call(pool, "POST", `/attempts/${a.lease_id}/complete`, { output_sha256: await sha256("{}") });
+    await claim(pool, "n1");
+
+    const r = await call(pool, "GET", "/metrics");
+    expect(r.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
+    const lines = (await r.text()).split("\n");
+    for (const line of [
+      `flashedge_tasks{pool="${pool}",state="PENDING"} 1`,
+      `flashedge_tasks{pool="${pool}",state="LEASED"} 1`,
+      `flashedge_tasks{pool="${pool}",state="COMPLETED"} 1`,
+      `flashedge_leases_live{pool="${pool}"} 1`,
+      `flashedge_claims_total{pool="${pool}"} 2`,
+      `flashedge_commits_total{pool="${pool}",result="accepted"} 1`,
+      `flashedge_commits_total{pool="${pool}",result="rejected"} 1`,
+      `flashedge_nodes{pool="${pool}",online="true"} 1`,
+    ]) {
+      expect(lines).toContain(line);
+    }
+  });
+
+  it("a pool migrated from before the event tally gets it backfilled from the ledger", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await addTasks(pool, [task("j", "a"), task("j", "b")]);
+    await claim(pool, "n1");
+    const counts = await runInDurableObject(stub(pool), (_o, state) => {
+      const sql = state.storage.sql;
+      sql.exec("DROP TABLE event_counts");
+      sql.exec("UPDATE schema_version SET version = 2");
+      state.storage.transactionSync(() => migrate(sql));
+      return {
+        version: sql.exec<{ version: number }>("SELECT version FROM schema_version").one().version,
+        rows: sql.exec("SELECT type, n FROM event_counts ORDER BY type").toArray(),
+      };
+    });
+    expect(counts.version).toBe(3);
+    expect(counts.rows).toEqual([
+      { type: "LEASE_CLAIMED", n: 1 },
+      { type: "TASK_CREATED", n: 2 },
+    ]);
+  });
+});
