@@ -253,8 +253,10 @@ export class PoolObject extends DurableObject<Env> {
   private async arm(): Promise<void> {
     const next = earliestDeadline(this.sql);
     if (next === this.armedAt) return;
+    // The cache is updated in the same synchronous turn as the storage call
+    // is issued, so concurrent arms leave it matching the last alarm set.
+    this.armedAt = next;
     if (next === null) await this.ctx.storage.deleteAlarm();
     else await this.ctx.storage.setAlarm(next);
-    this.armedAt = next;
   }
 }
