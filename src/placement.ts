@@ -32,15 +32,7 @@ export type NodeView = {
  * The view of SPEC §4 built from a stored registration: exactly the fields
  * the gate reads, nothing inferred.
  */
-export function claimView(registration: {
-  node_id: unknown;
-  sandbox_capable: unknown;
-  argv_capable: unknown;
-  module_capable: unknown;
-  unsandboxed_argv_capable: unknown;
-  local_datasets: unknown;
-  capabilities: unknown;
-}): NodeView {
+export function claimView(registration: NodeView): NodeView {
   return {
     node_id: registration.node_id,
     sandbox_capable: registration.sandbox_capable,

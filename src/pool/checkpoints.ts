@@ -5,6 +5,7 @@
 // transaction of the pool object and must never await. Never delete a
 // manifest: quarantine marks it "invalid" and `latest` skips it.
 
+import { randomHex12 } from "../protocol/ids";
 import type { CheckpointManifest, CheckpointPart, CommitCheckpointRequest, RegisterPartRequest } from "../protocol/checkpoints";
 import type { JsonObject } from "../protocol/json";
 import { holdsLiveLease, type Writer } from "./artifacts";
@@ -370,5 +371,5 @@ function manifestRecord(row: ManifestRow): CheckpointManifest {
 
 /** "ck-" + 12 lowercase hex digits (SPEC §3.4). */
 function newManifestId(): string {
-  return "ck-" + Array.from(crypto.getRandomValues(new Uint8Array(6)), (b) => b.toString(16).padStart(2, "0")).join("");
+  return "ck-" + randomHex12();
 }

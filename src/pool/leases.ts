@@ -4,6 +4,7 @@
 // another claim, a commit or a sweep.
 
 import { eligible } from "../placement";
+import { randomHex12 } from "../protocol/ids";
 import type { JsonObject } from "../protocol/json";
 import { parseEvidence, type Lease } from "../protocol/tasks";
 import { emit, iso } from "./events";
@@ -44,8 +45,9 @@ export function sweep(sql: SqlStorage, now: number): number {
 
 /**
  * Leases the earliest-inserted PENDING task (optionally of one job) that the
- * gate accepts for this node. The gate runs once per requirement class; a
- * class the node cannot take never blocks the tasks behind it.
+ * gate accepts for this node. The gate runs at most once per requirement
+ * class, never per task; a class the node cannot take never blocks the tasks
+ * behind it.
  */
 export function claim(sql: SqlStorage, now: number, nodeId: string, jobId: string | null): ClaimResult {
   sweep(sql, now);
@@ -53,23 +55,24 @@ export function claim(sql: SqlStorage, now: number, nodeId: string, jobId: strin
   if (!node) return { ok: false, reason: "unregistered" };
   if (node.status !== "online") return { ok: false, reason: "nothing" };
   const view = nodeView(node.registration);
-  let best: number | undefined;
-  for (const c of sql.exec<{ class_id: number; requirement: string }>("SELECT class_id, requirement FROM classes")) {
-    if (!eligible(JSON.parse(c.requirement), view)) continue;
-    const head =
-      jobId === null
-        ? sql.exec<{ seq: number }>(
-            "SELECT seq FROM tasks WHERE state = 'PENDING' AND class_id = ? ORDER BY seq LIMIT 1",
-            c.class_id,
-          )
-        : sql.exec<{ seq: number }>(
-            "SELECT seq FROM tasks WHERE state = 'PENDING' AND job_id = ? AND class_id = ? ORDER BY seq LIMIT 1",
-            jobId,
-            c.class_id,
-          );
-    const seq = head.toArray()[0]?.seq;
-    if (seq !== undefined && (best === undefined || seq < best)) best = seq;
-  }
+  // One statement: the earliest PENDING task of every class that has one
+  // (an index seek per class, inside SQLite), earliest first. The gate then
+  // runs in that order and the first class it accepts holds the answer, so
+  // classes with nothing pending, or queued behind the answer, cost no gate
+  // evaluation.
+  const jobFilter = jobId === null ? "" : "AND t.job_id = ?";
+  const heads = sql
+    .exec<{ requirement: string; head: number }>(
+      `WITH heads AS MATERIALIZED (
+         SELECT c.requirement,
+                (SELECT t.seq FROM tasks t WHERE t.state = 'PENDING' AND t.class_id = c.class_id ${jobFilter}
+                 ORDER BY t.seq LIMIT 1) AS head
+         FROM classes c)
+       SELECT requirement, head FROM heads WHERE head IS NOT NULL ORDER BY head`,
+      ...(jobId === null ? [] : [jobId]),
+    )
+    .toArray();
+  const best = heads.find((c) => eligible(JSON.parse(c.requirement), view))?.head;
   if (best === undefined) return { ok: false, reason: "nothing" };
 
   const task = sql
@@ -239,6 +242,5 @@ function leaseRecord(row: Joined): WireLease {
 }
 
 function newLeaseId(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(6));
-  return "ls-" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  return "ls-" + randomHex12();
 }

@@ -5,6 +5,7 @@
 // previous bytes.
 
 import { Hono } from "hono";
+import { hex } from "../protocol/ids";
 import { artifactKeyProblem } from "../protocol/keys";
 import { artifactRecord } from "../pool/artifacts";
 import type { AppContext, AppEnv } from "./context";
@@ -112,7 +113,7 @@ async function storeStreaming(bucket: R2Bucket, object: string, body: ReadableSt
   }
   return {
     object,
-    sha256: Array.from(new Uint8Array(hash.value), (b) => b.toString(16).padStart(2, "0")).join(""),
+    sha256: hex(new Uint8Array(hash.value)),
     size_bytes: put.value.size,
     etag: put.value.etag,
   };

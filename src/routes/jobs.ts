@@ -2,6 +2,7 @@
 
 import { Hono } from "hono";
 import { EVENTS_PAGE_DEFAULT, EVENTS_PAGE_MAX } from "../pool/jobs";
+import { randomHex12 } from "../protocol/ids";
 import { JobSpecSchema } from "../protocol/jobs";
 import { expandJob } from "../recipes";
 import { type AppContext, type AppEnv, readJson } from "./context";
@@ -28,7 +29,7 @@ export const jobs = new Hono<AppEnv>()
         422,
       );
     }
-    const jobId = newJobId();
+    const jobId = randomHex12(); // SPEC §3.3: 12 lowercase hex
     const expansion = expandJob(spec, jobId, { allowUnsandboxedArgv: c.env.FLASHML_ALLOW_UNSANDBOXED_ARGV === "1" });
     if (!expansion.ok) return c.json({ detail: `job cannot be expanded: ${expansion.problems.join("; ")}` }, 422);
     return c.json(await c.var.stub.submitJob(jobId, spec, expansion.tasks, c.var.pool), 201);
@@ -75,9 +76,4 @@ function unknownJob(c: AppContext) {
 function pageParam(raw: string | undefined, fallback: number): number | null {
   if (raw === undefined) return fallback;
   return /^\d{1,15}$/.test(raw) ? Number(raw) : null;
-}
-
-/** 12 lowercase hex characters (SPEC §3.3). */
-function newJobId(): string {
-  return Array.from(crypto.getRandomValues(new Uint8Array(6)), (b) => b.toString(16).padStart(2, "0")).join("");
 }

@@ -5,18 +5,8 @@ import app from "../../src/index";
 import { LATEST_FOR_WORLD_SIZE_SQL, LATEST_SQL } from "../../src/pool/checkpoints";
 import { CheckpointManifestSchema, MANIFEST_ID_RE, type CheckpointManifest, type CheckpointPart } from "../../src/protocol/checkpoints";
 import type { Lease } from "../../src/protocol/tasks";
-import { addTasks, call, claim, freshPool, json, register, registration, stub, task } from "./helpers";
+import { addTasks, call, claim, freshPool, json, register, registration, stub, task, ledger as events } from "./helpers";
 
-type Event = { type: string; data: Record<string, unknown> };
-
-async function events(pool: string, jobId: string): Promise<Event[]> {
-  return runInDurableObject(stub(pool), (_o, state) =>
-    state.storage.sql
-      .exec<{ type: string; data: string }>("SELECT type, data FROM events WHERE job_id = ? ORDER BY seq", jobId)
-      .toArray()
-      .map((e) => ({ type: e.type, data: JSON.parse(e.data) as Record<string, unknown> })),
-  );
-}
 
 async function manifestCount(pool: string): Promise<number> {
   return runInDurableObject(stub(pool), (_o, state) =>

@@ -1,6 +1,7 @@
 // Test-side helpers: talk to the Worker over its real fetch handler, exactly
 // as an agent would, and reach a pool's object for what HTTP cannot show.
 
+import { runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import type { TaskSpec } from "../../src/protocol/tasks";
 
@@ -87,3 +88,13 @@ export async function storedObjects(pool: string): Promise<string[]> {
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A job's ledger straight from the object's table: each event's type and data. */
+export async function ledger(pool: string, jobId: string): Promise<Array<{ type: string; data: Record<string, unknown> }>> {
+  return runInDurableObject(stub(pool), (_o, state) =>
+    state.storage.sql
+      .exec<{ type: string; data: string }>("SELECT type, data FROM events WHERE job_id = ? ORDER BY seq", jobId)
+      .toArray()
+      .map((e) => ({ type: e.type, data: JSON.parse(e.data) as Record<string, unknown> })),
+  );
+}

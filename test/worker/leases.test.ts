@@ -1,18 +1,8 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Lease } from "../../src/protocol/tasks";
-import { addTasks, call, claim, freshPool, json, register, sha256, sleep, stub, task, upload } from "./helpers";
+import { addTasks, call, claim, freshPool, json, register, sha256, sleep, stub, task, upload, ledger as events } from "./helpers";
 
-type Event = { type: string; data: Record<string, unknown> };
-
-async function events(pool: string, jobId: string): Promise<Event[]> {
-  return runInDurableObject(stub(pool), (_o, state) =>
-    state.storage.sql
-      .exec<{ type: string; data: string }>("SELECT type, data FROM events WHERE job_id = ? ORDER BY seq", jobId)
-      .toArray()
-      .map((e) => ({ type: e.type, data: JSON.parse(e.data) as Record<string, unknown> })),
-  );
-}
 
 async function taskState(pool: string, jobId: string, taskId: string) {
   return runInDurableObject(stub(pool), (_o, state) =>
