@@ -1,0 +1,25 @@
+import { fileURLToPath } from "node:url";
+import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
+import { defineConfig } from "vitest/config";
+
+// The in-object benchmark: the same workerd + SQLite storage as the worker
+// tests, under its own config so `npm test` (root config: test/unit and
+// test/worker only) never runs it. Run from the repository root:
+//   npx vitest run --config bench/vitest.bench.config.ts
+const root = fileURLToPath(new URL("..", import.meta.url));
+
+export default defineConfig({
+  root,
+  plugins: [
+    cloudflareTest({
+      wrangler: { configPath: `${root}/wrangler.toml` },
+      // The bench reads its size from these (workerd has no process.env).
+      miniflare: { bindings: { BENCH_QUICK: process.env.BENCH_QUICK ?? "", BENCH_DEPTHS: process.env.BENCH_DEPTHS ?? "" } },
+    }),
+  ],
+  test: {
+    include: ["bench/**/*.bench.test.ts"],
+    testTimeout: 600_000,
+    hookTimeout: 600_000,
+  },
+});
