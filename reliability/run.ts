@@ -44,23 +44,28 @@ export async function reliabilityRun(options: RunOptions): Promise<RunReport> {
   const pool = "reliability";
   const base = `${coordinator.url}/pools/${pool}/v1alpha1`;
   try {
-    const submitted = await fetch(`${base}/jobs`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({
-        apiVersion: "flashml.dev/v1alpha1",
-        kind: "Job",
-        metadata: { name: "reliability" },
-        spec: {
-          execution: { backend: "leases" },
-          image: { repository: "r", tag: "1" },
-          workload: { type: "hyperparameter_search", parameters: { trials: Array.from({ length: options.tasks }, (_, i) => ({ i })), lease_seconds: 3 } },
-          retryPolicy: { maxTaskAttempts: options.maxAttempts },
-        },
-      }),
-    });
-    if (submitted.status !== 201) throw new Error(`submit: ${submitted.status} ${await submitted.text()}`);
-    const jobId = ((await submitted.json()) as { job_id: string }).job_id;
+    // A job holds at most 10,000 tasks: a larger run submits several.
+    const jobIds: string[] = [];
+    for (let first = 0; first < options.tasks; first += 10_000) {
+      const count = Math.min(10_000, options.tasks - first);
+      const submitted = await fetch(`${base}/jobs`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          apiVersion: "flashml.dev/v1alpha1",
+          kind: "Job",
+          metadata: { name: "reliability" },
+          spec: {
+            execution: { backend: "leases" },
+            image: { repository: "r", tag: "1" },
+            workload: { type: "hyperparameter_search", parameters: { trials: Array.from({ length: count }, (_, i) => ({ i: first + i })), lease_seconds: 3 } },
+            retryPolicy: { maxTaskAttempts: options.maxAttempts },
+          },
+        }),
+      });
+      if (submitted.status !== 201) throw new Error(`submit: ${submitted.status} ${await submitted.text()}`);
+      jobIds.push(((await submitted.json()) as { job_id: string }).job_id);
+    }
 
     let finished = false;
     const deadline = Date.now() + options.seconds * 1000;
@@ -79,8 +84,9 @@ export async function reliabilityRun(options: RunOptions): Promise<RunReport> {
         nextKill = Date.now() + 2000 + Math.random() * 4000;
       }
       try {
-        const r = await fetch(`${base}/jobs/${jobId}`);
-        if (r.ok && ["SUCCEEDED", "FAILED"].includes(((await r.json()) as { state: string }).state) && kills >= options.kills) break;
+        const r = await fetch(`${base}/jobs`);
+        const jobs = r.ok ? ((await r.json()) as Array<{ state: string }>) : [];
+        if (jobs.length === jobIds.length && jobs.every((j) => ["SUCCEEDED", "FAILED"].includes(j.state)) && kills >= options.kills) break;
       } catch {
         // restarting
       }
@@ -90,7 +96,7 @@ export async function reliabilityRun(options: RunOptions): Promise<RunReport> {
     await fleet;
     await coordinator.stop();
 
-    const snapshot = snapshotFromDisk(persistTo, jobId);
+    const snapshot = snapshotFromDisk(persistTo, jobIds[0]!);
     const states = snapshot.tasks.map((t) => t.state);
     const { claimMs, commitMs, ...counts } = stats;
     return {
