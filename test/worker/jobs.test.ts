@@ -1,25 +1,12 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Lease } from "../../src/protocol/tasks";
-import { call, claim, freshPool, json, register, sha256, upload } from "./helpers";
+import { call, claim, freshPool, jobSpec, json, register, sha256, upload } from "./helpers";
 
 type JobRecord = { job_id: string; state: string; backend: string; deployment_profile: string; finished_at: string | null; created_at: string };
 type TaskRow = { task_id: string; state: string; attempts: number; max_attempts: number; node_id: string | null; deadline: string | null };
 type EventRecord = { seq: number; type: string; job_id: string; source: string; data: Record<string, unknown> };
 
-function jobSpec(workload: { type: string; parameters: Record<string, unknown> }, spec: Record<string, unknown> = {}) {
-  return {
-    apiVersion: "flashml.dev/v1alpha1",
-    kind: "Job",
-    metadata: { name: "test-job" },
-    spec: {
-      execution: { backend: "leases" },
-      image: { repository: "ghcr.io/flashml/runner", tag: "0.4.1" },
-      workload,
-      ...spec,
-    },
-  };
-}
 
 const trials = (n: number) => jobSpec({ type: "hyperparameter_search", parameters: { trials: Array.from({ length: n }, (_, i) => ({ c: i })) } });
 

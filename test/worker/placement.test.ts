@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from "vitest";
 import type { Lease } from "../../src/protocol/tasks";
-import { addTasks, call, claim, freshPool, json, register, task } from "./helpers";
+import { addTasks, call, claim, freshPool, jobSpec, json, register, task } from "./helpers";
 
 type NodeAnswer = { node_id: string; online: boolean; status: string; eligible: boolean; gate?: string; reason?: string };
 type Report = { job_id: string; task_id: string; state: string; nodes: NodeAnswer[]; unplaceable: boolean; summary: string };
@@ -80,17 +80,7 @@ describe("placement explanations", () => {
   it("explains a task of a submitted job from its stored payload", async () => {
     const pool = freshPool();
     await register(pool, "cpu-1");
-    const submitted = await call(pool, "POST", "/jobs", {
-      apiVersion: "flashml.dev/v1alpha1",
-      kind: "Job",
-      metadata: { name: "needs-gpus" },
-      spec: {
-        execution: { backend: "leases" },
-        image: { repository: "r", tag: "1" },
-        workload: { type: "hyperparameter_search", parameters: { trials: [{}] } },
-        resources: { gpuPerTask: 4 },
-      },
-    });
+    const submitted = await call(pool, "POST", "/jobs", jobSpec({ type: "hyperparameter_search", parameters: { trials: [{}] } }, { resources: { gpuPerTask: 4 } }));
     const job = await json<{ job_id: string }>(submitted);
     const report = await json<Report>(await placement(pool, job.job_id, "trial-000"));
     expect(report.summary).toBe("0/1 nodes eligible: 1 × gpu (task needs 4 GPUs)");

@@ -4,7 +4,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Lease } from "../../src/protocol/tasks";
-import { addTasks, call, claim, freshPool, json, register, sha256, sleep, stub, task, upload } from "./helpers";
+import { addTasks, call, claim, freshPool, jobSpec, json, register, sha256, sleep, stub, task, upload } from "./helpers";
 import { violations } from "./invariants";
 
 /** A tiny seeded PRNG, so a failing interleaving can be replayed. */
@@ -68,12 +68,7 @@ describe("races", () => {
     const pool = freshPool();
     const nodes = Array.from({ length: 10 }, (_, i) => `n${i}`);
     await Promise.all(nodes.map((n) => register(pool, n)));
-    const r = await call(pool, "POST", "/jobs", {
-      apiVersion: "flashml.dev/v1alpha1",
-      kind: "Job",
-      metadata: { name: "race" },
-      spec: { execution: { backend: "leases" }, image: { repository: "r", tag: "1" }, workload: { type: "hyperparameter_search", parameters: { trials: Array.from({ length: 30 }, () => ({})) } } },
-    });
+    const r = await call(pool, "POST", "/jobs", jobSpec({ type: "hyperparameter_search", parameters: { trials: Array.from({ length: 30 }, () => ({})) } }));
     const job = await json<{ job_id: string }>(r);
     await Promise.all([
       ...nodes.map((n) => claim(pool, n)),
