@@ -1,8 +1,11 @@
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
 
-// Two projects: the pure layer in plain Node (fast, table-driven), and the
-// Worker + Durable Object in workerd with real SQLite storage and R2.
+// The pure layer in plain Node (fast, table-driven), and the Worker + Durable
+// Object in workerd with real SQLite storage and R2: open, with its logs on,
+// and with tokens configured.
+const QUIET = { FLASHML_LOG_STATE_CHANGES: "0" };
+
 export default defineConfig({
   test: {
     projects: [
@@ -10,15 +13,22 @@ export default defineConfig({
         test: { name: "unit", include: ["test/unit/**/*.test.ts"], environment: "node" },
       },
       {
-        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" } })],
+        // Per-change log lines are off here: every console.log crosses from
+        // workerd to the test runner, and thousands of them slow it to a crawl.
+        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" }, miniflare: { bindings: QUIET } })],
         test: { name: "worker", include: ["test/worker/**/*.test.ts"] },
+      },
+      {
+        // The same Worker with its structured logs on, to test them.
+        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" } })],
+        test: { name: "worker-logs", include: ["test/worker-logs/**/*.test.ts"] },
       },
       {
         // The same Worker with tokens configured: authentication enforced.
         plugins: [
           cloudflareTest({
             wrangler: { configPath: "./wrangler.toml" },
-            miniflare: { bindings: { FLASHML_NODE_TOKENS: "n1:tok-n1, n2:tok-n2", FLASHML_OPERATOR_TOKENS: "ops:tok-ops" } },
+            miniflare: { bindings: { ...QUIET, FLASHML_NODE_TOKENS: "n1:tok-n1, n2:tok-n2", FLASHML_OPERATOR_TOKENS: "ops:tok-ops" } },
           }),
         ],
         test: { name: "worker-auth", include: ["test/worker-auth/**/*.test.ts"] },

@@ -57,6 +57,8 @@ async function startWrangler() {
       "--persist-to", persist,
       "--show-interactive-dev-session=false",
       "--log-level", "warn",
+      // Measured as the figures in BENCHMARKS.md were: without per-change log lines.
+      "--var", "FLASHML_LOG_STATE_CHANGES:0",
     ],
     // Its own process group, so stopping it also stops the workerd it spawns.
     { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, WRANGLER_SEND_METRICS: "false" } },

@@ -15,6 +15,8 @@ import { placementReport } from "./explain";
 import { claim, commit, earliestDeadline, failAttempt, findLease, renew, sweep } from "./leases";
 import { cancelJob, findJob, insertJob, jobEvents, jobRecord, jobTasks, listJobs } from "./jobs";
 import { ONLINE_WINDOW_MS, heartbeatNode, listNodes, registerNode } from "./nodes";
+import type { EventRow } from "./events";
+import { logEvent, logLine } from "./log";
 import { migrate } from "./schema";
 import { addTasks } from "./tasks";
 
@@ -39,11 +41,13 @@ export class PoolObject extends DurableObject<Env> {
 
   register(registration: NodeRegistration): void {
     const now = Date.now();
-    this.ctx.storage.transactionSync(() => registerNode(this.sql, now, registration));
+    this.change(() => registerNode(this.sql, now, registration));
+    if (this.logging()) logLine({ pool: this.poolName(), event: "NODE_REGISTERED", node_id: registration.node_id });
   }
 
   heartbeatNode(nodeId: string, heartbeat: NodeHeartbeat): boolean {
     const now = Date.now();
+    // Liveness, not a state change worth a log line every few seconds per node.
     return this.ctx.storage.transactionSync(() => heartbeatNode(this.sql, now, nodeId, heartbeat));
   }
 
@@ -56,26 +60,26 @@ export class PoolObject extends DurableObject<Env> {
   /** Queues a batch of tasks in one transaction (refused whole on a duplicate). */
   addTasks(tasks: TaskSpec[], options: { outputJson?: boolean } = {}) {
     const now = Date.now();
-    return this.ctx.storage.transactionSync(() => addTasks(this.sql, now, tasks, { outputJson: options.outputJson ?? false }));
+    return this.change(() => addTasks(this.sql, now, tasks, { outputJson: options.outputJson ?? false }));
   }
 
   async claim(nodeId: string, jobId: string | null) {
     const now = Date.now();
-    const result = this.ctx.storage.transactionSync(() => claim(this.sql, now, nodeId, jobId));
+    const result = this.change(() => claim(this.sql, now, nodeId, jobId));
     await this.arm();
     return result;
   }
 
   async renewLease(leaseId: string) {
     const now = Date.now();
-    const result = this.ctx.storage.transactionSync(() => renew(this.sql, now, leaseId));
+    const result = this.change(() => renew(this.sql, now, leaseId));
     await this.arm();
     return result;
   }
 
   async failLease(leaseId: string, reason: string) {
     const now = Date.now();
-    const result = this.ctx.storage.transactionSync(() => failAttempt(this.sql, now, leaseId, reason));
+    const result = this.change(() => failAttempt(this.sql, now, leaseId, reason));
     await this.arm();
     return result;
   }
@@ -100,7 +104,7 @@ export class PoolObject extends DurableObject<Env> {
       if (jsonOk) validObject = bound.object;
     }
     const now = Date.now();
-    const outcome = this.ctx.storage.transactionSync(() =>
+    const outcome = this.change(() =>
       commit(this.sql, now, leaseId, outputSha256, validObject, evidence),
     );
     await this.arm();
@@ -124,7 +128,7 @@ export class PoolObject extends DurableObject<Env> {
   /** Records a job and queues all its tasks in one transaction: all or nothing. */
   submitJob(jobId: string, spec: JobSpec, tasks: TaskSpec[], pool: string) {
     const now = Date.now();
-    return this.ctx.storage.transactionSync(() => {
+    return this.change(() => {
       insertJob(this.sql, now, jobId, spec, tasks);
       return jobRecord(this.sql, findJob(this.sql, jobId)!, pool);
     });
@@ -149,7 +153,7 @@ export class PoolObject extends DurableObject<Env> {
 
   async cancelJob(jobId: string, pool: string) {
     const now = Date.now();
-    const record = this.ctx.storage.transactionSync(() => {
+    const record = this.change(() => {
       if (!cancelJob(this.sql, now, jobId)) return null;
       return jobRecord(this.sql, findJob(this.sql, jobId)!, pool);
     });
@@ -165,7 +169,12 @@ export class PoolObject extends DurableObject<Env> {
 
   bindArtifact(key: string, stored: StoredObject, writer: Writer) {
     const now = Date.now();
-    return this.ctx.storage.transactionSync(() => bind(this.sql, now, key, stored, writer));
+    const result = this.change(() => bind(this.sql, now, key, stored, writer));
+    if (result.ok && this.logging()) {
+      const { key: bound, size_bytes, sha256 } = result.record;
+      logLine({ pool: this.poolName(), event: "ARTIFACT_BOUND", key: bound, size_bytes, sha256, writer });
+    }
+    return result;
   }
 
   resolveArtifact(key: string) {
@@ -181,13 +190,13 @@ export class PoolObject extends DurableObject<Env> {
   /** Records an uploaded checkpoint part; a scoped writer needs a live lease on the task. */
   registerCheckpointPart(jobId: string, taskId: string, request: RegisterPartRequest, writer: Writer) {
     const now = Date.now();
-    return this.ctx.storage.transactionSync(() => registerPart(this.sql, now, jobId, taskId, request, writer));
+    return this.change(() => registerPart(this.sql, now, jobId, taskId, request, writer));
   }
 
   /** Writes the manifest only if every expected part was registered with its hash (parts first, manifest last). */
   commitCheckpoint(jobId: string, taskId: string, request: CommitCheckpointRequest, writer: Writer) {
     const now = Date.now();
-    return this.ctx.storage.transactionSync(() => commitManifest(this.sql, now, jobId, taskId, request, writer));
+    return this.change(() => commitManifest(this.sql, now, jobId, taskId, request, writer));
   }
 
   latestCheckpoint(jobId: string, taskId: string, worldSize: number | null) {
@@ -200,12 +209,12 @@ export class PoolObject extends DurableObject<Env> {
 
   verifyCheckpoint(jobId: string, taskId: string, manifestId: string) {
     const now = Date.now();
-    return this.ctx.storage.transactionSync(() => markRestoreVerified(this.sql, now, jobId, taskId, manifestId));
+    return this.change(() => markRestoreVerified(this.sql, now, jobId, taskId, manifestId));
   }
 
   quarantineCheckpoint(jobId: string, taskId: string, manifestId: string, reason: string) {
     const now = Date.now();
-    return this.ctx.storage.transactionSync(() => quarantine(this.sql, now, jobId, taskId, manifestId, reason));
+    return this.change(() => quarantine(this.sql, now, jobId, taskId, manifestId, reason));
   }
 
   // -- observability ---------------------------------------------------------
@@ -244,9 +253,34 @@ export class PoolObject extends DurableObject<Env> {
   /** Sweeps expired leases and re-arms. Idempotent: alarms are at-least-once. */
   override async alarm(): Promise<void> {
     const now = Date.now();
-    this.ctx.storage.transactionSync(() => sweep(this.sql, now));
+    this.change(() => sweep(this.sql, now));
     this.armedAt = undefined; // the alarm that just fired is no longer set
     await this.arm();
+  }
+
+  /**
+   * Runs one state change as one synchronous transaction, then logs every
+   * ledger event it appended (SPEC §11: one JSON line per state change).
+   */
+  private change<T>(fn: () => T): T {
+    if (!this.logging()) return this.ctx.storage.transactionSync(fn);
+    const before = this.sql.exec<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events").one().seq ?? 0;
+    const result = this.ctx.storage.transactionSync(fn);
+    // A job's TASK_CREATED events are summarised by its JOB_ACCEPTED line (it
+    // carries the count): a 10,000-task submission is one change, not 10,000.
+    for (const row of this.sql.exec<EventRow>("SELECT * FROM events WHERE seq > ? AND type != 'TASK_CREATED' ORDER BY seq", before)) {
+      logEvent(this.poolName(), row);
+    }
+    return result;
+  }
+
+  private logging(): boolean {
+    return this.env.FLASHML_LOG_STATE_CHANGES !== "0";
+  }
+
+  /** The pool's name for logs (the object's id when the runtime does not know the name). */
+  private poolName(): string {
+    return this.ctx.id.name ?? this.ctx.id.toString();
   }
 
   /** Keeps the alarm at the earliest live lease deadline, or unset when none. */
