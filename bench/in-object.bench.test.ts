@@ -15,6 +15,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { it } from "vitest";
+import { jobSpec } from "../test/fixtures/jobspec";
 import { bind } from "../src/pool/artifacts";
 import { claim, commit, renew, type WireLease } from "../src/pool/leases";
 import { heartbeatNode } from "../src/pool/nodes";
@@ -42,16 +43,7 @@ const JOB_SIZE = 10_000;
 const SHA = "0".repeat(64);
 
 // Parsed like a submission, so it carries every default a stored job has.
-const SPEC = JobSpecSchema.parse({
-  apiVersion: "flashml.dev/v1alpha1",
-  kind: "Job",
-  metadata: { name: "bench" },
-  spec: {
-    execution: { backend: "leases" },
-    image: { repository: "r", tag: "1" },
-    workload: { type: "hyperparameter_search", parameters: {} },
-  },
-});
+const SPEC = JobSpecSchema.parse(jobSpec({ type: "hyperparameter_search", parameters: {} }, {}, "bench"));
 
 type Kind = "plain" | "gpu" | "local";
 const KIND_OF_SLOT: readonly Kind[] = ["plain", "plain", "plain", "plain", "plain", "plain", "plain", "gpu", "gpu", "local"];

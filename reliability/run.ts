@@ -5,6 +5,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { jobSpec } from "../test/fixtures/jobspec";
 import { violations } from "../test/invariants/check";
 import { type FleetStats, newStats, percentile, runFleet } from "./fleet";
 import { snapshotFromDisk } from "./state";
@@ -51,17 +52,13 @@ export async function reliabilityRun(options: RunOptions): Promise<RunReport> {
       const submitted = await fetch(`${base}/jobs`, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({
-          apiVersion: "flashml.dev/v1alpha1",
-          kind: "Job",
-          metadata: { name: "reliability" },
-          spec: {
-            execution: { backend: "leases" },
-            image: { repository: "r", tag: "1" },
-            workload: { type: "hyperparameter_search", parameters: { trials: Array.from({ length: count }, (_, i) => ({ i: first + i })), lease_seconds: 3 } },
-            retryPolicy: { maxTaskAttempts: options.maxAttempts },
-          },
-        }),
+        body: JSON.stringify(
+          jobSpec(
+            { type: "hyperparameter_search", parameters: { trials: Array.from({ length: count }, (_, i) => ({ i: first + i })), lease_seconds: 3 } },
+            { retryPolicy: { maxTaskAttempts: options.maxAttempts } },
+            "reliability",
+          ),
+        ),
       });
       if (submitted.status !== 201) throw new Error(`submit: ${submitted.status} ${await submitted.text()}`);
       jobIds.push(((await submitted.json()) as { job_id: string }).job_id);

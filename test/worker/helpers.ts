@@ -99,17 +99,4 @@ export async function ledger(pool: string, jobId: string): Promise<Array<{ type:
   );
 }
 
-/** A minimal JobSpec for the lease backend; `spec` adds or overrides spec sections. */
-export function jobSpec(workload: { type: string; parameters: Record<string, unknown> }, spec: Record<string, unknown> = {}) {
-  return {
-    apiVersion: "flashml.dev/v1alpha1",
-    kind: "Job",
-    metadata: { name: "test-job" },
-    spec: {
-      execution: { backend: "leases" },
-      image: { repository: "ghcr.io/flashml/runner", tag: "0.4.1" },
-      workload,
-      ...spec,
-    },
-  };
-}
+export { jobSpec } from "../fixtures/jobspec";
