@@ -22,12 +22,10 @@ export const artifacts = new Hono<AppEnv>()
     }
     if (length > maxBytes) return c.json({ detail: `artifact exceeds ${maxBytes} bytes (FLASHML_MAX_ARTIFACT_MB)` }, 413);
     const stub = c.var.stub;
-    const who = writerOf(c);
-    if (!who.ok) return who.response;
-    const writer = who.writer;
+    const writer = writerOf(c);
     // Checked before the body is read, so a refused writer never streams it.
     const before = await stub.checkArtifactWrite(key, writer);
-    if (!before.ok) return c.json({ detail: before.detail }, before.reason === "completed" ? 409 : 403);
+    if (!before.ok) return refused(c, before);
 
     const object = `pools/${c.var.pool}/objects/${crypto.randomUUID()}`;
     let stored;
@@ -40,7 +38,7 @@ export const artifacts = new Hono<AppEnv>()
     const bound = await stub.bindArtifact(key, stored, writer);
     if (!bound.ok) {
       await c.env.ARTIFACTS.delete(object);
-      return c.json({ detail: bound.detail }, bound.reason === "completed" ? 409 : 403);
+      return refused(c, bound);
     }
     if (bound.replaced) c.executionCtx.waitUntil(c.env.ARTIFACTS.delete(bound.replaced));
     return c.json(artifactRecord(bound.record, BUCKET));
@@ -68,6 +66,11 @@ export const artifacts = new Hono<AppEnv>()
  * routes here after decoding (`/%61rtifacts/k`) never yields a wrong key.
  */
 const RAW_KEY_RE = /^(?:\/pools\/[^/]+)?\/v1alpha1\/artifacts(?:\/(.*))?$/s;
+
+/** A committed task's outputs are immutable (409); a write outside the caller's leases is 403. */
+function refused(c: AppContext, refusal: { reason: "forbidden" | "completed"; detail: string }): Response {
+  return c.json({ detail: refusal.detail }, refusal.reason === "completed" ? 409 : 403);
+}
 
 /** The client key: everything after `.../v1alpha1/artifacts/`, percent-decoded, checked. */
 function artifactKey(c: AppContext): string | Response {

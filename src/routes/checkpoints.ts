@@ -13,36 +13,33 @@ import {
   QuarantineCheckpointRequestSchema,
   RegisterPartRequestSchema,
 } from "../protocol/checkpoints";
-import type { ValidationDetailEntry } from "../protocol/errors";
-import { type AppContext, type AppEnv, readJson } from "./context";
+import { type AppContext, type AppEnv, queryInt, readJson } from "./context";
 import { requireOperator, writerOf } from "./identity";
 
 export const checkpoints = new Hono<AppEnv>()
   .post("/parts", async (c) => {
     const { jobId, taskId } = taskOf(c);
-    const who = writerOf(c);
-    if (!who.ok) return who.response;
+    const writer = writerOf(c);
     const body = await readJson(c, RegisterPartRequestSchema);
     if (!body.ok) return body.response;
-    const result = await c.var.stub.registerCheckpointPart(jobId, taskId, body.value, who.writer);
-    if (!result.ok) return refusal(c, result.reason, who.writer);
+    const result = await c.var.stub.registerCheckpointPart(jobId, taskId, body.value, writer);
+    if (!result.ok) return refusal(c, result.reason, writer);
     return c.json({ status: "registered", key: result.key });
   })
   .post("/commit", async (c) => {
     const { jobId, taskId } = taskOf(c);
-    const who = writerOf(c);
-    if (!who.ok) return who.response;
+    const writer = writerOf(c);
     const body = await readJson(c, CommitCheckpointRequestSchema);
     if (!body.ok) return body.response;
-    const result = await c.var.stub.commitCheckpoint(jobId, taskId, body.value, who.writer);
+    const result = await c.var.stub.commitCheckpoint(jobId, taskId, body.value, writer);
     if (result.ok) return c.json(result.manifest);
     if (result.reason === "rejected") return c.json({ detail: result.problems }, 409);
-    return refusal(c, result.reason, who.writer);
+    return refusal(c, result.reason, writer);
   })
   .get("/latest", async (c) => {
     const { jobId, taskId } = taskOf(c);
-    const worldSize = queryInt(c.req.query("world_size"), "world_size", 1);
-    if (!worldSize.ok) return c.json({ detail: [worldSize.detail] }, 422);
+    const worldSize = queryInt(c, "world_size", { min: 1 });
+    if (!worldSize.ok) return worldSize.response;
     const result = await c.var.stub.latestCheckpoint(jobId, taskId, worldSize.value);
     if (!result.ok) return unknownTask(c);
     if (!result.manifest) return c.json({ detail: "no valid checkpoint" }, 404);
@@ -50,8 +47,8 @@ export const checkpoints = new Hono<AppEnv>()
   })
   .get("/lost-work", async (c) => {
     const { jobId, taskId } = taskOf(c);
-    const failedAt = queryInt(c.req.query("failed_at_step"), "failed_at_step", 0);
-    if (!failedAt.ok) return c.json({ detail: [failedAt.detail] }, 422);
+    const failedAt = queryInt(c, "failed_at_step", { min: 0 });
+    if (!failedAt.ok) return failedAt.response;
     if (failedAt.value === null) {
       return c.json({ detail: [{ loc: ["query", "failed_at_step"], msg: "Field required", type: "missing" }] }, 422);
     }
@@ -107,25 +104,4 @@ function unknownTask(c: AppContext) {
 function unknownManifest(c: AppContext, manifestId: string) {
   const { jobId, taskId } = taskOf(c);
   return c.json({ detail: `no checkpoint ${manifestId} for task ${jobId}/${taskId}` }, 404);
-}
-
-/**
- * An integer query parameter ≥ `min` (null when absent); a bad one is the
- * 422 row FastAPI would give, with loc ["query", name].
- */
-function queryInt(
-  raw: string | undefined,
-  name: string,
-  min: number,
-): { ok: true; value: number | null } | { ok: false; detail: ValidationDetailEntry } {
-  const loc = ["query", name];
-  if (raw === undefined) return { ok: true, value: null };
-  if (!/^[+-]?\d{1,15}$/.test(raw.trim())) {
-    return { ok: false, detail: { loc, msg: "Input should be a valid integer, unable to parse string as an integer", type: "int_parsing" } };
-  }
-  const value = Number(raw.trim());
-  if (value < min) {
-    return { ok: false, detail: { loc, msg: `Input should be greater than or equal to ${min}`, type: "greater_than_equal" } };
-  }
-  return { ok: true, value };
 }

@@ -3,7 +3,7 @@
 
 import type { Context } from "hono";
 import type { z } from "zod";
-import { validationDetail } from "../protocol/errors";
+import { jsonInvalidDetail, parseRequest } from "../protocol/errors";
 import { jsonShapeProblem } from "../protocol/json";
 
 export type AppEnv = {
@@ -45,15 +45,34 @@ export async function readJson<S extends z.ZodType>(c: AppContext, schema: S): P
   try {
     body = JSON.parse(text);
   } catch (e) {
-    const msg = text.trim() === "" ? "request body is empty: send a JSON object" : `JSON decode error: ${(e as Error).message}`;
-    return fail(c.json({ detail: [{ loc: ["body"], msg, type: "json_invalid" }] }, 422));
+    const reason = text.trim() === "" ? "the request body is empty: send a JSON object" : (e as Error).message;
+    return fail(c.json({ detail: jsonInvalidDetail(reason) }, 422));
   }
   // Before the schema: a hostile shape must never reach recursive code.
   const shape = jsonShapeProblem(body);
   if (shape) return fail(c.json({ detail: [{ ...shape, loc: ["body", ...shape.loc] }] }, 422));
-  const parsed = schema.safeParse(body);
-  if (!parsed.success) return fail(c.json({ detail: validationDetail(parsed.error) }, 422));
-  return { ok: true, value: parsed.data };
+  const parsed = parseRequest(schema, body);
+  return parsed.ok ? parsed : fail(c.json({ detail: parsed.detail }, 422));
+}
+
+/**
+ * An integer query parameter within [min, max], or null when absent. A bad
+ * one is the 422 FastAPI would give: `[{loc: ["query", name], msg, type}]`.
+ */
+export function queryInt(
+  c: AppContext,
+  name: string,
+  bounds: { min: number; max?: number },
+): { ok: true; value: number | null } | { ok: false; response: Response } {
+  const raw = c.req.query(name);
+  if (raw === undefined) return { ok: true, value: null };
+  const loc = ["query", name];
+  const refuse = (msg: string, type: string) => fail(c.json({ detail: [{ loc, msg, type }] }, 422));
+  if (!/^-?\d{1,15}$/.test(raw)) return refuse("Input should be a valid integer, unable to parse string as an integer", "int_parsing");
+  const value = Number(raw);
+  if (value < bounds.min) return refuse(`Input should be greater than or equal to ${bounds.min}`, "greater_than_equal");
+  if (bounds.max !== undefined && value > bounds.max) return refuse(`Input should be less than or equal to ${bounds.max}`, "less_than_equal");
+  return { ok: true, value };
 }
 
 function fail(response: Response): { ok: false; response: Response } {

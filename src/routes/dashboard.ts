@@ -10,16 +10,13 @@ import { Hono } from "hono";
 import { DASHBOARD_HTML, DASHBOARD_SCRIPT, DASHBOARD_STYLE } from "../dashboard/page";
 import { DASHBOARD_LIMIT_DEFAULT, DASHBOARD_LIMIT_MAX } from "../pool/dashboard";
 import { isPoolName } from "../protocol/keys";
-import type { AppContext, AppEnv } from "./context";
+import { type AppContext, type AppEnv, queryInt } from "./context";
 
 export const dashboardData = new Hono<AppEnv>().get("/", async (c) => {
-  const raw = c.req.query("limit");
-  const limit = raw === undefined ? DASHBOARD_LIMIT_DEFAULT : /^\d{1,4}$/.test(raw) ? Number(raw) : 0;
-  if (limit < 1 || limit > DASHBOARD_LIMIT_MAX) {
-    return c.json({ detail: `limit must be an integer from 1 to ${DASHBOARD_LIMIT_MAX} (default ${DASHBOARD_LIMIT_DEFAULT})` }, 422);
-  }
+  const limit = queryInt(c, "limit", { min: 1, max: DASHBOARD_LIMIT_MAX });
+  if (!limit.ok) return limit.response;
   c.header("cache-control", "no-store");
-  return c.json(await c.var.stub.dashboard(c.var.pool, limit));
+  return c.json(await c.var.stub.dashboard(c.var.pool, limit.value ?? DASHBOARD_LIMIT_DEFAULT));
 });
 
 export const dashboardPage = new Hono<AppEnv>()

@@ -61,11 +61,10 @@ export function actingNode(c: AppContext, bodyNodeId: string): Answer<string> {
 }
 
 /** The writer to authorize an artifact or checkpoint write as (null = unscoped). */
-export function writerOf(c: AppContext): { ok: true; writer: Writer } | { ok: false; response: Response } {
+export function writerOf(c: AppContext): Writer {
   const caller = c.var.caller;
-  if (caller.kind === "open") return { ok: true, writer: null };
-  if (caller.kind === "node") return { ok: true, writer: caller.nodeId };
-  return { ok: true, writer: caller.onBehalfOf };
+  if (caller.kind === "open") return null;
+  return caller.kind === "node" ? caller.nodeId : caller.onBehalfOf;
 }
 
 /** Job submission, cancel and checkpoint administration need an operator. */

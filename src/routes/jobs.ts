@@ -5,7 +5,7 @@ import { EVENTS_PAGE_DEFAULT, EVENTS_PAGE_MAX } from "../pool/jobs";
 import { randomHex12 } from "../protocol/ids";
 import { JobSpecSchema } from "../protocol/jobs";
 import { expandJob } from "../recipes";
-import { type AppContext, type AppEnv, readJson } from "./context";
+import { type AppContext, type AppEnv, queryInt, readJson } from "./context";
 import { requireOperator } from "./identity";
 
 export const jobs = new Hono<AppEnv>()
@@ -40,15 +40,11 @@ export const jobs = new Hono<AppEnv>()
     return job ? c.json(job) : unknownJob(c);
   })
   .get("/:job_id/events", async (c) => {
-    const after = pageParam(c.req.query("after"), 0);
-    const limit = pageParam(c.req.query("limit"), EVENTS_PAGE_DEFAULT);
-    if (after === null || limit === null || limit < 1 || limit > EVENTS_PAGE_MAX) {
-      return c.json(
-        { detail: `after must be an integer ≥ 0 and limit an integer from 1 to ${EVENTS_PAGE_MAX} (default ${EVENTS_PAGE_DEFAULT})` },
-        422,
-      );
-    }
-    const events = await c.var.stub.jobEvents(c.req.param("job_id"), after, limit);
+    const after = queryInt(c, "after", { min: 0 });
+    if (!after.ok) return after.response;
+    const limit = queryInt(c, "limit", { min: 1, max: EVENTS_PAGE_MAX });
+    if (!limit.ok) return limit.response;
+    const events = await c.var.stub.jobEvents(c.req.param("job_id"), after.value ?? 0, limit.value ?? EVENTS_PAGE_DEFAULT);
     return events ? c.json(events) : unknownJob(c);
   })
   .get("/:job_id/tasks", async (c) => {
@@ -70,10 +66,4 @@ export const jobs = new Hono<AppEnv>()
 
 function unknownJob(c: AppContext) {
   return c.json({ detail: `unknown job ${c.req.param("job_id")}` }, 404);
-}
-
-/** A non-negative integer query parameter, its default when absent, or null. */
-function pageParam(raw: string | undefined, fallback: number): number | null {
-  if (raw === undefined) return fallback;
-  return /^\d{1,15}$/.test(raw) ? Number(raw) : null;
 }

@@ -233,7 +233,8 @@ describe("the dashboard summary", () => {
     for (const q of ["?limit=0", "?limit=201", "?limit=abc", "?limit=-1", "?limit=1.5"]) {
       const r = await call(pool, "GET", `/dashboard${q}`);
       expect(r.status).toBe(422);
-      expect(await json(r)).toEqual({ detail: "limit must be an integer from 1 to 200 (default 25)" });
+      const detail = (await json<{ detail: Array<{ loc: string[] }> }>(r)).detail;
+      expect(detail[0]!.loc).toEqual(["query", "limit"]);
     }
   });
 
