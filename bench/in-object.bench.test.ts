@@ -213,7 +213,7 @@ it("claim+commit cycles inside one pool object, by queue depth", async () => {
             const result = await instance.claim(nodeId, null);
             if (!result.ok) throw new Error(`claim: ${result.reason}`);
             const { key, stored } = upload(result.lease);
-            const bound = instance.bindArtifact(key, stored, nodeId);
+            const bound = await instance.bindArtifact(key, stored, nodeId);
             if (!bound.ok) throw new Error(`bind: ${bound.detail}`);
             const outcome = await instance.completeLease(result.lease.lease_id, SHA, null);
             if (outcome.status !== "accepted") throw new Error(`commit: ${outcome.status}`);

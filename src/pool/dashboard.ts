@@ -13,7 +13,7 @@ import { JOB_STATES, type JobState } from "../protocol/jobs";
 import type { NodeRegistration } from "../protocol/nodes";
 import { iso } from "./events";
 import { placementOn, type RegisteredNode } from "./explain";
-import { deriveJobState, type TaskCounts } from "./jobs";
+import { deriveJobState, type TaskCounts } from "../job-state";
 import { ONLINE_WINDOW_MS, nodeView } from "./nodes";
 
 export const DASHBOARD_LIMIT_DEFAULT = 25;

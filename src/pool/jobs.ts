@@ -4,12 +4,10 @@
 
 import { deriveJobState, type TaskCounts } from "../job-state";
 import type { JsonObject } from "../protocol/json";
-import type { JobSpec, JobState } from "../protocol/jobs";
+import { TERMINAL_JOB_STATES, type JobSpec, type JobState } from "../protocol/jobs";
 import type { TaskSpec } from "../protocol/tasks";
 import { emit, eventRecord, iso, type EventRow } from "./events";
 import { addTasks } from "./tasks";
-
-export { deriveJobState, type TaskCounts };
 
 export function taskCounts(sql: SqlStorage, jobId: string): TaskCounts {
   const counts: TaskCounts = { PENDING: 0, LEASED: 0, COMPLETED: 0, FAILED: 0, CANCELLED: 0 };
@@ -38,7 +36,7 @@ export function settleJob(sql: SqlStorage, now: number, jobId: string): void {
   const live = sql.exec("SELECT 1 FROM tasks WHERE job_id = ? AND state IN ('PENDING', 'LEASED') LIMIT 1", jobId);
   if (live.toArray().length > 0) return;
   const state = deriveJobState(taskCounts(sql, jobId));
-  if (state !== "SUCCEEDED" && state !== "FAILED" && state !== "CANCELLED") return;
+  if (!TERMINAL_JOB_STATES.includes(state)) return;
   sql.exec("UPDATE jobs SET terminal_state = ?, finished_ms = ? WHERE job_id = ?", state, now, jobId);
   if (state === "SUCCEEDED") emit(sql, now, jobId, "JOB_SUCCEEDED", "all tasks completed", {});
   if (state === "FAILED") emit(sql, now, jobId, "JOB_FAILED", "a task exhausted its attempts", {});

@@ -31,16 +31,15 @@ export type WireLease = Omit<Lease, "payload"> & { payload: JsonObject };
 export type ClaimResult = { ok: true; lease: WireLease } | { ok: false; reason: "unregistered" | "nothing" };
 export type RenewResult = { ok: true; lease: WireLease } | { ok: false; reason: "gone" };
 
-/** Expires every live lease whose deadline has passed; returns how many. */
-export function sweep(sql: SqlStorage, now: number): number {
+/** Expires every live lease whose deadline has passed. */
+export function sweep(sql: SqlStorage, now: number): void {
   const due = sql
     .exec<{ lease_id: string }>("SELECT lease_id FROM leases WHERE status = 'live' AND deadline_ms <= ?", now)
     .toArray();
   for (const { lease_id } of due) {
-    const row = joined(sql, lease_id)!;
+    const row = findLease(sql, lease_id)!;
     endAttempt(sql, now, row, "expired", "LEASE_EXPIRED", `lease ${lease_id} expired`);
   }
-  return due.length;
 }
 
 /**
@@ -98,13 +97,13 @@ export function claim(sql: SqlStorage, now: number, nodeId: string, jobId: strin
     lease_id: task.lease_id,
     attempt: task.attempts_used,
   });
-  return { ok: true, lease: leaseRecord(joined(sql, task.lease_id!)!) };
+  return { ok: true, lease: leaseRecord(findLease(sql, task.lease_id!)!) };
 }
 
 /** Extends a live lease by its task's window; anything else is gone (410). */
 export function renew(sql: SqlStorage, now: number, leaseId: string): RenewResult {
   sweep(sql, now);
-  const row = joined(sql, leaseId);
+  const row = findLease(sql, leaseId);
   if (!row || !isLive(row, now)) return { ok: false, reason: "gone" };
   const deadline = now + Math.round(row.lease_seconds * 1000);
   sql.exec("UPDATE leases SET deadline_ms = ? WHERE lease_id = ?", deadline, leaseId);
@@ -119,7 +118,7 @@ export function renew(sql: SqlStorage, now: number, leaseId: string): RenewResul
 /** The worker gave up: requeue or exhaust. Only a live lease can fail. */
 export function failAttempt(sql: SqlStorage, now: number, leaseId: string, reason: string): { ok: boolean } {
   sweep(sql, now);
-  const row = joined(sql, leaseId);
+  const row = findLease(sql, leaseId);
   if (!row || !isLive(row, now)) return { ok: false };
   endAttempt(sql, now, row, "failed", "TASK_ATTEMPT_FAILED", `attempt ${row.attempt_number} failed: ${reason}`);
   return { ok: true };
@@ -146,7 +145,7 @@ export function commit(
   evidence: unknown,
 ): CommitOutcome {
   sweep(sql, now);
-  const row = joined(sql, leaseId);
+  const row = findLease(sql, leaseId);
   if (!row) return { status: "unknown" };
   const live = isLive(row, now);
   const bound = sql
@@ -207,11 +206,8 @@ export function earliestDeadline(sql: SqlStorage): number | null {
   return sql.exec<{ d: number | null }>("SELECT MIN(deadline_ms) AS d FROM leases WHERE status = 'live'").one().d;
 }
 
+/** A lease ever issued here, with its task's columns. */
 export function findLease(sql: SqlStorage, leaseId: string): Joined | undefined {
-  return joined(sql, leaseId);
-}
-
-function joined(sql: SqlStorage, leaseId: string): Joined | undefined {
   return sql
     .exec<Joined>(
       `SELECT l.*, t.job_id, t.task_id, t.class_id, t.payload, t.commit_key, t.max_attempts, t.lease_seconds,

@@ -14,7 +14,8 @@ import { dashboardSummary } from "./dashboard";
 import { placementReport } from "./explain";
 import { claim, commit, earliestDeadline, failAttempt, findLease, renew, sweep } from "./leases";
 import { cancelJob, findJob, insertJob, jobEvents, jobRecord, jobTasks, listJobs } from "./jobs";
-import { ONLINE_WINDOW_MS, heartbeatNode, listNodes, registerNode } from "./nodes";
+import { metricsSample } from "./metrics";
+import { heartbeatNode, listNodes, registerNode } from "./nodes";
 import type { EventRow } from "./events";
 import { logEvent, logLine } from "./log";
 import { migrate } from "./schema";
@@ -39,9 +40,8 @@ export class PoolObject extends DurableObject<Env> {
 
   // -- nodes ---------------------------------------------------------------
 
-  register(registration: NodeRegistration): void {
-    const now = Date.now();
-    this.change(() => registerNode(this.sql, now, registration));
+  async register(registration: NodeRegistration): Promise<void> {
+    await this.change((now) => registerNode(this.sql, now, registration));
     if (this.logging()) logLine({ pool: this.poolName(), event: "NODE_REGISTERED", node_id: registration.node_id });
   }
 
@@ -59,29 +59,19 @@ export class PoolObject extends DurableObject<Env> {
 
   /** Queues a batch of tasks in one transaction (refused whole on a duplicate). */
   addTasks(tasks: TaskSpec[], options: { outputJson?: boolean } = {}) {
-    const now = Date.now();
-    return this.change(() => addTasks(this.sql, now, tasks, { outputJson: options.outputJson ?? false }));
+    return this.change((now) => addTasks(this.sql, now, tasks, { outputJson: options.outputJson ?? false }));
   }
 
   async claim(nodeId: string, jobId: string | null) {
-    const now = Date.now();
-    const result = this.change(() => claim(this.sql, now, nodeId, jobId));
-    await this.arm();
-    return result;
+    return this.change((now) => claim(this.sql, now, nodeId, jobId));
   }
 
   async renewLease(leaseId: string) {
-    const now = Date.now();
-    const result = this.change(() => renew(this.sql, now, leaseId));
-    await this.arm();
-    return result;
+    return this.change((now) => renew(this.sql, now, leaseId));
   }
 
   async failLease(leaseId: string, reason: string) {
-    const now = Date.now();
-    const result = this.change(() => failAttempt(this.sql, now, leaseId, reason));
-    await this.arm();
-    return result;
+    return this.change((now) => failAttempt(this.sql, now, leaseId, reason));
   }
 
   /** The node a lease was issued to, or null for an id never issued here. */
@@ -103,12 +93,7 @@ export class PoolObject extends DurableObject<Env> {
       const jsonOk = lease.output_json ? await this.isJsonObject(bound.object, bound.size_bytes) : true;
       if (jsonOk) validObject = bound.object;
     }
-    const now = Date.now();
-    const outcome = this.change(() =>
-      commit(this.sql, now, leaseId, outputSha256, validObject, evidence),
-    );
-    await this.arm();
-    return outcome;
+    return this.change((now) => commit(this.sql, now, leaseId, outputSha256, validObject, evidence));
   }
 
   private async isJsonObject(object: string, size: number): Promise<boolean> {
@@ -127,8 +112,7 @@ export class PoolObject extends DurableObject<Env> {
 
   /** Records a job and queues all its tasks in one transaction: all or nothing. */
   submitJob(jobId: string, spec: JobSpec, tasks: TaskSpec[], pool: string) {
-    const now = Date.now();
-    return this.change(() => {
+    return this.change((now) => {
       insertJob(this.sql, now, jobId, spec, tasks);
       return jobRecord(this.sql, findJob(this.sql, jobId)!, pool);
     });
@@ -151,14 +135,8 @@ export class PoolObject extends DurableObject<Env> {
     return findJob(this.sql, jobId) ? jobTasks(this.sql, jobId) : null;
   }
 
-  async cancelJob(jobId: string, pool: string) {
-    const now = Date.now();
-    const record = this.change(() => {
-      if (!cancelJob(this.sql, now, jobId)) return null;
-      return jobRecord(this.sql, findJob(this.sql, jobId)!, pool);
-    });
-    await this.arm();
-    return record;
+  cancelJob(jobId: string, pool: string) {
+    return this.change((now) => (cancelJob(this.sql, now, jobId) ? jobRecord(this.sql, findJob(this.sql, jobId)!, pool) : null));
   }
 
   // -- artifacts -----------------------------------------------------------
@@ -167,9 +145,8 @@ export class PoolObject extends DurableObject<Env> {
     return checkWrite(this.sql, Date.now(), key, writer);
   }
 
-  bindArtifact(key: string, stored: StoredObject, writer: Writer) {
-    const now = Date.now();
-    const result = this.change(() => bind(this.sql, now, key, stored, writer));
+  async bindArtifact(key: string, stored: StoredObject, writer: Writer) {
+    const result = await this.change((now) => bind(this.sql, now, key, stored, writer));
     if (result.ok && this.logging()) {
       const { key: bound, size_bytes, sha256 } = result.record;
       logLine({ pool: this.poolName(), event: "ARTIFACT_BOUND", key: bound, size_bytes, sha256, writer });
@@ -189,14 +166,12 @@ export class PoolObject extends DurableObject<Env> {
 
   /** Records an uploaded checkpoint part; a scoped writer needs a live lease on the task. */
   registerCheckpointPart(jobId: string, taskId: string, request: RegisterPartRequest, writer: Writer) {
-    const now = Date.now();
-    return this.change(() => registerPart(this.sql, now, jobId, taskId, request, writer));
+    return this.change((now) => registerPart(this.sql, now, jobId, taskId, request, writer));
   }
 
   /** Writes the manifest only if every expected part was registered with its hash (parts first, manifest last). */
   commitCheckpoint(jobId: string, taskId: string, request: CommitCheckpointRequest, writer: Writer) {
-    const now = Date.now();
-    return this.change(() => commitManifest(this.sql, now, jobId, taskId, request, writer));
+    return this.change((now) => commitManifest(this.sql, now, jobId, taskId, request, writer));
   }
 
   latestCheckpoint(jobId: string, taskId: string, worldSize: number | null) {
@@ -208,13 +183,11 @@ export class PoolObject extends DurableObject<Env> {
   }
 
   verifyCheckpoint(jobId: string, taskId: string, manifestId: string) {
-    const now = Date.now();
-    return this.change(() => markRestoreVerified(this.sql, now, jobId, taskId, manifestId));
+    return this.change((now) => markRestoreVerified(this.sql, now, jobId, taskId, manifestId));
   }
 
   quarantineCheckpoint(jobId: string, taskId: string, manifestId: string, reason: string) {
-    const now = Date.now();
-    return this.change(() => quarantine(this.sql, now, jobId, taskId, manifestId, reason));
+    return this.change((now) => quarantine(this.sql, now, jobId, taskId, manifestId, reason));
   }
 
   // -- observability ---------------------------------------------------------
@@ -229,49 +202,42 @@ export class PoolObject extends DurableObject<Env> {
     return dashboardSummary(this.sql, Date.now(), pool, limit);
   }
 
-  /** Counts for GET /metrics: indexed counts and the running event tally, never a ledger scan. */
+  /** Counts for GET /metrics. */
   metrics() {
-    const now = Date.now();
-    const tasks: Record<string, number> = {};
-    for (const r of this.sql.exec<{ state: string; n: number }>("SELECT state, COUNT(*) AS n FROM tasks GROUP BY state")) {
-      tasks[r.state] = r.n;
-    }
-    const events: Record<string, number> = {};
-    for (const r of this.sql.exec<{ type: string; n: number }>("SELECT type, n FROM event_counts")) events[r.type] = r.n;
-    const one = (query: string, ...args: number[]) => this.sql.exec<{ n: number }>(query, ...args).one().n;
-    return {
-      tasks,
-      events,
-      leasesLive: one("SELECT COUNT(*) AS n FROM leases WHERE status = 'live'"),
-      nodesRegistered: one("SELECT COUNT(*) AS n FROM nodes"),
-      nodesOnline: one("SELECT COUNT(*) AS n FROM nodes WHERE last_heartbeat_ms > ?", now - ONLINE_WINDOW_MS),
-    };
+    return metricsSample(this.sql, Date.now());
   }
 
   // -- expiry --------------------------------------------------------------
 
   /** Sweeps expired leases and re-arms. Idempotent: alarms are at-least-once. */
   override async alarm(): Promise<void> {
-    const now = Date.now();
-    this.change(() => sweep(this.sql, now));
     this.armedAt = undefined; // the alarm that just fired is no longer set
-    await this.arm();
+    await this.change((now) => sweep(this.sql, now));
   }
 
   /**
-   * Runs one state change as one synchronous transaction, then logs every
-   * ledger event it appended (SPEC §11: one JSON line per state change).
+   * Runs one state change as one synchronous transaction at one instant,
+   * logs every ledger event it appended (SPEC §11: one JSON line per state
+   * change), and keeps the alarm at the earliest live deadline. Every
+   * mutating method goes through here, so none can forget the alarm.
    */
-  private change<T>(fn: () => T): T {
-    if (!this.logging()) return this.ctx.storage.transactionSync(fn);
-    const before = this.sql.exec<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events").one().seq ?? 0;
-    const result = this.ctx.storage.transactionSync(fn);
-    // A job's TASK_CREATED events are summarised by its JOB_ACCEPTED line (it
-    // carries the count): a 10,000-task submission is one change, not 10,000.
-    for (const row of this.sql.exec<EventRow>("SELECT * FROM events WHERE seq > ? AND type != 'TASK_CREATED' ORDER BY seq", before)) {
-      logEvent(this.poolName(), row);
+  private async change<T>(fn: (now: number) => T): Promise<T> {
+    const before = this.logging() ? this.lastEventSeq() : null;
+    const now = Date.now();
+    const result = this.ctx.storage.transactionSync(() => fn(now));
+    if (before !== null) {
+      // A job's TASK_CREATED events are summarised by its JOB_ACCEPTED line (it
+      // carries the count): a 10,000-task submission is one change, not 10,000.
+      for (const row of this.sql.exec<EventRow>("SELECT * FROM events WHERE seq > ? AND type != 'TASK_CREATED' ORDER BY seq", before)) {
+        logEvent(this.poolName(), row);
+      }
     }
+    await this.arm();
     return result;
+  }
+
+  private lastEventSeq(): number {
+    return this.sql.exec<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events").one().seq ?? 0;
   }
 
   private logging(): boolean {

@@ -1,0 +1,20 @@
+// The counts behind GET /metrics, read in one go: indexed counts and the
+// running event tally kept by emit(), never a scan of the ledger.
+
+import type { MetricsSample } from "../metrics";
+import { ONLINE_WINDOW_MS } from "./nodes";
+
+export function metricsSample(sql: SqlStorage, now: number): MetricsSample {
+  const tasks: Record<string, number> = {};
+  for (const r of sql.exec<{ state: string; n: number }>("SELECT state, COUNT(*) AS n FROM tasks GROUP BY state")) tasks[r.state] = r.n;
+  const events: Record<string, number> = {};
+  for (const r of sql.exec<{ type: string; n: number }>("SELECT type, n FROM event_counts")) events[r.type] = r.n;
+  const count = (query: string, ...args: number[]) => sql.exec<{ n: number }>(query, ...args).one().n;
+  return {
+    tasks,
+    events,
+    leasesLive: count("SELECT COUNT(*) AS n FROM leases WHERE status = 'live'"),
+    nodesRegistered: count("SELECT COUNT(*) AS n FROM nodes"),
+    nodesOnline: count("SELECT COUNT(*) AS n FROM nodes WHERE last_heartbeat_ms > ?", now - ONLINE_WINDOW_MS),
+  };
+}
