@@ -12,7 +12,7 @@
 import type { JobSpec } from "../protocol/jobs";
 import { describe, given, isPlainObject, readInputs, readStringList, shorten, type Parameters } from "./parameters";
 import { fillTemplate, parseTemplate, type Template } from "./placeholders";
-import { MAX_TASKS_PER_JOB, tooManyTasks, type Drafted, type ExpandOptions, type Recipe, type TaskDraft } from "./recipe";
+import { readTaskObjects, type Drafted, type ExpandOptions, type Recipe, type TaskDraft } from "./recipe";
 import { MAX_JOB_PAYLOAD_BYTES, MAX_TASK_PAYLOAD_BYTES, teamPool } from "./stamp";
 
 /** A string costs its quotes and a separator in JSON beyond its text. */
@@ -144,25 +144,10 @@ interface TaskParams {
 function readTaskParams(p: Parameters, problems: string[]): TaskParams | undefined {
   const value = given(p, "task_params");
   if (value === undefined) return { sets: [{}], given: false };
-  if (!Array.isArray(value)) {
-    problems.push(`'task_params' must be a list of objects, got ${describe(value)}`);
-    return undefined;
-  }
-  if (value.length === 0) {
-    // The reference quietly runs one task here; an empty sweep is far more
-    // likely a generator bug than a request for one unparameterised run.
-    problems.push("'task_params' must list at least one object (omit it for a single task)");
-    return undefined;
-  }
-  if (value.length > MAX_TASKS_PER_JOB) {
-    problems.push(tooManyTasks(value.length));
-    return undefined;
-  }
-  const before = problems.length;
-  value.forEach((set, i) => {
-    if (!isPlainObject(set)) problems.push(`'task_params[${i}]' must be an object, got ${describe(set)}`);
-  });
-  return problems.length === before ? { sets: value as Record<string, unknown>[], given: true } : undefined;
+  // The reference quietly runs one task for an empty list; an empty sweep is
+  // far more likely a generator bug than a request for one unparameterised run.
+  const sets = readTaskObjects(value, "task_params", "omit it for a single task", problems);
+  return sets === undefined ? undefined : { sets, given: true };
 }
 
 function readEnv(p: Parameters, problems: string[]): Record<string, string> | undefined {

@@ -8,7 +8,7 @@
 
 import type { JobSpec } from "../protocol/jobs";
 import { describe, given, isPlainObject, readInputs, shorten, type Parameters } from "./parameters";
-import { MAX_TASKS_PER_JOB, tooManyTasks, type Drafted, type Recipe, type TaskDraft } from "./recipe";
+import { MAX_TASKS_PER_JOB, readTaskObjects, tooManyTasks, type Drafted, type Recipe, type TaskDraft } from "./recipe";
 import { MAX_JOB_PAYLOAD_BYTES } from "./stamp";
 
 /** Task modules the coordinator hands out (SPEC §6). */
@@ -66,30 +66,10 @@ function readTrials(p: Parameters, problems: string[]): Record<string, unknown>[
     problems.push("give either 'trials' or 'grid', not both");
     return undefined;
   }
-  if (trials !== undefined) return readTrialList(trials, problems);
+  if (trials !== undefined) return readTaskObjects(trials, "trials", "or give a grid", problems);
   if (grid !== undefined) return readGrid(grid, problems);
   problems.push("hyperparameter_search needs 'trials' (a list of objects) or 'grid' (an object of lists)");
   return undefined;
-}
-
-function readTrialList(value: unknown, problems: string[]): Record<string, unknown>[] | undefined {
-  if (!Array.isArray(value)) {
-    problems.push(`'trials' must be a list of objects, got ${describe(value)}`);
-    return undefined;
-  }
-  if (value.length === 0) {
-    problems.push("'trials' must list at least one trial");
-    return undefined;
-  }
-  if (value.length > MAX_TASKS_PER_JOB) {
-    problems.push(tooManyTasks(value.length));
-    return undefined;
-  }
-  const before = problems.length;
-  value.forEach((trial, i) => {
-    if (!isPlainObject(trial)) problems.push(`'trials[${i}]' must be an object, got ${describe(trial)}`);
-  });
-  return problems.length === before ? (value as Record<string, unknown>[]) : undefined;
 }
 
 /** The cartesian product over the grid's keys in sorted order, the last key varying fastest. */

@@ -6,6 +6,7 @@
 // problem string, and the submitter gets all of them at once.
 
 import type { JobSpec } from "../protocol/jobs";
+import { describe, isPlainObject } from "./parameters";
 
 /** A job may expand to at most this many tasks (SPEC §6). */
 export const MAX_TASKS_PER_JOB = 10_000;
@@ -35,4 +36,29 @@ export interface Recipe {
 /** The refusal for a job that would expand past `MAX_TASKS_PER_JOB`. */
 export function tooManyTasks(count: number): string {
   return `job would expand to ${count} tasks, more than the limit of ${MAX_TASKS_PER_JOB} tasks per job`;
+}
+
+/**
+ * A parameter listing one object per task (`task_params`, `trials`): a
+ * non-empty list of objects, at most `MAX_TASKS_PER_JOB` long. Anything else
+ * adds its problems and gives undefined; `whenEmpty` says what to do instead.
+ */
+export function readTaskObjects(value: unknown, name: string, whenEmpty: string, problems: string[]): Record<string, unknown>[] | undefined {
+  if (!Array.isArray(value)) {
+    problems.push(`'${name}' must be a list of objects, got ${describe(value)}`);
+    return undefined;
+  }
+  if (value.length === 0) {
+    problems.push(`'${name}' must list at least one object (${whenEmpty})`);
+    return undefined;
+  }
+  if (value.length > MAX_TASKS_PER_JOB) {
+    problems.push(tooManyTasks(value.length));
+    return undefined;
+  }
+  const before = problems.length;
+  value.forEach((item, i) => {
+    if (!isPlainObject(item)) problems.push(`'${name}[${i}]' must be an object, got ${describe(item)}`);
+  });
+  return problems.length === before ? (value as Record<string, unknown>[]) : undefined;
 }

@@ -87,7 +87,7 @@ describe("hyperparameter_search refusals", () => {
     ["neither trials nor grid", {}, "hyperparameter_search needs 'trials' (a list of objects) or 'grid' (an object of lists)"],
     ["both trials and grid", { trials: [{}], grid: { a: [1] } }, "give either 'trials' or 'grid', not both"],
     ["trials that is not a list", { trials: { C: 1 } }, "'trials' must be a list of objects, got an object"],
-    ["an empty trials list", { trials: [] }, "'trials' must list at least one trial"],
+    ["an empty trials list", { trials: [] }, "'trials' must list at least one object (or give a grid)"],
     ["a trial that is not an object", { trials: [{}, 3] }, "'trials[1]' must be an object, got the number 3"],
     ["a grid that is not an object", { grid: [[1, 2]] }, "'grid' must be an object of lists, got a list"],
     ["an empty grid", { grid: {} }, "'grid' must name at least one parameter"],
