@@ -7,7 +7,7 @@
 
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { eligible } from "../../src/placement";
+import { claimView, eligible } from "../../src/placement";
 import { NodeRegistrationSchema } from "../../src/protocol/nodes";
 import type { TaskSpec } from "../../src/protocol/tasks";
 import { freshPool, stub, task } from "./helpers";
@@ -99,18 +99,9 @@ type Pending = { job_id: string; task_id: string; payload: string };
 async function referenceClaim(pool: string, nodeId: string, jobId: string | null) {
   return runInDurableObject(stub(pool), (_o, state) => {
     const sql = state.storage.sql;
-    const registration = JSON.parse(
-      sql.exec<{ registration: string }>("SELECT registration FROM nodes WHERE node_id = ?", nodeId).one().registration,
-    ) as Record<string, unknown>;
-    const view = {
-      node_id: registration.node_id,
-      sandbox_capable: registration.sandbox_capable,
-      argv_capable: registration.argv_capable,
-      module_capable: registration.module_capable,
-      unsandboxed_argv_capable: registration.unsandboxed_argv_capable,
-      local_datasets: registration.local_datasets,
-      capabilities: registration.capabilities,
-    };
+    const view = claimView(
+      JSON.parse(sql.exec<{ registration: string }>("SELECT registration FROM nodes WHERE node_id = ?", nodeId).one().registration),
+    );
     const pending = sql
       .exec<Pending>("SELECT job_id, task_id, payload FROM tasks WHERE state = 'PENDING' ORDER BY seq")
       .toArray()
