@@ -28,7 +28,13 @@ export default defineConfig({
         plugins: [
           cloudflareTest({
             wrangler: { configPath: "./wrangler.toml" },
-            miniflare: { bindings: { ...QUIET, FLASHML_NODE_TOKENS: "n1:tok-n1, n2:tok-n2", FLASHML_OPERATOR_TOKENS: "ops:tok-ops" } },
+            miniflare: {
+              bindings: {
+                ...QUIET,
+                FLASHML_NODE_TOKENS: "n1:tok-n1, n2:tok-n2",
+                FLASHML_OPERATOR_TOKENS: "ops:tok-ops",
+              },
+            },
           }),
         ],
         test: { name: "worker-auth", include: ["test/worker-auth/**/*.test.ts"] },

@@ -52,22 +52,37 @@ async function startWrangler() {
     [
       join(ROOT, "node_modules/wrangler/bin/wrangler.js"),
       "dev",
-      "--ip", "127.0.0.1",
-      "--port", String(port),
-      "--persist-to", persist,
+      "--ip",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--persist-to",
+      persist,
       "--show-interactive-dev-session=false",
-      "--log-level", "warn",
+      "--log-level",
+      "warn",
       // Measured as the figures in BENCHMARKS.md were: without per-change log lines.
-      "--var", "FLASHML_LOG_STATE_CHANGES:0",
+      "--var",
+      "FLASHML_LOG_STATE_CHANGES:0",
     ],
     // Its own process group, so stopping it also stops the workerd it spawns.
-    { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, WRANGLER_SEND_METRICS: "false" } },
+    {
+      cwd: ROOT,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
+    },
   );
   let log = "";
   child.stdout.on("data", (d) => (log = (log + d).slice(-8000)));
   child.stderr.on("data", (d) => (log = (log + d).slice(-8000)));
   let exited = false;
-  const exit = new Promise((resolve) => child.on("exit", () => ((exited = true), resolve())));
+  const exit = new Promise((resolve) =>
+    child.on("exit", () => {
+      exited = true;
+      resolve();
+    }),
+  );
 
   const stop = async () => {
     if (!exited) {
@@ -117,11 +132,20 @@ function client(base) {
     return response;
   };
   const postJson = (url, body) =>
-    fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+    fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
 
   return {
     async register(pool, nodeId) {
-      const body = { node_id: nodeId, kubernetes_node: "", hostname: `${nodeId}.bench`, capabilities: { cpu_cores: 4 } };
+      const body = {
+        node_id: nodeId,
+        kubernetes_node: "",
+        hostname: `${nodeId}.bench`,
+        capabilities: { cpu_cores: 4 },
+      };
       await (await expect(await postJson(`${api(pool)}/nodes/register`, body), [200], "register")).text();
     },
     /** Submits a hyperparameter_search job of `trials` tasks; returns its id and the request's duration. */
@@ -146,20 +170,32 @@ function client(base) {
     },
     async claim(pool, nodeId) {
       const r = await expect(await postJson(`${api(pool)}/leases/claim`, { node_id: nodeId }), [200, 204], "claim");
-      return r.status === 204 ? (await r.text(), null) : r.json();
+      if (r.status !== 204) return r.json();
+      await r.text();
+      return null;
     },
     async heartbeat(pool, leaseId) {
       await (await expect(await postJson(`${api(pool)}/attempts/${leaseId}/heartbeat`), [200], "heartbeat")).text();
     },
     async nodeHeartbeat(pool, nodeId) {
-      await (await expect(await postJson(`${api(pool)}/nodes/${nodeId}/heartbeat`, { node_id: nodeId, status: "online" }), [200], "node heartbeat")).text();
+      await (
+        await expect(
+          await postJson(`${api(pool)}/nodes/${nodeId}/heartbeat`, { node_id: nodeId, status: "online" }),
+          [200],
+          "node heartbeat",
+        )
+      ).text();
     },
     async upload(pool, key, text) {
       const r = await fetch(`${api(pool)}/artifacts/${key}`, { method: "PUT", body: text });
       await (await expect(r, [200], "upload")).text();
     },
     async complete(pool, leaseId, outputSha256) {
-      const r = await expect(await postJson(`${api(pool)}/attempts/${leaseId}/complete`, { output_sha256: outputSha256 }), [200], "complete");
+      const r = await expect(
+        await postJson(`${api(pool)}/attempts/${leaseId}/complete`, { output_sha256: outputSha256 }),
+        [200],
+        "complete",
+      );
       return r.json();
     },
     async tasks(pool, jobId) {

@@ -15,15 +15,15 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { it } from "vitest";
-import { jobSpec } from "../test/fixtures/jobspec";
 import { bind } from "../src/pool/artifacts";
 import { claim, commit, renew, type WireLease } from "../src/pool/leases";
 import { heartbeatNode } from "../src/pool/nodes";
-import { addTasks } from "../src/pool/tasks";
 import type { PoolObject } from "../src/pool/object";
+import { addTasks } from "../src/pool/tasks";
 import { JobSpecSchema } from "../src/protocol/jobs";
-import { NodeHeartbeatSchema, NodeRegistrationSchema, type NodeRegistration } from "../src/protocol/nodes";
+import { NodeHeartbeatSchema, type NodeRegistration, NodeRegistrationSchema } from "../src/protocol/nodes";
 import type { TaskSpec } from "../src/protocol/tasks";
+import { jobSpec } from "../test/fixtures/jobspec";
 
 // Bench-only bindings (bench/vitest.bench.config.ts), not in the generated Env.
 const settings = env as unknown as { BENCH_QUICK?: string; BENCH_DEPTHS?: string };
@@ -46,7 +46,18 @@ const SHA = "0".repeat(64);
 const SPEC = JobSpecSchema.parse(jobSpec({ type: "hyperparameter_search", parameters: {} }, {}, "bench"));
 
 type Kind = "plain" | "gpu" | "local";
-const KIND_OF_SLOT: readonly Kind[] = ["plain", "plain", "plain", "plain", "plain", "plain", "plain", "gpu", "gpu", "local"];
+const KIND_OF_SLOT: readonly Kind[] = [
+  "plain",
+  "plain",
+  "plain",
+  "plain",
+  "plain",
+  "plain",
+  "plain",
+  "gpu",
+  "gpu",
+  "local",
+];
 
 function kindOf(payload: Record<string, unknown>): Kind {
   return payload.gpus === 1 ? "gpu" : payload.local_inputs ? "local" : "plain";
@@ -134,7 +145,12 @@ it("claim+commit cycles inside one pool object, by queue depth", async () => {
       const jobId = `job${String(jobs.length).padStart(9, "0")}`;
       jobs.push(jobId);
       const n = Math.min(JOB_SIZE, depth - next);
-      await stub.submitJob(jobId, SPEC, Array.from({ length: n }, (_, k) => mixedTask(jobId, next + k)), pool);
+      await stub.submitJob(
+        jobId,
+        SPEC,
+        Array.from({ length: n }, (_, k) => mixedTask(jobId, next + k)),
+        pool,
+      );
       next += n;
     }
     const seedMs = Date.now() - seedStart;
@@ -185,7 +201,9 @@ it("claim+commit cycles inside one pool object, by queue depth", async () => {
             const { key, stored } = upload(lease);
             const bound = state.storage.transactionSync(() => bind(sql, Date.now(), key, stored, lease.node_id));
             if (!bound.ok) throw new Error(`bind: ${bound.detail}`);
-            const outcome = state.storage.transactionSync(() => commit(sql, Date.now(), lease.lease_id, SHA, stored.object, null));
+            const outcome = state.storage.transactionSync(() =>
+              commit(sql, Date.now(), lease.lease_id, SHA, stored.object, null),
+            );
             if (outcome.status !== "accepted") throw new Error(`commit: ${outcome.status}`);
           });
           if (b > 0) {
@@ -195,7 +213,14 @@ it("claim+commit cycles inside one pool object, by queue depth", async () => {
           }
           await topUp(leases);
         }
-        return { node: nodeId, cycles: BATCH * BATCHES, claim_us: claimUs, commit_us: commitUs, cycles_per_s: cyclesPerS, max_single_claim_ms: maxSingleClaimMs };
+        return {
+          node: nodeId,
+          cycles: BATCH * BATCHES,
+          claim_us: claimUs,
+          commit_us: commitUs,
+          cycles_per_s: cyclesPerS,
+          max_single_claim_ms: maxSingleClaimMs,
+        };
       };
 
       /**
@@ -239,7 +264,8 @@ it("claim+commit cycles inside one pool object, by queue depth", async () => {
             if (!r.ok) throw new Error("renew refused");
           });
           const nodeUs = timeBatch(REQUEST_BATCH, () => {
-            if (!state.storage.transactionSync(() => heartbeatNode(sql, Date.now(), "cpu-node", heartbeat))) throw new Error("heartbeat refused");
+            if (!state.storage.transactionSync(() => heartbeatNode(sql, Date.now(), "cpu-node", heartbeat)))
+              throw new Error("heartbeat refused");
           });
           const idleUs = timeBatch(REQUEST_BATCH, () => {
             const r = state.storage.transactionSync(() => claim(sql, Date.now(), "idle-node", null));
@@ -264,7 +290,16 @@ it("claim+commit cycles inside one pool object, by queue depth", async () => {
       return { pending_before: before, pending_after: pending(), classes, cpu, gpu, methods, requests: other };
     });
     const rpc = await rpcCycles(stub, pool, jobs[jobs.length - 1]!, () => next++);
-    report({ bench: "in-object", depth, seed_ms: seedMs, batch: BATCH, batches: BATCHES, quick: QUICK, ...measured, rpc });
+    report({
+      bench: "in-object",
+      depth,
+      seed_ms: seedMs,
+      batch: BATCH,
+      batches: BATCHES,
+      quick: QUICK,
+      ...measured,
+      rpc,
+    });
   }
 });
 
@@ -288,7 +323,11 @@ async function rpcCycles(stub: DurableObjectStub<PoolObject>, pool: string, topU
           if (!result.ok) throw new Error(`rpc claim: ${result.reason}`);
           const object = `pools/${pool}/objects/rpc-${++uploads}`;
           const stored = { object, sha256: SHA, size_bytes: 2, etag: "e" };
-          const bound = await stub.bindArtifact(`jobs/${result.lease.job_id}/${result.lease.task_id}/metrics.json`, stored, nodeId);
+          const bound = await stub.bindArtifact(
+            `jobs/${result.lease.job_id}/${result.lease.task_id}/metrics.json`,
+            stored,
+            nodeId,
+          );
           if (!bound.ok) throw new Error("rpc bind refused");
           const outcome = await stub.completeLease(result.lease.lease_id, SHA, null);
           if (outcome.status !== "accepted") throw new Error(`rpc commit: ${outcome.status}`);
@@ -317,7 +356,9 @@ async function rpcCycles(stub: DurableObjectStub<PoolObject>, pool: string, topU
 it.skipIf(QUICK)("claim cost by number of requirement classes", async () => {
   for (const extra of [0, 100, 1000]) {
     for (const pendingAhead of extra === 0 ? [true] : [true, false]) {
-      const stub = env.POOL.get(env.POOL.idFromName(`classes-${extra}-${pendingAhead}-${crypto.randomUUID().slice(0, 8)}`));
+      const stub = env.POOL.get(
+        env.POOL.idFromName(`classes-${extra}-${pendingAhead}-${crypto.randomUUID().slice(0, 8)}`),
+      );
       await stub.register(registration("cpu-node", 0));
       const samples = await runInDurableObject(stub, async (_instance, state) => {
         const sql = state.storage.sql;
@@ -328,7 +369,12 @@ it.skipIf(QUICK)("claim cost by number of requirement classes", async () => {
         state.storage.transactionSync(() => {
           addTasks(sql, Date.now(), confined, { outputJson: false });
           if (!pendingAhead) sql.exec("UPDATE tasks SET state = 'CANCELLED' WHERE job_id = 'confined'");
-          addTasks(sql, Date.now(), Array.from({ length: 10_000 }, (_, i) => mixedTask("plain", i, "plain")), { outputJson: false });
+          addTasks(
+            sql,
+            Date.now(),
+            Array.from({ length: 10_000 }, (_, i) => mixedTask("plain", i, "plain")),
+            { outputJson: false },
+          );
         });
         await scheduler.wait(1);
         const us: number[] = [];

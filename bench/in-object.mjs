@@ -15,7 +15,19 @@
 import { spawn } from "node:child_process";
 import os from "node:os";
 import { join } from "node:path";
-import { flag, machine, median, option, percentile, ROOT, round, spread, stripAnsi, today, writeResult } from "./lib.mjs";
+import {
+  flag,
+  machine,
+  median,
+  option,
+  percentile,
+  ROOT,
+  round,
+  spread,
+  stripAnsi,
+  today,
+  writeResult,
+} from "./lib.mjs";
 
 const QUICK = flag("quick");
 const RUNS = Number(option("runs", QUICK ? "1" : "3"));
@@ -95,7 +107,11 @@ function summarize(runs, depth) {
     gpu: nodeSummary("gpu"),
     methods: { cycles_per_s: Math.round(median(methods)), cycles_per_s_runs: methods, cycles_noise: spread(methods) },
     rpc: { callers_1: rpc(1), callers_8: rpc(8) },
-    requests_us: { renew: request("renew"), node_heartbeat: request("node_heartbeat"), idle_claim: request("idle_claim") },
+    requests_us: {
+      renew: request("renew"),
+      node_heartbeat: request("node_heartbeat"),
+      idle_claim: request("idle_claim"),
+    },
   };
 }
 
@@ -118,24 +134,40 @@ const depths = DEPTHS.split(",").map(Number);
 const classes = runs[0].classes.map(({ classes: n, pending_ahead }) => ({
   classes: n,
   pending_ahead,
-  claim_us: round(median(runs.flatMap((r) => r.classes.find((c) => c.classes === n && c.pending_ahead === pending_ahead).claim_us))),
+  claim_us: round(
+    median(runs.flatMap((r) => r.classes.find((c) => c.classes === n && c.pending_ahead === pending_ahead).claim_us)),
+  ),
 }));
 const summary = depths.map((d) => summarize(runs, d));
 const shallow = summary[0];
 const deepest = summary[summary.length - 1];
 const ratio = round(deepest.cpu.cycles_per_s / shallow.cpu.cycles_per_s, 3);
-const bar = { deepest: deepest.depth, ratio, holds: ratio >= 0.8, goal_2000_at_deepest: deepest.cpu.cycles_per_s >= 2000 };
+const bar = {
+  deepest: deepest.depth,
+  ratio,
+  holds: ratio >= 0.8,
+  goal_2000_at_deepest: deepest.cpu.cycles_per_s >= 2000,
+};
 
-console.log("\ndepth    | CPU node cycles/s (runs)        | claims/s | claim µs p50/p99 | GPU node cycles/s | via methods | via RPC 1/8 | renew/node-hb/idle µs");
+console.log(
+  "\ndepth    | CPU node cycles/s (runs)        | claims/s | claim µs p50/p99 | GPU node cycles/s | via methods | via RPC 1/8 | renew/node-hb/idle µs",
+);
 for (const s of summary) {
   console.log(
-    `${String(s.depth).padEnd(8)} | ${String(s.cpu.cycles_per_s).padEnd(6)} (${s.cpu.cycles_per_s_runs.map(Math.round).join(", ")})`.padEnd(45) +
+    `${String(s.depth).padEnd(8)} | ${String(s.cpu.cycles_per_s).padEnd(6)} (${s.cpu.cycles_per_s_runs.map(Math.round).join(", ")})`.padEnd(
+      45,
+    ) +
       ` | ${String(s.cpu.claims_per_s).padEnd(8)} | ${s.cpu.claim_us_p50} / ${s.cpu.claim_us_p99}`.padEnd(30) +
       ` | ${String(s.gpu.cycles_per_s).padEnd(17)} | ${String(s.methods.cycles_per_s).padEnd(11)} | ${`${s.rpc.callers_1.cycles_per_s}/${s.rpc.callers_8.cycles_per_s}`.padEnd(11)} | ${s.requests_us.renew}/${s.requests_us.node_heartbeat}/${s.requests_us.idle_claim}`,
   );
 }
-for (const c of classes) console.log(`claim with ${c.classes} classes (${c.pending_ahead ? "all pending, ahead" : "history, none pending"}): ${c.claim_us} µs`);
-console.log(`\nbar: cycles/s at ${deepest.depth} = ${Math.round(ratio * 100)}% of those at ${shallow.depth} (need ≥ 80%): ${bar.holds ? "holds" : "MISSED"}`);
+for (const c of classes)
+  console.log(
+    `claim with ${c.classes} classes (${c.pending_ahead ? "all pending, ahead" : "history, none pending"}): ${c.claim_us} µs`,
+  );
+console.log(
+  `\nbar: cycles/s at ${deepest.depth} = ${Math.round(ratio * 100)}% of those at ${shallow.depth} (need ≥ 80%): ${bar.holds ? "holds" : "MISSED"}`,
+);
 console.log(`goal: ≥ 2,000 cycles/s at ${deepest.depth}: ${bar.goal_2000_at_deepest ? "met" : "not met"}`);
 
 if (!QUICK || flag("write")) {

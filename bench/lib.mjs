@@ -64,7 +64,7 @@ export function today() {
 export function writeResult(name, result) {
   mkdirSync(RESULTS, { recursive: true });
   const path = join(RESULTS, `${name}.json`);
-  writeFileSync(path, JSON.stringify(result, null, 2) + "\n");
+  writeFileSync(path, `${JSON.stringify(result, null, 2)}\n`);
   return path;
 }
 
@@ -78,6 +78,7 @@ export function readResult(name) {
 
 export function stripAnsi(text) {
   // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI colour codes start with ESC
   return text.replace(/\u001b\[[0-9;]*m/g, "");
 }
 

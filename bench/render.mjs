@@ -6,7 +6,7 @@
 
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { readResult, ROOT, round } from "./lib.mjs";
+import { ROOT, readResult, round } from "./lib.mjs";
 
 /** Cloudflare's documented soft limit for one Durable Object. */
 const SOFT_LIMIT = 1000;
@@ -60,7 +60,7 @@ function capacity(inObject, http) {
   });
   const mid = rows[1];
   const rpcRate = deep.rpc.callers_8.cycles_per_s * 3;
-  const perRequestUs = round((deep.cpu.claim_us_p50 + deep.cpu.commit_us_p50) / 2, 0);
+  const _perRequestUs = round((deep.cpu.claim_us_p50 + deep.cpu.commit_us_p50) / 2, 0);
   const httpBest = http ? Math.max(...http.agents.map((a) => a.requests_per_s)) : null;
   const shallow = inObject.summary[0];
   const paragraph =
@@ -99,7 +99,9 @@ function depthRatios(http) {
     const at = (d) => http.agents.find((a) => a.nodes === n && a.depth === d)?.claims_per_s;
     return at(1000) && at(10000) ? pct(at(10000) / at(1000)) : "—";
   });
-  return ratios.length > 1 ? `${ratios.slice(0, -1).join(", ")} and ${ratios.at(-1)} (for ${counts.join(", ")} nodes)` : ratios.join("");
+  return ratios.length > 1
+    ? `${ratios.slice(0, -1).join(", ")} and ${ratios.at(-1)} (for ${counts.join(", ")} nodes)`
+    : ratios.join("");
 }
 
 /** The slowest single claim on the 1 ms clock, as a sentence. */
@@ -128,19 +130,25 @@ function render() {
     const deep = inObject.summary[inObject.summary.length - 1];
     out.push("## 1. Claim+commit inside one pool object");
     out.push("");
-    out.push(`- Command: \`${inObject.command}\` (runs \`bench/in-object.bench.test.ts\` under workerd via \`bench/vitest.bench.config.ts\`)`);
+    out.push(
+      `- Command: \`${inObject.command}\` (runs \`bench/in-object.bench.test.ts\` under workerd via \`bench/vitest.bench.config.ts\`)`,
+    );
     out.push(`- Machine: ${machineLine(inObject.machine)}`);
-    out.push(`- Date: ${inObject.date}; ${inObject.runs} runs, each ${inObject.batches_per_run} timed batches of ${inObject.batch} cycles per node and depth, after one warm-up batch`);
+    out.push(
+      `- Date: ${inObject.date}; ${inObject.runs} runs, each ${inObject.batches_per_run} timed batches of ${inObject.batch} cycles per node and depth, after one warm-up batch`,
+    );
     out.push("");
     out.push(
-      "Queue: the issue's mix, 70% plain / 20% `gpus: 1` / 10% `local_inputs: [\"ds-a\"]`, seeded as 10,000-task jobs " +
+      'Queue: the issue\'s mix, 70% plain / 20% `gpus: 1` / 10% `local_inputs: ["ds-a"]`, seeded as 10,000-task jobs ' +
         "through the object's submission path. Each claimed task is replaced by a new task of its class at the back between " +
         "batches (untimed), so the depth and the mix stay fixed. A cycle is what the object does for one task: the claim " +
         "transaction, the bind of the uploaded output, and the commit transaction (which settles the job), each its own " +
         "`transactionSync`, calling `claim`, `bind` and `commit` of `src/pool/*` directly.",
     );
     out.push("");
-    out.push("| pending | CPU node cycles/s | runs (spread) | CPU claims/s | claim µs p50 / p99 | bind+commit µs p50 | GPU node cycles/s | GPU claim µs p50 / p99 | reference (Python) |");
+    out.push(
+      "| pending | CPU node cycles/s | runs (spread) | CPU claims/s | claim µs p50 / p99 | bind+commit µs p50 | GPU node cycles/s | GPU claim µs p50 / p99 | reference (Python) |",
+    );
     out.push("|---:|---:|---|---:|---|---:|---:|---|---:|");
     for (const s of inObject.summary) {
       out.push(
@@ -159,7 +167,9 @@ function render() {
     out.push("");
     out.push("The same cycle through the object's own interfaces (same runs, CPU node):");
     out.push("");
-    out.push("| pending | via object methods, awaited (cycles/s) | via RPC from the Worker side, 1 caller | 8 concurrent callers |");
+    out.push(
+      "| pending | via object methods, awaited (cycles/s) | via RPC from the Worker side, 1 caller | 8 concurrent callers |",
+    );
     out.push("|---:|---:|---:|---:|");
     for (const s of inObject.summary) {
       out.push(
@@ -168,8 +178,8 @@ function render() {
     }
     out.push("");
     out.push(
-      "\"Via object methods\" adds what the RPC methods do around the transactions: re-arming the alarm after every claim and " +
-        "commit, the lease lookups of `completeLease`, and an `await` (a storage commit) per call. \"Via RPC\" is three RPCs " +
+      '"Via object methods" adds what the RPC methods do around the transactions: re-arming the alarm after every claim and ' +
+        'commit, the lease lookups of `completeLease`, and an `await` (a storage commit) per call. "Via RPC" is three RPCs ' +
         "per cycle (`claim`, `bindArtifact`, `completeLease`; no R2, no HTTP): in this local runtime one RPC round trip costs about " +
         `${round(1000 / (3 * first.rpc.callers_1.cycles_per_s), 1)} ms, an order of magnitude more than the object's work, ` +
         "and it does not depend on depth either.",
@@ -197,7 +207,9 @@ function render() {
     out.push("| pending | attempt heartbeat (renew) | node heartbeat | claim with nothing eligible (204) |");
     out.push("|---:|---:|---:|---:|");
     for (const s of inObject.summary) {
-      out.push(`| ${fmt(s.depth)} | ${s.requests_us.renew} | ${s.requests_us.node_heartbeat} | ${s.requests_us.idle_claim} |`);
+      out.push(
+        `| ${fmt(s.depth)} | ${s.requests_us.renew} | ${s.requests_us.node_heartbeat} | ${s.requests_us.idle_claim} |`,
+      );
     }
     out.push("");
     out.push(
@@ -217,7 +229,9 @@ function render() {
   if (http) {
     out.push("## 2. Over HTTP: simulated nodes against `wrangler dev`");
     out.push("");
-    out.push(`- Command: \`${http.command}\` (starts \`wrangler dev --ip 127.0.0.1\` on a free port with a fresh \`--persist-to\` directory, stops it at the end)`);
+    out.push(
+      `- Command: \`${http.command}\` (starts \`wrangler dev --ip 127.0.0.1\` on a free port with a fresh \`--persist-to\` directory, stops it at the end)`,
+    );
     out.push(`- Machine: ${machineLine(http.machine)}`);
     out.push(`- Date: ${http.date}; ${http.runs} runs per row, each in a fresh pool`);
     out.push("");
@@ -228,7 +242,9 @@ function render() {
         "wrangler's proxy and workerd share the 2 cores.",
     );
     out.push("");
-    out.push("| pending at start | nodes | cycles per run | claims/s | runs (spread) | HTTP requests/s | claim RTT p50 / p99 ms | heartbeat / upload / complete p50 ms |");
+    out.push(
+      "| pending at start | nodes | cycles per run | claims/s | runs (spread) | HTTP requests/s | claim RTT p50 / p99 ms | heartbeat / upload / complete p50 ms |",
+    );
     out.push("|---:|---:|---:|---:|---|---:|---|---|");
     for (const a of http.agents) {
       out.push(
@@ -284,11 +300,15 @@ function render() {
     const cap = capacity(inObject, http);
     out.push("## 5. Capacity of one pool");
     out.push("");
-    out.push(`Computed by \`node bench/render.mjs\` from the in-object costs of section 1 (${inObject.date}) and Cloudflare's documented soft limit of about ${fmt(SOFT_LIMIT)} requests/s per Durable Object.`);
+    out.push(
+      `Computed by \`node bench/render.mjs\` from the in-object costs of section 1 (${inObject.date}) and Cloudflare's documented soft limit of about ${fmt(SOFT_LIMIT)} requests/s per Durable Object.`,
+    );
     out.push("");
     out.push(cap.paragraph);
     out.push("");
-    out.push("| tasks of | attempt heartbeat every | node heartbeat every | requests/s per node (open / tokens) | nodes per pool at 1,000 req/s (open / tokens) | object busy at that load |");
+    out.push(
+      "| tasks of | attempt heartbeat every | node heartbeat every | requests/s per node (open / tokens) | nodes per pool at 1,000 req/s (open / tokens) | object busy at that load |",
+    );
     out.push("|---|---:|---:|---|---|---:|");
     for (const r of cap.rows) {
       out.push(
@@ -297,7 +317,7 @@ function render() {
     }
     out.push("");
     out.push(
-      "\"Object busy\" is the object's own work (section 1 costs × request mix) at that many nodes, without RPC dispatch, " +
+      '"Object busy" is the object\'s own work (section 1 costs × request mix) at that many nodes, without RPC dispatch, ' +
         "which the local runtime cannot show for production. Idle nodes that poll for work add 1/poll-interval requests/s each " +
         `(an empty claim is ${inObject.summary[inObject.summary.length - 1].requests_us.idle_claim} µs of object work).`,
     );

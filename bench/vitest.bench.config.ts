@@ -15,7 +15,13 @@ export default defineConfig({
       wrangler: { configPath: `${root}/wrangler.toml` },
       // The bench reads its size from these (workerd has no process.env).
       // Per-change log lines off: the figures are of the object's work, not of console I/O to the runner.
-      miniflare: { bindings: { BENCH_QUICK: process.env.BENCH_QUICK ?? "", BENCH_DEPTHS: process.env.BENCH_DEPTHS ?? "", FLASHML_LOG_STATE_CHANGES: "0" } },
+      miniflare: {
+        bindings: {
+          BENCH_QUICK: process.env.BENCH_QUICK ?? "",
+          BENCH_DEPTHS: process.env.BENCH_DEPTHS ?? "",
+          FLASHML_LOG_STATE_CHANGES: "0",
+        },
+      },
     }),
   ],
   test: {

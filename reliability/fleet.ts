@@ -29,7 +29,18 @@ export interface FleetStats {
 }
 
 export function newStats(): FleetStats {
-  return { claims: 0, commits: 0, accepted: 0, rejected: 0, fails: 0, empty: 0, connectionErrors: 0, serverErrors: [], claimMs: [], commitMs: [] };
+  return {
+    claims: 0,
+    commits: 0,
+    accepted: 0,
+    rejected: 0,
+    fails: 0,
+    empty: 0,
+    connectionErrors: 0,
+    serverErrors: [],
+    claimMs: [],
+    commitMs: [],
+  };
 }
 
 type Lease = { lease_id: string; job_id: string; task_id: string; node_id: string };
@@ -37,7 +48,10 @@ type Lease = { lease_id: string; job_id: string; task_id: string; node_id: strin
 /** Runs every agent until `done()` or the deadline. */
 export async function runFleet(options: FleetOptions, stats: FleetStats): Promise<void> {
   let seed = 42;
-  const random = () => ((seed = (seed * 1664525 + 1013904223) >>> 0) / 2 ** 32);
+  const random = () => {
+    seed = (seed * 1664525 + 1013904223) >>> 0;
+    return seed / 2 ** 32;
+  };
   const agent = async (nodeId: string) => {
     const send = async (method: string, path: string, body?: string | Uint8Array, contentType = "application/json") => {
       // Retries connection failures with backoff, as the agent does; a
@@ -45,7 +59,11 @@ export async function runFleet(options: FleetOptions, stats: FleetStats): Promis
       for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
         if (Date.now() > options.deadline) throw new Error("deadline");
         try {
-          const r = await fetch(options.base() + path, { method, body, headers: body === undefined ? {} : { "content-type": contentType } });
+          const r = await fetch(options.base() + path, {
+            method,
+            body,
+            headers: body === undefined ? {} : { "content-type": contentType },
+          });
           const text = await r.text();
           if (r.status >= 500) stats.serverErrors.push({ path, status: r.status, body: text.slice(0, 200) });
           return { status: r.status, text };
@@ -56,7 +74,16 @@ export async function runFleet(options: FleetOptions, stats: FleetStats): Promis
       }
     };
     const register = () =>
-      send("POST", "/nodes/register", JSON.stringify({ node_id: nodeId, kubernetes_node: "", hostname: nodeId, capabilities: { cpu_cores: 4, gpus: [] } }));
+      send(
+        "POST",
+        "/nodes/register",
+        JSON.stringify({
+          node_id: nodeId,
+          kubernetes_node: "",
+          hostname: nodeId,
+          capabilities: { cpu_cores: 4, gpus: [] },
+        }),
+      );
     await register();
     while (!options.done() && Date.now() < options.deadline) {
       const t0 = performance.now();
@@ -81,18 +108,29 @@ export async function runFleet(options: FleetOptions, stats: FleetStats): Promis
         continue;
       }
       const output = JSON.stringify({ node: nodeId, task: lease.task_id, score: random() });
-      const uploaded = await send("PUT", `/artifacts/jobs/${lease.job_id}/${lease.task_id}/metrics.json`, output, "application/octet-stream");
+      const uploaded = await send(
+        "PUT",
+        `/artifacts/jobs/${lease.job_id}/${lease.task_id}/metrics.json`,
+        output,
+        "application/octet-stream",
+      );
       if (uploaded.status !== 200) continue; // e.g. 409: someone else already committed it
       const c0 = performance.now();
       const sha = createHash("sha256").update(output).digest("hex");
-      const committed = await send("POST", `/attempts/${lease.lease_id}/complete`, JSON.stringify({ output_sha256: sha }));
+      const committed = await send(
+        "POST",
+        `/attempts/${lease.lease_id}/complete`,
+        JSON.stringify({ output_sha256: sha }),
+      );
       stats.commitMs.push(performance.now() - c0);
       stats.commits++;
       if (committed.status === 200 && (JSON.parse(committed.text) as { accepted: boolean }).accepted) stats.accepted++;
       else stats.rejected++;
     }
   };
-  await Promise.all(Array.from({ length: options.nodes }, (_, i) => agent(`node-${String(i).padStart(4, "0")}`).catch(() => undefined)));
+  await Promise.all(
+    Array.from({ length: options.nodes }, (_, i) => agent(`node-${String(i).padStart(4, "0")}`).catch(() => undefined)),
+  );
 }
 
 export function percentile(values: number[], p: number): number | null {

@@ -54,7 +54,10 @@ export async function reliabilityRun(options: RunOptions): Promise<RunReport> {
         headers: { "content-type": "application/json" },
         body: JSON.stringify(
           jobSpec(
-            { type: "hyperparameter_search", parameters: { trials: Array.from({ length: count }, (_, i) => ({ i: first + i })), lease_seconds: 3 } },
+            {
+              type: "hyperparameter_search",
+              parameters: { trials: Array.from({ length: count }, (_, i) => ({ i: first + i })), lease_seconds: 3 },
+            },
             { retryPolicy: { maxTaskAttempts: options.maxAttempts } },
             "reliability",
           ),
@@ -67,7 +70,10 @@ export async function reliabilityRun(options: RunOptions): Promise<RunReport> {
     let finished = false;
     const deadline = Date.now() + options.seconds * 1000;
     const stats = newStats();
-    const fleet = runFleet({ base: () => base, nodes: options.nodes, done: () => finished, deadline, failRate: options.failRate }, stats);
+    const fleet = runFleet(
+      { base: () => base, nodes: options.nodes, done: () => finished, deadline, failRate: options.failRate },
+      stats,
+    );
 
     // Watch the job; meanwhile SIGKILL and restart the coordinator at random moments.
     let kills = 0;
@@ -83,7 +89,12 @@ export async function reliabilityRun(options: RunOptions): Promise<RunReport> {
       try {
         const r = await fetch(`${base}/jobs`);
         const jobs = r.ok ? ((await r.json()) as Array<{ state: string }>) : [];
-        if (jobs.length === jobIds.length && jobs.every((j) => ["SUCCEEDED", "FAILED"].includes(j.state)) && kills >= options.kills) break;
+        if (
+          jobs.length === jobIds.length &&
+          jobs.every((j) => ["SUCCEEDED", "FAILED"].includes(j.state)) &&
+          kills >= options.kills
+        )
+          break;
       } catch {
         // restarting
       }

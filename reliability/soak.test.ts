@@ -5,8 +5,10 @@ import { expect, it } from "vitest";
 import { reliabilityRun, sizes } from "./run";
 
 it("a large fleet drains a large job with no 5xx and no violation", async () => {
-  const report = await reliabilityRun(sizes({ nodes: 100, tasks: 2000, seconds: 120, kills: 0, maxAttempts: 4, failRate: 0.02 }));
-  console.log("RELIABILITY " + JSON.stringify(report));
+  const report = await reliabilityRun(
+    sizes({ nodes: 100, tasks: 2000, seconds: 120, kills: 0, maxAttempts: 4, failRate: 0.02 }),
+  );
+  console.log(`RELIABILITY ${JSON.stringify(report)}`);
   expect(report.stats.serverErrors).toEqual([]);
   expect(report.violations).toEqual([]);
   expect(report.unfinished).toBe(0);

@@ -18,7 +18,9 @@ export function snapshotFromDisk(persistTo: string, jobId: string): PoolSnapshot
   for (const name of readdirSync(dir)) {
     if (!name.endsWith(".sqlite") || name === "metadata.sqlite") continue;
     const file = join(dir, name);
-    const hasJob = query(file, `SELECT name FROM sqlite_master WHERE name = 'jobs'`).length > 0 && query(file, `SELECT 1 FROM jobs WHERE job_id = '${jobId.replace(/[^0-9a-f]/g, "")}'`).length > 0;
+    const hasJob =
+      query(file, `SELECT name FROM sqlite_master WHERE name = 'jobs'`).length > 0 &&
+      query(file, `SELECT 1 FROM jobs WHERE job_id = '${jobId.replace(/[^0-9a-f]/g, "")}'`).length > 0;
     if (!hasJob) continue;
     return {
       nodes: query(file, "SELECT * FROM nodes ORDER BY node_id"),

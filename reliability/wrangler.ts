@@ -18,12 +18,31 @@ export interface Coordinator {
   stop(): Promise<void>;
 }
 
-export async function startCoordinator(options: { port: number; persistTo: string; log: string }): Promise<Coordinator> {
+export async function startCoordinator(options: {
+  port: number;
+  persistTo: string;
+  log: string;
+}): Promise<Coordinator> {
   const log = createWriteStream(options.log, { flags: "a" });
   const child: ChildProcess = spawn(
     "npx",
-    ["wrangler", "dev", "--ip", "127.0.0.1", "--port", String(options.port), "--persist-to", options.persistTo, "--show-interactive-dev-session=false"],
-    { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, WRANGLER_SEND_METRICS: "false" } },
+    [
+      "wrangler",
+      "dev",
+      "--ip",
+      "127.0.0.1",
+      "--port",
+      String(options.port),
+      "--persist-to",
+      options.persistTo,
+      "--show-interactive-dev-session=false",
+    ],
+    {
+      cwd: ROOT,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
+    },
   );
   child.stdout!.pipe(log);
   child.stderr!.pipe(log);

@@ -18,8 +18,8 @@
 
 import { spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { dirname, join } from "node:path";
 import { createServer } from "node:net";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -56,7 +56,13 @@ const FLEET = [
     argv_capable: true,
     sandbox_capable: true,
   },
-  { node_id: "sandbox-1", note: "sandboxed argv", capabilities: { cpu_cores: 8 }, argv_capable: true, sandbox_capable: true },
+  {
+    node_id: "sandbox-1",
+    note: "sandboxed argv",
+    capabilities: { cpu_cores: 8 },
+    argv_capable: true,
+    sandbox_capable: true,
+  },
 ];
 
 function jobSpec(name, workload, spec = {}) {
@@ -80,7 +86,10 @@ const JOBS = [
     gate: "gpu: only nodes with a GPU",
     spec: jobSpec(
       "gpu-training",
-      { type: "hyperparameter_search", parameters: { trials: [{ lr: 0.1 }, { lr: 0.03 }, { lr: 0.01 }, { lr: 0.003 }], lease_seconds: 10 } },
+      {
+        type: "hyperparameter_search",
+        parameters: { trials: [{ lr: 0.1 }, { lr: 0.03 }, { lr: 0.01 }, { lr: 0.003 }], lease_seconds: 10 },
+      },
       { resources: { gpuPerTask: 1 } },
     ),
   },
@@ -125,7 +134,11 @@ const JOBS = [
   {
     gate: "gpu: needs 8 GPUs — no node has them",
     unplaceable: true,
-    spec: jobSpec("needs-8-gpus", { type: "hyperparameter_search", parameters: { trials: [{}] } }, { resources: { gpuPerTask: 8 } }),
+    spec: jobSpec(
+      "needs-8-gpus",
+      { type: "hyperparameter_search", parameters: { trials: [{}] } },
+      { resources: { gpuPerTask: 8 } },
+    ),
   },
 ];
 
@@ -148,7 +161,7 @@ async function main() {
   const pool = `demo-${randomBytes(3).toString("hex")}`;
   run.base = `${url}/pools/${pool}/v1alpha1`;
 
-  say(bold("flashedge demo") + " — a simulated fleet against a local coordinator");
+  say(`${bold("flashedge demo")} — a simulated fleet against a local coordinator`);
   say(`  coordinator  ${url}${options.url ? "" : dim("  (wrangler dev, state in .wrangler/state)")}`);
   say(`  pool         ${pool}`);
   say(`  dashboard    ${cyan(`${url}/pools/${pool}/`)}  ← open this in a browser`);
@@ -164,8 +177,18 @@ async function main() {
   say(bold("Jobs"));
   for (const job of JOBS) {
     const record = await api("POST", "/jobs", job.spec);
-    run.jobs.push({ name: job.spec.metadata.name, job_id: record.job_id, gate: job.gate, unplaceable: job.unplaceable === true, counts: record.task_counts, state: record.state, cursor: 0 });
-    say(`  ${job.spec.metadata.name.padEnd(15)} ${dim(record.job_id)}  ${plural(countTasks(record.task_counts), "task")}  ${dim("gate: " + job.gate)}`);
+    run.jobs.push({
+      name: job.spec.metadata.name,
+      job_id: record.job_id,
+      gate: job.gate,
+      unplaceable: job.unplaceable === true,
+      counts: record.task_counts,
+      state: record.state,
+      cursor: 0,
+    });
+    say(
+      `  ${job.spec.metadata.name.padEnd(15)} ${dim(record.job_id)}  ${plural(countTasks(record.task_counts), "task")}  ${dim(`gate: ${job.gate}`)}`,
+    );
   }
   say("");
   say(bold("Running") + dim(" (claim → heartbeat → upload → commit; durations are random)"));
@@ -221,7 +244,8 @@ function interrupt(why) {
 async function agent(node) {
   let alive = true;
   const beat = setInterval(() => {
-    if (alive) api("POST", `/nodes/${node.node_id}/heartbeat`, { node_id: node.node_id, status: "online" }).catch(() => {});
+    if (alive)
+      api("POST", `/nodes/${node.node_id}/heartbeat`, { node_id: node.node_id, status: "online" }).catch(() => {});
   }, 3000);
   try {
     await sleep(Math.random() * 800);
@@ -252,8 +276,18 @@ async function attempt(node, die) {
     // heartbeats, no commit. The coordinator must notice on its own.
     await sleep(1500);
     die();
-    run.died = { node: node.node_id, task_id: lease.task_id, job: jobName(lease.job_id), lease_id: lease.lease_id, at: Date.now() };
-    note(red(`✖ ${node.node_id} died holding ${jobName(lease.job_id)}/${lease.task_id} (lease ${lease.lease_id}); it expires at its deadline, ${Math.round(window / 1000)} s after the claim`));
+    run.died = {
+      node: node.node_id,
+      task_id: lease.task_id,
+      job: jobName(lease.job_id),
+      lease_id: lease.lease_id,
+      at: Date.now(),
+    };
+    note(
+      red(
+        `✖ ${node.node_id} died holding ${jobName(lease.job_id)}/${lease.task_id} (lease ${lease.lease_id}); it expires at its deadline, ${Math.round(window / 1000)} s after the claim`,
+      ),
+    );
     return "died";
   }
   const work = 1000 + Math.random() * 3500;
@@ -270,13 +304,23 @@ async function attempt(node, die) {
     return "gone";
   }
   if (run.stopping) return "stopped";
-  const output = JSON.stringify({ task_id: lease.task_id, node_id: node.node_id, score: Math.round(Math.random() * 1000) / 1000 });
+  const output = JSON.stringify({
+    task_id: lease.task_id,
+    node_id: node.node_id,
+    score: Math.round(Math.random() * 1000) / 1000,
+  });
   const key = `jobs/${lease.job_id}/${lease.task_id}/metrics.json`;
   await api("PUT", `/artifacts/${key}`, output, { raw: true });
   const sha = createHash("sha256").update(output).digest("hex");
-  const answer = await api("POST", `/attempts/${lease.lease_id}/complete`, { output_sha256: sha, evidence: { wall_seconds: Math.round(work) / 1000, exit_code: 0 } });
+  const answer = await api("POST", `/attempts/${lease.lease_id}/complete`, {
+    output_sha256: sha,
+    evidence: { wall_seconds: Math.round(work) / 1000, exit_code: 0 },
+  });
   const seconds = ((Date.now() - startedAt) / 1000).toFixed(1);
-  if (answer?.accepted) note(`${green("✓")} ${jobName(lease.job_id)}/${lease.task_id} committed by ${node.node_id} ${dim(`(${seconds} s, attempt ${lease.attempt_number})`)}`);
+  if (answer?.accepted)
+    note(
+      `${green("✓")} ${jobName(lease.job_id)}/${lease.task_id} committed by ${node.node_id} ${dim(`(${seconds} s, attempt ${lease.attempt_number})`)}`,
+    );
   else note(yellow(`✗ ${jobName(lease.job_id)}/${lease.task_id}: commit from ${node.node_id} rejected`));
   return "committed";
 }
@@ -296,7 +340,8 @@ async function watch() {
   for (const job of run.jobs) {
     const record = records.find((r) => r.job_id === job.job_id);
     if (!record) continue;
-    if (!TERMINAL.has(job.state) && TERMINAL.has(record.state)) note(`${record.state === "SUCCEEDED" ? green("●") : red("●")} ${job.name} ${record.state}`);
+    if (!TERMINAL.has(job.state) && TERMINAL.has(record.state))
+      note(`${record.state === "SUCCEEDED" ? green("●") : red("●")} ${job.name} ${record.state}`);
     job.counts = record.task_counts;
     job.state = record.state;
     const events = await api("GET", `/jobs/${job.job_id}/events?after=${job.cursor}&limit=1000`).catch(() => []);
@@ -304,7 +349,11 @@ async function watch() {
       job.cursor = event.seq;
       const task = event.data?.task_id;
       if (event.type === "LEASE_EXPIRED") {
-        note(yellow(`⌛ lease on ${job.name}/${task} held by ${event.data.node_id} expired — the task goes back to the queue`));
+        note(
+          yellow(
+            `⌛ lease on ${job.name}/${task} held by ${event.data.node_id} expired — the task goes back to the queue`,
+          ),
+        );
         job.expired = { ...(job.expired ?? {}), [task]: event.data.node_id };
       } else if (event.type === "LEASE_CLAIMED" && job.expired?.[task]) {
         const from = job.expired[task];
@@ -329,8 +378,17 @@ function progressLines() {
     const done = cells(c.COMPLETED);
     const failed = cells(c.FAILED);
     const leased = Math.min(width - done - failed, cells(c.LEASED));
-    const bar = green("█".repeat(done)) + red("█".repeat(failed)) + cyan("▒".repeat(leased)) + dim("░".repeat(Math.max(0, width - done - failed - leased)));
-    const state = job.unplaceable && c.PENDING > 0 ? yellow("STUCK: no node can take it") : job.state === "SUCCEEDED" ? green(job.state) : job.state;
+    const bar =
+      green("█".repeat(done)) +
+      red("█".repeat(failed)) +
+      cyan("▒".repeat(leased)) +
+      dim("░".repeat(Math.max(0, width - done - failed - leased)));
+    const state =
+      job.unplaceable && c.PENDING > 0
+        ? yellow("STUCK: no node can take it")
+        : job.state === "SUCCEEDED"
+          ? green(job.state)
+          : job.state;
     return `  ${job.name.padEnd(15)} ${bar} ${String(c.COMPLETED).padStart(2)}/${String(total).padEnd(2)} ${state}`;
   });
 }
@@ -341,7 +399,7 @@ function drawProgress(force) {
   if (!TTY && !force && Date.now() - lastPrinted < 5000) return;
   lastPrinted = Date.now();
   const lines = progressLines();
-  process.stdout.write(lines.join("\n") + "\n");
+  process.stdout.write(`${lines.join("\n")}\n`);
   run.lines = TTY ? lines.length : 0;
 }
 
@@ -355,15 +413,15 @@ function note(line) {
   if (TTY) {
     const had = run.lines > 0;
     clearProgress();
-    process.stdout.write(line + "\n");
+    process.stdout.write(`${line}\n`);
     if (had) drawProgress(true);
   } else {
-    process.stdout.write(line + "\n");
+    process.stdout.write(`${line}\n`);
   }
 }
 
 function say(line) {
-  process.stdout.write(line + "\n");
+  process.stdout.write(`${line}\n`);
 }
 
 // ---- the summary -----------------------------------------------------------------------
@@ -380,7 +438,8 @@ async function summary(url, pool) {
     const tasks = await api("GET", `/jobs/${job.job_id}/tasks`);
     const events = await api("GET", `/jobs/${job.job_id}/events?limit=1000`);
     const accepted = new Map();
-    for (const e of events) if (e.type === "TASK_COMMIT_ACCEPTED") accepted.set(e.data.task_id, (accepted.get(e.data.task_id) ?? 0) + 1);
+    for (const e of events)
+      if (e.type === "TASK_COMMIT_ACCEPTED") accepted.set(e.data.task_id, (accepted.get(e.data.task_id) ?? 0) + 1);
     for (const n of accepted.values()) {
       commits += n;
       if (n > 1) duplicates += n - 1;
@@ -399,26 +458,51 @@ async function summary(url, pool) {
       if (sandboxed && n.sandbox_capable !== true) return true;
       return false;
     });
-    if (gpus > 0 && !job.unplaceable) checks.push([misplaced.length === 0, `every ${job.name} task ran on a node with ≥ ${gpus} GPU (${completed.map((t) => t.node_id).join(", ") || "none"})`]);
-    else if (datasets.length > 0) checks.push([misplaced.length === 0, `every ${job.name} task ran on a node offering ${datasets.join(", ")} (${[...new Set(completed.map((t) => t.node_id))].join(", ")})`]);
-    else if (sandboxed) checks.push([misplaced.length === 0, `every ${job.name} task ran on a sandbox-capable node (${[...new Set(completed.map((t) => t.node_id))].join(", ")})`]);
-    if (!job.unplaceable) checks.push([job.state === "SUCCEEDED", `${job.name} ${job.state}: ${countTasks(job.counts)} tasks, ${job.counts.COMPLETED} completed`]);
+    if (gpus > 0 && !job.unplaceable)
+      checks.push([
+        misplaced.length === 0,
+        `every ${job.name} task ran on a node with ≥ ${gpus} GPU (${completed.map((t) => t.node_id).join(", ") || "none"})`,
+      ]);
+    else if (datasets.length > 0)
+      checks.push([
+        misplaced.length === 0,
+        `every ${job.name} task ran on a node offering ${datasets.join(", ")} (${[...new Set(completed.map((t) => t.node_id))].join(", ")})`,
+      ]);
+    else if (sandboxed)
+      checks.push([
+        misplaced.length === 0,
+        `every ${job.name} task ran on a sandbox-capable node (${[...new Set(completed.map((t) => t.node_id))].join(", ")})`,
+      ]);
+    if (!job.unplaceable)
+      checks.push([
+        job.state === "SUCCEEDED",
+        `${job.name} ${job.state}: ${countTasks(job.counts)} tasks, ${job.counts.COMPLETED} completed`,
+      ]);
   }
   checks.push([duplicates === 0, `nothing committed twice (${commits} accepted commits, ${duplicates} duplicates)`]);
   if (run.died) {
     const moved = run.moved.find((m) => m.task === run.died.task_id && m.from === run.died.node);
-    checks.push([moved !== undefined, moved ? `${run.died.node} died holding ${run.died.job}/${run.died.task_id}; its lease expired and ${moved.to} took it over (attempt ${moved.attempt})` : `${run.died.node}'s task ${run.died.task_id} was not seen moving`]);
+    checks.push([
+      moved !== undefined,
+      moved
+        ? `${run.died.node} died holding ${run.died.job}/${run.died.task_id}; its lease expired and ${moved.to} took it over (attempt ${moved.attempt})`
+        : `${run.died.node}'s task ${run.died.task_id} was not seen moving`,
+    ]);
   }
 
   say("  tasks committed per node:");
   const most = Math.max(1, ...Object.values(perNode));
   for (const [node, n] of Object.entries(perNode)) {
-    say(`    ${node.padEnd(10)} ${"■".repeat(Math.round((n / most) * 20)).padEnd(20)} ${n}${nodes[node]?.dies ? dim("  (died)") : ""}`);
+    say(
+      `    ${node.padEnd(10)} ${"■".repeat(Math.round((n / most) * 20)).padEnd(20)} ${n}${nodes[node]?.dies ? dim("  (died)") : ""}`,
+    );
   }
   const stuck = run.jobs.find((j) => j.unplaceable);
   if (stuck) {
     const report = await api("GET", `/jobs/${stuck.job_id}/tasks/trial-000/placement`);
-    say(`  why is ${stuck.name}/trial-000 not running?  ${dim(`GET …/jobs/${stuck.job_id}/tasks/trial-000/placement`)}`);
+    say(
+      `  why is ${stuck.name}/trial-000 not running?  ${dim(`GET …/jobs/${stuck.job_id}/tasks/trial-000/placement`)}`,
+    );
     say(`    ${yellow(report.summary)}`);
     for (const n of report.nodes) say(dim(`    ${n.node_id.padEnd(10)} ${n.eligible ? "eligible" : n.reason}`));
     checks.push([report.unplaceable === true, `${stuck.name} is reported unplaceable, and the dashboard flags it`]);
@@ -449,7 +533,10 @@ async function api(method, path, body, { raw = false, allow = [] } = {}) {
   if (r.status === 204) return null;
   const text = await r.text();
   if (!r.ok) {
-    if (r.status === 401) throw new Error(`${method} ${path}: 401 — this coordinator enforces tokens; the demo needs an open one (no FLASHML_*_TOKENS)`);
+    if (r.status === 401)
+      throw new Error(
+        `${method} ${path}: 401 — this coordinator enforces tokens; the demo needs an open one (no FLASHML_*_TOKENS)`,
+      );
     throw new Error(`${method} ${path}: ${r.status} ${text}`);
   }
   return text ? JSON.parse(text) : null;
@@ -503,14 +590,33 @@ function freePort() {
 async function startCoordinator() {
   const url = `http://127.0.0.1:${options.port}`;
   if (!(await portFree(options.port))) {
-    throw new Error(`port ${options.port} is in use. If it is \`npm run dev\`, run \`npm run demo -- --url ${url}\`; else pick another with --port`);
+    throw new Error(
+      `port ${options.port} is in use. If it is \`npm run dev\`, run \`npm run demo -- --url ${url}\`; else pick another with --port`,
+    );
   }
   say(dim(`starting wrangler dev on ${url} …`));
   const args = [
-    "dev", "--ip", "127.0.0.1", "--port", String(options.port), "--inspector-port", String(await freePort()),
-    "--persist-to", ".wrangler/state", "--show-interactive-dev-session=false", "--log-level", "warn",
+    "dev",
+    "--ip",
+    "127.0.0.1",
+    "--port",
+    String(options.port),
+    "--inspector-port",
+    String(await freePort()),
+    "--persist-to",
+    ".wrangler/state",
+    "--show-interactive-dev-session=false",
+    "--log-level",
+    "warn",
     // The demo runs open, whatever .dev.vars says: its agents carry no tokens.
-    "--var", "FLASHML_NODE_TOKENS:", "--var", "FLASHML_OPERATOR_TOKENS:", "--var", "FLASHML_JOIN_CODE:", "--var", "FLASHML_REQUIRE_NODE_AUTH:0",
+    "--var",
+    "FLASHML_NODE_TOKENS:",
+    "--var",
+    "FLASHML_OPERATOR_TOKENS:",
+    "--var",
+    "FLASHML_JOIN_CODE:",
+    "--var",
+    "FLASHML_REQUIRE_NODE_AUTH:0",
   ];
   const child = spawn(join(ROOT, "node_modules", ".bin", "wrangler"), args, {
     cwd: ROOT,
@@ -584,7 +690,9 @@ function parseOptions(argv) {
 
 function usage(problem) {
   if (problem) process.stderr.write(`demo: ${problem}\n`);
-  process.stderr.write("usage: npm run demo -- [--port 8787] [--max-seconds 120] [--keep] [--url http://127.0.0.1:8787]\n");
+  process.stderr.write(
+    "usage: npm run demo -- [--port 8787] [--max-seconds 120] [--keep] [--url http://127.0.0.1:8787]\n",
+  );
   process.exit(problem ? 2 : 0);
 }
 

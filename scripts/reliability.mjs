@@ -7,7 +7,9 @@ import { spawnSync } from "node:child_process";
 
 const [which, ...args] = process.argv.slice(2);
 if (which !== "crash" && which !== "soak") {
-  console.error("usage: reliability.mjs crash|soak [--nodes N] [--tasks N] [--seconds N] [--kills N] [--max-attempts N] [--fail-rate F]");
+  console.error(
+    "usage: reliability.mjs crash|soak [--nodes N] [--tasks N] [--seconds N] [--kills N] [--max-attempts N] [--fail-rate F]",
+  );
   process.exit(2);
 }
 const env = { ...process.env };
@@ -20,8 +22,12 @@ for (let i = 0; i < args.length; i += 2) {
   }
   env[`RELIABILITY_${flag.toUpperCase().replace(/-/g, "_")}`] = value;
 }
-const run = spawnSync("npx", ["vitest", "run", "--config", "reliability/vitest.config.ts", `reliability/${which}.test.ts`], {
-  stdio: "inherit",
-  env,
-});
+const run = spawnSync(
+  "npx",
+  ["vitest", "run", "--config", "reliability/vitest.config.ts", `reliability/${which}.test.ts`],
+  {
+    stdio: "inherit",
+    env,
+  },
+);
 process.exit(run.status ?? 1);

@@ -3,15 +3,15 @@
 // the pool `local`. Holds no state of its own.
 
 import { Hono } from "hono";
-import { isPoolName } from "./protocol/keys";
+import { invalidPoolDetail, isPoolName } from "./protocol/keys";
 import { artifacts } from "./routes/artifacts";
 import { checkpoints } from "./routes/checkpoints";
 import type { AppEnv } from "./routes/context";
 import { dashboardData, dashboardPage } from "./routes/dashboard";
+import { identify, refuseMisconfigured } from "./routes/identity";
 import { jobs } from "./routes/jobs";
 import { attempts, leases } from "./routes/leases";
 import { allowedMethods } from "./routes/methods";
-import { identify, refuseMisconfigured } from "./routes/identity";
 import { metrics } from "./routes/metrics";
 import { nodes } from "./routes/nodes";
 import { placement } from "./routes/placement";
@@ -22,7 +22,7 @@ const api = new Hono<AppEnv>();
 api.use(async (c, next) => {
   const pool = c.req.param("pool") ?? "local";
   if (!isPoolName(pool)) {
-    return c.json({ detail: `invalid pool name '${pool}': use lowercase letters, digits and '-' (at most 63)` }, 404);
+    return c.json({ detail: invalidPoolDetail(pool) }, 404);
   }
   c.set("pool", pool);
   c.set("stub", c.env.POOL.get(c.env.POOL.idFromName(pool)));

@@ -13,7 +13,7 @@
 // The script is plain ES5-ish JavaScript in a String.raw literal: no
 // backticks and no "${" inside it, so the literal holds it byte for byte.
 
-export const DASHBOARD_STYLE = String.raw`
+export const DASHBOARD_STYLE = `
 :root {
   --bg: #f6f7f9; --panel: #ffffff; --ink: #1c2330; --muted: #667085; --line: #e4e7ec;
   --blue: #2f6fed; --green: #1f9d55; --red: #d64545; --amber: #c27c0e; --gray: #98a2b3;

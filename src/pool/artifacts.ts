@@ -36,7 +36,11 @@ export function checkWrite(sql: SqlStorage, now: number, key: string, writer: Wr
       .exec("SELECT 1 FROM tasks WHERE job_id = ? AND task_id = ? AND state = 'COMPLETED'", owner.jobId, owner.taskId)
       .toArray();
     if (done.length > 0) {
-      return { ok: false, reason: "completed", detail: `task ${owner.jobId}/${owner.taskId} is committed; its outputs are immutable` };
+      return {
+        ok: false,
+        reason: "completed",
+        detail: `task ${owner.jobId}/${owner.taskId} is committed; its outputs are immutable`,
+      };
     }
   }
   if (writer === null) return { ok: true };

@@ -5,8 +5,13 @@
 // transaction of the pool object and must never await. Never delete a
 // manifest: quarantine marks it "invalid" and `latest` skips it.
 
+import type {
+  CheckpointManifest,
+  CheckpointPart,
+  CommitCheckpointRequest,
+  RegisterPartRequest,
+} from "../protocol/checkpoints";
 import { randomHex12 } from "../protocol/ids";
-import type { CheckpointManifest, CheckpointPart, CommitCheckpointRequest, RegisterPartRequest } from "../protocol/checkpoints";
 import type { JsonObject } from "../protocol/json";
 import { holdsLiveLease, type Writer } from "./artifacts";
 import { emit, iso } from "./events";
@@ -108,7 +113,10 @@ export function registerPart(
  * manifest must never disagree with what was registered), and so is a key
  * listed twice (a manifest has one hash per key).
  */
-export function commitProblems(registered: ReadonlyMap<string, CheckpointPart>, expected: readonly CheckpointPart[]): string[] {
+export function commitProblems(
+  registered: ReadonlyMap<string, CheckpointPart>,
+  expected: readonly CheckpointPart[],
+): string[] {
   if (expected.length === 0) return ["a checkpoint needs at least one part: expected_parts is empty"];
   const problems: string[] = [];
   const seen = new Set<string>();
@@ -277,21 +285,37 @@ export function lostWork(sql: SqlStorage, jobId: string, taskId: string, failedA
  * An operator restored from this manifest and it worked: hash_verified →
  * restore_verified. Idempotent; a quarantined manifest stays invalid.
  */
-export function markRestoreVerified(sql: SqlStorage, now: number, jobId: string, taskId: string, manifestId: string): MarkResult {
+export function markRestoreVerified(
+  sql: SqlStorage,
+  now: number,
+  jobId: string,
+  taskId: string,
+  manifestId: string,
+): MarkResult {
   const found = findManifest(sql, jobId, taskId, manifestId);
   if (!found.ok) return found;
   const row = found.row;
   if (row.validation === "invalid") return { ok: false, reason: "invalid" };
   if (row.validation === "restore_verified") return { ok: true, manifest: manifestRecord(row) };
   const updated = sql
-    .exec<ManifestRow>("UPDATE checkpoint_manifests SET validation = 'restore_verified' WHERE seq = ? RETURNING *", row.seq)
+    .exec<ManifestRow>(
+      "UPDATE checkpoint_manifests SET validation = 'restore_verified' WHERE seq = ? RETURNING *",
+      row.seq,
+    )
     .one();
-  emit(sql, now, jobId, "CHECKPOINT_RESTORE_VERIFIED", `checkpoint ${manifestId} of step ${row.step} restore-verified`, {
-    task_id: taskId,
-    manifest_id: manifestId,
-    attempt_id: row.attempt_id,
-    step: row.step,
-  });
+  emit(
+    sql,
+    now,
+    jobId,
+    "CHECKPOINT_RESTORE_VERIFIED",
+    `checkpoint ${manifestId} of step ${row.step} restore-verified`,
+    {
+      task_id: taskId,
+      manifest_id: manifestId,
+      attempt_id: row.attempt_id,
+      step: row.step,
+    },
+  );
   return { ok: true, manifest: manifestRecord(updated) };
 }
 
@@ -371,5 +395,5 @@ function manifestRecord(row: ManifestRow): CheckpointManifest {
 
 /** "ck-" + 12 lowercase hex digits (SPEC §3.4). */
 function newManifestId(): string {
-  return "ck-" + randomHex12();
+  return `ck-${randomHex12()}`;
 }

@@ -7,17 +7,17 @@
 // names) are clipped here and escaped by the page; this module never builds
 // markup.
 
-import { summarizePlacement } from "../explanations";
-import { eligible } from "../placement";
 import { JOB_STATES, type JobState } from "../protocol/jobs";
 import type { NodeRegistration } from "../protocol/nodes";
+import { TASK_STATES } from "../protocol/tasks";
+import { summarizePlacement } from "../rules/explanations";
+import { deriveJobState, emptyTaskCounts, type TaskCounts } from "../rules/job-state";
+import { eligible } from "../rules/placement";
+import { shorten } from "../rules/text";
 import { iso } from "./events";
 import { placementOn, type RegisteredNode } from "./explain";
-import { deriveJobState, type TaskCounts } from "../job-state";
-import { ONLINE_WINDOW_MS, nodeView } from "./nodes";
+import { nodeView, ONLINE_WINDOW_MS } from "./nodes";
 
-export const DASHBOARD_LIMIT_DEFAULT = 25;
-export const DASHBOARD_LIMIT_MAX = 200;
 /** Requirement classes with pending tasks checked against the online nodes, earliest first. */
 export const STUCK_CLASSES_CHECKED = 100;
 /** Characters kept of a client-chosen string; entries kept of a client-chosen list. */
@@ -49,7 +49,13 @@ export type DashboardNode = {
 };
 
 /** Pending tasks of a job that no online node can take, with why (for the earliest one). */
-export type StuckTasks = { job_id: string; job_name: string | null; task_id: string; pending: number; summary: string | null };
+export type StuckTasks = {
+  job_id: string;
+  job_name: string | null;
+  task_id: string;
+  pending: number;
+  summary: string | null;
+};
 
 export type DashboardJob = {
   job_id: string;
@@ -105,7 +111,7 @@ export function dashboardSummary(sql: SqlStorage, now: number, pool: string, lim
   const onlineSince = now - ONLINE_WINDOW_MS;
   const stuck = stuckTasks(sql, now, onlineSince, limit);
   const jobs = jobsPage(sql, limit, stuck.byJob);
-  const taskTotals: TaskCounts = { PENDING: 0, LEASED: 0, COMPLETED: 0, FAILED: 0, CANCELLED: 0 };
+  const taskTotals = emptyTaskCounts();
   for (const counts of jobs.countsByJob.values()) for (const s of TASK_STATES) taskTotals[s] += counts[s];
   const nodeCounts = sql
     .exec<{ total: number; online: number; not_accepting: number }>(
@@ -140,11 +146,15 @@ export function dashboardSummary(sql: SqlStorage, now: number, pool: string, lim
   };
 }
 
-const TASK_STATES = ["PENDING", "LEASED", "COMPLETED", "FAILED", "CANCELLED"] as const;
-
 type NodeRow = RegisteredNode & { accepted_tasks: number };
 
-function nodesPage(sql: SqlStorage, now: number, onlineSince: number, limit: number, total: number): Page<DashboardNode> {
+function nodesPage(
+  sql: SqlStorage,
+  now: number,
+  onlineSince: number,
+  limit: number,
+  total: number,
+): Page<DashboardNode> {
   // Online, accepting nodes first: those are the ones doing the work.
   const rows = sql
     .exec<NodeRow>(
@@ -209,12 +219,17 @@ function jobsPage(sql: SqlStorage, limit: number, stuckByJob: Map<string, StuckT
     "SELECT job_id, state, COUNT(*) AS n FROM tasks GROUP BY job_id, state",
   )) {
     let counts = countsByJob.get(r.job_id);
-    if (!counts) countsByJob.set(r.job_id, (counts = emptyCounts()));
+    if (!counts) {
+      counts = emptyTaskCounts();
+      countsByJob.set(r.job_id, counts);
+    }
     counts[r.state] = r.n;
   }
   const byState = Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as Record<JobState, number>;
   let total = 0;
-  for (const r of sql.exec<{ job_id: string; terminal_state: string | null }>("SELECT job_id, terminal_state FROM jobs")) {
+  for (const r of sql.exec<{ job_id: string; terminal_state: string | null }>(
+    "SELECT job_id, terminal_state FROM jobs",
+  )) {
     total++;
     byState[stateOf(r.terminal_state, countsByJob.get(r.job_id))]++;
   }
@@ -228,7 +243,7 @@ function jobsPage(sql: SqlStorage, limit: number, stuckByJob: Map<string, StuckT
     )
     .toArray();
   const items = rows.map((row): DashboardJob => {
-    const counts = countsByJob.get(row.job_id) ?? emptyCounts();
+    const counts = countsByJob.get(row.job_id) ?? emptyTaskCounts();
     return {
       job_id: row.job_id,
       name: clip(row.name ?? ""),
@@ -246,12 +261,20 @@ function jobsPage(sql: SqlStorage, limit: number, stuckByJob: Map<string, StuckT
 }
 
 function stateOf(terminal: string | null, counts: TaskCounts | undefined): JobState {
-  return (terminal as JobState | null) ?? deriveJobState(counts ?? emptyCounts());
+  return (terminal as JobState | null) ?? deriveJobState(counts ?? emptyTaskCounts());
 }
 
 function leasesPage(sql: SqlStorage, now: number, limit: number, total: number): Page<DashboardLease> {
   const items = sql
-    .exec<{ lease_id: string; node_id: string; attempt_number: number; deadline_ms: number; job_id: string; task_id: string; lease_seconds: number }>(
+    .exec<{
+      lease_id: string;
+      node_id: string;
+      attempt_number: number;
+      deadline_ms: number;
+      job_id: string;
+      task_id: string;
+      lease_seconds: number;
+    }>(
       `SELECT l.lease_id, l.node_id, l.attempt_number, l.deadline_ms, t.job_id, t.task_id, t.lease_seconds
        FROM leases l JOIN tasks t ON t.seq = l.task_seq
        WHERE l.status = 'live' ORDER BY l.deadline_ms LIMIT ?`,
@@ -278,7 +301,13 @@ function recentEvents(sql: SqlStorage, limit: number): DashboardEvent[] {
       limit,
     )
     .toArray()
-    .map((r) => ({ seq: r.seq, job_id: clip(r.job_id), type: r.type, timestamp: iso(r.ts_ms), message: clip(r.message) }));
+    .map((r) => ({
+      seq: r.seq,
+      job_id: clip(r.job_id),
+      type: r.type,
+      timestamp: iso(r.ts_ms),
+      message: clip(r.message),
+    }));
 }
 
 /**
@@ -326,14 +355,22 @@ function stuckTasks(sql: SqlStorage, now: number, onlineSince: number, limit: nu
       // Explained from the earliest such task's own payload, so the reason
       // names what the submitter wrote. Explanations are bounded too: the
       // entries shown, and the first entry of at most `limit` jobs.
-      const task = sql.exec<{ task_id: string; payload: string }>("SELECT task_id, payload FROM tasks WHERE seq = ?", r.head).one();
+      const task = sql
+        .exec<{ task_id: string; payload: string }>("SELECT task_id, payload FROM tasks WHERE seq = ?", r.head)
+        .one();
       let summary: string | null = null;
       if (shown || byJob.size < limit) {
         const payload: unknown = JSON.parse(task.payload);
         const placements = claimable.map((node, i) => placementOn(payload, node, views[i], now));
         summary = summarizePlacement(placements, { scope: "online" }).summary;
       }
-      const entry: StuckTasks = { job_id: r.job_id, job_name: jobName(sql, names, r.job_id), task_id: clip(task.task_id), pending: r.n, summary };
+      const entry: StuckTasks = {
+        job_id: r.job_id,
+        job_name: jobName(sql, names, r.job_id),
+        task_id: clip(task.task_id),
+        pending: r.n,
+        summary,
+      };
       if (shown) items.push(entry);
       if (!known) byJob.set(r.job_id, { ...entry });
     }
@@ -344,26 +381,30 @@ function stuckTasks(sql: SqlStorage, now: number, onlineSince: number, limit: nu
 function jobName(sql: SqlStorage, cache: Map<string, string | null>, jobId: string): string | null {
   if (!cache.has(jobId)) {
     const row = sql
-      .exec<{ name: string | null }>("SELECT json_extract(spec, '$.metadata.name') AS name FROM jobs WHERE job_id = ?", jobId)
+      .exec<{ name: string | null }>(
+        "SELECT json_extract(spec, '$.metadata.name') AS name FROM jobs WHERE job_id = ?",
+        jobId,
+      )
       .toArray()[0];
     cache.set(jobId, row?.name == null ? null : clip(row.name));
   }
   return cache.get(jobId) ?? null;
 }
 
-function emptyCounts(): TaskCounts {
-  return { PENDING: 0, LEASED: 0, COMPLETED: 0, FAILED: 0, CANCELLED: 0 };
-}
-
 function clip(text: string): string {
-  return text.length > CLIP_CHARS ? `${text.slice(0, CLIP_CHARS - 1)}…` : text;
+  return shorten(text, CLIP_CHARS - 1);
 }
 
 function clipLabels(labels: { [key: string]: string } | undefined): { [key: string]: string } {
   const out: { [key: string]: string } = {};
   // Own keys only, into a fresh object: a "__proto__" label stays a label.
   for (const [key, value] of Object.entries(labels ?? {}).slice(0, CLIP_ENTRIES)) {
-    Object.defineProperty(out, clip(key), { value: clip(String(value)), enumerable: true, writable: true, configurable: true });
+    Object.defineProperty(out, clip(key), {
+      value: clip(String(value)),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   }
   return out;
 }

@@ -3,9 +3,9 @@
 // claim-time view. Read-only: it never changes state, and it asks the same
 // `explain` the claim path asks, so the report cannot disagree with a claim.
 
-import { type NodePlacement, summarizePlacement } from "../explanations";
-import { explain } from "../placement";
-import { ONLINE_WINDOW_MS, nodeView } from "./nodes";
+import { type NodePlacement, summarizePlacement } from "../rules/explanations";
+import { explain } from "../rules/placement";
+import { nodeView, ONLINE_WINDOW_MS } from "./nodes";
 
 export type PlacementReport = {
   job_id: string;
@@ -16,7 +16,9 @@ export type PlacementReport = {
   summary: string;
 };
 
-export type PlacementResult = { ok: true; report: PlacementReport } | { ok: false; reason: "unknown_job" | "unknown_task" };
+export type PlacementResult =
+  | { ok: true; report: PlacementReport }
+  | { ok: false; reason: "unknown_job" | "unknown_task" };
 
 export type RegisteredNode = { node_id: string; registration: string; status: string; last_heartbeat_ms: number };
 
@@ -25,13 +27,19 @@ export function placementOn(payload: unknown, node: RegisteredNode, view: unknow
   const online = now - node.last_heartbeat_ms < ONLINE_WINDOW_MS;
   const answer = explain(payload, view);
   const base = { node_id: node.node_id, online, status: node.status };
-  return answer.eligible ? { ...base, eligible: true } : { ...base, eligible: false, gate: answer.gate, reason: answer.reason };
+  return answer.eligible
+    ? { ...base, eligible: true }
+    : { ...base, eligible: false, gate: answer.gate, reason: answer.reason };
 }
 
 /** Every registered node, sorted by node_id, judged against the task's payload. */
 export function placementReport(sql: SqlStorage, now: number, jobId: string, taskId: string): PlacementResult {
   const task = sql
-    .exec<{ state: string; payload: string }>("SELECT state, payload FROM tasks WHERE job_id = ? AND task_id = ?", jobId, taskId)
+    .exec<{ state: string; payload: string }>(
+      "SELECT state, payload FROM tasks WHERE job_id = ? AND task_id = ?",
+      jobId,
+      taskId,
+    )
     .toArray()[0];
   if (!task) {
     const job = sql.exec("SELECT 1 FROM jobs WHERE job_id = ?", jobId).toArray();

@@ -2,15 +2,15 @@
 // The one thing stored is the terminal transition, recorded exactly once
 // with its event, so reading a job many times never re-records it.
 
-import { deriveJobState, type TaskCounts } from "../job-state";
+import { type JobSpec, type JobState, TERMINAL_JOB_STATES } from "../protocol/jobs";
 import type { JsonObject } from "../protocol/json";
-import { TERMINAL_JOB_STATES, type JobSpec, type JobState } from "../protocol/jobs";
 import type { TaskSpec } from "../protocol/tasks";
-import { emit, eventRecord, iso, type EventRow } from "./events";
+import { deriveJobState, emptyTaskCounts, type TaskCounts } from "../rules/job-state";
+import { type EventRow, emit, eventRecord, iso } from "./events";
 import { addTasks } from "./tasks";
 
 export function taskCounts(sql: SqlStorage, jobId: string): TaskCounts {
-  const counts: TaskCounts = { PENDING: 0, LEASED: 0, COMPLETED: 0, FAILED: 0, CANCELLED: 0 };
+  const counts = emptyTaskCounts();
   for (const r of sql.exec<{ state: keyof TaskCounts; n: number }>(
     "SELECT state, COUNT(*) AS n FROM tasks WHERE job_id = ? GROUP BY state",
     jobId,
@@ -53,7 +53,13 @@ type JobRow = {
 };
 
 /** Inserts a job and all its tasks; the caller's transaction makes it all-or-nothing. */
-export function insertJob(sql: SqlStorage, now: number, jobId: string, spec: JobSpec, tasks: readonly TaskSpec[]): void {
+export function insertJob(
+  sql: SqlStorage,
+  now: number,
+  jobId: string,
+  spec: JobSpec,
+  tasks: readonly TaskSpec[],
+): void {
   const seq = sql.exec<{ n: number }>("SELECT COALESCE(MAX(seq), 0) + 1 AS n FROM jobs").one().n;
   sql.exec(
     "INSERT INTO jobs (job_id, seq, spec, workload_type, created_ms) VALUES (?, ?, ?, ?, ?)",
@@ -63,7 +69,9 @@ export function insertJob(sql: SqlStorage, now: number, jobId: string, spec: Job
     spec.spec.workload.type,
     now,
   );
-  emit(sql, now, jobId, "JOB_ACCEPTED", `job ${spec.metadata.name} accepted with ${tasks.length} tasks`, { tasks: tasks.length });
+  emit(sql, now, jobId, "JOB_ACCEPTED", `job ${spec.metadata.name} accepted with ${tasks.length} tasks`, {
+    tasks: tasks.length,
+  });
   emit(sql, now, jobId, "BACKEND_SELECTED", "backend leases selected", { backend: "leases" });
   const added = addTasks(sql, now, tasks, { outputJson: spec.spec.workload.type === "command" });
   // Job ids are fresh, so a duplicate is a bug in expansion: abort the transaction.
@@ -121,7 +129,15 @@ export function listJobs(sql: SqlStorage, pool: string) {
 /** One row per task, sorted by task_id (SPEC §6). */
 export function jobTasks(sql: SqlStorage, jobId: string) {
   return sql
-    .exec<{ task_id: string; state: string; attempts_used: number; max_attempts: number; node_id: string | null; deadline_ms: number | null; lease_status: string | null }>(
+    .exec<{
+      task_id: string;
+      state: string;
+      attempts_used: number;
+      max_attempts: number;
+      node_id: string | null;
+      deadline_ms: number | null;
+      lease_status: string | null;
+    }>(
       `SELECT t.task_id, t.state, t.attempts_used, t.max_attempts, l.node_id, l.deadline_ms, l.status AS lease_status
        FROM tasks t LEFT JOIN leases l ON l.lease_id = t.lease_id
        WHERE t.job_id = ? ORDER BY t.task_id`,
@@ -137,10 +153,6 @@ export function jobTasks(sql: SqlStorage, jobId: string) {
       deadline: r.state === "LEASED" && r.lease_status === "live" && r.deadline_ms !== null ? iso(r.deadline_ms) : null,
     }));
 }
-
-/** Default and largest page of a job's events. */
-export const EVENTS_PAGE_DEFAULT = 100;
-export const EVENTS_PAGE_MAX = 1000;
 
 /** A job's ledger in order, after the `after` cursor (an event's `seq`). */
 export function jobEvents(sql: SqlStorage, jobId: string, after: number, limit: number) {

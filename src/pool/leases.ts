@@ -3,10 +3,10 @@
 // object and must never await: a claim can then never interleave with
 // another claim, a commit or a sweep.
 
-import { eligible } from "../placement";
 import { randomHex12 } from "../protocol/ids";
 import type { JsonObject } from "../protocol/json";
-import { parseEvidence, type Lease } from "../protocol/tasks";
+import { type Lease, parseEvidence } from "../protocol/tasks";
+import { eligible } from "../rules/placement";
 import { emit, iso } from "./events";
 import { settleJob } from "./jobs";
 import { findNode, nodeView } from "./nodes";
@@ -91,12 +91,19 @@ export function claim(sql: SqlStorage, now: number, nodeId: string, jobId: strin
     now,
     deadline,
   );
-  emit(sql, now, task.job_id, "LEASE_CLAIMED", `task ${task.task_id} leased to ${nodeId} (attempt ${task.attempts_used})`, {
-    task_id: task.task_id,
-    node_id: nodeId,
-    lease_id: task.lease_id,
-    attempt: task.attempts_used,
-  });
+  emit(
+    sql,
+    now,
+    task.job_id,
+    "LEASE_CLAIMED",
+    `task ${task.task_id} leased to ${nodeId} (attempt ${task.attempts_used})`,
+    {
+      task_id: task.task_id,
+      node_id: nodeId,
+      lease_id: task.lease_id,
+      attempt: task.attempts_used,
+    },
+  );
   return { ok: true, lease: leaseRecord(findLease(sql, task.lease_id!)!) };
 }
 
@@ -238,5 +245,5 @@ function leaseRecord(row: Joined): WireLease {
 }
 
 function newLeaseId(): string {
-  return "ls-" + randomHex12();
+  return `ls-${randomHex12()}`;
 }

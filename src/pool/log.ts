@@ -10,7 +10,12 @@ export function logLine(fields: Record<string, string | number | boolean | null>
 
 /** A ledger event as a log line: its type, ids and scalar data. */
 export function logEvent(pool: string, row: EventRow): void {
-  const fields: Record<string, string | number | boolean | null> = { pool, event: row.type, seq: row.seq, job_id: row.job_id };
+  const fields: Record<string, string | number | boolean | null> = {
+    pool,
+    event: row.type,
+    seq: row.seq,
+    job_id: row.job_id,
+  };
   for (const [key, value] of Object.entries(JSON.parse(row.data) as Record<string, unknown>)) {
     if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") fields[key] = value;
   }

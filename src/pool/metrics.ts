@@ -1,12 +1,13 @@
 // The counts behind GET /metrics, read in one go: indexed counts and the
 // running event tally kept by emit(), never a scan of the ledger.
 
-import type { MetricsSample } from "../metrics";
+import type { MetricsSample } from "../rules/metrics";
 import { ONLINE_WINDOW_MS } from "./nodes";
 
 export function metricsSample(sql: SqlStorage, now: number): MetricsSample {
   const tasks: Record<string, number> = {};
-  for (const r of sql.exec<{ state: string; n: number }>("SELECT state, COUNT(*) AS n FROM tasks GROUP BY state")) tasks[r.state] = r.n;
+  for (const r of sql.exec<{ state: string; n: number }>("SELECT state, COUNT(*) AS n FROM tasks GROUP BY state"))
+    tasks[r.state] = r.n;
   const events: Record<string, number> = {};
   for (const r of sql.exec<{ type: string; n: number }>("SELECT type, n FROM event_counts")) events[r.type] = r.n;
   const count = (query: string, ...args: number[]) => sql.exec<{ n: number }>(query, ...args).one().n;

@@ -2,8 +2,8 @@
 // the placement gate reads. Registration JSON is stored as parsed (defaults
 // applied), so the view is built from exactly what the node declared.
 
-import { claimView, type NodeView } from "../placement";
 import type { NodeHeartbeat, NodeRegistration } from "../protocol/nodes";
+import { claimView, type NodeView } from "../rules/placement";
 
 /** A node is online while its last heartbeat is younger than this. */
 export const ONLINE_WINDOW_MS = 15_000;

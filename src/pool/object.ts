@@ -11,13 +11,13 @@ import type { TaskSpec } from "../protocol/tasks";
 import { bind, checkWrite, findArtifact, listJobArtifacts, type StoredObject, type Writer } from "./artifacts";
 import { commitManifest, latest, lostWork, markRestoreVerified, quarantine, registerPart } from "./checkpoints";
 import { dashboardSummary } from "./dashboard";
+import type { EventRow } from "./events";
 import { placementReport } from "./explain";
-import { claim, commit, earliestDeadline, failAttempt, findLease, renew, sweep } from "./leases";
 import { cancelJob, findJob, insertJob, jobEvents, jobRecord, jobTasks, listJobs } from "./jobs";
+import { claim, commit, earliestDeadline, failAttempt, findLease, renew, sweep } from "./leases";
+import { logEvent, logLine } from "./log";
 import { metricsSample } from "./metrics";
 import { heartbeatNode, listNodes, registerNode } from "./nodes";
-import type { EventRow } from "./events";
-import { logEvent, logLine } from "./log";
 import { migrate } from "./schema";
 import { addTasks } from "./tasks";
 
@@ -136,7 +136,9 @@ export class PoolObject extends DurableObject<Env> {
   }
 
   cancelJob(jobId: string, pool: string) {
-    return this.change((now) => (cancelJob(this.sql, now, jobId) ? jobRecord(this.sql, findJob(this.sql, jobId)!, pool) : null));
+    return this.change((now) =>
+      cancelJob(this.sql, now, jobId) ? jobRecord(this.sql, findJob(this.sql, jobId)!, pool) : null,
+    );
   }
 
   // -- artifacts -----------------------------------------------------------
@@ -228,7 +230,10 @@ export class PoolObject extends DurableObject<Env> {
     if (before !== null) {
       // A job's TASK_CREATED events are summarised by its JOB_ACCEPTED line (it
       // carries the count): a 10,000-task submission is one change, not 10,000.
-      for (const row of this.sql.exec<EventRow>("SELECT * FROM events WHERE seq > ? AND type != 'TASK_CREATED' ORDER BY seq", before)) {
+      for (const row of this.sql.exec<EventRow>(
+        "SELECT * FROM events WHERE seq > ? AND type != 'TASK_CREATED' ORDER BY seq",
+        before,
+      )) {
         logEvent(this.poolName(), row);
       }
     }

@@ -1,8 +1,8 @@
 // The task queue: inserting batches, interning requirement classes, and the
 // per-job task view. Queue order is the insertion sequence and never changes.
 
-import { requirementClass, requirementOf } from "../placement";
 import type { TaskSpec } from "../protocol/tasks";
+import { requirementClass, requirementOf } from "../rules/placement";
 import { emit } from "./events";
 
 export type TaskRow = {

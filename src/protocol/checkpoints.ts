@@ -4,7 +4,7 @@
 // and "hash differs" are 409s decided by the pool, never 422s from here.
 
 import { z } from "zod";
-import { int, IsoDateTimeSchema, SchemaVersionSchema } from "./primitives";
+import { IsoDateTimeSchema, int, SchemaVersionSchema } from "./primitives";
 
 /** A stored artifact. `backend` is always "local" (the coordinator hosts it; closed in v1alpha1). */
 export const ArtifactRecordSchema = z.object({
@@ -84,6 +84,8 @@ export type CommitCheckpointRequest = z.infer<typeof CommitCheckpointRequestSche
 
 /** `POST .../checkpoints/{manifest_id}/quarantine` (operator): why the manifest must never be restored. */
 export const QuarantineCheckpointRequestSchema = z.object({
-  reason: z.string().refine((r) => r.trim() !== "", "reason must not be empty: say why the checkpoint cannot be restored"),
+  reason: z
+    .string()
+    .refine((r) => r.trim() !== "", "reason must not be empty: say why the checkpoint cannot be restored"),
 });
 export type QuarantineCheckpointRequest = z.infer<typeof QuarantineCheckpointRequestSchema>;

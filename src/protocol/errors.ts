@@ -22,7 +22,9 @@ export function parseRequest<S extends z.ZodType>(
   body: unknown,
 ): { ok: true; value: z.output<S> } | { ok: false; detail: ValidationDetailEntry[] } {
   const parsed = schema.safeParse(body, { reportInput: true });
-  return parsed.success ? { ok: true, value: parsed.data } : { ok: false, detail: validationDetail(parsed.error, body) };
+  return parsed.success
+    ? { ok: true, value: parsed.data }
+    : { ok: false, detail: validationDetail(parsed.error, body) };
 }
 
 /**
@@ -95,7 +97,10 @@ function describe(issue: Issue, input: Input): { msg: string; type: string } {
       return { type: "literal_error", msg: `Input should be ${alternatives(issue.values)}` };
     case "invalid_format":
       if (issue.format === "datetime") {
-        return { type: "datetime_parsing", msg: "Input should be a valid ISO-8601 datetime, e.g. 2026-11-29T13:43:49.123Z" };
+        return {
+          type: "datetime_parsing",
+          msg: "Input should be a valid ISO-8601 datetime, e.g. 2026-11-29T13:43:49.123Z",
+        };
       }
       if (issue.format === "starts_with" && "prefix" in issue) {
         return { type: "string_pattern_mismatch", msg: `String should start with '${String(issue.prefix)}'` };
@@ -117,7 +122,12 @@ function describe(issue: Issue, input: Input): { msg: string; type: string } {
   }
 }
 
-function bound(origin: string, limit: number | bigint, inclusive: boolean, side: "min" | "max"): { msg: string; type: string } {
+function bound(
+  origin: string,
+  limit: number | bigint,
+  inclusive: boolean,
+  side: "min" | "max",
+): { msg: string; type: string } {
   const n = String(limit);
   if (origin === "string") {
     return side === "min"

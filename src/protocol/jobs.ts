@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { ArtifactRecordSchema } from "./checkpoints";
 import { DNS_1123_LABEL_RE } from "./keys";
-import { int, IsoDateTimeSchema, JsonObjectSchema, SchemaVersionSchema, StringMapSchema } from "./primitives";
+import { IsoDateTimeSchema, int, JsonObjectSchema, SchemaVersionSchema, StringMapSchema } from "./primitives";
 
 export const API_VERSION = "flashml.dev/v1alpha1";
 
@@ -16,7 +16,10 @@ export const DEFAULT_OUTPUT_PREFIX = "artifact://jobs/{job_id}/";
 const JobMetadataSchema = z.object({
   name: z
     .string()
-    .refine((name) => DNS_1123_LABEL_RE.test(name), "job name must be a lowercase DNS-1123 label (a-z, 0-9, '-', max 63 chars)"),
+    .refine(
+      (name) => DNS_1123_LABEL_RE.test(name),
+      "job name must be a lowercase DNS-1123 label (a-z, 0-9, '-', max 63 chars)",
+    ),
   labels: StringMapSchema.default(() => ({})),
 });
 
@@ -61,7 +64,7 @@ const ResourcesSpecSchema = z
 const PlacementSpecSchema = z.object({
   pool: z
     .string()
-    .refine((pool) => pool !== "", "placement.pool must be a team pool id or \"any\", not empty")
+    .refine((pool) => pool !== "", 'placement.pool must be a team pool id or "any", not empty')
     .default("any"),
   architectures: z.array(z.enum(["amd64", "arm64"])).default(() => ["amd64" as const]),
 });
@@ -101,7 +104,15 @@ export const JobSpecSchema = z.object({
 });
 export type JobSpec = z.infer<typeof JobSpecSchema>;
 
-export const JOB_STATES = ["PENDING", "SUBMITTED", "RUNNING", "RECOVERING", "SUCCEEDED", "FAILED", "CANCELLED"] as const;
+export const JOB_STATES = [
+  "PENDING",
+  "SUBMITTED",
+  "RUNNING",
+  "RECOVERING",
+  "SUCCEEDED",
+  "FAILED",
+  "CANCELLED",
+] as const;
 export const JobStateSchema = z.enum(JOB_STATES);
 export type JobState = z.infer<typeof JobStateSchema>;
 

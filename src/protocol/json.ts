@@ -7,6 +7,7 @@
 // Also the shape rules every request body obeys before any schema sees it
 // (SPEC §10): a bounded depth, and strings that are well-formed Unicode.
 
+// biome-ignore lint/complexity/noBannedTypes: `{}` is "any value but null and undefined", the point of this type
 export type JsonObject = { [key: string]: {} | null };
 
 /**
@@ -41,7 +42,12 @@ export function jsonShapeProblem(value: unknown): JsonShapeProblem | null {
   });
   // Only containers are stacked; strings are checked where they are met.
   const stack: Frame[] = [];
-  const visit = (item: unknown, depth: number, parent: Frame | null, key: string | number | null): JsonShapeProblem | null => {
+  const visit = (
+    item: unknown,
+    depth: number,
+    parent: Frame | null,
+    key: string | number | null,
+  ): JsonShapeProblem | null => {
     if (typeof item === "string" && !item.isWellFormed()) return badString({ value: item, depth, parent, key });
     if (item !== null && typeof item === "object") stack.push({ value: item, depth, parent, key });
     return null;

@@ -14,6 +14,11 @@ export function isPoolName(s: unknown): s is string {
   return typeof s === "string" && POOL_NAME_RE.test(s);
 }
 
+/** The 404 detail for a path naming an invalid pool (SPEC §2). */
+export function invalidPoolDetail(pool: string): string {
+  return `invalid pool name '${pool}': use lowercase letters, digits and '-' (at most 63)`;
+}
+
 /** Longest artifact key, in UTF-8 bytes (SPEC §7). */
 export const MAX_ARTIFACT_KEY_BYTES = 1024;
 

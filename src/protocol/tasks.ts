@@ -4,7 +4,7 @@
 // a block that does not fit is recorded as absent.
 
 import { z } from "zod";
-import { int, IsoDateTimeSchema, JsonObjectSchema, SchemaVersionSchema } from "./primitives";
+import { IsoDateTimeSchema, int, JsonObjectSchema, SchemaVersionSchema } from "./primitives";
 
 /** Longest lease a task may ask for, in seconds (SPEC §5). */
 export const MAX_LEASE_SECONDS = 3600;

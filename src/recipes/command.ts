@@ -10,9 +10,9 @@
 // 0), so the no-requirement path keeps exercising the key-missing branch.
 
 import type { JobSpec } from "../protocol/jobs";
-import { describe, given, isPlainObject, readInputs, readStringList, shorten, type Parameters } from "./parameters";
+import { describe, given, isPlainObject, type Parameters, readInputs, readStringList, shorten } from "./parameters";
 import { fillTemplate, parseTemplate, type Template } from "./placeholders";
-import { readTaskObjects, type Drafted, type ExpandOptions, type Recipe, type TaskDraft } from "./recipe";
+import { type Drafted, type ExpandOptions, type Recipe, readTaskObjects, type TaskDraft } from "./recipe";
 import { MAX_JOB_PAYLOAD_BYTES, MAX_TASK_PAYLOAD_BYTES, teamPool } from "./stamp";
 
 /** A string costs its quotes and a separator in JSON beyond its text. */
@@ -92,7 +92,9 @@ export function draftCommandTasks(spec: JobSpec, options: ExpandOptions): Drafte
       }
       jobChars += taskChars;
       if (jobChars > MAX_JOB_PAYLOAD_BYTES) {
-        problems.push(`the job's argv and env are longer than ${MAX_JOB_PAYLOAD_BYTES} characters in total once filled`);
+        problems.push(
+          `the job's argv and env are longer than ${MAX_JOB_PAYLOAD_BYTES} characters in total once filled`,
+        );
         break;
       }
       tasks.push({ taskId: commandTaskId(i), payload: { argv, env: taskEnv, inputs }, extras });

@@ -54,14 +54,18 @@ export function draftFederatedAveragingTasks(spec: JobSpec): Drafted {
     const value = given(p, key);
     if (value === undefined) continue;
     const checked =
-      key === "lr" ? readLearningRate(value, problems) : readInteger(value, key, { min: key === "seed" ? 0 : 1 }, problems);
+      key === "lr"
+        ? readLearningRate(value, problems)
+        : readInteger(value, key, { min: key === "seed" ? 0 : 1 }, problems);
     if (checked !== undefined) workerParams[key] = checked;
   }
   const datasetSize = workerParams.dataset_size;
   if (datasetSize !== undefined && numShards !== undefined && datasetSize < numShards) {
     // The worker slices the data x[shard::num_shards]; a shard past the end
     // of the dataset would train on nothing and fail on the node.
-    problems.push(`'dataset_size' (${datasetSize}) must be at least 'num_shards' (${numShards}): every shard needs a sample`);
+    problems.push(
+      `'dataset_size' (${datasetSize}) must be at least 'num_shards' (${numShards}): every shard needs a sample`,
+    );
   }
 
   const roundValue = given(p, "round");

@@ -7,8 +7,8 @@
 // command jobs only (as the reference does).
 
 import type { JobSpec } from "../protocol/jobs";
-import { describe, given, isPlainObject, readInputs, shorten, type Parameters } from "./parameters";
-import { MAX_TASKS_PER_JOB, readTaskObjects, tooManyTasks, type Drafted, type Recipe, type TaskDraft } from "./recipe";
+import { describe, given, isPlainObject, type Parameters, readInputs, shorten } from "./parameters";
+import { type Drafted, MAX_TASKS_PER_JOB, type Recipe, readTaskObjects, type TaskDraft, tooManyTasks } from "./recipe";
 import { MAX_JOB_PAYLOAD_BYTES } from "./stamp";
 
 /** Task modules the coordinator hands out (SPEC §6). */

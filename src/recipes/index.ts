@@ -9,12 +9,12 @@ import { commandRecipe } from "./command";
 import { federatedAveragingRecipe } from "./federated_averaging";
 import { hyperparameterSearchRecipe } from "./hyperparameter_search";
 import { shorten } from "./parameters";
-import { MAX_TASKS_PER_JOB, tooManyTasks, type ExpandOptions, type Recipe } from "./recipe";
+import { type ExpandOptions, MAX_TASKS_PER_JOB, type Recipe, tooManyTasks } from "./recipe";
 import { shardedKmeansRecipe } from "./sharded_kmeans";
 import { readLeaseSeconds, stampTasks } from "./stamp";
 
-export { MAX_TASKS_PER_JOB, type ExpandOptions } from "./recipe";
 export { ALLOWED_TASK_MODULES } from "./hyperparameter_search";
+export { type ExpandOptions, MAX_TASKS_PER_JOB } from "./recipe";
 export { MAX_JOB_PAYLOAD_BYTES, MAX_TASK_PAYLOAD_BYTES } from "./stamp";
 
 /** At most this many problems are listed; the rest are counted. */

@@ -4,6 +4,8 @@
 // ("3" is not 3, true is not 1). JSON null counts as "not given" for every
 // optional parameter, as it does in the reference.
 
+import { shorten as shortenText } from "../rules/text";
+
 const ARTIFACT_SCHEME = "artifact://";
 
 export type Parameters = Readonly<Record<string, unknown>>;
@@ -29,10 +31,9 @@ export function isArtifactUri(value: unknown): value is string {
   return typeof value === "string" && value.startsWith(ARTIFACT_SCHEME) && value.length > ARTIFACT_SCHEME.length;
 }
 
-/** Text from the request as a message shows it: cut short, since a problem
- *  may be repeated per task and must not echo a megabyte each time. */
+/** Text from the request as a message shows it: a problem may be repeated per task. */
 export function shorten(text: string): string {
-  return text.length > 40 ? `${text.slice(0, 40)}…` : text;
+  return shortenText(text, 40);
 }
 
 /** "a string", "a list", "null" — for messages about a value of the wrong type. */

@@ -101,7 +101,11 @@ export type Filled = { ok: true; text: string } | { ok: false; problems: string[
  * whose value is not a string, number or boolean, is a problem — never an
  * empty string and never a repr.
  */
-export function fillTemplate(template: Template, params: Readonly<Record<string, unknown>>, context: FillContext): Filled {
+export function fillTemplate(
+  template: Template,
+  params: Readonly<Record<string, unknown>>,
+  context: FillContext,
+): Filled {
   const problems: string[] = [];
   let text = "";
   for (const segment of template.segments) {

@@ -43,7 +43,12 @@ export function tooManyTasks(count: number): string {
  * non-empty list of objects, at most `MAX_TASKS_PER_JOB` long. Anything else
  * adds its problems and gives undefined; `whenEmpty` says what to do instead.
  */
-export function readTaskObjects(value: unknown, name: string, whenEmpty: string, problems: string[]): Record<string, unknown>[] | undefined {
+export function readTaskObjects(
+  value: unknown,
+  name: string,
+  whenEmpty: string,
+  problems: string[],
+): Record<string, unknown>[] | undefined {
   if (!Array.isArray(value)) {
     problems.push(`'${name}' must be a list of objects, got ${describe(value)}`);
     return undefined;

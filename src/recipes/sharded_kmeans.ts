@@ -5,7 +5,7 @@
 
 import type { JobSpec } from "../protocol/jobs";
 import { describe, given, isArtifactUri, readInteger } from "./parameters";
-import { MAX_TASKS_PER_JOB, tooManyTasks, type Drafted, type Recipe } from "./recipe";
+import { type Drafted, MAX_TASKS_PER_JOB, type Recipe, tooManyTasks } from "./recipe";
 
 const KMEANS_MODULE = "flashml_workloads.kmeans_shard";
 
@@ -41,8 +41,7 @@ export function draftShardedKmeansTasks(spec: JobSpec): Drafted {
   }
 
   const iterationValue = given(p, "iteration");
-  const iteration =
-    iterationValue === undefined ? 0 : readInteger(iterationValue, "iteration", { min: 0 }, problems);
+  const iteration = iterationValue === undefined ? 0 : readInteger(iterationValue, "iteration", { min: 0 }, problems);
 
   if (problems.length > 0 || iteration === undefined || !Array.isArray(shards)) return { ok: false, problems };
   const tasks = shards.map((uri, i) => ({

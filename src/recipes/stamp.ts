@@ -72,7 +72,9 @@ export function stampTasks(spec: JobSpec, jobId: string, drafts: readonly TaskDr
     const bytes = encoder.encode(json).byteLength;
     jobBytes += bytes;
     if (bytes > MAX_TASK_PAYLOAD_BYTES) {
-      problems.push(`${taskId}: payload is ${bytes} bytes of JSON, more than the limit of ${MAX_TASK_PAYLOAD_BYTES} per task`);
+      problems.push(
+        `${taskId}: payload is ${bytes} bytes of JSON, more than the limit of ${MAX_TASK_PAYLOAD_BYTES} per task`,
+      );
     }
     if (jobBytes > MAX_JOB_PAYLOAD_BYTES) {
       // Stop measuring: the work stays bounded and the answer cannot change.

@@ -5,9 +5,9 @@
 // previous bytes.
 
 import { Hono } from "hono";
+import { artifactRecord } from "../pool/artifacts";
 import { hex } from "../protocol/ids";
 import { artifactKeyProblem } from "../protocol/keys";
-import { artifactRecord } from "../pool/artifacts";
 import type { AppContext, AppEnv } from "./context";
 import { writerOf } from "./identity";
 
@@ -20,7 +20,8 @@ export const artifacts = new Hono<AppEnv>()
     if (c.req.header("content-length") === undefined || !Number.isSafeInteger(length) || length < 0) {
       return c.json({ detail: "Content-Length is required for artifact uploads" }, 411);
     }
-    if (length > maxBytes) return c.json({ detail: `artifact exceeds ${maxBytes} bytes (FLASHML_MAX_ARTIFACT_MB)` }, 413);
+    if (length > maxBytes)
+      return c.json({ detail: `artifact exceeds ${maxBytes} bytes (FLASHML_MAX_ARTIFACT_MB)` }, 413);
     const stub = c.var.stub;
     const writer = writerOf(c);
     // Checked before the body is read, so a refused writer never streams it.
@@ -28,7 +29,7 @@ export const artifacts = new Hono<AppEnv>()
     if (!before.ok) return refused(c, before);
 
     const object = `pools/${c.var.pool}/objects/${crypto.randomUUID()}`;
-    let stored;
+    let stored: Awaited<ReturnType<typeof storeStreaming>>;
     try {
       stored = await storeStreaming(c.env.ARTIFACTS, object, c.req.raw.body, length);
     } catch {
@@ -75,7 +76,11 @@ function refused(c: AppContext, refusal: { reason: "forbidden" | "completed"; de
 /** The client key: everything after `.../v1alpha1/artifacts/`, percent-decoded, checked. */
 function artifactKey(c: AppContext): string | Response {
   const match = RAW_KEY_RE.exec(new URL(c.req.url).pathname);
-  if (!match) return c.json({ detail: "artifact paths are .../v1alpha1/artifacts/{key}: spell the fixed segments without percent-encoding" }, 400);
+  if (!match)
+    return c.json(
+      { detail: "artifact paths are .../v1alpha1/artifacts/{key}: spell the fixed segments without percent-encoding" },
+      400,
+    );
   const raw = match[1] ?? "";
   let key: string;
   try {
@@ -100,7 +105,12 @@ const BUCKET = "flashedge-artifacts";
  * R2 needs a known length, so the bytes pass through a FixedLengthStream,
  * which also errors when the body is shorter or longer than declared.
  */
-async function storeStreaming(bucket: R2Bucket, object: string, body: ReadableStream<Uint8Array> | null, length: number) {
+async function storeStreaming(
+  bucket: R2Bucket,
+  object: string,
+  body: ReadableStream<Uint8Array> | null,
+  length: number,
+) {
   const source = body ?? new Response(new Uint8Array(0)).body!;
   const [forHash, forStore] = source.tee();
   const digest = new crypto.DigestStream("SHA-256");

@@ -86,7 +86,8 @@ function taskOf(c: AppContext): { jobId: string; taskId: string } {
   const jobId = c.req.param("job_id");
   const taskId = c.req.param("task_id");
   // Unreachable when mounted as intended: the mount path always binds both.
-  if (jobId === undefined || taskId === undefined) throw new Error("checkpoint routes mounted without :job_id/:task_id");
+  if (jobId === undefined || taskId === undefined)
+    throw new Error("checkpoint routes mounted without :job_id/:task_id");
   return { jobId, taskId };
 }
 

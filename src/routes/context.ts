@@ -3,21 +3,21 @@
 
 import type { Context } from "hono";
 import type { z } from "zod";
+import type { PoolObject } from "../pool/object";
 import { jsonInvalidDetail, parseRequest } from "../protocol/errors";
 import { jsonShapeProblem } from "../protocol/json";
+import { MAX_JSON_BODY_BYTES } from "../protocol/limits";
+import type { Caller } from "../rules/auth";
 
 export type AppEnv = {
   Bindings: Env;
   Variables: {
     pool: string;
-    stub: DurableObjectStub<import("../pool/object").PoolObject>;
-    caller: import("./identity").Caller;
+    stub: DurableObjectStub<PoolObject>;
+    caller: Caller;
   };
 };
 export type AppContext = Context<AppEnv>;
-
-/** JSON bodies (everything but artifacts) are limited to this (SPEC §10). */
-export const MAX_JSON_BODY_BYTES = 1024 * 1024;
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; response: Response };
 
@@ -68,10 +68,12 @@ export function queryInt(
   if (raw === undefined) return { ok: true, value: null };
   const loc = ["query", name];
   const refuse = (msg: string, type: string) => fail(c.json({ detail: [{ loc, msg, type }] }, 422));
-  if (!/^-?\d{1,15}$/.test(raw)) return refuse("Input should be a valid integer, unable to parse string as an integer", "int_parsing");
+  if (!/^-?\d{1,15}$/.test(raw))
+    return refuse("Input should be a valid integer, unable to parse string as an integer", "int_parsing");
   const value = Number(raw);
   if (value < bounds.min) return refuse(`Input should be greater than or equal to ${bounds.min}`, "greater_than_equal");
-  if (bounds.max !== undefined && value > bounds.max) return refuse(`Input should be less than or equal to ${bounds.max}`, "less_than_equal");
+  if (bounds.max !== undefined && value > bounds.max)
+    return refuse(`Input should be less than or equal to ${bounds.max}`, "less_than_equal");
   return { ok: true, value };
 }
 

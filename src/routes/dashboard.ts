@@ -8,8 +8,8 @@
 
 import { Hono } from "hono";
 import { DASHBOARD_HTML, DASHBOARD_SCRIPT, DASHBOARD_STYLE } from "../dashboard/page";
-import { DASHBOARD_LIMIT_DEFAULT, DASHBOARD_LIMIT_MAX } from "../pool/dashboard";
-import { isPoolName } from "../protocol/keys";
+import { invalidPoolDetail, isPoolName } from "../protocol/keys";
+import { DASHBOARD_LIMIT_DEFAULT, DASHBOARD_LIMIT_MAX } from "../protocol/limits";
 import { type AppContext, type AppEnv, queryInt } from "./context";
 
 export const dashboardData = new Hono<AppEnv>().get("/", async (c) => {
@@ -28,7 +28,7 @@ export const dashboardPage = new Hono<AppEnv>()
 
 async function page(c: AppContext) {
   const pool = c.req.param("pool") ?? "local";
-  if (!isPoolName(pool)) return unknownPool(c, pool);
+  if (!isPoolName(pool)) return c.json({ detail: invalidPoolDetail(pool) }, 404);
   return c.body(DASHBOARD_HTML, 200, {
     "content-type": "text/html; charset=utf-8",
     "content-security-policy": await contentSecurityPolicy(),
@@ -37,10 +37,6 @@ async function page(c: AppContext) {
     "referrer-policy": "no-referrer",
     "cache-control": "no-store",
   });
-}
-
-function unknownPool(c: AppContext, pool: string) {
-  return c.json({ detail: `invalid pool name '${pool}': use lowercase letters, digits and '-' (at most 63)` }, 404);
 }
 
 // The hashes depend only on the page's constants: computed once per isolate.

@@ -3,14 +3,9 @@
 // reading credentials itself. The delegation header is read nowhere else.
 
 import type { MiddlewareHandler } from "hono";
-import { authConfig, authenticate, delegation } from "../auth";
 import type { Writer } from "../pool/artifacts";
+import { authConfig, authenticate, delegation } from "../rules/auth";
 import type { AppContext, AppEnv } from "./context";
-
-export type Caller =
-  | { kind: "open" } // no tokens configured: nobody is authenticated
-  | { kind: "node"; nodeId: string }
-  | { kind: "operator"; name: string; onBehalfOf: string | null };
 
 type Answer<T> = { ok: true; value: T } | { ok: false; response: Response };
 
@@ -56,7 +51,10 @@ export function actingNode(c: AppContext, bodyNodeId: string): Answer<string> {
   if (caller.onBehalfOf !== null) return { ok: true, value: caller.onBehalfOf };
   return {
     ok: false,
-    response: c.json({ detail: "operator credential is not a node identity — name the machine in X-FlashML-On-Behalf-Of" }, 401),
+    response: c.json(
+      { detail: "operator credential is not a node identity — name the machine in X-FlashML-On-Behalf-Of" },
+      401,
+    ),
   };
 }
 

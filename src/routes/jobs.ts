@@ -1,9 +1,9 @@
 // Job routes (SPEC §6, §7): submission, reads, cancel, and the job's artifacts.
 
 import { Hono } from "hono";
-import { EVENTS_PAGE_DEFAULT, EVENTS_PAGE_MAX } from "../pool/jobs";
 import { randomHex12 } from "../protocol/ids";
 import { JobSpecSchema } from "../protocol/jobs";
+import { EVENTS_PAGE_DEFAULT, EVENTS_PAGE_MAX } from "../protocol/limits";
 import { expandJob } from "../recipes";
 import { type AppContext, type AppEnv, queryInt, readJson } from "./context";
 import { requireOperator } from "./identity";
@@ -44,7 +44,11 @@ export const jobs = new Hono<AppEnv>()
     if (!after.ok) return after.response;
     const limit = queryInt(c, "limit", { min: 1, max: EVENTS_PAGE_MAX });
     if (!limit.ok) return limit.response;
-    const events = await c.var.stub.jobEvents(c.req.param("job_id"), after.value ?? 0, limit.value ?? EVENTS_PAGE_DEFAULT);
+    const events = await c.var.stub.jobEvents(
+      c.req.param("job_id"),
+      after.value ?? 0,
+      limit.value ?? EVENTS_PAGE_DEFAULT,
+    );
     return events ? c.json(events) : unknownJob(c);
   })
   .get("/:job_id/tasks", async (c) => {

@@ -31,7 +31,7 @@ function patternOf(route: string): RegExp {
     for (const segment of route.split("/").slice(1)) {
       if (segment === "*") source += "(?:/.*)?";
       else if (segment.startsWith(":")) source += "/[^/]+";
-      else source += "/" + segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+      else source += `/${segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`;
     }
     regex = new RegExp(`^${source}$`, "s");
     compiled.set(route, regex);

@@ -1,7 +1,7 @@
 // GET /v1alpha1/metrics: the pool's counters for Prometheus.
 
 import { Hono } from "hono";
-import { renderMetrics } from "../metrics";
+import { renderMetrics } from "../rules/metrics";
 import type { AppEnv } from "./context";
 
 export const metrics = new Hono<AppEnv>().get("/", async (c) => {

@@ -59,7 +59,10 @@ async function main() {
   }
 
   log("starting two coordinators (auth enforced, and open)");
-  const [secured, open] = await Promise.all([startCoordinator(TOKENS), startCoordinator({ FLASHML_NODE_TOKENS: "", FLASHML_OPERATOR_TOKENS: "" })]);
+  const [secured, open] = await Promise.all([
+    startCoordinator(TOKENS),
+    startCoordinator({ FLASHML_NODE_TOKENS: "", FLASHML_OPERATOR_TOKENS: "" }),
+  ]);
 
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
@@ -85,7 +88,7 @@ async function main() {
 
 /** Auth enforced: the token prompt, live updates, a stuck task, hostile strings. */
 async function enforcedDashboard(browser, server) {
-  const pool = "browser-" + randomUUID().slice(0, 8);
+  const pool = `browser-${randomUUID().slice(0, 8)}`;
   const api = client(server.url, pool);
 
   const job = await api.submit("tok-ops", searchJob("browser-job", 2, { labels: { note: EVIL_LABEL } }));
@@ -101,13 +104,19 @@ async function enforcedDashboard(browser, server) {
   const errors = watch(page);
   await page.addInitScript(() => {
     window.__violations = [];
-    document.addEventListener("securitypolicyviolation", (e) => window.__violations.push(`${e.violatedDirective} ${e.blockedURI}`));
+    document.addEventListener("securitypolicyviolation", (e) =>
+      window.__violations.push(`${e.violatedDirective} ${e.blockedURI}`),
+    );
   });
 
   const response = await page.goto(`${server.url}/pools/${pool}/`, { timeout: STEP_TIMEOUT_MS });
   const csp = response.headers()["content-security-policy"] ?? "";
   assert.match(csp, /script-src 'sha256-[^']+'/, "the page is served with a hash-based script-src");
-  assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval|https?:/, "the CSP allows no inline code by default and no remote origin");
+  assert.doesNotMatch(
+    csp,
+    /unsafe-inline|unsafe-eval|https?:/,
+    "the CSP allows no inline code by default and no remote origin",
+  );
 
   log("the page asks for a token when auth is enforced");
   await page.locator("#auth").waitFor({ state: "visible", timeout: STEP_TIMEOUT_MS });
@@ -117,7 +126,11 @@ async function enforcedDashboard(browser, server) {
   await page.fill("#token", "tok-ops");
   await page.press("#token", "Enter");
   await page.locator("#auth").waitFor({ state: "hidden", timeout: STEP_TIMEOUT_MS });
-  const stored = await page.evaluate(() => ({ session: Object.keys(sessionStorage).length, local: Object.keys(localStorage).length, cookie: document.cookie }));
+  const stored = await page.evaluate(() => ({
+    session: Object.keys(sessionStorage).length,
+    local: Object.keys(localStorage).length,
+    cookie: document.cookie,
+  }));
   assert.deepEqual(stored, { session: 1, local: 0, cookie: "" }, "the token is kept in this tab only");
 
   log("the page shows the registered nodes and the running job");
@@ -132,18 +145,35 @@ async function enforcedDashboard(browser, server) {
 
   log("hostile strings render as text and run nothing");
   const nodeIds = await page.locator("#nodes tr[data-node] td:first-child .mono").allTextContents();
-  assert.ok(nodeIds.includes(EVIL_NODE) && nodeIds.includes(EVIL_NODE_2), `node ids shown verbatim: ${JSON.stringify(nodeIds)}`);
-  assert.equal(await page.locator("#nodes script, #nodes img, #jobs svg, #events script").count(), 0, "no element was made from data");
+  assert.ok(
+    nodeIds.includes(EVIL_NODE) && nodeIds.includes(EVIL_NODE_2),
+    `node ids shown verbatim: ${JSON.stringify(nodeIds)}`,
+  );
+  assert.equal(
+    await page.locator("#nodes script, #nodes img, #jobs svg, #events script").count(),
+    0,
+    "no element was made from data",
+  );
   assert.ok((await page.locator("#jobs").textContent()).includes(`note=${EVIL_LABEL}`), "a job label is shown as text");
 
   log("the page updates when a task completes");
   await api.complete("tok-w1", first);
-  await waitFor(page, () => jobRow.locator(".progress-label").textContent(), (t) => t === "1/2 completed", "progress 1/2 completed");
+  await waitFor(
+    page,
+    () => jobRow.locator(".progress-label").textContent(),
+    (t) => t === "1/2 completed",
+    "progress 1/2 completed",
+  );
   await waitForText(page, "#events", "TASK_COMMIT_ACCEPTED");
 
   log("a task no online node can take is flagged, and explained on request");
   const stuckRow = page.locator(`#jobs tr[data-job="${stuckJob.job_id}"]`);
-  await waitFor(page, () => stuckRow.getAttribute("class"), (c) => c === "flagged", "the stuck job is flagged");
+  await waitFor(
+    page,
+    () => stuckRow.getAttribute("class"),
+    (c) => c === "flagged",
+    "the stuck job is flagged",
+  );
   await waitForText(page, "#stuck", "task needs 4 GPUs");
   await stuckRow.locator("button").click();
   await waitForText(page, "#explain", "No registered node can take this task.");
@@ -152,7 +182,12 @@ async function enforcedDashboard(browser, server) {
 
   // The second claim makes a live lease held by the hostile node, for the screenshot.
   await api.claim("tok-evil");
-  await waitFor(page, () => page.locator("#leases tbody tr").count(), (n) => n === 1, "one live lease");
+  await waitFor(
+    page,
+    () => page.locator("#leases tbody tr").count(),
+    (n) => n === 1,
+    "one live lease",
+  );
   await page.screenshot({ path: SCREENSHOT, fullPage: true });
   log(`screenshot: ${SCREENSHOT}`);
 
@@ -167,7 +202,11 @@ async function enforcedDashboard(browser, server) {
   await other.close();
 
   const state = await page.evaluate(() => ({ pwned: window.__pwned, violations: window.__violations }));
-  assert.deepEqual(state, { pwned: undefined, violations: [] }, "no injected script ran and the CSP was never violated");
+  assert.deepEqual(
+    state,
+    { pwned: undefined, violations: [] },
+    "no injected script ran and the CSP was never violated",
+  );
   assert.deepEqual(errors, [], "no uncaught errors in the page");
   await context.close();
 }
@@ -211,7 +250,12 @@ async function waitFor(page, read, ok, what) {
 }
 
 function waitForText(page, selector, text) {
-  return waitFor(page, () => page.locator(selector).textContent(), (t) => typeof t === "string" && t.includes(text), `${JSON.stringify(text)} in ${selector}`);
+  return waitFor(
+    page,
+    () => page.locator(selector).textContent(),
+    (t) => typeof t === "string" && t.includes(text),
+    `${JSON.stringify(text)} in ${selector}`,
+  );
 }
 
 function searchJob(name, trials, spec = {}) {
@@ -223,7 +267,10 @@ function searchJob(name, trials, spec = {}) {
     spec: {
       execution: { backend: "leases" },
       image: { repository: "ghcr.io/flashml/runner", tag: "0.4.1" },
-      workload: { type: "hyperparameter_search", parameters: { trials: Array.from({ length: trials }, (_, i) => ({ c: i })) } },
+      workload: {
+        type: "hyperparameter_search",
+        parameters: { trials: Array.from({ length: trials }, (_, i) => ({ c: i })) },
+      },
       ...rest,
     },
   };
@@ -240,7 +287,12 @@ function client(url, pool) {
       headers["content-type"] = "application/json";
       payload = JSON.stringify(body);
     }
-    const r = await fetch(base + path, { method, headers, body: payload, signal: AbortSignal.timeout(STEP_TIMEOUT_MS) });
+    const r = await fetch(base + path, {
+      method,
+      headers,
+      body: payload,
+      signal: AbortSignal.timeout(STEP_TIMEOUT_MS),
+    });
     const text = await r.text();
     if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${text}`);
     return text ? JSON.parse(text) : null;
@@ -252,7 +304,10 @@ function client(url, pool) {
         node_id: extra.node_id ?? "ignored-when-enforcing",
         kubernetes_node: "",
         hostname: "node.local",
-        capabilities: { cpu_cores: 4, gpus: Array.from({ length: gpus }, (_, index) => ({ index, name: "NVIDIA L4" })) },
+        capabilities: {
+          cpu_cores: 4,
+          gpus: Array.from({ length: gpus }, (_, index) => ({ index, name: "NVIDIA L4" })),
+        },
         ...extra,
       }),
     claim: async (token) => {
@@ -287,7 +342,20 @@ async function startCoordinator(vars) {
   const port = await freePort();
   const inspector = await freePort();
   const persist = mkdtempSync(join(tmpdir(), "flashedge-browser-"));
-  const args = ["dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspector), "--persist-to", persist, "--show-interactive-dev-session=false", "--log-level", "warn"];
+  const args = [
+    "dev",
+    "--ip",
+    "127.0.0.1",
+    "--port",
+    String(port),
+    "--inspector-port",
+    String(inspector),
+    "--persist-to",
+    persist,
+    "--show-interactive-dev-session=false",
+    "--log-level",
+    "warn",
+  ];
   for (const [key, value] of Object.entries(vars)) args.push("--var", `${key}:${value}`);
   const child = spawn(join(ROOT, "node_modules", ".bin", "wrangler"), args, {
     cwd: ROOT,
@@ -323,7 +391,10 @@ async function stopServer(server) {
     } catch {
       // already gone
     }
-    const killed = await Promise.race([exited.then(() => true), new Promise((resolve) => setTimeout(() => resolve(false), 5000))]);
+    const killed = await Promise.race([
+      exited.then(() => true),
+      new Promise((resolve) => setTimeout(() => resolve(false), 5000)),
+    ]);
     if (!killed) {
       try {
         process.kill(-child.pid, "SIGKILL");
@@ -336,7 +407,10 @@ async function stopServer(server) {
 }
 
 async function cleanup() {
-  for (const fn of cleanups.reverse()) await Promise.resolve().then(fn).catch(() => {});
+  for (const fn of cleanups.reverse())
+    await Promise.resolve()
+      .then(fn)
+      .catch(() => {});
   await Promise.all(servers.map(stopServer));
 }
 

@@ -4,8 +4,8 @@
 // re-derives it. Pure, so the workerd tests and the crash/soak drivers (which
 // read the persisted SQLite file) share it.
 
-import { deriveJobState, type TaskCounts } from "../../src/job-state";
-import { claimView, eligible } from "../../src/placement";
+import { deriveJobState, type TaskCounts } from "../../src/rules/job-state";
+import { claimView, eligible } from "../../src/rules/placement";
 
 type Row = Record<string, string | number | null | ArrayBuffer>;
 
@@ -49,8 +49,10 @@ export function violations(s: PoolSnapshot): string[] {
       out.push(`${id}: COMPLETED with ${accepted.length} accepted commits`);
     }
     if (t.state !== "COMPLETED" && accepted.length > 0) out.push(`${id}: ${t.state} but has an accepted commit`);
-    if ((t.attempts_used as number) > (t.max_attempts as number)) out.push(`${id}: ${t.attempts_used} attempts > max ${t.max_attempts}`);
-    if (t.attempts_used !== leases.length) out.push(`${id}: attempts_used ${t.attempts_used} but ${leases.length} leases issued`);
+    if ((t.attempts_used as number) > (t.max_attempts as number))
+      out.push(`${id}: ${t.attempts_used} attempts > max ${t.max_attempts}`);
+    if (t.attempts_used !== leases.length)
+      out.push(`${id}: attempts_used ${t.attempts_used} but ${leases.length} leases issued`);
     for (const l of leases) {
       const node = nodes.get(l.node_id as string);
       if (!node) out.push(`${id}: leased to unregistered node ${l.node_id}`);
@@ -70,13 +72,18 @@ export function violations(s: PoolSnapshot): string[] {
     for (const t of s.tasks) if (t.job_id === j.job_id) counts[t.state as keyof TaskCounts]++;
     const derived = deriveJobState(counts);
     const terminal = ["SUCCEEDED", "FAILED", "CANCELLED"];
-    if (j.terminal_state === null && terminal.includes(derived)) out.push(`job ${j.job_id}: derives ${derived} but no terminal transition was recorded`);
+    if (j.terminal_state === null && terminal.includes(derived))
+      out.push(`job ${j.job_id}: derives ${derived} but no terminal transition was recorded`);
     if (j.terminal_state !== null && j.terminal_state !== "CANCELLED" && derived !== j.terminal_state) {
       out.push(`job ${j.job_id}: recorded ${j.terminal_state} but derives ${derived}`);
     }
-    if (j.terminal_state === "CANCELLED" && counts.PENDING + counts.LEASED > 0) out.push(`job ${j.job_id}: CANCELLED with live tasks`);
-    const ends = s.events.filter((e) => e.job_id === j.job_id && (e.type === "JOB_SUCCEEDED" || e.type === "JOB_FAILED")).length;
-    if (ends !== (j.terminal_state === "SUCCEEDED" || j.terminal_state === "FAILED" ? 1 : 0)) out.push(`job ${j.job_id}: ${ends} terminal events`);
+    if (j.terminal_state === "CANCELLED" && counts.PENDING + counts.LEASED > 0)
+      out.push(`job ${j.job_id}: CANCELLED with live tasks`);
+    const ends = s.events.filter(
+      (e) => e.job_id === j.job_id && (e.type === "JOB_SUCCEEDED" || e.type === "JOB_FAILED"),
+    ).length;
+    if (ends !== (j.terminal_state === "SUCCEEDED" || j.terminal_state === "FAILED" ? 1 : 0))
+      out.push(`job ${j.job_id}: ${ends} terminal events`);
   }
 
   const liveDeadlines = s.leases.filter((l) => l.status === "live").map((l) => l.deadline_ms as number);

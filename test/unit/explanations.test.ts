@@ -3,8 +3,8 @@
 // change of the gate's wording that breaks the grouping fails here.
 
 import { describe, expect, it } from "vitest";
-import { type NodePlacement, summarizePlacement, taskSideReason } from "../../src/explanations";
-import { explain, type GateName } from "../../src/placement";
+import { type NodePlacement, summarizePlacement, taskSideReason } from "../../src/rules/explanations";
+import { explain, type GateName } from "../../src/rules/placement";
 
 type Caps = { gpus?: unknown[]; pools?: unknown };
 
@@ -27,7 +27,9 @@ const gpus = (n: number) => Array.from({ length: n }, (_, index) => ({ index }))
 function placed(payload: unknown, node: ReturnType<typeof view>, online = true): NodePlacement {
   const answer = explain(payload, node);
   const base = { node_id: node.node_id, online, status: "online" };
-  return answer.eligible ? { ...base, eligible: true } : { ...base, eligible: false, gate: answer.gate, reason: answer.reason };
+  return answer.eligible
+    ? { ...base, eligible: true }
+    : { ...base, eligible: false, gate: answer.gate, reason: answer.reason };
 }
 
 function refusal(payload: unknown, node: ReturnType<typeof view>): [GateName, string] {
@@ -41,25 +43,79 @@ describe("taskSideReason", () => {
     ["a GPU shortfall, whatever the node has", { gpus: 2 }, view("a", {}, { gpus: gpus(1) }), "task needs 2 GPUs"],
     ["a GPU shortfall on a CPU node", { gpus: 2 }, view("a"), "task needs 2 GPUs"],
     ["a GPU shortfall of one", { gpus: 1 }, view("a"), "task needs 1 GPU"],
-    ["a missing dataset", { local_inputs: ["patients"] }, view("a", { local_datasets: ["labs"] }), "missing dataset 'patients'"],
-    ["datasets advertised as a bare string", { local_inputs: ["patients"] }, view("a", { local_datasets: "patients" }), "task needs 1 local dataset, node offers none"],
-    ["argv on a node that is not argv-capable", { argv: ["run"] }, view("a"), "task runs argv, node is not argv_capable"],
-    ["a module on a node that refuses modules", { module: "m" }, view("a", { module_capable: false }), "node is not module_capable"],
+    [
+      "a missing dataset",
+      { local_inputs: ["patients"] },
+      view("a", { local_datasets: ["labs"] }),
+      "missing dataset 'patients'",
+    ],
+    [
+      "datasets advertised as a bare string",
+      { local_inputs: ["patients"] },
+      view("a", { local_datasets: "patients" }),
+      "task needs 1 local dataset, node offers none",
+    ],
+    [
+      "argv on a node that is not argv-capable",
+      { argv: ["run"] },
+      view("a"),
+      "task runs argv, node is not argv_capable",
+    ],
+    [
+      "a module on a node that refuses modules",
+      { module: "m" },
+      view("a", { module_capable: false }),
+      "node is not module_capable",
+    ],
     ["an excluded node", { exclude_nodes: ["a"] }, view("a"), "node excluded by the task"],
     ["a node without a readable id", { exclude_nodes: ["a"] }, view(""), "node has no readable node_id"],
-    ["a team pool the node is not in", { pool: "team-a" }, view("a", {}, { pools: ["team-b"] }), "not in team pool 'team-a'"],
-    ["a node whose team pools are not a list", { pool: "team-a" }, view("a", {}, { pools: "team-a" }), "not in team pool 'team-a'"],
-    ["a node whose team pool list is malformed", { pool: "team-a" }, view("a", {}, { pools: ["team-a", 3] }), "node's team pool list is malformed"],
-    ["a sandboxed task on a plain node", { isolation: { tier: "sandboxed" } }, view("a"), "task needs a sandboxed node"],
-    ["a malformed GPU count (same for every node)", { gpus: "2" }, view("a"), "gpus must be a whole number of at least 0, got '2'"],
-    ["a payload that is not an object", [], view("a"), "the payload is a list, not a JSON object, so its requirements cannot be read"],
+    [
+      "a team pool the node is not in",
+      { pool: "team-a" },
+      view("a", {}, { pools: ["team-b"] }),
+      "not in team pool 'team-a'",
+    ],
+    [
+      "a node whose team pools are not a list",
+      { pool: "team-a" },
+      view("a", {}, { pools: "team-a" }),
+      "not in team pool 'team-a'",
+    ],
+    [
+      "a node whose team pool list is malformed",
+      { pool: "team-a" },
+      view("a", {}, { pools: ["team-a", 3] }),
+      "node's team pool list is malformed",
+    ],
+    [
+      "a sandboxed task on a plain node",
+      { isolation: { tier: "sandboxed" } },
+      view("a"),
+      "task needs a sandboxed node",
+    ],
+    [
+      "a malformed GPU count (same for every node)",
+      { gpus: "2" },
+      view("a"),
+      "gpus must be a whole number of at least 0, got '2'",
+    ],
+    [
+      "a payload that is not an object",
+      [],
+      view("a"),
+      "the payload is a list, not a JSON object, so its requirements cannot be read",
+    ],
   ])("keeps the task's side of %s", (_what, payload, node, expected) => {
     const [gate, reason] = refusal(payload, node);
     expect(taskSideReason(gate, reason)).toBe(expected);
   });
 
   it("gives every node short of the same thing the same text", () => {
-    const nodes = [view("a"), view("b", {}, { gpus: gpus(1) }), view("c", {}, { gpus: "lots" as unknown as unknown[] })];
+    const nodes = [
+      view("a"),
+      view("b", {}, { gpus: gpus(1) }),
+      view("c", {}, { gpus: "lots" as unknown as unknown[] }),
+    ];
     const texts = new Set(nodes.map((n) => taskSideReason(...refusal({ gpus: 2 }, n))));
     expect([...texts]).toEqual(["task needs 2 GPUs"]);
   });
@@ -88,7 +144,12 @@ describe("summarizePlacement", () => {
 
   it.each([
     ["all eligible", [{ gpus: 0 }, [view("a"), view("b")]], "2/2 nodes eligible", false],
-    ["some eligible", [{ gpus: 1 }, [view("a", {}, { gpus: gpus(1) }), view("b")]], "1/2 nodes eligible: 1 × gpu (task needs 1 GPU)", false],
+    [
+      "some eligible",
+      [{ gpus: 1 }, [view("a", {}, { gpus: gpus(1) }), view("b")]],
+      "1/2 nodes eligible: 1 × gpu (task needs 1 GPU)",
+      false,
+    ],
     ["no node registered", [{}, []], "0/0 nodes eligible: no nodes registered", true],
   ] as const)("%s", (_what, [payload, nodes], summary, unplaceable) => {
     const s = summarizePlacement(nodes.map((n) => placed(payload, n)));
@@ -97,7 +158,10 @@ describe("summarizePlacement", () => {
   });
 
   it("an offline node that could take the task still makes it placeable (it is registered)", () => {
-    const s = summarizePlacement([placed({ gpus: 1 }, view("gpu", {}, { gpus: gpus(1) }), false), placed({ gpus: 1 }, view("cpu"))]);
+    const s = summarizePlacement([
+      placed({ gpus: 1 }, view("gpu", {}, { gpus: gpus(1) }), false),
+      placed({ gpus: 1 }, view("cpu")),
+    ]);
     expect(s.unplaceable).toBe(false);
     expect(s.summary).toBe("1/2 nodes eligible: 1 × gpu (task needs 1 GPU)");
   });
@@ -130,7 +194,9 @@ describe("summarizePlacement", () => {
     const payload = { local_inputs: ["a", "b", "c", "d", "e", "f"] };
     const offering = ["a", "b", "c", "d", "e", "f"];
     // Node i offers every dataset but the i-th, so each is refused for a different one.
-    const nodes = offering.map((_, i) => placed(payload, view(`n${i}`, { local_datasets: offering.filter((_, j) => j !== i) })));
+    const nodes = offering.map((_, i) =>
+      placed(payload, view(`n${i}`, { local_datasets: offering.filter((_, j) => j !== i) })),
+    );
     const s = summarizePlacement(nodes, { maxGroups: 2 });
     expect(s.groups).toHaveLength(6);
     expect(s.summary).toBe(

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { renderMetrics } from "../../src/metrics";
+import { renderMetrics } from "../../src/rules/metrics";
 
 describe("metrics text", () => {
   const text = renderMetrics("team-a", {

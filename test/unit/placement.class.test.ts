@@ -4,7 +4,7 @@
 // tell apart must never share one.
 
 import { describe, expect, it } from "vitest";
-import { eligible, requirementClass, requirementOf } from "../../src/placement";
+import { eligible, requirementClass, requirementOf } from "../../src/rules/placement";
 
 const MALFORMED: [string, unknown][] = [
   ["gpus true", { gpus: true }],
@@ -33,9 +33,17 @@ describe("payloads that share a class", () => {
     ["exclude_nodes absent and empty", {}, { exclude_nodes: [] }],
     ["local_inputs in another order", { local_inputs: ["a", "b"] }, { local_inputs: ["b", "a"] }],
     ["local_inputs with a duplicate", { local_inputs: ["a"] }, { local_inputs: ["a", "a"] }],
-    ["local_inputs elements with keys in another order", { local_inputs: [{ a: 1, b: { c: 2, d: 3 } }] }, { local_inputs: [{ b: { d: 3, c: 2 }, a: 1 }] }],
+    [
+      "local_inputs elements with keys in another order",
+      { local_inputs: [{ a: 1, b: { c: 2, d: 3 } }] },
+      { local_inputs: [{ b: { d: 3, c: 2 }, a: 1 }] },
+    ],
     ["local_inputs 0 and -0", { local_inputs: [0] }, { local_inputs: [-0] }],
-    ["exclude_nodes in another order, with a duplicate", { exclude_nodes: ["a", "b"] }, { exclude_nodes: ["b", "a", "b"] }],
+    [
+      "exclude_nodes in another order, with a duplicate",
+      { exclude_nodes: ["a", "b"] },
+      { exclude_nodes: ["b", "a", "b"] },
+    ],
     ["argv with different values", { argv: ["python", "a.py"] }, { argv: null }],
     ["module with different values", { module: "a" }, { module: false }],
     ["isolation absent and {}", {}, { isolation: {} }],
@@ -43,8 +51,16 @@ describe("payloads that share a class", () => {
     ["isolation absent and tier standard", {}, { isolation: { tier: "standard" } }],
     ["a non-true allowFallback and none", {}, { isolation: { tier: "standard", allowFallback: "true" } }],
     ["tier Sandboxed and sandboxed", { isolation: { tier: "Sandboxed" } }, { isolation: { tier: "sandboxed" } }],
-    ["a waived sandboxed tier and a waiver alone", { isolation: { tier: "sandboxed", allowFallback: true } }, { isolation: { allowFallback: true } }],
-    ["extra isolation keys and none", { isolation: { tier: "sandboxed", network: "none" } }, { isolation: { tier: "sandboxed" } }],
+    [
+      "a waived sandboxed tier and a waiver alone",
+      { isolation: { tier: "sandboxed", allowFallback: true } },
+      { isolation: { allowFallback: true } },
+    ],
+    [
+      "extra isolation keys and none",
+      { isolation: { tier: "sandboxed", network: "none" } },
+      { isolation: { tier: "sandboxed" } },
+    ],
     ["keys the gate does not read", { gpus: 1, seed: 1, workload: "a" }, { gpus: 1, seed: 2 }],
     ["payload key order", { pool: "p-1", gpus: 2, argv: [] }, { argv: [], gpus: 2, pool: "p-1" }],
   ])("%s", (_, a, b) => {
@@ -65,13 +81,21 @@ describe("payloads the gate tells apart never share a class", () => {
     ["different datasets", { local_inputs: ["a"] }, { local_inputs: ["b"] }],
     ["a dataset true and 1", { local_inputs: [true] }, { local_inputs: [1] }],
     ['a dataset "a" and ["a"]', { local_inputs: ["a"] }, { local_inputs: [["a"]] }],
-    ["an object dataset with and without a __proto__ member", JSON.parse('{"local_inputs": [{"__proto__": 1}]}'), { local_inputs: [{}] }],
+    [
+      "an object dataset with and without a __proto__ member",
+      JSON.parse('{"local_inputs": [{"__proto__": 1}]}'),
+      { local_inputs: [{}] },
+    ],
     ["different excluded nodes", { exclude_nodes: ["a"] }, { exclude_nodes: ["b"] }],
     ['exclude_nodes [""] and []', { exclude_nodes: [""] }, { exclude_nodes: [] }],
     ["different pools", { pool: "p-1" }, { pool: "p-2" }],
     ["sandboxed and standard", { isolation: { tier: "sandboxed" } }, { isolation: { tier: "standard" } }],
     ["a waiver and no waiver on a standard tier", { isolation: { allowFallback: true } }, { isolation: {} }],
-    ["a waiver and a non-true waiver", { isolation: { tier: "sandboxed", allowFallback: true } }, { isolation: { tier: "sandboxed", allowFallback: 1 } }],
+    [
+      "a waiver and a non-true waiver",
+      { isolation: { tier: "sandboxed", allowFallback: true } },
+      { isolation: { tier: "sandboxed", allowFallback: 1 } },
+    ],
     ["a well-formed requirement and the class that places nowhere", { gpus: 1e308 }, { gpus: 1.5 }],
   ])("%s", (_, a, b) => {
     expect(requirementClass(a)).not.toBe(requirementClass(b));
@@ -107,13 +131,22 @@ describe("requirementOf", () => {
   });
 
   it("reduces a payload that requires nothing to the empty requirement", () => {
-    const payload = { gpus: 0, local_inputs: [], exclude_nodes: [], pool: null, isolation: { tier: "standard" }, seed: 1 };
+    const payload = {
+      gpus: 0,
+      local_inputs: [],
+      exclude_nodes: [],
+      pool: null,
+      isolation: { tier: "standard" },
+      seed: 1,
+    };
     expect(requirementOf(payload)).toEqual({});
     expect(requirementClass(payload)).toBe("{}");
   });
 
   it("keeps a sandboxed tier without a waiver as sandboxed", () => {
-    expect(requirementOf({ isolation: { tier: "gvisor", allowFallback: "yes" } })).toEqual({ isolation: { tier: "sandboxed" } });
+    expect(requirementOf({ isolation: { tier: "gvisor", allowFallback: "yes" } })).toEqual({
+      isolation: { tier: "sandboxed" },
+    });
   });
 
   it("keeps a parsed __proto__ member of a dataset as data, through the pool object's JSON round trip", () => {

@@ -5,7 +5,7 @@
 // holds two payloads the gate tells apart.
 
 import { describe, expect, it } from "vitest";
-import { eligible, explain, GATE_KEYS, requirementClass, requirementOf } from "../../src/placement";
+import { eligible, explain, GATE_KEYS, requirementClass, requirementOf } from "../../src/rules/placement";
 
 /** mulberry32: a small seeded PRNG, so every run sees the same set. */
 function prng(seed: number): () => number {
@@ -26,11 +26,33 @@ type Pool = readonly unknown[];
 // rarely, or nearly every payload would be malformed somewhere and the set
 // would only ever test "refused everywhere".
 const PAYLOAD_VALUES: Record<string, readonly [Pool, Pool]> = {
-  argv: [[ABSENT, ABSENT, ABSENT, ["python", "train.py"]], [null, "", 0, false, []]],
-  module: [[ABSENT, ABSENT, "flashml_workloads.sklearn_trial"], [null, false]],
+  argv: [
+    [ABSENT, ABSENT, ABSENT, ["python", "train.py"]],
+    [null, "", 0, false, []],
+  ],
+  module: [
+    [ABSENT, ABSENT, "flashml_workloads.sklearn_trial"],
+    [null, false],
+  ],
   local_inputs: [
     [ABSENT, ABSENT, null, [], ["patients"], ["labs", "patients"], ["patients", "labs"], ["patients", "patients"]],
-    ["patients", { patients: 1 }, [1], [true], [null], [-0], [0], [[]], [{ a: 1, b: [2] }], [{ b: [2], a: 1 }], ["patients", 1], 1, true, [Number.NaN], [undefined]],
+    [
+      "patients",
+      { patients: 1 },
+      [1],
+      [true],
+      [null],
+      [-0],
+      [0],
+      [[]],
+      [{ a: 1, b: [2] }],
+      [{ b: [2], a: 1 }],
+      ["patients", 1],
+      1,
+      true,
+      [Number.NaN],
+      [undefined],
+    ],
   ],
   gpus: [
     [ABSENT, ABSENT, null, 0, -0, 1, 2, 3],
@@ -40,13 +62,33 @@ const PAYLOAD_VALUES: Record<string, readonly [Pool, Pool]> = {
     [ABSENT, ABSENT, null, [], ["node-a"], ["node-b", "node-a"], ["node-a", "node-b", "node-a"]],
     [[""], ["node-a", null], "node-a", [7], {}, true],
   ],
-  pool: [[ABSENT, ABSENT, ABSENT, null, "p-1", "p-2"], ["", 1, true, ["p-1"], { id: "p-1" }]],
+  pool: [
+    [ABSENT, ABSENT, ABSENT, null, "p-1", "p-2"],
+    ["", 1, true, ["p-1"], { id: "p-1" }],
+  ],
   isolation: [
     [
-      ABSENT, ABSENT, null, {}, { tier: "standard" }, { tier: "sandboxed" }, { tier: null }, { tier: "" },
-      { tier: "sandboxed", allowFallback: true }, { allowFallback: true }, { allowFallback: true, tier: "standard", network: "none" },
+      ABSENT,
+      ABSENT,
+      null,
+      {},
+      { tier: "standard" },
+      { tier: "sandboxed" },
+      { tier: null },
+      { tier: "" },
+      { tier: "sandboxed", allowFallback: true },
+      { allowFallback: true },
+      { allowFallback: true, tier: "standard", network: "none" },
     ],
-    [{ tier: "Sandboxed" }, { tier: 0 }, { tier: "sandboxed", allowFallback: "true" }, { tier: "sandboxed", allowFallback: 1 }, "sandboxed", [], 1],
+    [
+      { tier: "Sandboxed" },
+      { tier: 0 },
+      { tier: "sandboxed", allowFallback: "true" },
+      { tier: "sandboxed", allowFallback: 1 },
+      "sandboxed",
+      [],
+      1,
+    ],
   ],
   seed: [[ABSENT, 1, 2], []],
   parameters: [[ABSENT, { gpus: 4, pool: "p-9" }], []],
@@ -54,15 +96,41 @@ const PAYLOAD_VALUES: Record<string, readonly [Pool, Pool]> = {
 
 const NON_OBJECT_PAYLOADS: Pool = [null, "python train.py", [], ["python"], 1, true, undefined];
 
-const CAPABILITY_GPUS: Pool = [ABSENT, [], [{ index: 0 }], [{ index: 0 }, { index: 1 }], [{}, {}, {}], null, "gpu", {}, true, 1];
+const CAPABILITY_GPUS: Pool = [
+  ABSENT,
+  [],
+  [{ index: 0 }],
+  [{ index: 0 }, { index: 1 }],
+  [{}, {}, {}],
+  null,
+  "gpu",
+  {},
+  true,
+  1,
+];
 const CAPABILITY_POOLS: Pool = [ABSENT, [], ["p-1"], ["p-1", "p-2"], ["p-2"], ["p-1", null], "p-1", [1], null];
 
 const NODE_VALUES: Record<string, readonly [Pool, Pool]> = {
-  node_id: [["node-a", "node-b", "node-c"], [ABSENT, null, "", 7, ["node-a"]]],
-  sandbox_capable: [[ABSENT, true, false], [1, "true", null]],
-  argv_capable: [[ABSENT, true, false], [1, "true", null]],
-  module_capable: [[ABSENT, true, false], [null, 0, "false"]],
-  unsandboxed_argv_capable: [[ABSENT, true, false], [1, "true", null]],
+  node_id: [
+    ["node-a", "node-b", "node-c"],
+    [ABSENT, null, "", 7, ["node-a"]],
+  ],
+  sandbox_capable: [
+    [ABSENT, true, false],
+    [1, "true", null],
+  ],
+  argv_capable: [
+    [ABSENT, true, false],
+    [1, "true", null],
+  ],
+  module_capable: [
+    [ABSENT, true, false],
+    [null, 0, "false"],
+  ],
+  unsandboxed_argv_capable: [
+    [ABSENT, true, false],
+    [1, "true", null],
+  ],
   local_datasets: [
     [ABSENT, [], ["patients"], ["patients", "labs"], ["labs"]],
     [null, "patients", { patients: "/srv" }, [1], [true], [null], [{ b: [2], a: 1 }], [-0], [[]]],
@@ -75,7 +143,11 @@ function pick<T>(random: () => number, pool: readonly T[]): T {
   return pool[Math.floor(random() * pool.length)] as T;
 }
 
-function build(random: () => number, values: Record<string, readonly [Pool, Pool]>, nastiness: number): Record<string, unknown> {
+function build(
+  random: () => number,
+  values: Record<string, readonly [Pool, Pool]>,
+  nastiness: number,
+): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, [good, nasty]] of Object.entries(values)) {
     const value = nasty.length > 0 && random() < nastiness ? pick(random, nasty) : pick(random, good);
@@ -218,7 +290,9 @@ describe("over 24,000 generated payload/node combinations", () => {
       if (typeof payload !== "object" || payload === null || Array.isArray(payload)) continue;
       const extra = { ...payload, seed: 99, workload: { gpus: 8 }, tier: "sandboxed", allowFallback: true };
       expect(requirementClass(extra)).toBe(requirementClass(payload));
-      const gateOnly = Object.fromEntries(Object.entries(payload).filter(([key]) => (GATE_KEYS as readonly string[]).includes(key)));
+      const gateOnly = Object.fromEntries(
+        Object.entries(payload).filter(([key]) => (GATE_KEYS as readonly string[]).includes(key)),
+      );
       expect(requirementClass(gateOnly)).toBe(requirementClass(payload));
     }
   });

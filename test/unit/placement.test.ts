@@ -3,7 +3,7 @@
 // reach, and the reasons explain() gives.
 
 import { describe, expect, it } from "vitest";
-import { eligible, explain, GATE_KEYS, jsonEqual, MAX_DEPTH } from "../../src/placement";
+import { eligible, explain, GATE_KEYS, jsonEqual, MAX_DEPTH } from "../../src/rules/placement";
 
 type Json = Record<string, unknown>;
 
@@ -123,7 +123,11 @@ describe("gate 2: module (fail-open)", () => {
     ['a module task is placed when module_capable is "false"', node({ module_capable: "false" }), true],
   ])("%s", (_, view, expected) => {
     expect(eligible(MODULE, view)).toBe(expected);
-    if (!expected) expect(refusal(MODULE, view)).toEqual({ gate: "module", reason: "module: task runs a module and node says module_capable: false" });
+    if (!expected)
+      expect(refusal(MODULE, view)).toEqual({
+        gate: "module",
+        reason: "module: task runs a module and node says module_capable: false",
+      });
   });
 
   it("a task without a module key is placed on an argv-only node", () => {
@@ -144,7 +148,12 @@ describe("gate 3: local data (fail-closed)", () => {
     ["a node advertising a dict of paths", ["patients"], { patients: "/srv/data" }, false],
     ["a node advertising true", ["patients"], true, false],
     ["a node advertising a name that only extends the required one", ["patients"], ["patients-2024"], false],
-    ["a required object matched with different key order", [{ name: "x", v: [1, 2] }], [{ v: [1, 2], name: "x" }], true],
+    [
+      "a required object matched with different key order",
+      [{ name: "x", v: [1, 2] }],
+      [{ v: [1, 2], name: "x" }],
+      true,
+    ],
     ["a required true against an advertised 1", [true], [1], false],
     ["a required 1 against an advertised '1'", [1], ["1"], false],
     ["a required list against an advertised string", [["patients"]], ["patients"], false],
@@ -214,7 +223,10 @@ describe("gate 4: GPU (fail-closed)", () => {
   });
 
   it("a task needing 1e308 GPUs is well-formed and simply never places", () => {
-    expect(refusal({ gpus: 1e308 }, EVERYTHING)).toEqual({ gate: "gpu", reason: "gpu: task needs 1e+308 GPUs, node advertises 4" });
+    expect(refusal({ gpus: 1e308 }, EVERYTHING)).toEqual({
+      gate: "gpu",
+      reason: "gpu: task needs 1e+308 GPUs, node advertises 4",
+    });
   });
 
   it.each([
@@ -549,19 +561,54 @@ describe("explain", () => {
   it.each([
     [{ gpus: 2 }, gpuNode(1), "gpu", "gpu: task needs 2 GPUs, node advertises 1"],
     [{ gpus: 1 }, gpuNode(0), "gpu", "gpu: task needs 1 GPU, node advertises 0"],
-    [{ gpus: 1 }, withCaps({ gpus: "gpu" }), "gpu", "gpu: task needs 1 GPU, node advertises none (capabilities.gpus is 'gpu', not a list)"],
+    [
+      { gpus: 1 },
+      withCaps({ gpus: "gpu" }),
+      "gpu",
+      "gpu: task needs 1 GPU, node advertises none (capabilities.gpus is 'gpu', not a list)",
+    ],
     [{ gpus: "1" }, gpuNode(8), "gpu", "gpu: gpus must be a whole number of at least 0, got '1'"],
     [{ gpus: 1.5 }, gpuNode(8), "gpu", "gpu: gpus must be a whole number of at least 0, got 1.5"],
-    [{ local_inputs: ["patients", "labs"] }, node({ local_datasets: ["labs"] }), "local_data", "local_data: node does not offer dataset 'patients'"],
-    [{ local_inputs: ["patients"] }, node({ local_datasets: "patients" }), "local_data", "local_data: task needs 1 local dataset, node's local_datasets is 'patients', not a list"],
-    [{ local_inputs: "patients" }, EVERYTHING, "local_data", "local_data: local_inputs must be a list of dataset names, got 'patients'"],
+    [
+      { local_inputs: ["patients", "labs"] },
+      node({ local_datasets: ["labs"] }),
+      "local_data",
+      "local_data: node does not offer dataset 'patients'",
+    ],
+    [
+      { local_inputs: ["patients"] },
+      node({ local_datasets: "patients" }),
+      "local_data",
+      "local_data: task needs 1 local dataset, node's local_datasets is 'patients', not a list",
+    ],
+    [
+      { local_inputs: "patients" },
+      EVERYTHING,
+      "local_data",
+      "local_data: local_inputs must be a list of dataset names, got 'patients'",
+    ],
     [{ exclude_nodes: ["node-a"] }, node(), "exclusion", "exclusion: task excludes node 'node-a'"],
     [{ exclude_nodes: ["node-a", 7] }, node(), "exclusion", "exclusion: exclude_nodes[1] is 7, not a node id"],
-    [{ exclude_nodes: ["x", "y"] }, node({ node_id: "" }), "exclusion", "exclusion: task excludes 2 nodes and node has no readable node_id (node_id is '')"],
+    [
+      { exclude_nodes: ["x", "y"] },
+      node({ node_id: "" }),
+      "exclusion",
+      "exclusion: task excludes 2 nodes and node has no readable node_id (node_id is '')",
+    ],
     [{ pool: "p-1" }, withCaps({ pools: ["p-2"] }), "pool", "pool: node is not a member of team pool 'p-1'"],
-    [{ pool: "p-1" }, withCaps({ pools: ["p-1", 3] }), "pool", "pool: node's capabilities.pools holds 3, not a pool name, so its membership cannot be trusted"],
+    [
+      { pool: "p-1" },
+      withCaps({ pools: ["p-1", 3] }),
+      "pool",
+      "pool: node's capabilities.pools holds 3, not a pool name, so its membership cannot be trusted",
+    ],
     [{ pool: "" }, EVERYTHING, "pool", "pool: pool must be a non-empty team pool name, got ''"],
-    [{ isolation: { tier: "Sandboxed" } }, node({ sandbox_capable: 1 }), "isolation", "isolation: task needs a sandboxed node (tier 'Sandboxed') and node is not sandbox_capable (sandbox_capable is 1)"],
+    [
+      { isolation: { tier: "Sandboxed" } },
+      node({ sandbox_capable: 1 }),
+      "isolation",
+      "isolation: task needs a sandboxed node (tier 'Sandboxed') and node is not sandbox_capable (sandbox_capable is 1)",
+    ],
     [{ isolation: "sandboxed" }, EVERYTHING, "isolation", "isolation: isolation must be an object, got 'sandboxed'"],
     [[], EVERYTHING, "argv", "argv: the payload is a list, not a JSON object, so its requirements cannot be read"],
   ])("explains %j on a node as the %s gate's refusal", (payload, view, gate, reason) => {
@@ -579,10 +626,13 @@ describe("explain", () => {
     ["pool", { pool: "p-1" }],
     ["isolation", { isolation: SANDBOXED }],
   ];
-  it.each(failing.map(([gate], i) => [gate, i] as const))("names %s when it is the first gate that refuses", (gate, i) => {
-    const payload = Object.assign({}, ...failing.slice(i).map(([, part]) => part)) as Json;
-    expect(refusal(payload, node({ module_capable: false }))?.gate).toBe(gate);
-  });
+  it.each(failing.map(([gate], i) => [gate, i] as const))(
+    "names %s when it is the first gate that refuses",
+    (gate, i) => {
+      const payload = Object.assign({}, ...failing.slice(i).map(([, part]) => part)) as Json;
+      expect(refusal(payload, node({ module_capable: false }))?.gate).toBe(gate);
+    },
+  );
 
   it("keeps a reason on one line even when a name holds line breaks", () => {
     const name = "a\nb\u2028c\rd";

@@ -28,14 +28,19 @@ describe("validationDetail", () => {
     const body = { ...registration, capabilities: { gpus: [{ index: "0" }] } };
     const detail = validationDetail(NodeRegistrationSchema.safeParse(body).error!);
     expect(JSON.parse(JSON.stringify({ detail }))).toEqual({
-      detail: [{ loc: ["body", "capabilities", "gpus", 0, "index"], msg: "Input should be a valid integer", type: "int_type" }],
+      detail: [
+        { loc: ["body", "capabilities", "gpus", 0, "index"], msg: "Input should be a valid integer", type: "int_type" },
+      ],
     });
   });
 
   const missingBody = { kubernetes_node: "", hostname: "h", capabilities: {} };
   it.each([
     ["from a plain safeParse error", () => validationDetail(NodeRegistrationSchema.safeParse(missingBody).error!)],
-    ["from the error and the body", () => validationDetail(NodeRegistrationSchema.safeParse(missingBody).error!, missingBody)],
+    [
+      "from the error and the body",
+      () => validationDetail(NodeRegistrationSchema.safeParse(missingBody).error!, missingBody),
+    ],
     [
       "from an error that kept its input",
       () => validationDetail(NodeRegistrationSchema.safeParse(missingBody, { reportInput: true }).error!),
@@ -65,7 +70,9 @@ describe("validationDetail", () => {
   it("reports a body that is not an object at loc [body]", () => {
     for (const body of [[], "register me", 42, null]) {
       const result = parseRequest(NodeRegistrationSchema, body);
-      expect(result.ok ? [] : result.detail).toEqual([{ loc: ["body"], msg: "Input should be an object", type: "model_type" }]);
+      expect(result.ok ? [] : result.detail).toEqual([
+        { loc: ["body"], msg: "Input should be an object", type: "model_type" },
+      ]);
     }
   });
 
@@ -101,10 +108,22 @@ describe("validationDetail", () => {
     [z.object({ s: z.string().min(3) }), { s: "ab" }, "string_too_short", "String should have at least 3 characters"],
     [z.object({ s: z.string().max(1) }), { s: "ab" }, "string_too_long", "String should have at most 1 character"],
     [z.object({ a: z.array(z.int()).min(1) }), { a: [] }, "too_short", "List should have at least 1 item"],
-    [z.object({ s: z.string().regex(/^x$/) }), { s: "y" }, "string_pattern_mismatch", "String should match pattern '/^x$/'"],
-    [z.object({ s: z.string().startsWith("artifact://") }), { s: "s3://" }, "string_pattern_mismatch", "String should start with 'artifact://'"],
+    [
+      z.object({ s: z.string().regex(/^x$/) }),
+      { s: "y" },
+      "string_pattern_mismatch",
+      "String should match pattern '/^x$/'",
+    ],
+    [
+      z.object({ s: z.string().startsWith("artifact://") }),
+      { s: "s3://" },
+      "string_pattern_mismatch",
+      "String should start with 'artifact://'",
+    ],
   ])("maps zod's built-in checks to pydantic codes (%#)", (schema, body, type, msg) => {
-    expect(validationDetail(schema.safeParse(body).error!)).toEqual([{ loc: ["body", Object.keys(body)[0]], msg, type }]);
+    expect(validationDetail(schema.safeParse(body).error!)).toEqual([
+      { loc: ["body", Object.keys(body)[0]], msg, type },
+    ]);
   });
 
   it("returns the parsed value when the body is valid", () => {

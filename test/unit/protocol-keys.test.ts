@@ -18,7 +18,7 @@ describe("artifactKeyProblem", () => {
     ["an emoji", "results/🚀.json"],
     ["exactly 1024 ASCII bytes", "x".repeat(1024)],
     ["exactly 1024 bytes of two-byte characters", "é".repeat(512)],
-    ["exactly 1024 bytes of three-byte characters and one ASCII", "€".repeat(341) + "a"],
+    ["exactly 1024 bytes of three-byte characters and one ASCII", `${"€".repeat(341)}a`],
     ["exactly 1024 bytes of four-byte characters", "😀".repeat(256)],
   ];
   it.each(good)("accepts %s", (_name, key) => {
@@ -46,7 +46,7 @@ describe("artifactKeyProblem", () => {
     ["the last C1 control", "a\u009fb", /control character U\+009F/],
     ["1025 ASCII bytes", "x".repeat(1025), /1025 bytes long; the limit is 1024/],
     ["1026 bytes of two-byte characters (513 characters)", "é".repeat(513), /1026 bytes long/],
-    ["1025 bytes from one multibyte character over the limit", "x".repeat(1022) + "€", /1025 bytes long/],
+    ["1025 bytes from one multibyte character over the limit", `${"x".repeat(1022)}€`, /1025 bytes long/],
     ["a lone surrogate", "a\ud800b", /well-formed/],
   ];
   it.each(bad)("refuses %s", (_name, key, message) => {

@@ -8,9 +8,9 @@ import {
   ArtifactRecordSchema,
   CheckpointManifestSchema,
   ClaimRequestSchema,
-  clampLeaseSeconds,
   CommitCheckpointRequestSchema,
   CompleteRequestSchema,
+  clampLeaseSeconds,
   EVENT_TYPES,
   EventSchema,
   EventTypeSchema,
@@ -170,7 +170,12 @@ describe("node registration", () => {
     ['"sandbox_capable": "yes"', { sandbox_capable: "yes" }, ["body", "sandbox_capable"], "bool_type"],
     ['"argv_capable": 1', { argv_capable: 1 }, ["body", "argv_capable"], "bool_type"],
     ['"module_capable": "false"', { module_capable: "false" }, ["body", "module_capable"], "bool_type"],
-    ['"unsandboxed_argv_capable": null', { unsandboxed_argv_capable: null }, ["body", "unsandboxed_argv_capable"], "bool_type"],
+    [
+      '"unsandboxed_argv_capable": null',
+      { unsandboxed_argv_capable: null },
+      ["body", "unsandboxed_argv_capable"],
+      "bool_type",
+    ],
     ['"local_datasets": "patients"', { local_datasets: "patients" }, ["body", "local_datasets"], "list_type"],
     ['"local_datasets": [1]', { local_datasets: [1] }, ["body", "local_datasets", 0], "string_type"],
     ['"environment": "space"', { environment: "space" }, ["body", "environment"], "literal_error"],
@@ -191,14 +196,24 @@ describe("node registration", () => {
       ["body", "capabilities", "gpus", 0, "index"],
       "int_from_float",
     ],
-    ["a GPU with no index", { capabilities: { gpus: [{ name: "A10G" }] } }, ["body", "capabilities", "gpus", 0, "index"], "missing"],
+    [
+      "a GPU with no index",
+      { capabilities: { gpus: [{ name: "A10G" }] } },
+      ["body", "capabilities", "gpus", 0, "index"],
+      "missing",
+    ],
     [
       'a GPU with "memory_total_mb": "24GB"',
       { capabilities: { gpus: [{ index: 0, memory_total_mb: "24GB" }] } },
       ["body", "capabilities", "gpus", 0, "memory_total_mb"],
       "int_type",
     ],
-    ['"memory_bytes": "16G"', { capabilities: { memory_bytes: "16G" } }, ["body", "capabilities", "memory_bytes"], "int_type"],
+    [
+      '"memory_bytes": "16G"',
+      { capabilities: { memory_bytes: "16G" } },
+      ["body", "capabilities", "memory_bytes"],
+      "int_type",
+    ],
     ['"cpu_cores": "8"', { capabilities: { cpu_cores: "8" } }, ["body", "capabilities", "cpu_cores"], "float_type"],
     ['"pools": "team-a"', { capabilities: { pools: "team-a" } }, ["body", "capabilities", "pools"], "list_type"],
   ];
@@ -207,11 +222,16 @@ describe("node registration", () => {
     expect(refusal(NodeRegistrationSchema, body)).toEqual([{ loc, msg: expect.any(String), type }]);
   });
 
-  it.each(["node_id", "kubernetes_node", "hostname", "capabilities"])("refuses a registration without %s as missing", (field) => {
-    const body: Record<string, unknown> = { ...minimalRegistration };
-    delete body[field];
-    expect(refusal(NodeRegistrationSchema, body)).toEqual([{ loc: ["body", field], msg: "Field required", type: "missing" }]);
-  });
+  it.each(["node_id", "kubernetes_node", "hostname", "capabilities"])(
+    "refuses a registration without %s as missing",
+    (field) => {
+      const body: Record<string, unknown> = { ...minimalRegistration };
+      delete body[field];
+      expect(refusal(NodeRegistrationSchema, body)).toEqual([
+        { loc: ["body", field], msg: "Field required", type: "missing" },
+      ]);
+    },
+  );
 
   it("ignores unknown fields at every level instead of refusing them", () => {
     const reg = parsed(NodeRegistrationSchema, {
@@ -229,7 +249,9 @@ describe("node heartbeat", () => {
   it("parses the heartbeat the agent sends, with pydantic's microsecond timestamp", () => {
     const hb = parsed(
       NodeHeartbeatSchema,
-      JSON.parse('{"schema_version":"v1alpha1","node_id":"node-a","timestamp":"2026-11-29T13:43:49.123456Z","status":"online"}'),
+      JSON.parse(
+        '{"schema_version":"v1alpha1","node_id":"node-a","timestamp":"2026-11-29T13:43:49.123456Z","status":"online"}',
+      ),
     );
     expect(hb).toEqual({
       schema_version: "v1alpha1",
@@ -284,7 +306,13 @@ describe("tasks and leases", () => {
   });
 
   it("keeps the payload byte-for-byte, unknown keys and odd types included", () => {
-    const payload = { argv: ["python", "-c", "1"], gpus: true, local_inputs: "patients", isolation: null, nested: { a: [1, {}] } };
+    const payload = {
+      argv: ["python", "-c", "1"],
+      gpus: true,
+      local_inputs: "patients",
+      isolation: null,
+      nested: { a: [1, {}] },
+    };
     expect(parsed(TaskSpecSchema, { ...task, payload }).payload).toEqual(payload);
   });
 
@@ -371,18 +399,28 @@ describe("attempt request bodies", () => {
     ["no output_sha256", {}, "missing"],
     ["a numeric output_sha256", { output_sha256: 123 }, "string_type"],
   ])("refuses a complete with %s", (_name, body, type) => {
-    expect(refusal(CompleteRequestSchema, body)).toEqual([{ loc: ["body", "output_sha256"], msg: expect.any(String), type }]);
+    expect(refusal(CompleteRequestSchema, body)).toEqual([
+      { loc: ["body", "output_sha256"], msg: expect.any(String), type },
+    ]);
   });
 
   it("requires a reason on fail, as the reference does", () => {
     expect(parsed(FailRequestSchema, { reason: "exit code 1" })).toEqual({ reason: "exit code 1" });
-    expect(refusal(FailRequestSchema, {})).toEqual([{ loc: ["body", "reason"], msg: "Field required", type: "missing" }]);
+    expect(refusal(FailRequestSchema, {})).toEqual([
+      { loc: ["body", "reason"], msg: "Field required", type: "missing" },
+    ]);
     expect(refusal(FailRequestSchema, { reason: 1 })[0]?.type).toBe("string_type");
   });
 });
 
 describe("execution evidence", () => {
-  const full = { wall_seconds: 12.5, cpu_percent_mean: 87.1, gpu_util_percent_mean: 0, image_digest: "sha256:" + "a".repeat(64), exit_code: 0 };
+  const full = {
+    wall_seconds: 12.5,
+    cpu_percent_mean: 87.1,
+    gpu_util_percent_mean: 0,
+    image_digest: `sha256:${"a".repeat(64)}`,
+    exit_code: 0,
+  };
 
   it.each([
     ["absent evidence", undefined, null],
@@ -461,7 +499,11 @@ describe("job spec", () => {
   });
 
   it("accepts a team pool and keeps workload parameters as given", () => {
-    const parameters = { command: ["python", "train.py", "--lr", "{lr}"], task_params: [{ lr: 0.1 }], lease_seconds: 120 };
+    const parameters = {
+      command: ["python", "train.py", "--lr", "{lr}"],
+      task_params: [{ lr: 0.1 }],
+      lease_seconds: 120,
+    };
     const spec = parsed(JobSpecSchema, {
       ...minimalJob,
       spec: { ...minimalJob.spec, workload: { type: "command", parameters }, placement: { pool: "team-a" } },
@@ -484,15 +526,69 @@ describe("job spec", () => {
   });
 
   const rules: [string, unknown, (string | number)[], string, RegExp][] = [
-    ["a name with uppercase and an underscore", { ...minimalJob, metadata: { name: "My_Job" } }, ["body", "metadata", "name"], "value_error", /DNS-1123/],
-    ["a name starting with a hyphen", { ...minimalJob, metadata: { name: "-job" } }, ["body", "metadata", "name"], "value_error", /DNS-1123/],
-    ["a name ending with a hyphen", { ...minimalJob, metadata: { name: "job-" } }, ["body", "metadata", "name"], "value_error", /DNS-1123/],
-    ["a 64-character name", { ...minimalJob, metadata: { name: "a".repeat(64) } }, ["body", "metadata", "name"], "value_error", /max 63/],
-    ["a name with a trailing newline", { ...minimalJob, metadata: { name: "job\n" } }, ["body", "metadata", "name"], "value_error", /DNS-1123/],
-    ["an empty name", { ...minimalJob, metadata: { name: "" } }, ["body", "metadata", "name"], "value_error", /DNS-1123/],
-    ["the image tag latest", jobWith("image", { repository: "r", tag: "latest" }), ["body", "spec", "image", "tag"], "value_error", /'latest' is not allowed/],
-    ["an empty image tag", jobWith("image", { repository: "r", tag: "" }), ["body", "spec", "image", "tag"], "value_error", /must not be empty/],
-    ["an image without a tag", jobWith("image", { repository: "r" }), ["body", "spec", "image", "tag"], "missing", /Field required/],
+    [
+      "a name with uppercase and an underscore",
+      { ...minimalJob, metadata: { name: "My_Job" } },
+      ["body", "metadata", "name"],
+      "value_error",
+      /DNS-1123/,
+    ],
+    [
+      "a name starting with a hyphen",
+      { ...minimalJob, metadata: { name: "-job" } },
+      ["body", "metadata", "name"],
+      "value_error",
+      /DNS-1123/,
+    ],
+    [
+      "a name ending with a hyphen",
+      { ...minimalJob, metadata: { name: "job-" } },
+      ["body", "metadata", "name"],
+      "value_error",
+      /DNS-1123/,
+    ],
+    [
+      "a 64-character name",
+      { ...minimalJob, metadata: { name: "a".repeat(64) } },
+      ["body", "metadata", "name"],
+      "value_error",
+      /max 63/,
+    ],
+    [
+      "a name with a trailing newline",
+      { ...minimalJob, metadata: { name: "job\n" } },
+      ["body", "metadata", "name"],
+      "value_error",
+      /DNS-1123/,
+    ],
+    [
+      "an empty name",
+      { ...minimalJob, metadata: { name: "" } },
+      ["body", "metadata", "name"],
+      "value_error",
+      /DNS-1123/,
+    ],
+    [
+      "the image tag latest",
+      jobWith("image", { repository: "r", tag: "latest" }),
+      ["body", "spec", "image", "tag"],
+      "value_error",
+      /'latest' is not allowed/,
+    ],
+    [
+      "an empty image tag",
+      jobWith("image", { repository: "r", tag: "" }),
+      ["body", "spec", "image", "tag"],
+      "value_error",
+      /must not be empty/,
+    ],
+    [
+      "an image without a tag",
+      jobWith("image", { repository: "r" }),
+      ["body", "spec", "image", "tag"],
+      "missing",
+      /Field required/,
+    ],
     [
       "maximumWorkers below minimumWorkers",
       jobWith("resources", { minimumWorkers: 4, maximumWorkers: 3 }),
@@ -507,27 +603,147 @@ describe("job spec", () => {
       "value_error",
       /maximumWorkers must be >= minimumWorkers/,
     ],
-    ["minimumWorkers 0", jobWith("resources", { minimumWorkers: 0 }), ["body", "spec", "resources", "minimumWorkers"], "greater_than_equal", /greater than or equal to 1/],
-    ["cpuPerTask 0", jobWith("resources", { cpuPerTask: 0 }), ["body", "spec", "resources", "cpuPerTask"], "greater_than", /greater than 0/],
-    ["a negative gpuPerTask", jobWith("resources", { gpuPerTask: -1 }), ["body", "spec", "resources", "gpuPerTask"], "greater_than_equal", /greater than or equal to 0/],
-    ["a fractional gpuPerTask", jobWith("resources", { gpuPerTask: 1.5 }), ["body", "spec", "resources", "gpuPerTask"], "int_from_float", /fractional/],
-    ['gpuPerTask "1"', jobWith("resources", { gpuPerTask: "1" }), ["body", "spec", "resources", "gpuPerTask"], "int_type", /valid integer/],
-    ["gpuPerTask true", jobWith("resources", { gpuPerTask: true }), ["body", "spec", "resources", "gpuPerTask"], "int_type", /valid integer/],
-    ["maxTaskAttempts 0", jobWith("retryPolicy", { maxTaskAttempts: 0 }), ["body", "spec", "retryPolicy", "maxTaskAttempts"], "greater_than_equal", /greater than or equal to 1/],
-    ['maxTaskAttempts "4"', jobWith("retryPolicy", { maxTaskAttempts: "4" }), ["body", "spec", "retryPolicy", "maxTaskAttempts"], "int_type", /valid integer/],
-    ["an outputPrefix outside artifact://", jobWith("artifacts", { outputPrefix: "s3://bucket/out/" }), ["body", "spec", "artifacts", "outputPrefix"], "value_error", /artifact:\/\/ scheme/],
-    ["an unknown architecture", jobWith("placement", { architectures: ["amd64", "x86"] }), ["body", "spec", "placement", "architectures", 1], "literal_error", /'amd64' or 'arm64'/],
-    ["an empty placement pool", jobWith("placement", { pool: "" }), ["body", "spec", "placement", "pool"], "value_error", /team pool id or "any"/],
-    ["an unknown backend", jobWith("execution", { backend: "k8s" }), ["body", "spec", "execution", "backend"], "literal_error", /'ray' or 'leases'/],
-    ["an unknown environment", jobWith("execution", { environment: "aws" }), ["body", "spec", "execution", "environment"], "literal_error", /'auto', 'local' or 'alibaba-ack'/],
-    ['the tier "Sandboxed"', jobWith("isolation", { tier: "Sandboxed" }), ["body", "spec", "isolation", "tier"], "literal_error", /'standard' or 'sandboxed'/],
-    ['allowFallback "true"', jobWith("isolation", { allowFallback: "true" }), ["body", "spec", "isolation", "allowFallback"], "bool_type", /valid boolean/],
-    ["workload parameters that are a list", jobWith("workload", { type: "command", parameters: [] }), ["body", "spec", "workload", "parameters"], "dict_type", /dictionary/],
-    ["a workload without a type", jobWith("workload", {}), ["body", "spec", "workload", "type"], "missing", /Field required/],
-    ["a wrong apiVersion", { ...minimalJob, apiVersion: "flashml.dev/v1" }, ["body", "apiVersion"], "literal_error", /'flashml.dev\/v1alpha1'/],
+    [
+      "minimumWorkers 0",
+      jobWith("resources", { minimumWorkers: 0 }),
+      ["body", "spec", "resources", "minimumWorkers"],
+      "greater_than_equal",
+      /greater than or equal to 1/,
+    ],
+    [
+      "cpuPerTask 0",
+      jobWith("resources", { cpuPerTask: 0 }),
+      ["body", "spec", "resources", "cpuPerTask"],
+      "greater_than",
+      /greater than 0/,
+    ],
+    [
+      "a negative gpuPerTask",
+      jobWith("resources", { gpuPerTask: -1 }),
+      ["body", "spec", "resources", "gpuPerTask"],
+      "greater_than_equal",
+      /greater than or equal to 0/,
+    ],
+    [
+      "a fractional gpuPerTask",
+      jobWith("resources", { gpuPerTask: 1.5 }),
+      ["body", "spec", "resources", "gpuPerTask"],
+      "int_from_float",
+      /fractional/,
+    ],
+    [
+      'gpuPerTask "1"',
+      jobWith("resources", { gpuPerTask: "1" }),
+      ["body", "spec", "resources", "gpuPerTask"],
+      "int_type",
+      /valid integer/,
+    ],
+    [
+      "gpuPerTask true",
+      jobWith("resources", { gpuPerTask: true }),
+      ["body", "spec", "resources", "gpuPerTask"],
+      "int_type",
+      /valid integer/,
+    ],
+    [
+      "maxTaskAttempts 0",
+      jobWith("retryPolicy", { maxTaskAttempts: 0 }),
+      ["body", "spec", "retryPolicy", "maxTaskAttempts"],
+      "greater_than_equal",
+      /greater than or equal to 1/,
+    ],
+    [
+      'maxTaskAttempts "4"',
+      jobWith("retryPolicy", { maxTaskAttempts: "4" }),
+      ["body", "spec", "retryPolicy", "maxTaskAttempts"],
+      "int_type",
+      /valid integer/,
+    ],
+    [
+      "an outputPrefix outside artifact://",
+      jobWith("artifacts", { outputPrefix: "s3://bucket/out/" }),
+      ["body", "spec", "artifacts", "outputPrefix"],
+      "value_error",
+      /artifact:\/\/ scheme/,
+    ],
+    [
+      "an unknown architecture",
+      jobWith("placement", { architectures: ["amd64", "x86"] }),
+      ["body", "spec", "placement", "architectures", 1],
+      "literal_error",
+      /'amd64' or 'arm64'/,
+    ],
+    [
+      "an empty placement pool",
+      jobWith("placement", { pool: "" }),
+      ["body", "spec", "placement", "pool"],
+      "value_error",
+      /team pool id or "any"/,
+    ],
+    [
+      "an unknown backend",
+      jobWith("execution", { backend: "k8s" }),
+      ["body", "spec", "execution", "backend"],
+      "literal_error",
+      /'ray' or 'leases'/,
+    ],
+    [
+      "an unknown environment",
+      jobWith("execution", { environment: "aws" }),
+      ["body", "spec", "execution", "environment"],
+      "literal_error",
+      /'auto', 'local' or 'alibaba-ack'/,
+    ],
+    [
+      'the tier "Sandboxed"',
+      jobWith("isolation", { tier: "Sandboxed" }),
+      ["body", "spec", "isolation", "tier"],
+      "literal_error",
+      /'standard' or 'sandboxed'/,
+    ],
+    [
+      'allowFallback "true"',
+      jobWith("isolation", { allowFallback: "true" }),
+      ["body", "spec", "isolation", "allowFallback"],
+      "bool_type",
+      /valid boolean/,
+    ],
+    [
+      "workload parameters that are a list",
+      jobWith("workload", { type: "command", parameters: [] }),
+      ["body", "spec", "workload", "parameters"],
+      "dict_type",
+      /dictionary/,
+    ],
+    [
+      "a workload without a type",
+      jobWith("workload", {}),
+      ["body", "spec", "workload", "type"],
+      "missing",
+      /Field required/,
+    ],
+    [
+      "a wrong apiVersion",
+      { ...minimalJob, apiVersion: "flashml.dev/v1" },
+      ["body", "apiVersion"],
+      "literal_error",
+      /'flashml.dev\/v1alpha1'/,
+    ],
     ["a wrong kind", { ...minimalJob, kind: "Pod" }, ["body", "kind"], "literal_error", /'Job'/],
-    ["no image", { ...minimalJob, spec: { workload: minimalJob.spec.workload } }, ["body", "spec", "image"], "missing", /Field required/],
-    ["no metadata", { apiVersion: minimalJob.apiVersion, spec: minimalJob.spec }, ["body", "metadata"], "missing", /Field required/],
+    [
+      "no image",
+      { ...minimalJob, spec: { workload: minimalJob.spec.workload } },
+      ["body", "spec", "image"],
+      "missing",
+      /Field required/,
+    ],
+    [
+      "no metadata",
+      { apiVersion: minimalJob.apiVersion, spec: minimalJob.spec },
+      ["body", "metadata"],
+      "missing",
+      /Field required/,
+    ],
   ];
   it.each(rules)("refuses %s with a useful message", (_name, body, loc, type, message) => {
     const detail = refusal(JobSpecSchema, body);
@@ -621,7 +837,12 @@ describe("artifacts and checkpoints", () => {
 
   it("defaults a checkpoint commit to world size 1 with no framework or strategy", () => {
     expect(
-      parsed(CommitCheckpointRequestSchema, { attempt_id: "ls-0123456789ab", step: 400, expected_parts: [part], storage_prefix: "ck/" }),
+      parsed(CommitCheckpointRequestSchema, {
+        attempt_id: "ls-0123456789ab",
+        step: 400,
+        expected_parts: [part],
+        storage_prefix: "ck/",
+      }),
     ).toEqual({
       attempt_id: "ls-0123456789ab",
       step: 400,
@@ -634,7 +855,9 @@ describe("artifacts and checkpoints", () => {
   });
 
   it("accepts a commit with zero parts: the pool refuses it with 409, not the schema with 422", () => {
-    expect(refusal(CommitCheckpointRequestSchema, { attempt_id: "a", step: 0, expected_parts: [], storage_prefix: "p" })).toEqual([]);
+    expect(
+      refusal(CommitCheckpointRequestSchema, { attempt_id: "a", step: 0, expected_parts: [], storage_prefix: "p" }),
+    ).toEqual([]);
   });
 
   const commit = { attempt_id: "a", step: 1, expected_parts: [part], storage_prefix: "p" };
@@ -642,14 +865,30 @@ describe("artifacts and checkpoints", () => {
     ["world size 0", { world_size: 0 }, ["body", "world_size"], "greater_than_equal"],
     ["a negative step", { step: -1 }, ["body", "step"], "greater_than_equal"],
     ['step "1"', { step: "1" }, ["body", "step"], "int_type"],
-    ["a part with a negative size", { expected_parts: [{ ...part, size_bytes: -1 }] }, ["body", "expected_parts", 0, "size_bytes"], "greater_than_equal"],
-    ["a part without a hash", { expected_parts: [{ key: "k", size_bytes: 1 }] }, ["body", "expected_parts", 0, "sha256"], "missing"],
+    [
+      "a part with a negative size",
+      { expected_parts: [{ ...part, size_bytes: -1 }] },
+      ["body", "expected_parts", 0, "size_bytes"],
+      "greater_than_equal",
+    ],
+    [
+      "a part without a hash",
+      { expected_parts: [{ key: "k", size_bytes: 1 }] },
+      ["body", "expected_parts", 0, "sha256"],
+      "missing",
+    ],
   ])("refuses a checkpoint commit with %s", (_name, patch, loc, type) => {
-    expect(refusal(CommitCheckpointRequestSchema, { ...commit, ...patch })).toEqual([{ loc, msg: expect.any(String), type }]);
+    expect(refusal(CommitCheckpointRequestSchema, { ...commit, ...patch })).toEqual([
+      { loc, msg: expect.any(String), type },
+    ]);
   });
 
   it("parses a part registration and refuses one without its part", () => {
-    expect(parsed(RegisterPartRequestSchema, { attempt_id: "a", step: 0, part })).toEqual({ attempt_id: "a", step: 0, part });
+    expect(parsed(RegisterPartRequestSchema, { attempt_id: "a", step: 0, part })).toEqual({
+      attempt_id: "a",
+      step: 0,
+      part,
+    });
     expect(refusal(RegisterPartRequestSchema, { attempt_id: "a", step: 0 })).toEqual([
       { loc: ["body", "part"], msg: "Field required", type: "missing" },
     ]);
@@ -669,7 +908,9 @@ describe("artifacts and checkpoints", () => {
 
   it("defaults a manifest's compatible world sizes to its own world size", () => {
     expect(parsed(CheckpointManifestSchema, manifest).compatible_world_sizes).toEqual([4]);
-    expect(parsed(CheckpointManifestSchema, { ...manifest, compatible_world_sizes: [2, 4, 8] }).compatible_world_sizes).toEqual([2, 4, 8]);
+    expect(
+      parsed(CheckpointManifestSchema, { ...manifest, compatible_world_sizes: [2, 4, 8] }).compatible_world_sizes,
+    ).toEqual([2, 4, 8]);
   });
 
   it("refuses a manifest with an unknown validation state", () => {
@@ -681,7 +922,7 @@ describe("artifacts and checkpoints", () => {
     backend: "local",
     bucket: "flashedge-artifacts",
     object_key: "jobs/0123456789ab/task-000/metrics.json",
-    etag: "\"abc\"",
+    etag: '"abc"',
     sha256: "ab".repeat(32),
     size_bytes: 17,
     created_at: "2026-11-29T13:43:49.123Z",

@@ -2,8 +2,8 @@
 // payload forwards the placement gate reads, and the isolation rules.
 
 import { describe, expect, it } from "vitest";
-import { eligible } from "../../src/placement";
 import { expandJob } from "../../src/recipes";
+import { eligible } from "../../src/rules/placement";
 import {
   commandSpec,
   firstPayload,
@@ -11,8 +11,8 @@ import {
   JOB_ID,
   problemsOf,
   STRICT,
-  tasksOf,
   TRUSTED_FLEET,
+  tasksOf,
 } from "./recipes.fixtures";
 
 const TRAIN = ["python", "train.py"];
@@ -122,9 +122,9 @@ describe("command payload forwards the placement gate reads", () => {
   });
 
   it("forwards an empty local_inputs list as given", () => {
-    expect(firstPayload(expandJob(commandSpec({ command: TRAIN, local_inputs: [] }), JOB_ID, STRICT)).local_inputs).toEqual(
-      [],
-    );
+    expect(
+      firstPayload(expandJob(commandSpec({ command: TRAIN, local_inputs: [] }), JOB_ID, STRICT)).local_inputs,
+    ).toEqual([]);
   });
 
   it("forwards unpack_inputs, and leaves it absent when not given", () => {
@@ -137,7 +137,10 @@ describe("command payload forwards the placement gate reads", () => {
   });
 
   it.each([1, 2, 8])("forwards gpuPerTask %i as the integer gpus", (gpus) => {
-    const spec = commandSpec({ command: TRAIN }, { resources: { gpuPerTask: gpus, minimumWorkers: 1, maximumWorkers: 1 } });
+    const spec = commandSpec(
+      { command: TRAIN },
+      { resources: { gpuPerTask: gpus, minimumWorkers: 1, maximumWorkers: 1 } },
+    );
     const payload = firstPayload(expandJob(spec, JOB_ID, STRICT));
     expect(payload.gpus).toBe(gpus);
     expect(Number.isInteger(payload.gpus)).toBe(true);
@@ -208,7 +211,9 @@ describe("command payloads joined to the placement gate", () => {
   });
 
   it("places a local-data task only on a node advertising the dataset", () => {
-    const payload = firstPayload(expandJob(commandSpec({ command: TRAIN, local_inputs: ["patients"] }), JOB_ID, STRICT));
+    const payload = firstPayload(
+      expandJob(commandSpec({ command: TRAIN, local_inputs: ["patients"] }), JOB_ID, STRICT),
+    );
     expect(eligible(payload, node({}))).toBe(false);
     expect(eligible(payload, node({ local_datasets: ["patients"] }))).toBe(true);
   });
@@ -253,7 +258,11 @@ describe("command placeholders", () => {
   });
 
   it("fills env values but never env names", () => {
-    const spec = commandSpec({ command: TRAIN, env: { "LR_{lr}": "{lr}", SEED: "s{seed}" }, task_params: [{ lr: 0.5, seed: 7 }] });
+    const spec = commandSpec({
+      command: TRAIN,
+      env: { "LR_{lr}": "{lr}", SEED: "s{seed}" },
+      task_params: [{ lr: 0.5, seed: 7 }],
+    });
     expect(firstPayload(expandJob(spec, JOB_ID, STRICT)).env).toEqual({ "LR_{lr}": "0.5", SEED: "s7" });
   });
 
@@ -266,16 +275,66 @@ describe("command placeholders", () => {
 
   it.each([
     ["a missing name", "{lr}", { epochs: 1 }, "task 0: command token 1 references {lr} but task_params[0] has no 'lr'"],
-    ["an inherited name", "{constructor}", {}, "task 0: command token 1 references {constructor} but task_params[0] has no 'constructor'"],
-    ["an empty positional", "{}", {}, "task 0: command token 1 has a positional placeholder {} (name it after a task_params key, e.g. {lr})"],
-    ["a numbered positional", "--x={0}", { 0: "a" }, "task 0: command token 1 has a positional placeholder {0} (name it after a task_params key, e.g. {lr})"],
-    ["a lone opening brace", "x{y", {}, "task 0: command token 1 has a lone '{' at position 1 (write {{ for a literal brace)"],
-    ["a lone closing brace", "x}", {}, "task 0: command token 1 has a lone '}' at position 1 (write }} for a literal brace)"],
-    ["a nested brace", "{a{b}}", {}, "task 0: command token 1 has a '{' inside the placeholder at position 0 (nested placeholders are not supported)"],
-    ["a format spec", "{lr:.3f}", { lr: 0.1 }, "task 0: command token 1 uses a format spec in {lr:.3f}, which is not supported (put the formatted value in task_params)"],
-    ["a conversion", "{lr!r}", { lr: 0.1 }, "task 0: command token 1 uses a conversion in {lr!r}, which is not supported"],
-    ["an attribute access", "{a.b}", { a: { b: 1 } }, "task 0: command token 1 uses field access in {a.b}, which is not supported (use a plain {name})"],
-    ["an index access", "{a[0]}", { a: [1] }, "task 0: command token 1 uses field access in {a[0]}, which is not supported (use a plain {name})"],
+    [
+      "an inherited name",
+      "{constructor}",
+      {},
+      "task 0: command token 1 references {constructor} but task_params[0] has no 'constructor'",
+    ],
+    [
+      "an empty positional",
+      "{}",
+      {},
+      "task 0: command token 1 has a positional placeholder {} (name it after a task_params key, e.g. {lr})",
+    ],
+    [
+      "a numbered positional",
+      "--x={0}",
+      { 0: "a" },
+      "task 0: command token 1 has a positional placeholder {0} (name it after a task_params key, e.g. {lr})",
+    ],
+    [
+      "a lone opening brace",
+      "x{y",
+      {},
+      "task 0: command token 1 has a lone '{' at position 1 (write {{ for a literal brace)",
+    ],
+    [
+      "a lone closing brace",
+      "x}",
+      {},
+      "task 0: command token 1 has a lone '}' at position 1 (write }} for a literal brace)",
+    ],
+    [
+      "a nested brace",
+      "{a{b}}",
+      {},
+      "task 0: command token 1 has a '{' inside the placeholder at position 0 (nested placeholders are not supported)",
+    ],
+    [
+      "a format spec",
+      "{lr:.3f}",
+      { lr: 0.1 },
+      "task 0: command token 1 uses a format spec in {lr:.3f}, which is not supported (put the formatted value in task_params)",
+    ],
+    [
+      "a conversion",
+      "{lr!r}",
+      { lr: 0.1 },
+      "task 0: command token 1 uses a conversion in {lr!r}, which is not supported",
+    ],
+    [
+      "an attribute access",
+      "{a.b}",
+      { a: { b: 1 } },
+      "task 0: command token 1 uses field access in {a.b}, which is not supported (use a plain {name})",
+    ],
+    [
+      "an index access",
+      "{a[0]}",
+      { a: [1] },
+      "task 0: command token 1 uses field access in {a[0]}, which is not supported (use a plain {name})",
+    ],
   ])("refuses %s", (_, token, params, problem) => {
     const spec = commandSpec({ command: ["run", token], task_params: [params] });
     expect(problemsOf(expandJob(spec, JOB_ID, STRICT))).toEqual([problem]);
@@ -316,7 +375,11 @@ describe("command placeholders", () => {
   });
 
   it("reports a malformed token once for all tasks, not once per task", () => {
-    const spec = commandSpec({ command: ["run", "{", "{lr}"], env: { A: "}" }, task_params: [{ lr: 1 }, { lr: 2 }, {}] });
+    const spec = commandSpec({
+      command: ["run", "{", "{lr}"],
+      env: { A: "}" },
+      task_params: [{ lr: 1 }, { lr: 2 }, {}],
+    });
     expect(problemsOf(expandJob(spec, JOB_ID, STRICT))).toEqual([
       "tasks 0–2: command token 1 has a lone '{' at position 0 (write {{ for a literal brace)",
       "tasks 0–2: env 'A' has a lone '}' at position 0 (write }} for a literal brace)",
@@ -332,7 +395,10 @@ describe("command placeholders", () => {
   });
 
   it("refuses a task whose argv fills past the per-task payload limit", () => {
-    const spec = commandSpec({ command: Array.from({ length: 20 }, () => "{x}{x}"), task_params: [{ x: "y".repeat(40_000) }] });
+    const spec = commandSpec({
+      command: Array.from({ length: 20 }, () => "{x}{x}"),
+      task_params: [{ x: "y".repeat(40_000) }],
+    });
     expect(problemsOf(expandJob(spec, JOB_ID, STRICT))).toEqual([
       "task 0: argv and env are longer than 1048576 characters once filled",
     ]);
@@ -345,16 +411,25 @@ describe("command isolation rules", () => {
     { tier: "standard", allowFallback: false, pool: "any", options: TRUSTED_FLEET },
     { tier: "sandboxed", allowFallback: true, pool: "team-a", options: STRICT },
     { tier: "standard", allowFallback: true, pool: "team-a", options: TRUSTED_FLEET },
-  ])("expands tier $tier with allowFallback $allowFallback in pool $pool when allowUnsandboxedArgv is $options.allowUnsandboxedArgv", ({ tier, allowFallback, pool, options }) => {
-    const spec = commandSpec({ command: TRAIN }, { isolation: { tier, allowFallback }, placement: { pool } });
-    expect(firstPayload(expandJob(spec, JOB_ID, options)).isolation).toEqual({ tier, allowFallback });
-  });
+  ])(
+    "expands tier $tier with allowFallback $allowFallback in pool $pool when allowUnsandboxedArgv is $options.allowUnsandboxedArgv",
+    ({ tier, allowFallback, pool, options }) => {
+      const spec = commandSpec({ command: TRAIN }, { isolation: { tier, allowFallback }, placement: { pool } });
+      expect(firstPayload(expandJob(spec, JOB_ID, options)).isolation).toEqual({ tier, allowFallback });
+    },
+  );
 
   it.each([
     ["a standard tier without the coordinator's opt-in", { tier: "standard" }, "any", STRICT, [NEEDS_SANDBOX]],
     ["the default tier without the coordinator's opt-in", {}, "any", STRICT, [NEEDS_SANDBOX]],
     ["allowFallback without a team pool", { tier: "sandboxed", allowFallback: true }, "any", STRICT, [NEEDS_POOL]],
-    ["allowFallback without a team pool on a trusted fleet", { tier: "standard", allowFallback: true }, "any", TRUSTED_FLEET, [NEEDS_POOL]],
+    [
+      "allowFallback without a team pool on a trusted fleet",
+      { tier: "standard", allowFallback: true },
+      "any",
+      TRUSTED_FLEET,
+      [NEEDS_POOL],
+    ],
     ["both at once", { tier: "standard", allowFallback: true }, "any", STRICT, [NEEDS_SANDBOX, NEEDS_POOL]],
   ])("refuses %s", (_, isolation, pool, options, problems) => {
     const spec = commandSpec({ command: TRAIN }, { isolation, placement: { pool } });
@@ -378,22 +453,74 @@ describe("command parameter refusals", () => {
     ["a missing command", {}, "'command' is required: a non-empty list of strings"],
     ["a null command", { command: null }, "'command' is required: a non-empty list of strings"],
     ["an empty command", { command: [] }, "'command' must be a non-empty list of strings, got an empty list"],
-    ["a command string", { command: "python train.py" }, `'command' must be a list of strings, got the string "python train.py"`],
+    [
+      "a command string",
+      { command: "python train.py" },
+      `'command' must be a list of strings, got the string "python train.py"`,
+    ],
     ["a non-string token", { command: ["python", 3] }, "'command[1]' must be a string, got the number 3"],
-    ["task_params that is not a list", { command: TRAIN, task_params: { lr: 1 } }, "'task_params' must be a list of objects, got an object"],
-    ["an empty task_params", { command: TRAIN, task_params: [] }, "'task_params' must list at least one object (omit it for a single task)"],
-    ["a task_params entry that is not an object", { command: TRAIN, task_params: [{}, [1]] }, "'task_params[1]' must be an object, got a list"],
+    [
+      "task_params that is not a list",
+      { command: TRAIN, task_params: { lr: 1 } },
+      "'task_params' must be a list of objects, got an object",
+    ],
+    [
+      "an empty task_params",
+      { command: TRAIN, task_params: [] },
+      "'task_params' must list at least one object (omit it for a single task)",
+    ],
+    [
+      "a task_params entry that is not an object",
+      { command: TRAIN, task_params: [{}, [1]] },
+      "'task_params[1]' must be an object, got a list",
+    ],
     ["env that is not an object", { command: TRAIN, env: ["A=1"] }, "'env' must be an object of strings, got a list"],
     ["a non-string env value", { command: TRAIN, env: { A: 1 } }, "'env.A' must be a string, got the number 1"],
-    ["inputs that is not an object", { command: TRAIN, inputs: "artifact://d" }, `'inputs' must be an object of name → artifact:// URI, got the string "artifact://d"`],
-    ["an input that is not an artifact URI", { command: TRAIN, inputs: { data: "s3://bucket/d" } }, `input 'data' must be an artifact:// URI, got the string "s3://bucket/d"`],
-    ["an input with an empty key", { command: TRAIN, inputs: { data: "artifact://" } }, `input 'data' must be an artifact:// URI, got the string "artifact://"`],
-    ["unpack_inputs that is not a list", { command: TRAIN, inputs, unpack_inputs: "data" }, `'unpack_inputs' must be a list of strings, got the string "data"`],
-    ["a repeated unpack_inputs name", { command: TRAIN, inputs, unpack_inputs: ["data", "data"] }, `'unpack_inputs' names "data" more than once (an input is unpacked at most once)`],
-    ["an undeclared unpack_inputs name", { command: TRAIN, inputs, unpack_inputs: ["data", "model"] }, `'unpack_inputs' names "model", not declared in 'inputs'`],
-    ["an unpack_inputs name that only exists on Object.prototype", { command: TRAIN, inputs, unpack_inputs: ["toString"] }, `'unpack_inputs' names "toString", not declared in 'inputs'`],
-    ["local_inputs that is a bare string", { command: TRAIN, local_inputs: "patients" }, `'local_inputs' must be a list of strings, got the string "patients"`],
-    ["a non-string local_inputs entry", { command: TRAIN, local_inputs: ["patients", true] }, "'local_inputs[1]' must be a string, got the boolean true"],
+    [
+      "inputs that is not an object",
+      { command: TRAIN, inputs: "artifact://d" },
+      `'inputs' must be an object of name → artifact:// URI, got the string "artifact://d"`,
+    ],
+    [
+      "an input that is not an artifact URI",
+      { command: TRAIN, inputs: { data: "s3://bucket/d" } },
+      `input 'data' must be an artifact:// URI, got the string "s3://bucket/d"`,
+    ],
+    [
+      "an input with an empty key",
+      { command: TRAIN, inputs: { data: "artifact://" } },
+      `input 'data' must be an artifact:// URI, got the string "artifact://"`,
+    ],
+    [
+      "unpack_inputs that is not a list",
+      { command: TRAIN, inputs, unpack_inputs: "data" },
+      `'unpack_inputs' must be a list of strings, got the string "data"`,
+    ],
+    [
+      "a repeated unpack_inputs name",
+      { command: TRAIN, inputs, unpack_inputs: ["data", "data"] },
+      `'unpack_inputs' names "data" more than once (an input is unpacked at most once)`,
+    ],
+    [
+      "an undeclared unpack_inputs name",
+      { command: TRAIN, inputs, unpack_inputs: ["data", "model"] },
+      `'unpack_inputs' names "model", not declared in 'inputs'`,
+    ],
+    [
+      "an unpack_inputs name that only exists on Object.prototype",
+      { command: TRAIN, inputs, unpack_inputs: ["toString"] },
+      `'unpack_inputs' names "toString", not declared in 'inputs'`,
+    ],
+    [
+      "local_inputs that is a bare string",
+      { command: TRAIN, local_inputs: "patients" },
+      `'local_inputs' must be a list of strings, got the string "patients"`,
+    ],
+    [
+      "a non-string local_inputs entry",
+      { command: TRAIN, local_inputs: ["patients", true] },
+      "'local_inputs[1]' must be a string, got the boolean true",
+    ],
   ])("refuses %s", (_, parameters, problem) => {
     expect(problemsOf(expandJob(commandSpec(parameters), JOB_ID, STRICT))).toEqual([problem]);
   });

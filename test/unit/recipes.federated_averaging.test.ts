@@ -83,19 +83,55 @@ describe("federated_averaging refusals", () => {
   it.each([
     ["missing num_shards", { ...WORKER }, "'num_shards' is required: an integer from 1 to 999"],
     ["0 shards", { ...WORKER, num_shards: 0 }, "'num_shards' must be an integer from 1 to 999, got the number 0"],
-    ["1000 shards", { ...WORKER, dataset_size: 5000, num_shards: 1000 }, "'num_shards' must be an integer from 1 to 999, got the number 1000"],
-    ["a string num_shards", { ...WORKER, num_shards: "3" }, `'num_shards' must be an integer from 1 to 999, got the string "3"`],
-    ["a fractional num_shards", { ...WORKER, num_shards: 2.5 }, "'num_shards' must be an integer from 1 to 999, got the number 2.5"],
-    ["a boolean num_shards", { ...WORKER, num_shards: true }, "'num_shards' must be an integer from 1 to 999, got the boolean true"],
+    [
+      "1000 shards",
+      { ...WORKER, dataset_size: 5000, num_shards: 1000 },
+      "'num_shards' must be an integer from 1 to 999, got the number 1000",
+    ],
+    [
+      "a string num_shards",
+      { ...WORKER, num_shards: "3" },
+      `'num_shards' must be an integer from 1 to 999, got the string "3"`,
+    ],
+    [
+      "a fractional num_shards",
+      { ...WORKER, num_shards: 2.5 },
+      "'num_shards' must be an integer from 1 to 999, got the number 2.5",
+    ],
+    [
+      "a boolean num_shards",
+      { ...WORKER, num_shards: true },
+      "'num_shards' must be an integer from 1 to 999, got the boolean true",
+    ],
     ["a string lr", { ...WORKER, num_shards: 2, lr: "0.1" }, `'lr' must be a finite number > 0, got the string "0.1"`],
     ["a zero lr", { ...WORKER, num_shards: 2, lr: 0 }, "'lr' must be a finite number > 0, got the number 0"],
-    ["a zero batch_size", { ...WORKER, num_shards: 2, batch_size: 0 }, "'batch_size' must be an integer >= 1, got the number 0"],
-    ["a fractional in_dim", { ...WORKER, num_shards: 2, in_dim: 1.5 }, "'in_dim' must be an integer >= 1, got the number 1.5"],
-    ["a boolean hidden", { ...WORKER, num_shards: 2, hidden: true }, "'hidden' must be an integer >= 1, got the boolean true"],
+    [
+      "a zero batch_size",
+      { ...WORKER, num_shards: 2, batch_size: 0 },
+      "'batch_size' must be an integer >= 1, got the number 0",
+    ],
+    [
+      "a fractional in_dim",
+      { ...WORKER, num_shards: 2, in_dim: 1.5 },
+      "'in_dim' must be an integer >= 1, got the number 1.5",
+    ],
+    [
+      "a boolean hidden",
+      { ...WORKER, num_shards: 2, hidden: true },
+      "'hidden' must be an integer >= 1, got the boolean true",
+    ],
     ["a negative seed", { ...WORKER, num_shards: 2, seed: -1 }, "'seed' must be an integer >= 0, got the number -1"],
     ["a negative round", { ...WORKER, num_shards: 2, round: -1 }, "'round' must be an integer >= 0, got the number -1"],
-    ["more shards than samples", { ...WORKER, num_shards: 8, dataset_size: 5 }, "'dataset_size' (5) must be at least 'num_shards' (8): every shard needs a sample"],
-    ["weights that are not an artifact URI", { ...WORKER, num_shards: 2, weights: "round-1.json" }, `'weights' must be an artifact:// URI, got the string "round-1.json"`],
+    [
+      "more shards than samples",
+      { ...WORKER, num_shards: 8, dataset_size: 5 },
+      "'dataset_size' (5) must be at least 'num_shards' (8): every shard needs a sample",
+    ],
+    [
+      "weights that are not an artifact URI",
+      { ...WORKER, num_shards: 2, weights: "round-1.json" },
+      `'weights' must be an artifact:// URI, got the string "round-1.json"`,
+    ],
   ])("refuses %s", (_, parameters, problem) => {
     expect(problemsOf(expandJob(fedavg(parameters), JOB_ID, STRICT))).toEqual([problem]);
   });
@@ -107,7 +143,14 @@ describe("federated_averaging refusals", () => {
   });
 
   it("lists every problem together", () => {
-    const spec = fedavg({ ...withoutLrAndSeed, num_shards: 0, hidden: "16", round: 1.5, weights: 3, lease_seconds: true });
+    const spec = fedavg({
+      ...withoutLrAndSeed,
+      num_shards: 0,
+      hidden: "16",
+      round: 1.5,
+      weights: 3,
+      lease_seconds: true,
+    });
     expect(problemsOf(expandJob(spec, JOB_ID, STRICT))).toEqual([
       "'lease_seconds' must be a finite number > 0, got the boolean true",
       "'num_shards' must be an integer from 1 to 999, got the number 0",

@@ -2,7 +2,7 @@
 // every default applies exactly as it does for a submitted job.
 
 import { expect } from "vitest";
-import { JobSpecSchema, type JobSpec } from "../../src/protocol/jobs";
+import { type JobSpec, JobSpecSchema } from "../../src/protocol/jobs";
 import type { TaskSpec } from "../../src/protocol/tasks";
 import type { Expansion } from "../../src/recipes";
 
@@ -14,7 +14,11 @@ export const STRICT = { allowUnsandboxedArgv: false } as const;
 export const TRUSTED_FLEET = { allowUnsandboxedArgv: true } as const;
 
 /** A leases JobSpec for `type` with `parameters`; `spec` overrides other blocks. */
-export function jobSpec(type: string, parameters: Record<string, unknown>, spec: Record<string, unknown> = {}): JobSpec {
+export function jobSpec(
+  type: string,
+  parameters: Record<string, unknown>,
+  spec: Record<string, unknown> = {},
+): JobSpec {
   return JobSpecSchema.parse({
     metadata: { name: "recipe-test" },
     spec: {

@@ -84,18 +84,38 @@ describe("hyperparameter_search expansion", () => {
 describe("hyperparameter_search refusals", () => {
   const allowed = ALLOWED_TASK_MODULES.join(", ");
   it.each([
-    ["neither trials nor grid", {}, "hyperparameter_search needs 'trials' (a list of objects) or 'grid' (an object of lists)"],
+    [
+      "neither trials nor grid",
+      {},
+      "hyperparameter_search needs 'trials' (a list of objects) or 'grid' (an object of lists)",
+    ],
     ["both trials and grid", { trials: [{}], grid: { a: [1] } }, "give either 'trials' or 'grid', not both"],
     ["trials that is not a list", { trials: { C: 1 } }, "'trials' must be a list of objects, got an object"],
     ["an empty trials list", { trials: [] }, "'trials' must list at least one object (or give a grid)"],
     ["a trial that is not an object", { trials: [{}, 3] }, "'trials[1]' must be an object, got the number 3"],
     ["a grid that is not an object", { grid: [[1, 2]] }, "'grid' must be an object of lists, got a list"],
     ["an empty grid", { grid: {} }, "'grid' must name at least one parameter"],
-    ["a grid axis that is not a list", { grid: { a: 1 } }, "'grid.a' must be a non-empty list of values, got the number 1"],
+    [
+      "a grid axis that is not a list",
+      { grid: { a: 1 } },
+      "'grid.a' must be a non-empty list of values, got the number 1",
+    ],
     ["an empty grid axis", { grid: { a: [1], b: [] } }, "'grid.b' must be a non-empty list of values, got a list"],
-    ["a module off the allowlist", { trials: [{}], module: "os" }, `'module' must be one of ${allowed}; got the string "os"`],
-    ["a module that is not a string", { trials: [{}], module: ["x"] }, `'module' must be one of ${allowed}; got a list`],
-    ["an input that is not an artifact URI", { trials: [{}], inputs: { d: "/etc/passwd" } }, `input 'd' must be an artifact:// URI, got the string "/etc/passwd"`],
+    [
+      "a module off the allowlist",
+      { trials: [{}], module: "os" },
+      `'module' must be one of ${allowed}; got the string "os"`,
+    ],
+    [
+      "a module that is not a string",
+      { trials: [{}], module: ["x"] },
+      `'module' must be one of ${allowed}; got a list`,
+    ],
+    [
+      "an input that is not an artifact URI",
+      { trials: [{}], inputs: { d: "/etc/passwd" } },
+      `input 'd' must be an artifact:// URI, got the string "/etc/passwd"`,
+    ],
   ])("refuses %s", (_, parameters, problem) => {
     expect(problemsOf(expandJob(search(parameters), JOB_ID, STRICT))).toEqual([problem]);
   });

@@ -53,16 +53,48 @@ describe("sharded_kmeans expansion", () => {
 describe("sharded_kmeans refusals", () => {
   it.each([
     ["missing shards", { centroids: CENTROIDS }, "'shards' is required: a non-empty list of artifact:// URIs"],
-    ["an empty shard list", { shards: [], centroids: CENTROIDS }, "'shards' must be a non-empty list of artifact:// URIs, got a list"],
-    ["a bare shard string", { shards: "artifact://s", centroids: CENTROIDS }, `'shards' must be a non-empty list of artifact:// URIs, got the string "artifact://s"`],
-    ["a shard that is not an artifact URI", { shards: ["artifact://a", "https://x/b"], centroids: CENTROIDS }, `'shards[1]' must be an artifact:// URI, got the string "https://x/b"`],
+    [
+      "an empty shard list",
+      { shards: [], centroids: CENTROIDS },
+      "'shards' must be a non-empty list of artifact:// URIs, got a list",
+    ],
+    [
+      "a bare shard string",
+      { shards: "artifact://s", centroids: CENTROIDS },
+      `'shards' must be a non-empty list of artifact:// URIs, got the string "artifact://s"`,
+    ],
+    [
+      "a shard that is not an artifact URI",
+      { shards: ["artifact://a", "https://x/b"], centroids: CENTROIDS },
+      `'shards[1]' must be an artifact:// URI, got the string "https://x/b"`,
+    ],
     ["missing centroids", { shards: SHARDS }, "'centroids' is required: a non-empty list"],
     ["empty centroids", { shards: SHARDS, centroids: [] }, "'centroids' must be a non-empty list, got a list"],
-    ["centroids that are not a list", { shards: SHARDS, centroids: "k=3" }, `'centroids' must be a non-empty list, got the string "k=3"`],
-    ["a negative iteration", { shards: SHARDS, centroids: CENTROIDS, iteration: -1 }, "'iteration' must be an integer >= 0, got the number -1"],
-    ["a fractional iteration", { shards: SHARDS, centroids: CENTROIDS, iteration: 1.5 }, "'iteration' must be an integer >= 0, got the number 1.5"],
-    ["a string iteration", { shards: SHARDS, centroids: CENTROIDS, iteration: "2" }, `'iteration' must be an integer >= 0, got the string "2"`],
-    ["a boolean iteration", { shards: SHARDS, centroids: CENTROIDS, iteration: true }, "'iteration' must be an integer >= 0, got the boolean true"],
+    [
+      "centroids that are not a list",
+      { shards: SHARDS, centroids: "k=3" },
+      `'centroids' must be a non-empty list, got the string "k=3"`,
+    ],
+    [
+      "a negative iteration",
+      { shards: SHARDS, centroids: CENTROIDS, iteration: -1 },
+      "'iteration' must be an integer >= 0, got the number -1",
+    ],
+    [
+      "a fractional iteration",
+      { shards: SHARDS, centroids: CENTROIDS, iteration: 1.5 },
+      "'iteration' must be an integer >= 0, got the number 1.5",
+    ],
+    [
+      "a string iteration",
+      { shards: SHARDS, centroids: CENTROIDS, iteration: "2" },
+      `'iteration' must be an integer >= 0, got the string "2"`,
+    ],
+    [
+      "a boolean iteration",
+      { shards: SHARDS, centroids: CENTROIDS, iteration: true },
+      "'iteration' must be an integer >= 0, got the boolean true",
+    ],
   ])("refuses %s", (_, parameters, problem) => {
     expect(problemsOf(expandJob(kmeans(parameters), JOB_ID, STRICT))).toEqual([problem]);
   });

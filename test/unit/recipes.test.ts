@@ -45,7 +45,11 @@ const RECIPES = [
 ] as const;
 
 /** A spec of this recipe; command jobs are sandboxed so they expand under STRICT. */
-function specOf(recipe: (typeof RECIPES)[number], parameters: Record<string, unknown> = {}, spec: Record<string, unknown> = {}) {
+function specOf(
+  recipe: (typeof RECIPES)[number],
+  parameters: Record<string, unknown> = {},
+  spec: Record<string, unknown> = {},
+) {
   const isolation = recipe.type === "command" ? { isolation: { tier: "sandboxed" } } : {};
   return jobSpec(recipe.type, { ...recipe.parameters, ...parameters }, { ...isolation, ...spec });
 }
@@ -169,7 +173,12 @@ describe("the per-job task limit", () => {
     ["command task_params", "command", { command: ["x", "{i}"], task_params: many(10_001) }, 10_001],
     ["hyperparameter trials", "hyperparameter_search", { trials: many(10_001) }, 10_001],
     ["a 100 × 101 grid", "hyperparameter_search", { grid: { a: many(100), b: many(101) } }, 10_100],
-    ["a grid of 10^10 trials, without building it", "hyperparameter_search", { grid: Object.fromEntries(many(10).map((_, k) => [`k${k}`, many(10)])) }, 1e10],
+    [
+      "a grid of 10^10 trials, without building it",
+      "hyperparameter_search",
+      { grid: Object.fromEntries(many(10).map((_, k) => [`k${k}`, many(10)])) },
+      1e10,
+    ],
     ["k-means shards", "sharded_kmeans", { shards: shards(10_001), centroids: [[0]] }, 10_001],
   ])("refuses 10,001 or more tasks from %s, naming the limit", (_, type, parameters, count) => {
     const spec = jobSpec(type, parameters, { isolation: { tier: "sandboxed" } });
@@ -192,7 +201,10 @@ describe("payload size limits", () => {
 
   it("refuses a command job whose filled argv adds up past the per-job limit before building it all", () => {
     // 100 tasks × ~800 KB of argv each is ~80 MB; filling stops at the limit.
-    const spec = commandSpec({ command: Array.from({ length: 2000 }, () => "a".repeat(400)), task_params: Array.from({ length: 100 }, () => ({})) });
+    const spec = commandSpec({
+      command: Array.from({ length: 2000 }, () => "a".repeat(400)),
+      task_params: Array.from({ length: 100 }, () => ({})),
+    });
     expect(problemsOf(expandJob(spec, JOB_ID, STRICT))).toEqual([
       `the job's argv and env are longer than ${MAX_JOB_PAYLOAD_BYTES} characters in total once filled`,
     ]);
@@ -299,8 +311,8 @@ describe("payloads never alias the spec", () => {
   it("gives every task its own payload objects", () => {
     const spec = jobSpec("sharded_kmeans", { shards: ["artifact://a", "artifact://b"], centroids: [[1, 2]] });
     const [first, second] = tasksOf(expandJob(spec, JOB_ID, STRICT));
-    ((first?.payload.params as { centroids: number[][] }).centroids[0] ?? []).push(99);
-    (first?.payload.isolation as Record<string, unknown>).tier = "changed";
+    (first!.payload.params as { centroids: number[][] }).centroids[0]!.push(99);
+    (first!.payload.isolation as Record<string, unknown>).tier = "changed";
     expect(second?.payload.params).toEqual({ centroids: [[1, 2]] });
     expect(second?.payload.isolation).toEqual({ tier: "standard", allowFallback: false });
   });

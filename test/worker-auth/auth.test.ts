@@ -9,7 +9,9 @@ import { addTasks, freshPool, registration, sha256, storedObjects, stub, task } 
 const TOKENS = { FLASHML_NODE_TOKENS: "n1:tok-n1, n2:tok-n2", FLASHML_OPERATOR_TOKENS: "ops:tok-ops" };
 const OPEN: Settings = { FLASHML_NODE_TOKENS: "", FLASHML_OPERATOR_TOKENS: "" };
 
-type Settings = Partial<Record<"FLASHML_NODE_TOKENS" | "FLASHML_OPERATOR_TOKENS" | "FLASHML_REQUIRE_NODE_AUTH" | "FLASHML_JOIN_CODE", string>>;
+type Settings = Partial<
+  Record<"FLASHML_NODE_TOKENS" | "FLASHML_OPERATOR_TOKENS" | "FLASHML_REQUIRE_NODE_AUTH" | "FLASHML_JOIN_CODE", string>
+>;
 
 /**
  * A request through the real Worker. With the project's own settings it goes
@@ -17,14 +19,22 @@ type Settings = Partial<Record<"FLASHML_NODE_TOKENS" | "FLASHML_OPERATOR_TOKENS"
  * its environment (in-process bodies cannot stream into R2, so those tests
  * send no artifact bytes).
  */
-async function send(settings: Settings, pool: string, method: string, path: string, headers: Record<string, string> = {}, body?: unknown) {
+async function send(
+  settings: Settings,
+  pool: string,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: unknown,
+) {
   const init: RequestInit = { method, headers: { ...headers } };
   if (body instanceof Uint8Array || typeof body === "string") {
     init.body = body;
     // Set by any HTTP client; a Request built in-process carries none.
-    (init.headers as Record<string, string>)["content-length"] = String(typeof body === "string" ? new TextEncoder().encode(body).length : body.length);
-  }
-  else if (body !== undefined) {
+    (init.headers as Record<string, string>)["content-length"] = String(
+      typeof body === "string" ? new TextEncoder().encode(body).length : body.length,
+    );
+  } else if (body !== undefined) {
     init.body = JSON.stringify(body);
     (init.headers as Record<string, string>)["content-type"] = "application/json";
   }
@@ -52,7 +62,11 @@ const JOB = {
   apiVersion: "flashml.dev/v1alpha1",
   kind: "Job",
   metadata: { name: "auth-job" },
-  spec: { execution: { backend: "leases" }, image: { repository: "r", tag: "1" }, workload: { type: "hyperparameter_search", parameters: { trials: [{}] } } },
+  spec: {
+    execution: { backend: "leases" },
+    image: { repository: "r", tag: "1" },
+    workload: { type: "hyperparameter_search", parameters: { trials: [{}] } },
+  },
 };
 
 /** A pool where n1 and n2 are registered and n1 holds a lease on j/t. */
@@ -61,32 +75,168 @@ async function leasedPool() {
   await send(TOKENS, pool, "POST", "/nodes/register", bearer("tok-n1"), registration("n1"));
   await send(TOKENS, pool, "POST", "/nodes/register", bearer("tok-n2"), registration("n2"));
   await addTasks(pool, [task("j", "t")]);
-  const lease = (await (await send(TOKENS, pool, "POST", "/leases/claim", bearer("tok-n1"), { node_id: "n1" })).json()) as Lease;
+  const lease = (await (
+    await send(TOKENS, pool, "POST", "/leases/claim", bearer("tok-n1"), { node_id: "n1" })
+  ).json()) as Lease;
   return { pool, lease };
 }
 
-type Row = [string, (pool: string, lease: Lease, headers: Record<string, string>) => Promise<Response>, Record<CallerName, number>];
+type Row = [
+  string,
+  (pool: string, lease: Lease, headers: Record<string, string>) => Promise<Response>,
+  Record<CallerName, number>,
+];
 const ROWS: Row[] = [
-  ["node heartbeat", (p, _l, h) => send(TOKENS, p, "POST", "/nodes/n1/heartbeat", h, { node_id: "n1" }),
-    { "no token": 401, "bad token": 401, "the right node": 200, "another node": 403, operator: 401, "operator for the right node": 200, "operator for another node": 403, "operator with two delegation headers": 400, "operator with an empty delegation": 403 }],
-  ["attempt heartbeat", (p, l, h) => send(TOKENS, p, "POST", `/attempts/${l.lease_id}/heartbeat`, h),
-    { "no token": 401, "bad token": 401, "the right node": 200, "another node": 403, operator: 401, "operator for the right node": 200, "operator for another node": 403, "operator with two delegation headers": 400, "operator with an empty delegation": 403 }],
-  ["attempt fail", (p, l, h) => send(TOKENS, p, "POST", `/attempts/${l.lease_id}/fail`, h, { reason: "x" }),
-    { "no token": 401, "bad token": 401, "the right node": 200, "another node": 403, operator: 401, "operator for the right node": 200, "operator for another node": 403, "operator with two delegation headers": 400, "operator with an empty delegation": 403 }],
-  ["complete of an unknown lease", (p, _l, h) => send(TOKENS, p, "POST", "/attempts/ls-000000000000/complete", h, { output_sha256: "0" }),
-    { "no token": 401, "bad token": 401, "the right node": 403, "another node": 403, operator: 401, "operator for the right node": 403, "operator for another node": 403, "operator with two delegation headers": 400, "operator with an empty delegation": 403 }],
-  ["artifact PUT into the held task", (p, _l, h) => send(TOKENS, p, "PUT", "/artifacts/jobs/j/t/out.txt", h, new Uint8Array([1])),
-    { "no token": 401, "bad token": 401, "the right node": 200, "another node": 403, operator: 200, "operator for the right node": 200, "operator for another node": 403, "operator with two delegation headers": 400, "operator with an empty delegation": 403 }],
-  ["artifact PUT outside any task", (p, _l, h) => send(TOKENS, p, "PUT", "/artifacts/datasets/x.bin", h, new Uint8Array([1])),
-    { "no token": 401, "bad token": 401, "the right node": 403, "another node": 403, operator: 200, "operator for the right node": 403, "operator for another node": 403, "operator with two delegation headers": 400, "operator with an empty delegation": 403 }],
-  ["node list", (p, _l, h) => send(TOKENS, p, "GET", "/nodes", h),
-    { "no token": 401, "bad token": 401, "the right node": 200, "another node": 200, operator: 200, "operator for the right node": 200, "operator for another node": 200, "operator with two delegation headers": 400, "operator with an empty delegation": 403 }],
-  ["job submission", (p, _l, h) => send(TOKENS, p, "POST", "/jobs", h, JOB),
-    { "no token": 401, "bad token": 401, "the right node": 403, "another node": 403, operator: 201, "operator for the right node": 201, "operator for another node": 201, "operator with two delegation headers": 400, "operator with an empty delegation": 403 }],
-  ["claim", (p, _l, h) => send(TOKENS, p, "POST", "/leases/claim", h, { node_id: "n1" }),
-    { "no token": 401, "bad token": 401, "the right node": 204, "another node": 204, operator: 401, "operator for the right node": 204, "operator for another node": 204, "operator with two delegation headers": 400, "operator with an empty delegation": 403 }],
-  ["register", (p, _l, h) => send(TOKENS, p, "POST", "/nodes/register", h, registration("n1")),
-    { "no token": 401, "bad token": 401, "the right node": 200, "another node": 200, operator: 401, "operator for the right node": 200, "operator for another node": 200, "operator with two delegation headers": 400, "operator with an empty delegation": 403 }],
+  [
+    "node heartbeat",
+    (p, _l, h) => send(TOKENS, p, "POST", "/nodes/n1/heartbeat", h, { node_id: "n1" }),
+    {
+      "no token": 401,
+      "bad token": 401,
+      "the right node": 200,
+      "another node": 403,
+      operator: 401,
+      "operator for the right node": 200,
+      "operator for another node": 403,
+      "operator with two delegation headers": 400,
+      "operator with an empty delegation": 403,
+    },
+  ],
+  [
+    "attempt heartbeat",
+    (p, l, h) => send(TOKENS, p, "POST", `/attempts/${l.lease_id}/heartbeat`, h),
+    {
+      "no token": 401,
+      "bad token": 401,
+      "the right node": 200,
+      "another node": 403,
+      operator: 401,
+      "operator for the right node": 200,
+      "operator for another node": 403,
+      "operator with two delegation headers": 400,
+      "operator with an empty delegation": 403,
+    },
+  ],
+  [
+    "attempt fail",
+    (p, l, h) => send(TOKENS, p, "POST", `/attempts/${l.lease_id}/fail`, h, { reason: "x" }),
+    {
+      "no token": 401,
+      "bad token": 401,
+      "the right node": 200,
+      "another node": 403,
+      operator: 401,
+      "operator for the right node": 200,
+      "operator for another node": 403,
+      "operator with two delegation headers": 400,
+      "operator with an empty delegation": 403,
+    },
+  ],
+  [
+    "complete of an unknown lease",
+    (p, _l, h) => send(TOKENS, p, "POST", "/attempts/ls-000000000000/complete", h, { output_sha256: "0" }),
+    {
+      "no token": 401,
+      "bad token": 401,
+      "the right node": 403,
+      "another node": 403,
+      operator: 401,
+      "operator for the right node": 403,
+      "operator for another node": 403,
+      "operator with two delegation headers": 400,
+      "operator with an empty delegation": 403,
+    },
+  ],
+  [
+    "artifact PUT into the held task",
+    (p, _l, h) => send(TOKENS, p, "PUT", "/artifacts/jobs/j/t/out.txt", h, new Uint8Array([1])),
+    {
+      "no token": 401,
+      "bad token": 401,
+      "the right node": 200,
+      "another node": 403,
+      operator: 200,
+      "operator for the right node": 200,
+      "operator for another node": 403,
+      "operator with two delegation headers": 400,
+      "operator with an empty delegation": 403,
+    },
+  ],
+  [
+    "artifact PUT outside any task",
+    (p, _l, h) => send(TOKENS, p, "PUT", "/artifacts/datasets/x.bin", h, new Uint8Array([1])),
+    {
+      "no token": 401,
+      "bad token": 401,
+      "the right node": 403,
+      "another node": 403,
+      operator: 200,
+      "operator for the right node": 403,
+      "operator for another node": 403,
+      "operator with two delegation headers": 400,
+      "operator with an empty delegation": 403,
+    },
+  ],
+  [
+    "node list",
+    (p, _l, h) => send(TOKENS, p, "GET", "/nodes", h),
+    {
+      "no token": 401,
+      "bad token": 401,
+      "the right node": 200,
+      "another node": 200,
+      operator: 200,
+      "operator for the right node": 200,
+      "operator for another node": 200,
+      "operator with two delegation headers": 400,
+      "operator with an empty delegation": 403,
+    },
+  ],
+  [
+    "job submission",
+    (p, _l, h) => send(TOKENS, p, "POST", "/jobs", h, JOB),
+    {
+      "no token": 401,
+      "bad token": 401,
+      "the right node": 403,
+      "another node": 403,
+      operator: 201,
+      "operator for the right node": 201,
+      "operator for another node": 201,
+      "operator with two delegation headers": 400,
+      "operator with an empty delegation": 403,
+    },
+  ],
+  [
+    "claim",
+    (p, _l, h) => send(TOKENS, p, "POST", "/leases/claim", h, { node_id: "n1" }),
+    {
+      "no token": 401,
+      "bad token": 401,
+      "the right node": 204,
+      "another node": 204,
+      operator: 401,
+      "operator for the right node": 204,
+      "operator for another node": 204,
+      "operator with two delegation headers": 400,
+      "operator with an empty delegation": 403,
+    },
+  ],
+  [
+    "register",
+    (p, _l, h) => send(TOKENS, p, "POST", "/nodes/register", h, registration("n1")),
+    {
+      "no token": 401,
+      "bad token": 401,
+      "the right node": 200,
+      "another node": 200,
+      operator: 401,
+      "operator for the right node": 200,
+      "operator for another node": 200,
+      "operator with two delegation headers": 400,
+      "operator with an empty delegation": 403,
+    },
+  ],
 ];
 
 describe("the auth matrix", () => {
@@ -104,9 +254,14 @@ describe("the auth matrix", () => {
 describe("attack stories", () => {
   it("a node cannot fail another node's lease to steal its task", async () => {
     const { pool, lease } = await leasedPool();
-    const r = await send(TOKENS, pool, "POST", `/attempts/${lease.lease_id}/fail`, bearer("tok-n2"), { reason: "steal" });
+    const r = await send(TOKENS, pool, "POST", `/attempts/${lease.lease_id}/fail`, bearer("tok-n2"), {
+      reason: "steal",
+    });
     expect(r.status).toBe(403);
-    const state = await runInDurableObject(stub(pool), (_o, s) => s.storage.sql.exec<{ state: string }>("SELECT state FROM tasks").one().state);
+    const state = await runInDurableObject(
+      stub(pool),
+      (_o, s) => s.storage.sql.exec<{ state: string }>("SELECT state FROM tasks").one().state,
+    );
     expect(state).toBe("LEASED");
     expect((await send(TOKENS, pool, "POST", "/leases/claim", bearer("tok-n2"), { node_id: "n2" })).status).toBe(204);
   });
@@ -117,7 +272,9 @@ describe("attack stories", () => {
     expect(r.status).toBe(403);
     expect(await storedObjects(pool)).toEqual([]);
     // The trailing slash matters: a sibling task sharing the prefix is not covered.
-    expect((await send(TOKENS, pool, "PUT", "/artifacts/jobs/j/tx/metrics.json", bearer("tok-n1"), "x")).status).toBe(403);
+    expect((await send(TOKENS, pool, "PUT", "/artifacts/jobs/j/tx/metrics.json", bearer("tok-n1"), "x")).status).toBe(
+      403,
+    );
   });
 
   it("a slow upload that outlives its lease does not land", async () => {
@@ -126,7 +283,11 @@ describe("attack stories", () => {
     await addTasks(pool, [task("j", "t", {}, { lease_seconds: 0.3 })]);
     await send(TOKENS, pool, "POST", "/leases/claim", bearer("tok-n1"), { node_id: "n1" });
     let feed!: ReadableStreamDefaultController<Uint8Array>;
-    const body = new ReadableStream<Uint8Array>({ start: (c) => void (feed = c) });
+    const body = new ReadableStream<Uint8Array>({
+      start: (c) => {
+        feed = c;
+      },
+    });
     const put = exports.default.fetch(
       new Request(`http://x/pools/${pool}/v1alpha1/artifacts/jobs/j/t/metrics.json`, {
         method: "PUT",
@@ -147,7 +308,9 @@ describe("attack stories", () => {
   it("a node that registers as another is registered as itself", async () => {
     const pool = freshPool();
     await send(TOKENS, pool, "POST", "/nodes/register", bearer("tok-n2"), registration("n1"));
-    const nodes = (await (await send(TOKENS, pool, "GET", "/nodes", bearer("tok-n2"))).json()) as Array<{ node_id: string }>;
+    const nodes = (await (await send(TOKENS, pool, "GET", "/nodes", bearer("tok-n2"))).json()) as Array<{
+      node_id: string;
+    }>;
     expect(nodes.map((n) => n.node_id)).toEqual(["n2"]);
   });
 
@@ -162,7 +325,9 @@ describe("attack stories", () => {
   it("a commit by the holder still works end to end when enforcing", async () => {
     const { pool, lease } = await leasedPool();
     await send(TOKENS, pool, "PUT", "/artifacts/jobs/j/t/metrics.json", bearer("tok-n1"), "{}");
-    const r = await send(TOKENS, pool, "POST", `/attempts/${lease.lease_id}/complete`, bearer("tok-n1"), { output_sha256: await sha256("{}") });
+    const r = await send(TOKENS, pool, "POST", `/attempts/${lease.lease_id}/complete`, bearer("tok-n1"), {
+      output_sha256: await sha256("{}"),
+    });
     expect(await r.json()).toEqual({ accepted: true });
   });
 });
@@ -172,19 +337,36 @@ describe("configuration", () => {
     ["an empty token", { FLASHML_NODE_TOKENS: "n1:" }],
     ["an entry that is not name:token", { FLASHML_NODE_TOKENS: "n1-secret-token" }],
     ["a token listed twice", { FLASHML_NODE_TOKENS: "n1:dup-secret,n2:dup-secret" }],
-    ["a token that is both a node and an operator token", { FLASHML_NODE_TOKENS: "n1:shared-secret", FLASHML_OPERATOR_TOKENS: "ops:shared-secret" }],
+    [
+      "a token that is both a node and an operator token",
+      { FLASHML_NODE_TOKENS: "n1:shared-secret", FLASHML_OPERATOR_TOKENS: "ops:shared-secret" },
+    ],
     ["REQUIRE_NODE_AUTH=1 with no tokens", { ...OPEN, FLASHML_REQUIRE_NODE_AUTH: "1" }],
   ];
-  it.each(refusing)("%s refuses every route with 503, healthz included, without naming a token", async (_name, settings) => {
-    const pool = freshPool();
-    for (const [method, path] of [["GET", "/healthz"], ["GET", "/nodes"], ["POST", "/nodes/register"]] as const) {
-      const r = await send(settings, pool, method, path, bearer("dup-secret"), method === "POST" ? registration("n1") : undefined);
-      expect(r.status).toBe(503);
-      const text = await r.text();
-      expect(text).not.toMatch(/secret/);
-      expect(text).toMatch(/FLASHML_|token/);
-    }
-  });
+  it.each(refusing)(
+    "%s refuses every route with 503, healthz included, without naming a token",
+    async (_name, settings) => {
+      const pool = freshPool();
+      for (const [method, path] of [
+        ["GET", "/healthz"],
+        ["GET", "/nodes"],
+        ["POST", "/nodes/register"],
+      ] as const) {
+        const r = await send(
+          settings,
+          pool,
+          method,
+          path,
+          bearer("dup-secret"),
+          method === "POST" ? registration("n1") : undefined,
+        );
+        expect(r.status).toBe(503);
+        const text = await r.text();
+        expect(text).not.toMatch(/secret/);
+        expect(text).toMatch(/FLASHML_|token/);
+      }
+    },
+  );
 
   it("only operator tokens still enforces", async () => {
     const pool = freshPool();
@@ -209,12 +391,37 @@ describe("configuration", () => {
   });
 
   it("the join code is required on register in open and enforcing mode alike", async () => {
-    for (const settings of [{ ...OPEN, FLASHML_JOIN_CODE: "let-me-in" }, { ...TOKENS, FLASHML_JOIN_CODE: "let-me-in" }]) {
+    for (const settings of [
+      { ...OPEN, FLASHML_JOIN_CODE: "let-me-in" },
+      { ...TOKENS, FLASHML_JOIN_CODE: "let-me-in" },
+    ]) {
       const pool = freshPool();
       const auth = settings.FLASHML_NODE_TOKENS ? bearer("tok-n1") : {};
       expect((await send(settings, pool, "POST", "/nodes/register", auth, registration("n1"))).status).toBe(403);
-      expect((await send(settings, pool, "POST", "/nodes/register", { ...auth, "x-flashml-join-code": "wrong" }, registration("n1"))).status).toBe(403);
-      expect((await send(settings, pool, "POST", "/nodes/register", { ...auth, "x-flashml-join-code": "let-me-in" }, registration("n1"))).status).toBe(200);
+      expect(
+        (
+          await send(
+            settings,
+            pool,
+            "POST",
+            "/nodes/register",
+            { ...auth, "x-flashml-join-code": "wrong" },
+            registration("n1"),
+          )
+        ).status,
+      ).toBe(403);
+      expect(
+        (
+          await send(
+            settings,
+            pool,
+            "POST",
+            "/nodes/register",
+            { ...auth, "x-flashml-join-code": "let-me-in" },
+            registration("n1"),
+          )
+        ).status,
+      ).toBe(200);
     }
   });
 });

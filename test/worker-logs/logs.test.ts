@@ -17,15 +17,33 @@ describe("structured logs", () => {
     const pool = freshPool();
     const lines = captureLogs();
     await register(pool, "n1");
-    const r = await call(pool, "POST", "/jobs", jobSpec({ type: "hyperparameter_search", parameters: { trials: [{ secret: "s3cr3t-param" }, {}] } }));
+    const r = await call(
+      pool,
+      "POST",
+      "/jobs",
+      jobSpec({ type: "hyperparameter_search", parameters: { trials: [{ secret: "s3cr3t-param" }, {}] } }),
+    );
     const job = await json<{ job_id: string }>(r);
     const lease = await json<Lease>(await claim(pool, "n1"));
     await upload(pool, `jobs/${job.job_id}/${lease.task_id}/metrics.json`, "{}");
     await call(pool, "POST", `/attempts/${lease.lease_id}/complete`, { output_sha256: await sha256("{}") });
 
     const events = lines.map((l) => l.event);
-    expect(events).toEqual(["NODE_REGISTERED", "JOB_ACCEPTED", "BACKEND_SELECTED", "LEASE_CLAIMED", "ARTIFACT_BOUND", "TASK_COMMIT_ACCEPTED"]);
-    expect(lines.find((l) => l.event === "LEASE_CLAIMED")).toMatchObject({ level: "info", pool, job_id: job.job_id, task_id: lease.task_id, node_id: "n1" });
+    expect(events).toEqual([
+      "NODE_REGISTERED",
+      "JOB_ACCEPTED",
+      "BACKEND_SELECTED",
+      "LEASE_CLAIMED",
+      "ARTIFACT_BOUND",
+      "TASK_COMMIT_ACCEPTED",
+    ]);
+    expect(lines.find((l) => l.event === "LEASE_CLAIMED")).toMatchObject({
+      level: "info",
+      pool,
+      job_id: job.job_id,
+      task_id: lease.task_id,
+      node_id: "n1",
+    });
     expect(lines.find((l) => l.event === "JOB_ACCEPTED")).toMatchObject({ tasks: 2 });
     expect(JSON.stringify(lines)).not.toContain("s3cr3t-param");
   });
@@ -33,9 +51,21 @@ describe("structured logs", () => {
   it("log a lease that expires by the alarm", async () => {
     const pool = freshPool();
     await register(pool, "n1");
-    await addTasks(pool, [{ schema_version: "v1alpha1", task_id: "t", job_id: "j", payload: {}, commit_key: "jobs/j/t/metrics.json", max_attempts: 1, lease_seconds: 0.05 }]);
+    await addTasks(pool, [
+      {
+        schema_version: "v1alpha1",
+        task_id: "t",
+        job_id: "j",
+        payload: {},
+        commit_key: "jobs/j/t/metrics.json",
+        max_attempts: 1,
+        lease_seconds: 0.05,
+      },
+    ]);
     const lines = captureLogs();
     await claim(pool, "n1");
-    await expect.poll(() => lines.map((l) => l.event), { timeout: 2000 }).toEqual(["LEASE_CLAIMED", "LEASE_EXPIRED", "TASK_EXHAUSTED"]);
+    await expect
+      .poll(() => lines.map((l) => l.event), { timeout: 2000 })
+      .toEqual(["LEASE_CLAIMED", "LEASE_EXPIRED", "TASK_EXHAUSTED"]);
   });
 });

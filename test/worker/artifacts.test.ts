@@ -38,7 +38,18 @@ describe("artifacts on R2", () => {
   it("percent-encoded keys are decoded before the safety rules apply", async () => {
     const pool = freshPool();
     // (A literal "a/./b" never arrives: URL parsing removes dot segments first.)
-    for (const bad of ["a%2F..%2Fb", "a%2F.%2Fb", "..%2Fx", "%2Fabs", "a//b", "a%2F%2Fb", "a%5Cb", "a%00b", "a%7Fb", "%E0%A4%A"]) {
+    for (const bad of [
+      "a%2F..%2Fb",
+      "a%2F.%2Fb",
+      "..%2Fx",
+      "%2Fabs",
+      "a//b",
+      "a%2F%2Fb",
+      "a%5Cb",
+      "a%00b",
+      "a%7Fb",
+      "%E0%A4%A",
+    ]) {
       const r = await upload(pool, bad, "x");
       expect(r.status, bad).toBe(400);
     }
@@ -60,7 +71,9 @@ describe("artifacts on R2", () => {
     await addTasks(pool, [task("j", "t")]);
     const lease = await json<Lease>(await claim(pool, "n1"));
     await upload(pool, "jobs/j/t/metrics.json", '{"ok": 1}');
-    const done = await call(pool, "POST", `/attempts/${lease.lease_id}/complete`, { output_sha256: await sha256('{"ok": 1}') });
+    const done = await call(pool, "POST", `/attempts/${lease.lease_id}/complete`, {
+      output_sha256: await sha256('{"ok": 1}'),
+    });
     expect(await json(done)).toEqual({ accepted: true });
     const before = await storedObjects(pool);
 
@@ -82,7 +95,11 @@ describe("artifacts on R2", () => {
 
     // Start a second upload into the task's prefix and hold its body open.
     let feed!: ReadableStreamDefaultController<Uint8Array>;
-    const body = new ReadableStream<Uint8Array>({ start: (c) => void (feed = c) });
+    const body = new ReadableStream<Uint8Array>({
+      start: (c) => {
+        feed = c;
+      },
+    });
     const slow = exports.default.fetch(
       new Request(`http://flashedge.test/pools/${pool}/v1alpha1/artifacts/jobs/j/t/metrics.json`, {
         method: "PUT",
@@ -91,10 +108,12 @@ describe("artifacts on R2", () => {
         duplex: "half",
       } as RequestInit),
     );
-    feed.enqueue(new TextEncoder().encode("{\"x\""));
+    feed.enqueue(new TextEncoder().encode('{"x"'));
     await new Promise((r) => setTimeout(r, 50));
     // Meanwhile the holder commits: the prefix becomes immutable.
-    const done = await call(pool, "POST", `/attempts/${lease.lease_id}/complete`, { output_sha256: await sha256("{}") });
+    const done = await call(pool, "POST", `/attempts/${lease.lease_id}/complete`, {
+      output_sha256: await sha256("{}"),
+    });
     expect(await json(done)).toEqual({ accepted: true });
     const before = await storedObjects(pool);
     feed.enqueue(new TextEncoder().encode(":1}"));

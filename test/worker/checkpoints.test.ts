@@ -3,14 +3,30 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import app from "../../src/index";
 import { LATEST_FOR_WORLD_SIZE_SQL, LATEST_SQL } from "../../src/pool/checkpoints";
-import { CheckpointManifestSchema, MANIFEST_ID_RE, type CheckpointManifest, type CheckpointPart } from "../../src/protocol/checkpoints";
+import {
+  type CheckpointManifest,
+  CheckpointManifestSchema,
+  type CheckpointPart,
+  MANIFEST_ID_RE,
+} from "../../src/protocol/checkpoints";
 import type { Lease } from "../../src/protocol/tasks";
-import { addTasks, call, claim, freshPool, json, register, registration, stub, task, ledger as events } from "./helpers";
-
+import {
+  addTasks,
+  call,
+  claim,
+  ledger as events,
+  freshPool,
+  json,
+  register,
+  registration,
+  stub,
+  task,
+} from "./helpers";
 
 async function manifestCount(pool: string): Promise<number> {
-  return runInDurableObject(stub(pool), (_o, state) =>
-    state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM checkpoint_manifests").one().n,
+  return runInDurableObject(
+    stub(pool),
+    (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM checkpoint_manifests").one().n,
   );
 }
 
@@ -25,7 +41,15 @@ function registerPart(pool: string, jobId: string, taskId: string, attemptId: st
   return call(pool, "POST", `${base(jobId, taskId)}/parts`, { attempt_id: attemptId, step, part: p });
 }
 
-function commit(pool: string, jobId: string, taskId: string, attemptId: string, step: number, parts: CheckpointPart[], extra: Record<string, unknown> = {}) {
+function commit(
+  pool: string,
+  jobId: string,
+  taskId: string,
+  attemptId: string,
+  step: number,
+  parts: CheckpointPart[],
+  extra: Record<string, unknown> = {},
+) {
   return call(pool, "POST", `${base(jobId, taskId)}/commit`, {
     attempt_id: attemptId,
     step,
@@ -36,7 +60,14 @@ function commit(pool: string, jobId: string, taskId: string, attemptId: string, 
 }
 
 /** Registers every part, then commits them: a complete checkpoint. */
-async function checkpoint(pool: string, jobId: string, taskId: string, attemptId: string, step: number, extra: Record<string, unknown> = {}) {
+async function checkpoint(
+  pool: string,
+  jobId: string,
+  taskId: string,
+  attemptId: string,
+  step: number,
+  extra: Record<string, unknown> = {},
+) {
   const parts = [part("model.pt", `m${step}`), part("optimizer.pt", `o${step}`)];
   for (const p of parts) expect((await registerPart(pool, jobId, taskId, attemptId, step, p)).status).toBe(200);
   const r = await commit(pool, jobId, taskId, attemptId, step, parts, extra);
@@ -55,7 +86,10 @@ async function latestStep(pool: string, jobId: string, taskId: string, query = "
 
 async function pool1(...tasks: [string, string][]) {
   const pool = freshPool();
-  await addTasks(pool, tasks.map(([j, t]) => task(j, t)));
+  await addTasks(
+    pool,
+    tasks.map(([j, t]) => task(j, t)),
+  );
   return pool;
 }
 
@@ -69,7 +103,11 @@ describe("parts first, manifest last", () => {
 
   it("a committed manifest is hash_verified, well-formed and names its parts", async () => {
     const pool = await pool1(["job-a", "t0"]);
-    const m = await checkpoint(pool, "job-a", "t0", "att-1", 100, { world_size: 2, framework: "pytorch-2.4", strategy_family: "ddp" });
+    const m = await checkpoint(pool, "job-a", "t0", "att-1", 100, {
+      world_size: 2,
+      framework: "pytorch-2.4",
+      strategy_family: "ddp",
+    });
     expect(m.manifest_id).toMatch(MANIFEST_ID_RE);
     expect(CheckpointManifestSchema.parse(m)).toEqual(m);
     expect(m).toMatchObject({
@@ -164,7 +202,11 @@ describe("parts first, manifest last", () => {
     const r = await call(pool, "POST", `${base("job-a", "t0")}/parts`, { attempt_id: "a", step: -1, part: part("k") });
     expect(r.status).toBe(422);
     expect((await json<{ detail: Array<{ loc: unknown[] }> }>(r)).detail[0]!.loc).toEqual(["body", "step"]);
-    const c = await call(pool, "POST", `${base("job-a", "t0")}/commit`, { attempt_id: "a", step: 1, storage_prefix: "p" });
+    const c = await call(pool, "POST", `${base("job-a", "t0")}/commit`, {
+      attempt_id: "a",
+      step: 1,
+      storage_prefix: "p",
+    });
     expect(c.status).toBe(422);
     expect((await json<{ detail: Array<{ loc: unknown[]; type: string }> }>(c)).detail[0]).toMatchObject({
       loc: ["body", "expected_parts"],
@@ -211,7 +253,9 @@ describe("latest", () => {
     await checkpoint(pool, "job-a", "t0", "att-1", 100);
     const bad = await checkpoint(pool, "job-a", "t0", "att-1", 200);
     await call(pool, "POST", `${base("job-a", "t0")}/${bad.manifest_id}/verify`);
-    const q = await call(pool, "POST", `${base("job-a", "t0")}/${bad.manifest_id}/quarantine`, { reason: "restore diverged" });
+    const q = await call(pool, "POST", `${base("job-a", "t0")}/${bad.manifest_id}/quarantine`, {
+      reason: "restore diverged",
+    });
     expect(q.status).toBe(200);
     expect(await json(q)).toMatchObject({ manifest_id: bad.manifest_id, validation: "invalid" });
     expect(await latestStep(pool, "job-a", "t0")).toBe(100);
@@ -239,8 +283,12 @@ describe("latest", () => {
           .join("; "),
       ),
     );
-    expect(plans[0]).toMatch(/SEARCH checkpoint_manifests USING INDEX checkpoint_manifests_latest \(job_id=\? AND task_id=\?\)/);
-    expect(plans[1]).toMatch(/SEARCH checkpoint_manifests USING INDEX checkpoint_manifests_latest_ws \(job_id=\? AND task_id=\? AND world_size=\?\)/);
+    expect(plans[0]).toMatch(
+      /SEARCH checkpoint_manifests USING INDEX checkpoint_manifests_latest \(job_id=\? AND task_id=\?\)/,
+    );
+    expect(plans[1]).toMatch(
+      /SEARCH checkpoint_manifests USING INDEX checkpoint_manifests_latest_ws \(job_id=\? AND task_id=\? AND world_size=\?\)/,
+    );
     for (const plan of plans) expect(plan).not.toMatch(/TEMP B-TREE|SCAN/);
   });
 
@@ -253,7 +301,9 @@ describe("latest", () => {
     ] as const) {
       const r = await latest(pool, "job-a", "t0", q);
       expect(r.status).toBe(422);
-      expect((await json<{ detail: unknown[] }>(r)).detail).toEqual([{ loc: ["query", "world_size"], msg: expect.any(String), type }]);
+      expect((await json<{ detail: unknown[] }>(r)).detail).toEqual([
+        { loc: ["query", "world_size"], msg: expect.any(String), type },
+      ]);
     }
   });
 });
@@ -261,7 +311,8 @@ describe("latest", () => {
 describe("lost work", () => {
   it("is the steps since the latest valid checkpoint, never negative", async () => {
     const pool = await pool1(["job-a", "t0"]);
-    const lost = (s: string) => call(pool, "GET", `${base("job-a", "t0")}/lost-work?failed_at_step=${s}`).then((r) => json(r));
+    const lost = (s: string) =>
+      call(pool, "GET", `${base("job-a", "t0")}/lost-work?failed_at_step=${s}`).then((r) => json(r));
     expect(await lost("500")).toEqual({ lost_steps: null, latest_step: null });
     await checkpoint(pool, "job-a", "t0", "att-1", 100, { world_size: 2 });
     await checkpoint(pool, "job-a", "t0", "att-1", 300, { world_size: 4 });
@@ -279,7 +330,9 @@ describe("lost work", () => {
     ] as const) {
       const r = await call(pool, "GET", `${base("job-a", "t0")}/lost-work${q}`);
       expect(r.status).toBe(422);
-      expect((await json<{ detail: unknown[] }>(r)).detail).toEqual([{ loc: ["query", "failed_at_step"], msg: expect.any(String), type }]);
+      expect((await json<{ detail: unknown[] }>(r)).detail).toEqual([
+        { loc: ["query", "failed_at_step"], msg: expect.any(String), type },
+      ]);
     }
   });
 });
@@ -300,7 +353,11 @@ describe("scoping", () => {
   it("the routes also answer under /v1alpha1 (the pool 'local')", async () => {
     const jobId = `job-${crypto.randomUUID().slice(0, 8)}`;
     await addTasks("local", [task(jobId, "t0")]);
-    const r = await fetchUnpooled("POST", `/v1alpha1${base(jobId, "t0")}/parts`, { attempt_id: "a", step: 1, part: part("k") });
+    const r = await fetchUnpooled("POST", `/v1alpha1${base(jobId, "t0")}/parts`, {
+      attempt_id: "a",
+      step: 1,
+      part: part("k"),
+    });
     expect(await json(r)).toEqual({ status: "registered", key: "k" });
   });
 
@@ -326,7 +383,9 @@ describe("scoping", () => {
     const pool = await pool1(["job-a", "t0"]);
     const m = await checkpoint(pool, "job-a", "t0", "att-1", 1);
     expect((await call(pool, "POST", `${base("job-a", "t0")}/ck-000000000000/verify`)).status).toBe(404);
-    expect((await call(pool, "POST", `${base("job-a", "t0")}/ck-000000000000/quarantine`, { reason: "x" })).status).toBe(404);
+    expect(
+      (await call(pool, "POST", `${base("job-a", "t0")}/ck-000000000000/quarantine`, { reason: "x" })).status,
+    ).toBe(404);
     // Another task's manifest id is unknown here.
     await addTasks(pool, [task("job-a", "t1")]);
     expect((await call(pool, "POST", `${base("job-a", "t1")}/${m.manifest_id}/verify`)).status).toBe(404);
@@ -354,18 +413,35 @@ describe("write authorization (object level)", () => {
       strategy_family: "",
     };
 
-    expect(await stub(pool).registerCheckpointPart("job-a", "t0", request, "n2")).toEqual({ ok: false, reason: "forbidden" });
-    expect(await stub(pool).commitCheckpoint("job-a", "t0", commitRequest, "n2")).toEqual({ ok: false, reason: "forbidden" });
+    expect(await stub(pool).registerCheckpointPart("job-a", "t0", request, "n2")).toEqual({
+      ok: false,
+      reason: "forbidden",
+    });
+    expect(await stub(pool).commitCheckpoint("job-a", "t0", commitRequest, "n2")).toEqual({
+      ok: false,
+      reason: "forbidden",
+    });
     // A scoped writer learns nothing about tasks it does not hold: 403, not 404.
-    expect(await stub(pool).registerCheckpointPart("job-a", "ghost", request, "n2")).toEqual({ ok: false, reason: "forbidden" });
-    expect(await events(pool, "job-a")).not.toContainEqual(expect.objectContaining({ type: "CHECKPOINT_PARTS_REGISTERED" }));
+    expect(await stub(pool).registerCheckpointPart("job-a", "ghost", request, "n2")).toEqual({
+      ok: false,
+      reason: "forbidden",
+    });
+    expect(await events(pool, "job-a")).not.toContainEqual(
+      expect.objectContaining({ type: "CHECKPOINT_PARTS_REGISTERED" }),
+    );
 
     expect(await stub(pool).registerCheckpointPart("job-a", "t0", request, "n1")).toEqual({ ok: true, key: "k" });
     const committed = await stub(pool).commitCheckpoint("job-a", "t0", commitRequest, "n1");
     expect(committed).toMatchObject({ ok: true, manifest: { step: 1, validation: "hash_verified" } });
     const ev = await events(pool, "job-a");
-    expect(ev.find((e) => e.type === "CHECKPOINT_PARTS_REGISTERED")!.data).toMatchObject({ task_id: "t0", node_id: "n1" });
-    expect(ev.find((e) => e.type === "CHECKPOINT_MANIFEST_COMMITTED")!.data).toMatchObject({ task_id: "t0", node_id: "n1" });
+    expect(ev.find((e) => e.type === "CHECKPOINT_PARTS_REGISTERED")!.data).toMatchObject({
+      task_id: "t0",
+      node_id: "n1",
+    });
+    expect(ev.find((e) => e.type === "CHECKPOINT_MANIFEST_COMMITTED")!.data).toMatchObject({
+      task_id: "t0",
+      node_id: "n1",
+    });
   });
 
   it("when enforcing over HTTP, only the lease holder (or an operator) writes, and only an operator verifies", async () => {
@@ -374,7 +450,10 @@ describe("write authorization (object level)", () => {
       app.fetch(
         new Request(`http://x/pools/${pool}/v1alpha1${path}`, {
           method,
-          headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+          headers: {
+            authorization: `Bearer ${token}`,
+            ...(body === undefined ? {} : { "content-type": "application/json" }),
+          },
           body: body === undefined ? undefined : JSON.stringify(body),
         }),
         { ...env, ...settings },
@@ -392,7 +471,12 @@ describe("write authorization (object level)", () => {
     expect((await send("tok-n1", "POST", `${b}/parts`, p)).status).toBe(200);
     expect((await send("tok-ops", "POST", `${b}/parts`, p)).status).toBe(200);
     const m = await json<CheckpointManifest>(
-      await send("tok-n1", "POST", `${b}/commit`, { attempt_id: "att-1", step: 1, expected_parts: [part("k")], storage_prefix: "p/" }),
+      await send("tok-n1", "POST", `${b}/commit`, {
+        attempt_id: "att-1",
+        step: 1,
+        expected_parts: [part("k")],
+        storage_prefix: "p/",
+      }),
     );
     expect((await send("tok-n2", "GET", `${b}/latest`)).status).toBe(200);
     expect((await send("tok-n1", "POST", `${b}/${m.manifest_id}/verify`)).status).toBe(403);
@@ -416,7 +500,9 @@ describe("durability and races", () => {
     const pool = await pool1(["job-a", "t0"]);
     const steps = [100, 200, 300, 400, 500];
     for (const s of steps) await registerPart(pool, "job-a", "t0", "att-1", s, part("model.pt", `m${s}`));
-    const answers = await Promise.all(steps.map((s) => commit(pool, "job-a", "t0", "att-1", s, [part("model.pt", `m${s}`)])));
+    const answers = await Promise.all(
+      steps.map((s) => commit(pool, "job-a", "t0", "att-1", s, [part("model.pt", `m${s}`)])),
+    );
     expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
     const ids = await Promise.all(answers.map((r) => json<CheckpointManifest>(r).then((m) => m.manifest_id)));
     expect(new Set(ids).size).toBe(5);
@@ -430,7 +516,9 @@ describe("durability and races", () => {
     for (const p of parts) await registerPart(pool, "job-a", "t0", "att-1", 100, p);
     const answers = await Promise.all(
       // Part order does not make a commit different.
-      Array.from({ length: 6 }, (_, i) => commit(pool, "job-a", "t0", "att-1", 100, i % 2 ? parts : [...parts].reverse())),
+      Array.from({ length: 6 }, (_, i) =>
+        commit(pool, "job-a", "t0", "att-1", 100, i % 2 ? parts : [...parts].reverse()),
+      ),
     );
     expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
     const ids = await Promise.all(answers.map((r) => json<CheckpointManifest>(r).then((m) => m.manifest_id)));
@@ -440,7 +528,9 @@ describe("durability and races", () => {
     expect(committed).toHaveLength(1);
 
     // Any difference is a new manifest, and the newest wins the tie on step.
-    const other = await json<CheckpointManifest>(await commit(pool, "job-a", "t0", "att-1", 100, parts, { world_size: 1, framework: "jax" }));
+    const other = await json<CheckpointManifest>(
+      await commit(pool, "job-a", "t0", "att-1", 100, parts, { world_size: 1, framework: "jax" }),
+    );
     expect(other.manifest_id).not.toBe(ids[0]);
     expect((await json<CheckpointManifest>(await latest(pool, "job-a", "t0"))).manifest_id).toBe(other.manifest_id);
   });
@@ -463,7 +553,9 @@ describe("events", () => {
     const m = await json<CheckpointManifest>(await commit(pool, "job-a", "t0", "att-1", 100, [part("model.pt")]));
     await call(pool, "POST", `${base("job-a", "t0")}/${m.manifest_id}/verify`);
     await call(pool, "POST", `${base("job-a", "t0")}/${m.manifest_id}/verify`); // idempotent: no second event
-    await call(pool, "POST", `${base("job-a", "t0")}/${m.manifest_id}/quarantine`, { reason: "loss went NaN after restore" });
+    await call(pool, "POST", `${base("job-a", "t0")}/${m.manifest_id}/quarantine`, {
+      reason: "loss went NaN after restore",
+    });
     await call(pool, "POST", `${base("job-a", "t0")}/${m.manifest_id}/quarantine`, { reason: "again" }); // keeps the first
 
     const ev = (await events(pool, "job-a")).slice(1); // after TASK_CREATED
@@ -474,16 +566,30 @@ describe("events", () => {
       },
       {
         type: "CHECKPOINT_REJECTED",
-        data: { task_id: "t0", attempt_id: "att-1", step: 100, problems: ["part 'missing.pt' was never registered for this attempt and step"] },
+        data: {
+          task_id: "t0",
+          attempt_id: "att-1",
+          step: 100,
+          problems: ["part 'missing.pt' was never registered for this attempt and step"],
+        },
       },
       {
         type: "CHECKPOINT_MANIFEST_COMMITTED",
         data: { task_id: "t0", manifest_id: m.manifest_id, attempt_id: "att-1", step: 100, world_size: 1, parts: 1 },
       },
-      { type: "CHECKPOINT_RESTORE_VERIFIED", data: { task_id: "t0", manifest_id: m.manifest_id, attempt_id: "att-1", step: 100 } },
+      {
+        type: "CHECKPOINT_RESTORE_VERIFIED",
+        data: { task_id: "t0", manifest_id: m.manifest_id, attempt_id: "att-1", step: 100 },
+      },
       {
         type: "CHECKPOINT_REJECTED",
-        data: { task_id: "t0", manifest_id: m.manifest_id, attempt_id: "att-1", step: 100, reason: "loss went NaN after restore" },
+        data: {
+          task_id: "t0",
+          manifest_id: m.manifest_id,
+          attempt_id: "att-1",
+          step: 100,
+          reason: "loss went NaN after restore",
+        },
       },
     ]);
   });
@@ -503,8 +609,10 @@ describe("the resume story", () => {
     await expect
       .poll(
         () =>
-          runInDurableObject(stub(pool), (_o, s) =>
-            s.storage.sql.exec<{ state: string }>("SELECT state FROM tasks WHERE task_id = 'train'").one().state,
+          runInDurableObject(
+            stub(pool),
+            (_o, s) =>
+              s.storage.sql.exec<{ state: string }>("SELECT state FROM tasks WHERE task_id = 'train'").one().state,
           ),
         { timeout: 2000, interval: 50 },
       )
@@ -525,7 +633,11 @@ describe("the resume story", () => {
 
 function fetchUnpooled(method: string, path: string, body: unknown) {
   return app.fetch(
-    new Request(`http://flashedge.test${path}`, { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
+    new Request(`http://flashedge.test${path}`, {
+      method,
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    }),
     env,
     createExecutionContext(),
   );

@@ -7,9 +7,9 @@
 
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { claimView, eligible } from "../../src/placement";
 import { NodeRegistrationSchema } from "../../src/protocol/nodes";
 import type { TaskSpec } from "../../src/protocol/tasks";
+import { claimView, eligible } from "../../src/rules/placement";
 import { freshPool, stub, task } from "./helpers";
 
 /** mulberry32: a small seeded PRNG, so a failure names its seed and replays. */
@@ -100,14 +100,20 @@ async function referenceClaim(pool: string, nodeId: string, jobId: string | null
   return runInDurableObject(stub(pool), (_o, state) => {
     const sql = state.storage.sql;
     const view = claimView(
-      JSON.parse(sql.exec<{ registration: string }>("SELECT registration FROM nodes WHERE node_id = ?", nodeId).one().registration),
+      JSON.parse(
+        sql.exec<{ registration: string }>("SELECT registration FROM nodes WHERE node_id = ?", nodeId).one()
+          .registration,
+      ),
     );
     const pending = sql
       .exec<Pending>("SELECT job_id, task_id, payload FROM tasks WHERE state = 'PENDING' ORDER BY seq")
       .toArray()
       .filter((t) => jobId === null || t.job_id === jobId);
     const index = pending.findIndex((t) => eligible(JSON.parse(t.payload), view));
-    return { task: index < 0 ? null : { job_id: pending[index]!.job_id, task_id: pending[index]!.task_id }, skipped: Math.max(0, index) };
+    return {
+      task: index < 0 ? null : { job_id: pending[index]!.job_id, task_id: pending[index]!.task_id },
+      skipped: Math.max(0, index),
+    };
   });
 }
 
@@ -127,7 +133,13 @@ describe("the class-indexed claim", () => {
       const addBatch = async (n: number) => {
         const batch: TaskSpec[] = [];
         for (let k = 0; k < n; k++, inserted++) {
-          batch.push(task(rng.pick(JOBS), `t${String(inserted).padStart(3, "0")}`, generatePayload(rng, inserted) as TaskSpec["payload"]));
+          batch.push(
+            task(
+              rng.pick(JOBS),
+              `t${String(inserted).padStart(3, "0")}`,
+              generatePayload(rng, inserted) as TaskSpec["payload"],
+            ),
+          );
         }
         const added = await object.addTasks(batch);
         expect(added.ok).toBe(true);
@@ -154,7 +166,8 @@ describe("the class-indexed claim", () => {
         if (jobId !== null) tally.byJob++;
         if (result.lease.attempt_number > 1) tally.requeuedReleased++;
         // Requeue often, so failed tasks come back at their old place.
-        if (rng.chance(0.45)) expect((await object.failLease(result.lease.lease_id, "generated failure")).ok).toBe(true);
+        if (rng.chance(0.45))
+          expect((await object.failLease(result.lease.lease_id, "generated failure")).ok).toBe(true);
       }
     }
     // The comparison above only means something if every path was exercised.
@@ -206,7 +219,9 @@ describe("the class-indexed claim", () => {
     const object = stub(pool);
     // A registration holds every field of the claim-time view.
     const views = Array.from({ length: 40 }, () => generateRegistration(rng, rng.pick(NODES)));
-    await object.addTasks(Array.from({ length: 300 }, (_, i) => task("j", `t${i}`, generatePayload(rng, i) as TaskSpec["payload"])));
+    await object.addTasks(
+      Array.from({ length: 300 }, (_, i) => task("j", `t${i}`, generatePayload(rng, i) as TaskSpec["payload"])),
+    );
     const rows = await runInDurableObject(object, (_o, state) =>
       state.storage.sql.exec<{ class_id: number; payload: string }>("SELECT class_id, payload FROM tasks").toArray(),
     );

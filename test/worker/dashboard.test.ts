@@ -36,7 +36,10 @@ function searchJob(name: string, trials: number, extra: Record<string, unknown> 
     spec: {
       execution: { backend: "leases" },
       image: { repository: "r", tag: "1" },
-      workload: { type: "hyperparameter_search", parameters: { trials: Array.from({ length: trials }, (_, i) => ({ c: i })) } },
+      workload: {
+        type: "hyperparameter_search",
+        parameters: { trials: Array.from({ length: trials }, (_, i) => ({ c: i })) },
+      },
       ...extra,
     },
   };
@@ -62,7 +65,9 @@ describe("the dashboard page", () => {
     expect(r.headers.get("content-type")).toBe("text/html; charset=utf-8");
     expect(await r.text()).toBe(DASHBOARD_HTML);
     const csp = r.headers.get("content-security-policy") ?? "";
-    const directives = Object.fromEntries(csp.split(/;\s*/).map((d) => [d.split(" ")[0], d.split(" ").slice(1).join(" ")]));
+    const directives = Object.fromEntries(
+      csp.split(/;\s*/).map((d) => [d.split(" ")[0], d.split(" ").slice(1).join(" ")]),
+    );
     expect(directives).toEqual({
       "default-src": "'none'",
       "script-src": await cspHash(DASHBOARD_SCRIPT),
@@ -149,12 +154,23 @@ describe("the dashboard summary", () => {
       more: 0,
     });
     expect(s.leases.items).toEqual([
-      expect.objectContaining({ lease_id: running.lease_id, job_id: jobId, task_id: running.task_id, node_id: "cpu-1", attempt: 1, lease_seconds: 60 }),
+      expect.objectContaining({
+        lease_id: running.lease_id,
+        job_id: jobId,
+        task_id: running.task_id,
+        node_id: "cpu-1",
+        attempt: 1,
+        lease_seconds: 60,
+      }),
     ]);
     expect(s.leases.items[0]!.seconds_left).toBeGreaterThan(50);
     expect(s.leases.items[0]!.seconds_left).toBeLessThanOrEqual(60);
     // Newest first.
-    expect(s.events.items.slice(0, 3).map((e) => e.type)).toEqual(["LEASE_CLAIMED", "TASK_COMMIT_ACCEPTED", "LEASE_CLAIMED"]);
+    expect(s.events.items.slice(0, 3).map((e) => e.type)).toEqual([
+      "LEASE_CLAIMED",
+      "TASK_COMMIT_ACCEPTED",
+      "LEASE_CLAIMED",
+    ]);
     expect(s.events.items[0]!.seq).toBe(s.events.last_seq);
   });
 
@@ -165,7 +181,12 @@ describe("the dashboard summary", () => {
     await claim(pool, EVIL);
     const raw = await (await call(pool, "GET", "/dashboard")).text();
     const s = JSON.parse(raw) as DashboardSummary;
-    expect(s.nodes.items[0]).toMatchObject({ node_id: EVIL, hostname: EVIL, local_datasets: [EVIL], labels: { [EVIL]: EVIL } });
+    expect(s.nodes.items[0]).toMatchObject({
+      node_id: EVIL,
+      hostname: EVIL,
+      local_datasets: [EVIL],
+      labels: { [EVIL]: EVIL },
+    });
     expect(s.leases.items[0]!.node_id).toBe(EVIL);
     expect(s.events.items[0]!.message).toContain(EVIL);
     expect(s.jobs.items[0]!.labels).toEqual({ team: EVIL });
@@ -208,7 +229,9 @@ describe("the dashboard summary", () => {
     expect(jobs[gpuJob]!.stuck).toMatchObject({ pending: 2, task_id: "trial-000" });
     expect(jobs[cpuJob]!.stuck).toBeNull();
     // The placement route still calls it placeable: a registered node could take it.
-    const report = await json<{ unplaceable: boolean }>(await call(pool, "GET", `/jobs/${gpuJob}/tasks/trial-000/placement`));
+    const report = await json<{ unplaceable: boolean }>(
+      await call(pool, "GET", `/jobs/${gpuJob}/tasks/trial-000/placement`),
+    );
     expect(report.unplaceable).toBe(false);
 
     // The GPU node comes back: nothing is stuck any more.
@@ -244,12 +267,19 @@ describe("the dashboard summary", () => {
       const now = Date.now();
       for (let i = 0; i < 1000; i++) {
         const id = `node-${String(i).padStart(4, "0")}`;
-        registerNode(state.storage.sql, now, NodeRegistrationSchema.parse(registration(id, { local_datasets: ["d1", "d2"] }, i % 10 === 0 ? 1 : 0)));
+        registerNode(
+          state.storage.sql,
+          now,
+          NodeRegistrationSchema.parse(registration(id, { local_datasets: ["d1", "d2"] }, i % 10 === 0 ? 1 : 0)),
+        );
       }
     });
     await submit(pool, searchJob("big", 9_700));
     // 300 tasks no node can take, in 300 requirement classes (each excludes a different node).
-    await addTasks(pool, Array.from({ length: 300 }, (_, i) => task("stuck-job", `s-${i}`, { gpus: 8, exclude_nodes: [`x-${i}`] })));
+    await addTasks(
+      pool,
+      Array.from({ length: 300 }, (_, i) => task("stuck-job", `s-${i}`, { gpus: 8, exclude_nodes: [`x-${i}`] })),
+    );
     for (let i = 0; i < 40; i++) await claim(pool, `node-${String(i).padStart(4, "0")}`);
 
     const started = Date.now();

@@ -7,7 +7,7 @@ import type { TaskSpec } from "../../src/protocol/tasks";
 
 /** A fresh pool name per test, so tests never share state. */
 export function freshPool(): string {
-  return "t-" + crypto.randomUUID().slice(0, 8);
+  return `t-${crypto.randomUUID().slice(0, 8)}`;
 }
 
 export function stub(pool: string) {
@@ -48,7 +48,12 @@ export async function register(pool: string, nodeId: string, extra: Record<strin
   if (r.status !== 200) throw new Error(`register ${nodeId}: ${r.status} ${await r.text()}`);
 }
 
-export function task(jobId: string, taskId: string, payload: Record<string, unknown> = {}, extra: Partial<TaskSpec> = {}): TaskSpec {
+export function task(
+  jobId: string,
+  taskId: string,
+  payload: Record<string, unknown> = {},
+  extra: Partial<TaskSpec> = {},
+): TaskSpec {
   return {
     schema_version: "v1alpha1",
     task_id: taskId,
@@ -67,7 +72,12 @@ export async function addTasks(pool: string, tasks: TaskSpec[], options: { outpu
 }
 
 export async function claim(pool: string, nodeId: string, jobId?: string) {
-  return call(pool, "POST", "/leases/claim", jobId === undefined ? { node_id: nodeId } : { node_id: nodeId, job_id: jobId });
+  return call(
+    pool,
+    "POST",
+    "/leases/claim",
+    jobId === undefined ? { node_id: nodeId } : { node_id: nodeId, job_id: jobId },
+  );
 }
 
 export async function sha256(bytes: Uint8Array | string): Promise<string> {
@@ -90,7 +100,10 @@ export async function storedObjects(pool: string): Promise<string[]> {
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A job's ledger straight from the object's table: each event's type and data. */
-export async function ledger(pool: string, jobId: string): Promise<Array<{ type: string; data: Record<string, unknown> }>> {
+export async function ledger(
+  pool: string,
+  jobId: string,
+): Promise<Array<{ type: string; data: Record<string, unknown> }>> {
   return runInDurableObject(stub(pool), (_o, state) =>
     state.storage.sql
       .exec<{ type: string; data: string }>("SELECT type, data FROM events WHERE job_id = ? ORDER BY seq", jobId)

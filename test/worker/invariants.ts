@@ -2,12 +2,13 @@
 // checker over them (test/invariants/check.ts).
 
 import { runInDurableObject } from "cloudflare:test";
-import { type PoolSnapshot, violations as check } from "../invariants/check";
+import { violations as check, type PoolSnapshot } from "../invariants/check";
 import { stub } from "./helpers";
 
 export async function snapshot(pool: string): Promise<PoolSnapshot> {
   return runInDurableObject(stub(pool), async (_o, state) => {
-    const all = (table: string, order: string) => state.storage.sql.exec(`SELECT * FROM ${table} ORDER BY ${order}`).toArray();
+    const all = (table: string, order: string) =>
+      state.storage.sql.exec(`SELECT * FROM ${table} ORDER BY ${order}`).toArray();
     return {
       nodes: all("nodes", "node_id"),
       jobs: all("jobs", "seq"),

@@ -3,12 +3,26 @@ import { describe, expect, it } from "vitest";
 import type { Lease } from "../../src/protocol/tasks";
 import { call, claim, freshPool, jobSpec, json, register, sha256, upload } from "./helpers";
 
-type JobRecord = { job_id: string; state: string; backend: string; deployment_profile: string; finished_at: string | null; created_at: string };
-type TaskRow = { task_id: string; state: string; attempts: number; max_attempts: number; node_id: string | null; deadline: string | null };
+type JobRecord = {
+  job_id: string;
+  state: string;
+  backend: string;
+  deployment_profile: string;
+  finished_at: string | null;
+  created_at: string;
+};
+type TaskRow = {
+  task_id: string;
+  state: string;
+  attempts: number;
+  max_attempts: number;
+  node_id: string | null;
+  deadline: string | null;
+};
 type EventRecord = { seq: number; type: string; job_id: string; source: string; data: Record<string, unknown> };
 
-
-const trials = (n: number) => jobSpec({ type: "hyperparameter_search", parameters: { trials: Array.from({ length: n }, (_, i) => ({ c: i })) } });
+const trials = (n: number) =>
+  jobSpec({ type: "hyperparameter_search", parameters: { trials: Array.from({ length: n }, (_, i) => ({ c: i })) } });
 
 async function submit(pool: string, body: unknown) {
   const r = await call(pool, "POST", "/jobs", body);
@@ -32,12 +46,25 @@ describe("job submission", () => {
     const pool = freshPool();
     await register(pool, "n1");
     const job = await submit(pool, trials(3));
-    expect(job).toMatchObject({ schema_version: "v1alpha1", state: "RUNNING", backend: "leases", deployment_profile: pool, finished_at: null, runtime_execution_id: null, error: null, artifacts: [] });
+    expect(job).toMatchObject({
+      schema_version: "v1alpha1",
+      state: "RUNNING",
+      backend: "leases",
+      deployment_profile: pool,
+      finished_at: null,
+      runtime_execution_id: null,
+      error: null,
+      artifacts: [],
+    });
     expect(job.job_id).toMatch(/^[0-9a-f]{12}$/);
 
     for (let i = 0; i < 3; i++) {
       const lease = await json<Lease>(await claim(pool, "n1"));
-      expect(lease.payload).toMatchObject({ module: "flashml_workloads.sklearn_trial", params: { c: i }, task_id: `trial-00${i}` });
+      expect(lease.payload).toMatchObject({
+        module: "flashml_workloads.sklearn_trial",
+        params: { c: i },
+        task_id: `trial-00${i}`,
+      });
       expect(await finish(pool, lease)).toEqual({ accepted: true });
     }
     const done = await json<JobRecord>(await call(pool, "GET", `/jobs/${job.job_id}`));
@@ -45,15 +72,31 @@ describe("job submission", () => {
     expect(done.finished_at).not.toBeNull();
 
     // Reading many times neither flips the state nor re-records the transition.
-    for (let i = 0; i < 3; i++) expect((await json<JobRecord>(await call(pool, "GET", `/jobs/${job.job_id}`))).finished_at).toBe(done.finished_at);
+    for (let i = 0; i < 3; i++)
+      expect((await json<JobRecord>(await call(pool, "GET", `/jobs/${job.job_id}`))).finished_at).toBe(
+        done.finished_at,
+      );
     const types = (await events(pool, job.job_id)).map((e) => e.type);
-    expect(types.slice(0, 5)).toEqual(["JOB_ACCEPTED", "BACKEND_SELECTED", "TASK_CREATED", "TASK_CREATED", "TASK_CREATED"]);
+    expect(types.slice(0, 5)).toEqual([
+      "JOB_ACCEPTED",
+      "BACKEND_SELECTED",
+      "TASK_CREATED",
+      "TASK_CREATED",
+      "TASK_CREATED",
+    ]);
     expect(types.filter((t) => t === "JOB_SUCCEEDED")).toHaveLength(1);
     expect(types.at(-1)).toBe("JOB_SUCCEEDED");
 
     const tasks = await json<TaskRow[]>(await call(pool, "GET", `/jobs/${job.job_id}/tasks`));
     expect(tasks.map((t) => t.task_id)).toEqual(["trial-000", "trial-001", "trial-002"]);
-    expect(tasks[0]).toEqual({ task_id: "trial-000", state: "COMPLETED", attempts: 1, max_attempts: 4, node_id: "n1", deadline: null });
+    expect(tasks[0]).toEqual({
+      task_id: "trial-000",
+      state: "COMPLETED",
+      attempts: 1,
+      max_attempts: 4,
+      node_id: "n1",
+      deadline: null,
+    });
     expect(await json(await call(pool, "GET", `/jobs/${job.job_id}/logs`))).toEqual({ logs: "" });
     expect(await json<JobRecord[]>(await call(pool, "GET", "/jobs"))).toHaveLength(1);
   });
@@ -61,7 +104,10 @@ describe("job submission", () => {
   it("a job with an exhausted task ends FAILED", async () => {
     const pool = freshPool();
     await register(pool, "n1");
-    const job = await submit(pool, jobSpec({ type: "hyperparameter_search", parameters: { trials: [{}] } }, { retryPolicy: { maxTaskAttempts: 1 } }));
+    const job = await submit(
+      pool,
+      jobSpec({ type: "hyperparameter_search", parameters: { trials: [{}] } }, { retryPolicy: { maxTaskAttempts: 1 } }),
+    );
     const lease = await json<Lease>(await claim(pool, "n1"));
     await call(pool, "POST", `/attempts/${lease.lease_id}/fail`, { reason: "oom" });
     const after = await json<JobRecord>(await call(pool, "GET", `/jobs/${job.job_id}`));
@@ -98,10 +144,16 @@ describe("job submission", () => {
 
   it("an expansion error is one 422 listing every problem, and queues nothing", async () => {
     const pool = freshPool();
-    const r = await call(pool, "POST", "/jobs", jobSpec({ type: "federated_averaging", parameters: { num_shards: 2, lr: 0.1 } }));
+    const r = await call(
+      pool,
+      "POST",
+      "/jobs",
+      jobSpec({ type: "federated_averaging", parameters: { num_shards: 2, lr: 0.1 } }),
+    );
     expect(r.status).toBe(422);
     const detail = (await json<{ detail: string }>(r)).detail;
-    for (const missing of ["local_steps", "batch_size", "seed", "in_dim", "hidden", "out_dim", "dataset_size"]) expect(detail).toContain(missing);
+    for (const missing of ["local_steps", "batch_size", "seed", "in_dim", "hidden", "out_dim", "dataset_size"])
+      expect(detail).toContain(missing);
     expect(await json(await call(pool, "GET", "/jobs"))).toEqual([]);
   });
 
@@ -145,7 +197,13 @@ describe("job submission", () => {
 
   it("an unknown job is 404 on every job route", async () => {
     const pool = freshPool();
-    for (const [method, path] of [["GET", "/jobs/000000000000"], ["GET", "/jobs/000000000000/events"], ["GET", "/jobs/000000000000/tasks"], ["POST", "/jobs/000000000000/cancel"], ["GET", "/jobs/000000000000/logs"]] as const) {
+    for (const [method, path] of [
+      ["GET", "/jobs/000000000000"],
+      ["GET", "/jobs/000000000000/events"],
+      ["GET", "/jobs/000000000000/tasks"],
+      ["POST", "/jobs/000000000000/cancel"],
+      ["GET", "/jobs/000000000000/logs"],
+    ] as const) {
       expect((await call(pool, method, path)).status, path).toBe(404);
     }
   });
@@ -153,7 +211,10 @@ describe("job submission", () => {
 
 describe("payload forwards reach the gate through the real claim endpoint", () => {
   const command = (parameters: Record<string, unknown>, spec: Record<string, unknown> = {}) =>
-    jobSpec({ type: "command", parameters: { command: ["python", "train.py"], ...parameters } }, { isolation: { tier: "sandboxed" }, ...spec });
+    jobSpec(
+      { type: "command", parameters: { command: ["python", "train.py"], ...parameters } },
+      { isolation: { tier: "sandboxed" }, ...spec },
+    );
   const argvNode = { argv_capable: true, sandbox_capable: true };
 
   it("gpuPerTask becomes payload gpus: the 1-GPU node is refused a 2-GPU task, the 2-GPU node takes it", async () => {
@@ -170,7 +231,10 @@ describe("payload forwards reach the gate through the real claim endpoint", () =
     const pool = freshPool();
     await register(pool, "cpu");
     await register(pool, "gpu", {}, 1);
-    await submit(pool, jobSpec({ type: "hyperparameter_search", parameters: { trials: [{}] } }, { resources: { gpuPerTask: 1 } }));
+    await submit(
+      pool,
+      jobSpec({ type: "hyperparameter_search", parameters: { trials: [{}] } }, { resources: { gpuPerTask: 1 } }),
+    );
     expect((await claim(pool, "cpu")).status).toBe(204);
     expect((await json<Lease>(await claim(pool, "gpu"))).payload.gpus).toBe(1);
   });

@@ -1,8 +1,20 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Lease } from "../../src/protocol/tasks";
-import { addTasks, call, claim, freshPool, json, register, sha256, sleep, stub, task, upload, ledger as events } from "./helpers";
-
+import {
+  addTasks,
+  call,
+  claim,
+  ledger as events,
+  freshPool,
+  json,
+  register,
+  sha256,
+  sleep,
+  stub,
+  task,
+  upload,
+} from "./helpers";
 
 async function taskState(pool: string, jobId: string, taskId: string) {
   return runInDurableObject(stub(pool), (_o, state) =>
@@ -30,7 +42,14 @@ describe("the agent loop", () => {
     const r = await claim(pool, "n1");
     expect(r.status).toBe(200);
     const lease = await json<Lease>(r);
-    expect(lease).toMatchObject({ schema_version: "v1alpha1", task_id: "task-000", job_id: "job-a", node_id: "n1", attempt_number: 1, payload: { module: "m" } });
+    expect(lease).toMatchObject({
+      schema_version: "v1alpha1",
+      task_id: "task-000",
+      job_id: "job-a",
+      node_id: "n1",
+      attempt_number: 1,
+      payload: { module: "m" },
+    });
     expect(lease.lease_id).toMatch(/^ls-[0-9a-f]{12}$/);
     expect(Date.parse(lease.deadline) - Date.now()).toBeGreaterThan(55_000);
 
@@ -42,14 +61,22 @@ describe("the agent loop", () => {
     expect(await json(done)).toEqual({ accepted: true });
     expect(await taskState(pool, "job-a", "task-000")).toEqual({ state: "COMPLETED", attempts_used: 1 });
 
-    const again = await call(pool, "POST", `/attempts/${lease.lease_id}/complete`, { output_sha256: await sha256('{"accuracy": 0.9}') });
+    const again = await call(pool, "POST", `/attempts/${lease.lease_id}/complete`, {
+      output_sha256: await sha256('{"accuracy": 0.9}'),
+    });
     expect(await json(again)).toEqual({ accepted: false });
     expect((await call(pool, "POST", `/attempts/${lease.lease_id}/heartbeat`)).status).toBe(410);
 
     const nodes = await json<Array<Record<string, unknown>>>(await call(pool, "GET", "/nodes"));
     expect(nodes[0]).toMatchObject({ node_id: "n1", accepted_tasks: 1, online: true });
     const types = (await events(pool, "job-a")).map((e) => e.type);
-    expect(types).toEqual(["TASK_CREATED", "LEASE_CLAIMED", "LEASE_RENEWED", "TASK_COMMIT_ACCEPTED", "TASK_COMMIT_REJECTED"]);
+    expect(types).toEqual([
+      "TASK_CREATED",
+      "LEASE_CLAIMED",
+      "LEASE_RENEWED",
+      "TASK_COMMIT_ACCEPTED",
+      "TASK_COMMIT_REJECTED",
+    ]);
   });
 
   it("a claim from an unregistered node is refused with 403", async () => {
@@ -91,10 +118,12 @@ describe("expiry", () => {
     await addTasks(pool, [task("job-a", "task-000", {}, { lease_seconds: 0.2 })]);
     const first = await json<Lease>(await claim(pool, "n1"));
     // Nobody polls: only the object's own alarm can requeue the task.
-    await expect.poll(() => taskState(pool, "job-a", "task-000"), { timeout: 2000, interval: 50 }).toEqual({
-      state: "PENDING",
-      attempts_used: 1,
-    });
+    await expect
+      .poll(() => taskState(pool, "job-a", "task-000"), { timeout: 2000, interval: 50 })
+      .toEqual({
+        state: "PENDING",
+        attempts_used: 1,
+      });
 
     const second = await json<Lease>(await claim(pool, "n2"));
     expect(second).toMatchObject({ task_id: "task-000", node_id: "n2", attempt_number: 2 });
@@ -169,7 +198,9 @@ describe("output validation", () => {
     await addTasks(pool, [task("j", "t")]);
     const lease = await json<Lease>(await claim(pool, "n1"));
     await upload(pool, "jobs/j/t/metrics.json", "{}");
-    const r = await call(pool, "POST", `/attempts/${lease.lease_id}/complete`, { output_sha256: await sha256("other") });
+    const r = await call(pool, "POST", `/attempts/${lease.lease_id}/complete`, {
+      output_sha256: await sha256("other"),
+    });
     expect(await json(r)).toEqual({ accepted: false, detail: "output validation failed; attempt requeued" });
     expect(await taskState(pool, "j", "t")).toEqual({ state: "PENDING", attempts_used: 1 });
   });
@@ -189,7 +220,10 @@ describe("output validation", () => {
     await register(pool, "n1");
     await addTasks(pool, [task("j", "t")], { outputJson: true });
     let lease = await json<Lease>(await claim(pool, "n1"));
-    expect(await json(await commitOutput(pool, lease, "[1, 2]"))).toMatchObject({ accepted: false, detail: expect.any(String) });
+    expect(await json(await commitOutput(pool, lease, "[1, 2]"))).toMatchObject({
+      accepted: false,
+      detail: expect.any(String),
+    });
     lease = await json<Lease>(await claim(pool, "n1"));
     expect(await json(await commitOutput(pool, lease, "not json"))).toMatchObject({ accepted: false });
     lease = await json<Lease>(await claim(pool, "n1"));
@@ -247,7 +281,10 @@ describe("races", () => {
     const pool = freshPool();
     const ids = Array.from({ length: 50 }, (_, i) => `n${i}`);
     await Promise.all(ids.map((id) => register(pool, id)));
-    await addTasks(pool, Array.from({ length: 10 }, (_, i) => task("j", `t${i}`)));
+    await addTasks(
+      pool,
+      Array.from({ length: 10 }, (_, i) => task("j", `t${i}`)),
+    );
     const results = await Promise.all(ids.map((id) => claim(pool, id)));
     const leased = await Promise.all(results.filter((r) => r.status === 200).map((r) => json<Lease>(r)));
     expect(results.filter((r) => r.status === 204)).toHaveLength(40);
@@ -263,7 +300,9 @@ describe("races", () => {
     await upload(pool, "jobs/j/t/metrics.json", "{}");
     const sha = await sha256("{}");
     const results = await Promise.all(
-      Array.from({ length: 20 }, () => call(pool, "POST", `/attempts/${lease.lease_id}/complete`, { output_sha256: sha }).then((r) => json(r))),
+      Array.from({ length: 20 }, () =>
+        call(pool, "POST", `/attempts/${lease.lease_id}/complete`, { output_sha256: sha }).then((r) => json(r)),
+      ),
     );
     expect(results.filter((r) => r.accepted === true)).toHaveLength(1);
     expect(results.filter((r) => r.accepted === false)).toHaveLength(19);

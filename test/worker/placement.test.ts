@@ -5,8 +5,22 @@ import { describe, expect, it } from "vitest";
 import type { Lease } from "../../src/protocol/tasks";
 import { addTasks, call, claim, freshPool, jobSpec, json, register, task } from "./helpers";
 
-type NodeAnswer = { node_id: string; online: boolean; status: string; eligible: boolean; gate?: string; reason?: string };
-type Report = { job_id: string; task_id: string; state: string; nodes: NodeAnswer[]; unplaceable: boolean; summary: string };
+type NodeAnswer = {
+  node_id: string;
+  online: boolean;
+  status: string;
+  eligible: boolean;
+  gate?: string;
+  reason?: string;
+};
+type Report = {
+  job_id: string;
+  task_id: string;
+  state: string;
+  nodes: NodeAnswer[];
+  unplaceable: boolean;
+  summary: string;
+};
 
 async function placement(pool: string, jobId: string, taskId: string) {
   return call(pool, "GET", `/jobs/${encodeURIComponent(jobId)}/tasks/${encodeURIComponent(taskId)}/placement`);
@@ -27,9 +41,30 @@ describe("placement explanations", () => {
       task_id: "t1",
       state: "PENDING",
       nodes: [
-        { node_id: "cpu-1", online: true, status: "online", eligible: false, gate: "gpu", reason: "gpu: task needs 2 GPUs, node advertises 0" },
-        { node_id: "gpu-1", online: true, status: "online", eligible: false, gate: "gpu", reason: "gpu: task needs 2 GPUs, node advertises 1" },
-        { node_id: "gpu-4", online: true, status: "online", eligible: false, gate: "local_data", reason: "local_data: node does not offer dataset 'patients'" },
+        {
+          node_id: "cpu-1",
+          online: true,
+          status: "online",
+          eligible: false,
+          gate: "gpu",
+          reason: "gpu: task needs 2 GPUs, node advertises 0",
+        },
+        {
+          node_id: "gpu-1",
+          online: true,
+          status: "online",
+          eligible: false,
+          gate: "gpu",
+          reason: "gpu: task needs 2 GPUs, node advertises 1",
+        },
+        {
+          node_id: "gpu-4",
+          online: true,
+          status: "online",
+          eligible: false,
+          gate: "local_data",
+          reason: "local_data: node does not offer dataset 'patients'",
+        },
       ],
       unplaceable: true,
       summary: "0/3 nodes eligible: 2 × gpu (task needs 2 GPUs), 1 × local_data (missing dataset 'patients')",
@@ -80,7 +115,12 @@ describe("placement explanations", () => {
   it("explains a task of a submitted job from its stored payload", async () => {
     const pool = freshPool();
     await register(pool, "cpu-1");
-    const submitted = await call(pool, "POST", "/jobs", jobSpec({ type: "hyperparameter_search", parameters: { trials: [{}] } }, { resources: { gpuPerTask: 4 } }));
+    const submitted = await call(
+      pool,
+      "POST",
+      "/jobs",
+      jobSpec({ type: "hyperparameter_search", parameters: { trials: [{}] } }, { resources: { gpuPerTask: 4 } }),
+    );
     const job = await json<{ job_id: string }>(submitted);
     const report = await json<Report>(await placement(pool, job.job_id, "trial-000"));
     expect(report.summary).toBe("0/1 nodes eligible: 1 × gpu (task needs 4 GPUs)");
@@ -95,7 +135,11 @@ describe("placement explanations", () => {
       apiVersion: "flashml.dev/v1alpha1",
       kind: "Job",
       metadata: { name: "j" },
-      spec: { execution: { backend: "leases" }, image: { repository: "r", tag: "1" }, workload: { type: "hyperparameter_search", parameters: { trials: [{}] } } },
+      spec: {
+        execution: { backend: "leases" },
+        image: { repository: "r", tag: "1" },
+        workload: { type: "hyperparameter_search", parameters: { trials: [{}] } },
+      },
     });
     const job = await json<{ job_id: string }>(submitted);
     const realJob = jobId === "JOB" ? job.job_id : jobId;

@@ -4,7 +4,20 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Lease } from "../../src/protocol/tasks";
-import { addTasks, call, claim, freshPool, jobSpec, json, register, sha256, sleep, stub, task, upload } from "./helpers";
+import {
+  addTasks,
+  call,
+  claim,
+  freshPool,
+  jobSpec,
+  json,
+  register,
+  sha256,
+  sleep,
+  stub,
+  task,
+  upload,
+} from "./helpers";
 import { violations } from "./invariants";
 
 /** A tiny seeded PRNG, so a failing interleaving can be replayed. */
@@ -28,7 +41,12 @@ describe("races", () => {
     const nodes = Array.from({ length: 12 }, (_, i) => `n${i}`);
     await Promise.all(nodes.map((n, i) => register(pool, n, { local_datasets: i % 3 === 0 ? ["ds-a"] : [] }, i % 4)));
     const payloads = [{}, { gpus: 1 }, { gpus: 2 }, { local_inputs: ["ds-a"] }, { module: "m" }];
-    await addTasks(pool, Array.from({ length: 40 }, (_, i) => task(i % 2 ? "ja" : "jb", `t${i}`, payloads[i % payloads.length], { max_attempts: 3 })));
+    await addTasks(
+      pool,
+      Array.from({ length: 40 }, (_, i) =>
+        task(i % 2 ? "ja" : "jb", `t${i}`, payloads[i % payloads.length], { max_attempts: 3 }),
+      ),
+    );
 
     const agent = async (node: string) => {
       for (let step = 0; step < 12; step++) {
@@ -52,7 +70,10 @@ describe("races", () => {
   it("completes racing the alarm's expiry accept at most one commit per task", async () => {
     const pool = freshPool();
     await Promise.all(["a", "b"].map((n) => register(pool, n)));
-    await addTasks(pool, Array.from({ length: 10 }, (_, i) => task("j", `t${i}`, {}, { lease_seconds: 0.05 })));
+    await addTasks(
+      pool,
+      Array.from({ length: 10 }, (_, i) => task("j", `t${i}`, {}, { lease_seconds: 0.05 })),
+    );
     const leases = await Promise.all(Array.from({ length: 10 }, () => claim(pool, "a").then((r) => json<Lease>(r))));
     await sleep(40);
     const [commits] = await Promise.all([
@@ -61,8 +82,10 @@ describe("races", () => {
       Promise.all(Array.from({ length: 10 }, () => claim(pool, "b"))),
     ]);
     // Each task is committed at most once, whoever won its race.
-    const accepted = await runInDurableObject(stub(pool), (_o, s) =>
-      s.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM leases WHERE status = 'completed'").one().n,
+    const accepted = await runInDurableObject(
+      stub(pool),
+      (_o, s) =>
+        s.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM leases WHERE status = 'completed'").one().n,
     );
     expect(accepted).toBe(commits.filter((c) => c.accepted).length);
     expect(await violations(pool)).toEqual([]);
@@ -72,7 +95,12 @@ describe("races", () => {
     const pool = freshPool();
     const nodes = Array.from({ length: 10 }, (_, i) => `n${i}`);
     await Promise.all(nodes.map((n) => register(pool, n)));
-    const r = await call(pool, "POST", "/jobs", jobSpec({ type: "hyperparameter_search", parameters: { trials: Array.from({ length: 30 }, () => ({})) } }));
+    const r = await call(
+      pool,
+      "POST",
+      "/jobs",
+      jobSpec({ type: "hyperparameter_search", parameters: { trials: Array.from({ length: 30 }, () => ({})) } }),
+    );
     const job = await json<{ job_id: string }>(r);
     await Promise.all([
       ...nodes.map((n) => claim(pool, n)),
@@ -87,9 +115,14 @@ describe("races", () => {
   it("re-registration racing claims never places work the registration refuses", async () => {
     const pool = freshPool();
     await register(pool, "cpu");
-    await addTasks(pool, Array.from({ length: 20 }, (_, i) => task("j", `t${i}`, i % 2 ? { gpus: 1 } : {})));
+    await addTasks(
+      pool,
+      Array.from({ length: 20 }, (_, i) => task("j", `t${i}`, i % 2 ? { gpus: 1 } : {})),
+    );
     await Promise.all(
-      Array.from({ length: 30 }, (_, i) => (i % 3 ? claim(pool, "cpu") : register(pool, "cpu", { hostname: `h${i}`, labels: { round: String(i) } }))),
+      Array.from({ length: 30 }, (_, i) =>
+        i % 3 ? claim(pool, "cpu") : register(pool, "cpu", { hostname: `h${i}`, labels: { round: String(i) } }),
+      ),
     );
     const leased = await runInDurableObject(stub(pool), (_o, s) =>
       s.storage.sql.exec<{ payload: string }>("SELECT payload FROM tasks WHERE state = 'LEASED'").toArray(),
@@ -102,7 +135,11 @@ describe("races", () => {
 
 describe("the invariant checker", () => {
   const corruptions: Array<[string, string, RegExp]> = [
-    ["a second live lease", "INSERT INTO leases SELECT 'ls-ffffffffffff', task_seq, node_id, attempt_number, issued_ms, deadline_ms, 'live' FROM leases LIMIT 1", /2 live leases/],
+    [
+      "a second live lease",
+      "INSERT INTO leases SELECT 'ls-ffffffffffff', task_seq, node_id, attempt_number, issued_ms, deadline_ms, 'live' FROM leases LIMIT 1",
+      /2 live leases/,
+    ],
     ["a completion without a commit", "UPDATE tasks SET state = 'COMPLETED'", /accepted commits|replay/],
     ["attempts beyond the limit", "UPDATE tasks SET attempts_used = 9", /attempts/],
     ["a lease to a node the gate refuses", "UPDATE tasks SET payload = '{\"gpus\": 4}'", /gate refuses/],
@@ -127,7 +164,9 @@ describe("alarm faults", () => {
     await claim(pool, "a");
     await sleep(60);
     expect((await json<Lease>(await claim(pool, "b"))).attempt_number).toBe(2);
-    const before = await runInDurableObject(stub(pool), (_o, s) => s.storage.sql.exec("SELECT * FROM events").toArray());
+    const before = await runInDurableObject(stub(pool), (_o, s) =>
+      s.storage.sql.exec("SELECT * FROM events").toArray(),
+    );
     await runInDurableObject(stub(pool), (o) => o.alarm());
     const after = await runInDurableObject(stub(pool), (_o, s) => s.storage.sql.exec("SELECT * FROM events").toArray());
     expect(after).toEqual(before);
@@ -141,7 +180,10 @@ describe("alarm faults", () => {
     await claim(pool, "a");
     await runInDurableObject(stub(pool), (_o, s) => s.storage.deleteAlarm());
     await sleep(80);
-    const state = await runInDurableObject(stub(pool), (_o, s) => s.storage.sql.exec<{ state: string }>("SELECT state FROM tasks").one().state);
+    const state = await runInDurableObject(
+      stub(pool),
+      (_o, s) => s.storage.sql.exec<{ state: string }>("SELECT state FROM tasks").one().state,
+    );
     expect(state).toBe("LEASED"); // nobody swept: the alarm is gone
     expect((await json<Lease>(await claim(pool, "b"))).node_id).toBe("b");
     expect(await violations(pool)).toEqual([]);
@@ -150,13 +192,18 @@ describe("alarm faults", () => {
   it("an alarm that runs twice concurrently expires each lease once", async () => {
     const pool = freshPool();
     await register(pool, "a");
-    await addTasks(pool, Array.from({ length: 5 }, (_, i) => task("j", `t${i}`, {}, { lease_seconds: 0.05, max_attempts: 5 })));
+    await addTasks(
+      pool,
+      Array.from({ length: 5 }, (_, i) => task("j", `t${i}`, {}, { lease_seconds: 0.05, max_attempts: 5 })),
+    );
     await Promise.all(Array.from({ length: 5 }, () => claim(pool, "a")));
     await runInDurableObject(stub(pool), (_o, s) => s.storage.deleteAlarm());
     await sleep(60);
     await runInDurableObject(stub(pool), (o) => Promise.all([o.alarm(), o.alarm()]));
-    const expired = await runInDurableObject(stub(pool), (_o, s) =>
-      s.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM events WHERE type = 'LEASE_EXPIRED'").one().n,
+    const expired = await runInDurableObject(
+      stub(pool),
+      (_o, s) =>
+        s.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM events WHERE type = 'LEASE_EXPIRED'").one().n,
     );
     expect(expired).toBe(5);
     expect(await violations(pool)).toEqual([]);

@@ -8,6 +8,8 @@
 // closed). The one exception is the module gate, an availability flag where
 // only an explicit `false` refuses.
 
+import { shorten } from "./text";
+
 /** The payload keys the gate reads. Any other payload key never changes its answer. */
 export const GATE_KEYS = ["argv", "module", "local_inputs", "gpus", "exclude_nodes", "pool", "isolation"] as const;
 
@@ -178,7 +180,10 @@ const CHECKS: ReadonlyArray<readonly [GateName, Check]> = [
 function readPayload(payload: unknown): Reading {
   try {
     if (!isObject(payload)) {
-      return { readable: false, reason: `argv: the payload is ${kind(payload)}, not a JSON object, so its requirements cannot be read` };
+      return {
+        readable: false,
+        reason: `argv: the payload is ${kind(payload)}, not a JSON object, so its requirements cannot be read`,
+      };
     }
     return {
       readable: true,
@@ -483,8 +488,7 @@ function oneLine(text: string): string {
 }
 
 function clip(text: string): string {
-  const chars = Array.from(text);
-  return chars.length <= 60 ? text : `${chars.slice(0, 57).join("")}...`;
+  return shorten(text, 57);
 }
 
 function count(n: number, noun: string): string {

@@ -1,9 +1,15 @@
 // A job's state follows from its tasks' states (SPEC §6); this is that rule,
 // pure. The pool object counts, this decides.
 
-import type { JobState } from "./protocol/jobs";
+import type { JobState } from "../protocol/jobs";
+import { TASK_STATES, type TaskState } from "../protocol/tasks";
 
-export type TaskCounts = Record<"PENDING" | "LEASED" | "COMPLETED" | "FAILED" | "CANCELLED", number>;
+export type TaskCounts = Record<TaskState, number>;
+
+/** Zero tasks in every state. */
+export function emptyTaskCounts(): TaskCounts {
+  return Object.fromEntries(TASK_STATES.map((s) => [s, 0])) as TaskCounts;
+}
 
 /** SPEC §6: the job state that follows from its task counts. */
 export function deriveJobState(c: TaskCounts): JobState {

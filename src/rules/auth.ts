@@ -3,6 +3,12 @@
 // bearer token to a node or an operator. No I/O, no Cloudflare imports.
 // A refusal never names a token.
 
+/** Who is calling, once the credential is resolved (SPEC §9). */
+export type Caller =
+  | { kind: "open" } // no tokens configured: nobody is authenticated
+  | { kind: "node"; nodeId: string }
+  | { kind: "operator"; name: string; onBehalfOf: string | null };
+
 export type TokenSettings = {
   FLASHML_NODE_TOKENS?: string;
   FLASHML_OPERATOR_TOKENS?: string;
@@ -37,14 +43,16 @@ export function authConfig(settings: TokenSettings): AuthConfig {
     if (seen.has(token)) {
       return { mode: "refusing", detail: "a token is configured both as a node token and as an operator token" };
     }
-    if (operatorSeen.has(token)) return { mode: "refusing", detail: "FLASHML_OPERATOR_TOKENS lists the same token twice" };
+    if (operatorSeen.has(token))
+      return { mode: "refusing", detail: "FLASHML_OPERATOR_TOKENS lists the same token twice" };
     operatorSeen.add(token);
   }
   if (nodes.length === 0 && operators.length === 0) {
     if (settings.FLASHML_REQUIRE_NODE_AUTH === "1") {
       return {
         mode: "refusing",
-        detail: "FLASHML_REQUIRE_NODE_AUTH=1 but no FLASHML_NODE_TOKENS or FLASHML_OPERATOR_TOKENS is configured: refusing to serve open",
+        detail:
+          "FLASHML_REQUIRE_NODE_AUTH=1 but no FLASHML_NODE_TOKENS or FLASHML_OPERATOR_TOKENS is configured: refusing to serve open",
       };
     }
     return { mode: "open" };
@@ -74,14 +82,18 @@ function parseEntries(raw: string | undefined, setting: string, shape: string): 
  * "invalid" when present but not a configured token (or not well-formed).
  * Every configured token is compared in constant time, with no early exit.
  */
-export function authenticate(config: { nodes: Entry[]; operators: Entry[] }, header: string | undefined): Credential | null | "invalid" {
+export function authenticate(
+  config: { nodes: Entry[]; operators: Entry[] },
+  header: string | undefined,
+): Credential | null | "invalid" {
   if (header === undefined) return null;
   const match = /^Bearer +(\S+) *$/i.exec(header);
   const presented = match?.[1];
   if (presented === undefined || !isTokenText(presented)) return "invalid";
   let found: Credential | "invalid" = "invalid";
   for (const e of config.nodes) if (constantTimeEqual(presented, e.token)) found = { kind: "node", nodeId: e.name };
-  for (const e of config.operators) if (constantTimeEqual(presented, e.token)) found = { kind: "operator", name: e.name };
+  for (const e of config.operators)
+    if (constantTimeEqual(presented, e.token)) found = { kind: "operator", name: e.name };
   return found;
 }
 
@@ -100,9 +112,12 @@ export function constantTimeEqual(a: string, b: string): boolean {
  * The delegation header for an operator (SPEC §9): the runtime joins repeated
  * headers with ", ", so a comma means two headers. Returns null when absent.
  */
-export function delegation(value: string | null): { ok: true; node: string | null } | { ok: false; status: 400 | 403; detail: string } {
+export function delegation(
+  value: string | null,
+): { ok: true; node: string | null } | { ok: false; status: 400 | 403; detail: string } {
   if (value === null) return { ok: true, node: null };
-  if (value.includes(",")) return { ok: false, status: 400, detail: "ambiguous X-FlashML-On-Behalf-Of: more than one value" };
+  if (value.includes(","))
+    return { ok: false, status: 400, detail: "ambiguous X-FlashML-On-Behalf-Of: more than one value" };
   const node = value.trim();
   if (node === "") return { ok: false, status: 403, detail: "empty X-FlashML-On-Behalf-Of" };
   return { ok: true, node };

@@ -85,14 +85,22 @@ const TASK_SIDE: ReadonlyArray<readonly [GateName, RegExp, (m: RegExpExecArray) 
   ["argv", /^task carries argv and node is not argv_capable\b/, () => "task runs argv, node is not argv_capable"],
   ["module", /^task runs a module and node says module_capable: false$/, () => "node is not module_capable"],
   ["local_data", /^node does not offer dataset (.*)$/s, (m) => `missing dataset ${m[1]}`],
-  ["local_data", /^task needs (\d+ local datasets?), node's local_datasets is /, (m) => `task needs ${m[1]}, node offers none`],
+  [
+    "local_data",
+    /^task needs (\d+ local datasets?), node's local_datasets is /,
+    (m) => `task needs ${m[1]}, node offers none`,
+  ],
   ["gpu", /^task needs (\d+ GPUs?), node advertises /, (m) => `task needs ${m[1]}`],
   ["exclusion", /^task excludes node /, () => "node excluded by the task"],
   ["exclusion", /^task excludes \d+ nodes? and node has no readable node_id/, () => "node has no readable node_id"],
   ["pool", /^node is not a member of team pool (.*)$/s, (m) => `not in team pool ${m[1]}`],
   ["pool", /^task is confined to team pool (.*?), node's capabilities/s, (m) => `not in team pool ${m[1]}`],
   ["pool", /^node's capabilities\.pools holds /, () => "node's team pool list is malformed"],
-  ["isolation", /^task needs a sandboxed node \(tier .*\) and node is not sandbox_capable/s, () => "task needs a sandboxed node"],
+  [
+    "isolation",
+    /^task needs a sandboxed node \(tier .*\) and node is not sandbox_capable/s,
+    () => "task needs a sandboxed node",
+  ],
 ];
 
 /**

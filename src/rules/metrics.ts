@@ -2,6 +2,8 @@
 // 0.0.4), pure: the pool object counts, this renders. Label values are
 // escaped, since pool names and event types come from outside.
 
+import { TASK_STATES } from "../protocol/tasks";
+
 export interface MetricsSample {
   tasks: Record<string, number>; // by state
   leasesLive: number;
@@ -9,8 +11,6 @@ export interface MetricsSample {
   nodesOnline: number;
   events: Record<string, number>; // by type, since the pool began
 }
-
-const TASK_STATES = ["PENDING", "LEASED", "COMPLETED", "FAILED", "CANCELLED"];
 
 export function renderMetrics(pool: string, s: MetricsSample): string {
   const p = `pool="${escapeLabel(pool)}"`;
@@ -20,23 +20,37 @@ export function renderMetrics(pool: string, s: MetricsSample): string {
     out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
     for (const [labels, value] of samples) out.push(`${name}{${labels}} ${value}`);
   };
-  metric("flashedge_tasks", "gauge", "Tasks in the pool by state.",
-    TASK_STATES.map((state) => [`${p},state="${state}"`, s.tasks[state] ?? 0]));
+  metric(
+    "flashedge_tasks",
+    "gauge",
+    "Tasks in the pool by state.",
+    TASK_STATES.map((state) => [`${p},state="${state}"`, s.tasks[state] ?? 0]),
+  );
   metric("flashedge_leases_live", "gauge", "Leases currently live.", [[p, s.leasesLive]]);
-  metric("flashedge_leases_expired_total", "counter", "Leases that expired because their node stopped heartbeating.", [[p, ev("LEASE_EXPIRED")]]);
+  metric("flashedge_leases_expired_total", "counter", "Leases that expired because their node stopped heartbeating.", [
+    [p, ev("LEASE_EXPIRED")],
+  ]);
   metric("flashedge_claims_total", "counter", "Claims that leased a task.", [[p, ev("LEASE_CLAIMED")]]);
   metric("flashedge_commits_total", "counter", "Commits judged, by outcome.", [
     [`${p},result="accepted"`, ev("TASK_COMMIT_ACCEPTED")],
     [`${p},result="rejected"`, ev("TASK_COMMIT_REJECTED")],
   ]);
-  metric("flashedge_attempts_failed_total", "counter", "Attempts failed by their worker or by output validation.", [[p, ev("TASK_ATTEMPT_FAILED")]]);
+  metric("flashedge_attempts_failed_total", "counter", "Attempts failed by their worker or by output validation.", [
+    [p, ev("TASK_ATTEMPT_FAILED")],
+  ]);
   metric("flashedge_nodes", "gauge", "Registered nodes, and those heartbeating within the online window.", [
     [`${p},online="true"`, s.nodesOnline],
     [`${p},online="false"`, s.nodesRegistered - s.nodesOnline],
   ]);
-  metric("flashedge_events_total", "counter", "Ledger events by type.",
-    Object.keys(s.events).sort().map((type) => [`${p},type="${escapeLabel(type)}"`, s.events[type]!]));
-  return out.join("\n") + "\n";
+  metric(
+    "flashedge_events_total",
+    "counter",
+    "Ledger events by type.",
+    Object.keys(s.events)
+      .sort()
+      .map((type) => [`${p},type="${escapeLabel(type)}"`, s.events[type]!]),
+  );
+  return `${out.join("\n")}\n`;
 }
 
 function escapeLabel(value: string): string {
