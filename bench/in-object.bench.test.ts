@@ -202,7 +202,7 @@ it("claim+commit cycles inside one pool object, by queue depth", async () => {
             const bound = state.storage.transactionSync(() => bind(sql, Date.now(), key, stored, lease.node_id));
             if (!bound.ok) throw new Error(`bind: ${bound.detail}`);
             const outcome = state.storage.transactionSync(() =>
-              commit(sql, Date.now(), lease.lease_id, SHA, stored.object, null),
+              commit(sql, Date.now(), lease.lease_id, SHA, stored.object, null, lease.node_id),
             );
             if (outcome.status !== "accepted") throw new Error(`commit: ${outcome.status}`);
           });
@@ -240,7 +240,7 @@ it("claim+commit cycles inside one pool object, by queue depth", async () => {
             const { key, stored } = upload(result.lease);
             const bound = await instance.bindArtifact(key, stored, nodeId);
             if (!bound.ok) throw new Error(`bind: ${bound.detail}`);
-            const outcome = await instance.completeLease(result.lease.lease_id, SHA, null);
+            const outcome = await instance.completeLease(result.lease.lease_id, SHA, null, nodeId);
             if (outcome.status !== "accepted") throw new Error(`commit: ${outcome.status}`);
             leases.push(result.lease);
           }
@@ -260,7 +260,7 @@ it("claim+commit cycles inside one pool object, by queue depth", async () => {
         const samples: Record<string, number[]> = { renew: [], node_heartbeat: [], idle_claim: [] };
         for (let b = 0; b <= BATCHES; b++) {
           const renewUs = timeBatch(REQUEST_BATCH, () => {
-            const r = state.storage.transactionSync(() => renew(sql, Date.now(), leaseId));
+            const r = state.storage.transactionSync(() => renew(sql, Date.now(), leaseId, "cpu-node"));
             if (!r.ok) throw new Error("renew refused");
           });
           const nodeUs = timeBatch(REQUEST_BATCH, () => {
@@ -329,7 +329,7 @@ async function rpcCycles(stub: DurableObjectStub<PoolObject>, pool: string, topU
             nodeId,
           );
           if (!bound.ok) throw new Error("rpc bind refused");
-          const outcome = await stub.completeLease(result.lease.lease_id, SHA, null);
+          const outcome = await stub.completeLease(result.lease.lease_id, SHA, null, nodeId);
           if (outcome.status !== "accepted") throw new Error(`rpc commit: ${outcome.status}`);
           claimed.push(result.lease as WireLease);
         }

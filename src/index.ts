@@ -8,13 +8,14 @@ import { artifacts } from "./routes/artifacts";
 import { checkpoints } from "./routes/checkpoints";
 import type { AppEnv } from "./routes/context";
 import { dashboardData, dashboardPage } from "./routes/dashboard";
-import { identify, refuseMisconfigured } from "./routes/identity";
+import { identify } from "./routes/identity";
 import { jobs } from "./routes/jobs";
 import { attempts, leases } from "./routes/leases";
 import { allowedMethods } from "./routes/methods";
 import { metrics } from "./routes/metrics";
 import { nodes } from "./routes/nodes";
 import { placement } from "./routes/placement";
+import { poolStub, refuseMisconfigured } from "./routes/settings";
 
 export { PoolObject } from "./pool/object";
 
@@ -25,7 +26,7 @@ api.use(async (c, next) => {
     return c.json({ detail: invalidPoolDetail(pool) }, 404);
   }
   c.set("pool", pool);
-  c.set("stub", c.env.POOL.get(c.env.POOL.idFromName(pool)));
+  c.set("stub", poolStub(c.env, c.var.poolLocations, pool));
   await next();
 });
 api.use(identify);

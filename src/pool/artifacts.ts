@@ -2,6 +2,8 @@
 // fresh object; only a bind here makes them visible under a key, and the
 // bind re-checks everything the write depends on in the same transaction.
 
+import { taskOfKey } from "../protocol/keys";
+import { isLiveLease, type LeaseAndTask } from "../rules/leases";
 import { iso } from "./events";
 
 export type ArtifactRow = {
@@ -17,13 +19,6 @@ export type ArtifactRow = {
 export type Writer = string | null;
 
 export type WriteCheck = { ok: true } | { ok: false; reason: "forbidden" | "completed"; detail: string };
-
-/** The (job, task) whose output prefix `jobs/{job}/{task}/` holds this key, if any. */
-export function taskOfKey(key: string): { jobId: string; taskId: string } | null {
-  const parts = key.split("/");
-  if (parts.length < 4 || parts[0] !== "jobs") return null;
-  return { jobId: parts[1]!, taskId: parts[2]! };
-}
 
 /**
  * May `writer` bind `key` now? An accepted task's prefix is immutable for
@@ -48,20 +43,17 @@ export function checkWrite(sql: SqlStorage, now: number, key: string, writer: Wr
   return { ok: false, reason: "forbidden", detail: `node ${writer} holds no live lease covering '${key}'` };
 }
 
+/** Whether `nodeId` holds the live lease of (job, task): the task's current lease, issued to it. */
 export function holdsLiveLease(sql: SqlStorage, now: number, nodeId: string, jobId: string, taskId: string): boolean {
-  return (
-    sql
-      .exec(
-        `SELECT 1 FROM leases l JOIN tasks t ON t.seq = l.task_seq
-         WHERE l.node_id = ? AND l.status = 'live' AND l.deadline_ms > ? AND t.job_id = ? AND t.task_id = ?
-           AND t.state = 'LEASED' AND t.lease_id = l.lease_id`,
-        nodeId,
-        now,
-        jobId,
-        taskId,
-      )
-      .toArray().length > 0
-  );
+  const row = sql
+    .exec<LeaseAndTask & { node_id: string }>(
+      `SELECT l.lease_id, l.status, l.deadline_ms, l.node_id, t.state, t.lease_id AS current_lease_id
+       FROM tasks t JOIN leases l ON l.lease_id = t.lease_id WHERE t.job_id = ? AND t.task_id = ?`,
+      jobId,
+      taskId,
+    )
+    .toArray()[0];
+  return row !== undefined && row.node_id === nodeId && isLiveLease(row, now);
 }
 
 export interface StoredObject {

@@ -6,6 +6,7 @@ import { type JobSpec, type JobState, TERMINAL_JOB_STATES } from "../protocol/jo
 import type { JsonObject } from "../protocol/json";
 import type { TaskSpec } from "../protocol/tasks";
 import { deriveJobState, emptyTaskCounts, type TaskCounts } from "../rules/job-state";
+import { isLiveLease, type LeaseAndTask } from "../rules/leases";
 import { type EventRow, emit, eventRecord, iso } from "./events";
 import { addTasks } from "./tasks";
 
@@ -126,19 +127,22 @@ export function listJobs(sql: SqlStorage, pool: string) {
     .map((row) => jobRecord(sql, row, pool));
 }
 
-/** One row per task, sorted by task_id (SPEC §6). */
-export function jobTasks(sql: SqlStorage, jobId: string) {
+/** One row per task, sorted by task_id (SPEC §6); `deadline` only for a live lease. */
+export function jobTasks(sql: SqlStorage, now: number, jobId: string) {
   return sql
     .exec<{
       task_id: string;
       state: string;
       attempts_used: number;
       max_attempts: number;
+      current_lease_id: string | null;
+      lease_id: string | null; // the lease columns are all null for a task never leased
       node_id: string | null;
       deadline_ms: number | null;
-      lease_status: string | null;
+      status: string | null;
     }>(
-      `SELECT t.task_id, t.state, t.attempts_used, t.max_attempts, l.node_id, l.deadline_ms, l.status AS lease_status
+      `SELECT t.task_id, t.state, t.attempts_used, t.max_attempts, t.lease_id AS current_lease_id,
+              l.lease_id, l.node_id, l.deadline_ms, l.status
        FROM tasks t LEFT JOIN leases l ON l.lease_id = t.lease_id
        WHERE t.job_id = ? ORDER BY t.task_id`,
       jobId,
@@ -150,7 +154,7 @@ export function jobTasks(sql: SqlStorage, jobId: string) {
       attempts: r.attempts_used,
       max_attempts: r.max_attempts,
       node_id: r.node_id,
-      deadline: r.state === "LEASED" && r.lease_status === "live" && r.deadline_ms !== null ? iso(r.deadline_ms) : null,
+      deadline: r.lease_id !== null && isLiveLease(r as LeaseAndTask, now) ? iso(r.deadline_ms!) : null,
     }));
 }
 

@@ -6,6 +6,7 @@
 import { randomHex12 } from "../protocol/ids";
 import type { JsonObject } from "../protocol/json";
 import { type Lease, parseEvidence } from "../protocol/tasks";
+import { isLiveLease, mayDrive } from "../rules/leases";
 import { eligible } from "../rules/placement";
 import { emit, iso } from "./events";
 import { settleJob } from "./jobs";
@@ -29,7 +30,8 @@ type Joined = LeaseRow & Omit<TaskRow, "lease_id" | "seq"> & { current_lease_id:
 export type WireLease = Omit<Lease, "payload"> & { payload: JsonObject };
 
 export type ClaimResult = { ok: true; lease: WireLease } | { ok: false; reason: "unregistered" | "nothing" };
-export type RenewResult = { ok: true; lease: WireLease } | { ok: false; reason: "gone" };
+export type RenewResult = { ok: true; lease: WireLease } | { ok: false; reason: "gone" | "not_holder" };
+export type FailResult = { ok: true } | { ok: false; reason: "gone" | "not_holder" };
 
 /** Expires every live lease whose deadline has passed. */
 export function sweep(sql: SqlStorage, now: number): void {
@@ -107,11 +109,15 @@ export function claim(sql: SqlStorage, now: number, nodeId: string, jobId: strin
   return { ok: true, lease: leaseRecord(findLease(sql, task.lease_id!)!) };
 }
 
-/** Extends a live lease by its task's window; anything else is gone (410). */
-export function renew(sql: SqlStorage, now: number, leaseId: string): RenewResult {
+/**
+ * Extends a live lease by its task's window; anything else is gone (410).
+ * `caller` is the node the request acts as (null: open mode), checked first.
+ */
+export function renew(sql: SqlStorage, now: number, leaseId: string, caller: string | null): RenewResult {
   sweep(sql, now);
   const row = findLease(sql, leaseId);
-  if (!row || !isLive(row, now)) return { ok: false, reason: "gone" };
+  if (!mayDrive(row?.node_id, caller)) return { ok: false, reason: "not_holder" };
+  if (!row || !isLiveLease(row, now)) return { ok: false, reason: "gone" };
   const deadline = now + Math.round(row.lease_seconds * 1000);
   sql.exec("UPDATE leases SET deadline_ms = ? WHERE lease_id = ?", deadline, leaseId);
   emit(sql, now, row.job_id, "LEASE_RENEWED", `lease ${leaseId} renewed`, {
@@ -122,16 +128,24 @@ export function renew(sql: SqlStorage, now: number, leaseId: string): RenewResul
   return { ok: true, lease: leaseRecord({ ...row, deadline_ms: deadline }) };
 }
 
-/** The worker gave up: requeue or exhaust. Only a live lease can fail. */
-export function failAttempt(sql: SqlStorage, now: number, leaseId: string, reason: string): { ok: boolean } {
+/** The worker gave up: requeue or exhaust. Only a live lease can fail, only by its holder. */
+export function failAttempt(
+  sql: SqlStorage,
+  now: number,
+  leaseId: string,
+  reason: string,
+  caller: string | null,
+): FailResult {
   sweep(sql, now);
   const row = findLease(sql, leaseId);
-  if (!row || !isLive(row, now)) return { ok: false };
+  if (!mayDrive(row?.node_id, caller)) return { ok: false, reason: "not_holder" };
+  if (!row || !isLiveLease(row, now)) return { ok: false, reason: "gone" };
   endAttempt(sql, now, row, "failed", "TASK_ATTEMPT_FAILED", `attempt ${row.attempt_number} failed: ${reason}`);
   return { ok: true };
 }
 
 export type CommitOutcome =
+  | { status: "not_holder" }
   | { status: "unknown" }
   | { status: "accepted" }
   | { status: "rejected" }
@@ -141,7 +155,8 @@ export type CommitOutcome =
  * Judges a commit. `validObject` is the stored object whose bytes passed
  * validation against the claimed hash, or null when validation failed; it is
  * re-checked here against the key's current binding, so a binding replaced
- * while the bytes were being read counts as failed validation.
+ * while the bytes were being read counts as failed validation. Only the
+ * lease's holder may commit (`caller`, null in open mode).
  */
 export function commit(
   sql: SqlStorage,
@@ -150,11 +165,13 @@ export function commit(
   outputSha256: string,
   validObject: string | null,
   evidence: unknown,
+  caller: string | null,
 ): CommitOutcome {
   sweep(sql, now);
   const row = findLease(sql, leaseId);
+  if (!mayDrive(row?.node_id, caller)) return { status: "not_holder" };
   if (!row) return { status: "unknown" };
-  const live = isLive(row, now);
+  const live = isLiveLease(row, now);
   const bound = sql
     .exec<{ object: string; sha256: string }>("SELECT object, sha256 FROM artifacts WHERE key = ?", row.commit_key)
     .toArray()[0];
@@ -223,12 +240,6 @@ export function findLease(sql: SqlStorage, leaseId: string): Joined | undefined 
       leaseId,
     )
     .toArray()[0];
-}
-
-function isLive(row: Joined, now: number): boolean {
-  return (
-    row.status === "live" && row.state === "LEASED" && row.current_lease_id === row.lease_id && row.deadline_ms > now
-  );
 }
 
 function leaseRecord(row: Joined): WireLease {

@@ -8,6 +8,7 @@ import type { CommitCheckpointRequest, RegisterPartRequest } from "../protocol/c
 import type { JobSpec } from "../protocol/jobs";
 import type { NodeHeartbeat, NodeRegistration } from "../protocol/nodes";
 import type { TaskSpec } from "../protocol/tasks";
+import { mayDrive } from "../rules/leases";
 import { bind, checkWrite, findArtifact, listJobArtifacts, type StoredObject, type Writer } from "./artifacts";
 import { commitManifest, latest, lostWork, markRestoreVerified, quarantine, registerPart } from "./checkpoints";
 import { dashboardSummary } from "./dashboard";
@@ -66,17 +67,16 @@ export class PoolObject extends DurableObject<Env> {
     return this.change((now) => claim(this.sql, now, nodeId, jobId));
   }
 
-  async renewLease(leaseId: string) {
-    return this.change((now) => renew(this.sql, now, leaseId));
+  // The lease routes below take `caller`: the node the request acts as, or
+  // null in open mode. The holder is checked in the same transaction as the
+  // action, so a lease route costs one round trip with tokens as without.
+
+  async renewLease(leaseId: string, caller: string | null) {
+    return this.change((now) => renew(this.sql, now, leaseId, caller));
   }
 
-  async failLease(leaseId: string, reason: string) {
-    return this.change((now) => failAttempt(this.sql, now, leaseId, reason));
-  }
-
-  /** The node a lease was issued to, or null for an id never issued here. */
-  leaseHolder(leaseId: string): string | null {
-    return findLease(this.sql, leaseId)?.node_id ?? null;
+  async failLease(leaseId: string, reason: string, caller: string | null) {
+    return this.change((now) => failAttempt(this.sql, now, leaseId, reason, caller));
   }
 
   /**
@@ -84,8 +84,10 @@ export class PoolObject extends DurableObject<Env> {
    * bytes are read (for JSON outputs) before the transaction; the
    * transaction re-checks that the key still points at what was read.
    */
-  async completeLease(leaseId: string, outputSha256: string, evidence: unknown) {
+  async completeLease(leaseId: string, outputSha256: string, evidence: unknown, caller: string | null) {
     const lease = findLease(this.sql, leaseId);
+    // Refused before any bytes are read; the transaction checks again.
+    if (!mayDrive(lease?.node_id, caller)) return { status: "not_holder" as const };
     if (!lease) return { status: "unknown" as const };
     const bound = findArtifact(this.sql, lease.commit_key);
     let validObject: string | null = null;
@@ -93,7 +95,7 @@ export class PoolObject extends DurableObject<Env> {
       const jsonOk = lease.output_json ? await this.isJsonObject(bound.object, bound.size_bytes) : true;
       if (jsonOk) validObject = bound.object;
     }
-    return this.change((now) => commit(this.sql, now, leaseId, outputSha256, validObject, evidence));
+    return this.change((now) => commit(this.sql, now, leaseId, outputSha256, validObject, evidence, caller));
   }
 
   private async isJsonObject(object: string, size: number): Promise<boolean> {
@@ -132,7 +134,7 @@ export class PoolObject extends DurableObject<Env> {
   }
 
   jobTasks(jobId: string) {
-    return findJob(this.sql, jobId) ? jobTasks(this.sql, jobId) : null;
+    return findJob(this.sql, jobId) ? jobTasks(this.sql, Date.now(), jobId) : null;
   }
 
   cancelJob(jobId: string, pool: string) {

@@ -55,3 +55,14 @@ export function artifactKeyProblem(key: string): string | null {
   }
   return null;
 }
+
+/**
+ * The (job, task) whose output prefix `jobs/{job}/{task}/` holds this key, or
+ * null for a key outside every task's prefix. The prefix ends in a slash, so
+ * `jobs/j/t` itself and `jobs/j/t-other/x` are not inside `jobs/j/t/`.
+ */
+export function taskOfKey(key: string): { jobId: string; taskId: string } | null {
+  const parts = key.split("/");
+  if (parts.length < 4 || parts[0] !== "jobs") return null;
+  return { jobId: parts[1]!, taskId: parts[2]! };
+}

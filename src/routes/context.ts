@@ -8,6 +8,7 @@ import { jsonInvalidDetail, parseRequest } from "../protocol/errors";
 import { jsonShapeProblem } from "../protocol/json";
 import { MAX_JSON_BODY_BYTES } from "../protocol/limits";
 import type { Caller } from "../rules/auth";
+import type { PoolLocationRule } from "../rules/pool-location";
 
 export type AppEnv = {
   Bindings: Env;
@@ -15,6 +16,7 @@ export type AppEnv = {
     pool: string;
     stub: DurableObjectStub<PoolObject>;
     caller: Caller;
+    poolLocations: readonly PoolLocationRule[];
   };
 };
 export type AppContext = Context<AppEnv>;

@@ -9,13 +9,6 @@ import type { AppContext, AppEnv } from "./context";
 
 type Answer<T> = { ok: true; value: T } | { ok: false; response: Response };
 
-/** A configuration that cannot be trusted refuses every request, /healthz included. */
-export const refuseMisconfigured: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const config = authConfig(c.env);
-  if (config.mode === "refusing") return c.json({ detail: `coordinator refuses to serve: ${config.detail}` }, 503);
-  await next();
-};
-
 /** Resolves the caller; when enforcing, no valid credential is a 401 on every route. */
 export const identify: MiddlewareHandler<AppEnv> = async (c, next) => {
   const config = authConfig(c.env);
@@ -73,14 +66,10 @@ export function requireOperator(c: AppContext): Response | null {
 }
 
 /**
- * Only the node a lease was issued to may drive it. 403 also for a lease id
- * never issued, so the answer does not reveal which ids exist.
+ * The node a lease route acts as, for the pool object to check against the
+ * lease's holder in the same transaction: null when nobody is authenticated
+ * (open mode). An operator must name the node it acts for (401 otherwise).
  */
-export async function requireLeaseHolder(c: AppContext, leaseId: string): Promise<Response | null> {
-  if (c.var.caller.kind === "open") return null;
-  const acting = actingNode(c, "");
-  if (!acting.ok) return acting.response;
-  const holder = await c.var.stub.leaseHolder(leaseId);
-  if (holder !== acting.value) return c.json({ detail: `node ${acting.value} does not hold lease ${leaseId}` }, 403);
-  return null;
+export function leaseCaller(c: AppContext): Answer<string | null> {
+  return c.var.caller.kind === "open" ? { ok: true, value: null } : actingNode(c, "");
 }

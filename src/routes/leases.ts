@@ -2,8 +2,8 @@
 
 import { Hono } from "hono";
 import { ClaimRequestSchema, CompleteRequestSchema, FailRequestSchema } from "../protocol/tasks";
-import { type AppEnv, readJson } from "./context";
-import { actingNode, requireLeaseHolder } from "./identity";
+import { type AppContext, type AppEnv, readJson } from "./context";
+import { actingNode, leaseCaller } from "./identity";
 
 export const leases = new Hono<AppEnv>().post("/claim", async (c) => {
   const body = await readJson(c, ClaimRequestSchema);
@@ -16,23 +16,32 @@ export const leases = new Hono<AppEnv>().post("/claim", async (c) => {
   return c.body(null, 204);
 });
 
+/** 403 for a lease the caller does not hold, and for an id never issued (no oracle). */
+function notHolder(c: AppContext, leaseId: string, caller: string | null) {
+  return c.json({ detail: `node ${caller} does not hold lease ${leaseId}` }, 403);
+}
+
 export const attempts = new Hono<AppEnv>()
   .post("/:lease_id/heartbeat", async (c) => {
     const leaseId = c.req.param("lease_id");
-    const refused = await requireLeaseHolder(c, leaseId);
-    if (refused) return refused;
-    const result = await c.var.stub.renewLease(leaseId);
+    const caller = leaseCaller(c);
+    if (!caller.ok) return caller.response;
+    const result = await c.var.stub.renewLease(leaseId, caller.value);
     if (result.ok) return c.json(result.lease);
+    if (result.reason === "not_holder") return notHolder(c, leaseId, caller.value);
     return c.json({ detail: `lease ${leaseId} is not live — stop working on it` }, 410);
   })
   .post("/:lease_id/complete", async (c) => {
     const leaseId = c.req.param("lease_id");
-    const refused = await requireLeaseHolder(c, leaseId);
-    if (refused) return refused;
+    const caller = leaseCaller(c);
+    if (!caller.ok) return caller.response;
     const body = await readJson(c, CompleteRequestSchema);
     if (!body.ok) return body.response;
-    const outcome = await c.var.stub.completeLease(leaseId, body.value.output_sha256, body.value.evidence ?? null);
+    const { output_sha256, evidence } = body.value;
+    const outcome = await c.var.stub.completeLease(leaseId, output_sha256, evidence ?? null, caller.value);
     switch (outcome.status) {
+      case "not_holder":
+        return notHolder(c, leaseId, caller.value);
       case "unknown":
         return c.json({ detail: `unknown lease ${leaseId}` }, 404);
       case "accepted":
@@ -45,11 +54,12 @@ export const attempts = new Hono<AppEnv>()
   })
   .post("/:lease_id/fail", async (c) => {
     const leaseId = c.req.param("lease_id");
-    const refused = await requireLeaseHolder(c, leaseId);
-    if (refused) return refused;
+    const caller = leaseCaller(c);
+    if (!caller.ok) return caller.response;
     const body = await readJson(c, FailRequestSchema);
     if (!body.ok) return body.response;
-    const result = await c.var.stub.failLease(leaseId, body.value.reason);
-    if (!result.ok) return c.json({ detail: `lease ${leaseId} is not live` }, 410);
-    return c.json({ status: "requeued-or-exhausted" });
+    const result = await c.var.stub.failLease(leaseId, body.value.reason, caller.value);
+    if (result.ok) return c.json({ status: "requeued-or-exhausted" });
+    if (result.reason === "not_holder") return notHolder(c, leaseId, caller.value);
+    return c.json({ detail: `lease ${leaseId} is not live` }, 410);
   });

@@ -1,0 +1,31 @@
+// The coordinator's settings, checked before anything is served. A setting
+// that cannot be trusted (tokens, SPEC §9; pool locations, SPEC §2) refuses
+// every request, /healthz included, with a 503 naming the problem and never
+// a token: a coordinator that would serve the wrong pools, or serve them
+// open, must not look healthy.
+
+import type { MiddlewareHandler } from "hono";
+import type { PoolObject } from "../pool/object";
+import { authConfig } from "../rules/auth";
+import { type PoolLocationRule, parsePoolLocations, poolLocation } from "../rules/pool-location";
+import type { AppEnv } from "./context";
+
+export const refuseMisconfigured: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const config = authConfig(c.env);
+  if (config.mode === "refusing") return c.json({ detail: `coordinator refuses to serve: ${config.detail}` }, 503);
+  const locations = parsePoolLocations(c.env.FLASHML_POOL_LOCATIONS);
+  if (typeof locations === "string") return c.json({ detail: `coordinator refuses to serve: ${locations}` }, 503);
+  c.set("poolLocations", locations);
+  await next();
+};
+
+/**
+ * The stub of `pool`'s object, in the jurisdiction and near the location its
+ * rule names. A jurisdiction is part of the object's identity: the same pool
+ * name in another jurisdiction is another, empty object.
+ */
+export function poolStub(env: Env, rules: readonly PoolLocationRule[], pool: string): DurableObjectStub<PoolObject> {
+  const { jurisdiction, locationHint } = poolLocation(rules, pool);
+  const namespace = jurisdiction ? env.POOL.jurisdiction(jurisdiction) : env.POOL;
+  return namespace.get(namespace.idFromName(pool), locationHint ? { locationHint } : undefined);
+}
