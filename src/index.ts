@@ -14,6 +14,7 @@ import { attempts, leases } from "./routes/leases";
 import { allowedMethods } from "./routes/methods";
 import { metrics } from "./routes/metrics";
 import { nodes } from "./routes/nodes";
+import { openapi } from "./routes/openapi";
 import { placement } from "./routes/placement";
 import { poolStub, refuseMisconfigured } from "./routes/settings";
 
@@ -43,6 +44,7 @@ api.route("/jobs", jobs);
 const app = new Hono<AppEnv>();
 app.use(refuseMisconfigured);
 app.get("/healthz", (c) => c.json({ status: "ok" }));
+app.route("/openapi.json", openapi);
 app.route("/pools/:pool/v1alpha1", api);
 app.route("/v1alpha1", api);
 app.route("/", dashboardPage);

@@ -1,0 +1,974 @@
+// The OpenAPI 3.1 description of every route the Worker serves, for
+// GET /openapi.json. Schemas come from the wire models through zod's own
+// `z.toJSONSchema`: its draft 2020-12 output is OpenAPI 3.1's native schema
+// dialect, so no converter or extra dependency sits between the schemas and
+// the document, and the two never drift apart. What has no zod schema (small
+// answers, the dashboard summary, the placement report) is described here by
+// hand. Pure: it describes the routes and decides nothing; no I/O.
+
+import { z } from "zod";
+import {
+  ArtifactRecordSchema,
+  CheckpointManifestSchema,
+  CheckpointPartSchema,
+  CheckpointValidationSchema,
+  CommitCheckpointRequestSchema,
+  QuarantineCheckpointRequestSchema,
+  RegisterPartRequestSchema,
+} from "./checkpoints";
+import { EventSchema, EventTypeSchema, JobRecordSchema, JobSpecSchema, JobStateSchema } from "./jobs";
+import { MAX_ARTIFACT_KEY_BYTES, POOL_NAME_RE } from "./keys";
+import {
+  DASHBOARD_LIMIT_DEFAULT,
+  DASHBOARD_LIMIT_MAX,
+  EVENTS_PAGE_DEFAULT,
+  EVENTS_PAGE_MAX,
+  MAX_JSON_BODY_BYTES,
+} from "./limits";
+import {
+  GpuInfoSchema,
+  NodeCapabilitiesSchema,
+  NodeHeartbeatSchema,
+  NodeRegistrationSchema,
+  NodeStatusSchema,
+} from "./nodes";
+import { int, SCHEMA_VERSION } from "./primitives";
+import {
+  ClaimRequestSchema,
+  CompleteRequestSchema,
+  ExecutionEvidenceSchema,
+  FailRequestSchema,
+  LeaseSchema,
+  TaskStateSchema,
+} from "./tasks";
+
+export type SchemaObject = { [keyword: string]: unknown };
+export type Reference = { $ref: string };
+export type ParameterObject = {
+  name: string;
+  in: "path" | "query" | "header";
+  required?: boolean;
+  description: string;
+  schema: SchemaObject;
+};
+export type ResponseObject = {
+  description: string;
+  headers?: Record<string, { description: string; schema: SchemaObject }>;
+  content?: Record<string, { schema: SchemaObject }>;
+};
+export type Operation = {
+  operationId: string;
+  summary: string;
+  description?: string;
+  tags: string[];
+  security?: Record<string, string[]>[];
+  parameters?: (ParameterObject | Reference)[];
+  requestBody?: { required: boolean; content: Record<string, { schema: SchemaObject }> };
+  responses: Record<string, ResponseObject | Reference>;
+};
+export type Method = "get" | "put" | "post";
+export type OpenApiDocument = {
+  openapi: "3.1.0";
+  info: { title: string; version: string; description: string };
+  tags: { name: string; description: string }[];
+  security: Record<string, string[]>[];
+  paths: Record<string, Partial<Record<Method, Operation>>>;
+  components: {
+    schemas: Record<string, SchemaObject>;
+    parameters: Record<string, ParameterObject>;
+    responses: Record<string, ResponseObject>;
+    securitySchemes: Record<string, SchemaObject>;
+  };
+};
+
+// -- the wire models, as served ------------------------------------------------
+
+/** Task counts by state, as served with each job and on the dashboard. */
+const TaskCountsSchema = z.record(TaskStateSchema, int().min(0));
+
+/**
+ * The wire models by component name. Where a route serves more than its
+ * model (a job's task counts, an event's ledger cursor, a node's liveness),
+ * the served form extends the model here, so the document says what the
+ * bytes hold.
+ */
+const WIRE = {
+  GpuInfo: GpuInfoSchema,
+  NodeCapabilities: NodeCapabilitiesSchema,
+  NodeRegistration: NodeRegistrationSchema,
+  NodeHeartbeat: NodeHeartbeatSchema,
+  NodeStatus: NodeStatusSchema,
+  RegisteredNode: NodeRegistrationSchema.extend({
+    status: NodeStatusSchema,
+    online: z.boolean(),
+    last_heartbeat_age_s: z.number().min(0),
+    accepted_tasks: int().min(0),
+  }),
+  TaskState: TaskStateSchema,
+  TaskCounts: TaskCountsSchema,
+  ClaimRequest: ClaimRequestSchema,
+  Lease: LeaseSchema,
+  ExecutionEvidence: ExecutionEvidenceSchema,
+  CompleteRequest: CompleteRequestSchema,
+  FailRequest: FailRequestSchema,
+  JobSpec: JobSpecSchema,
+  JobState: JobStateSchema,
+  JobRecord: JobRecordSchema.extend({ task_counts: TaskCountsSchema }),
+  EventType: EventTypeSchema,
+  Event: EventSchema.extend({ seq: int().min(1) }),
+  ArtifactRecord: ArtifactRecordSchema,
+  CheckpointPart: CheckpointPartSchema,
+  CheckpointValidation: CheckpointValidationSchema,
+  // The object before its transform: the transform only fills
+  // compatible_world_sizes, which the output side marks required below.
+  CheckpointManifest: CheckpointManifestSchema.in,
+  RegisterPartRequest: RegisterPartRequestSchema,
+  CommitCheckpointRequest: CommitCheckpointRequestSchema,
+  QuarantineCheckpointRequest: QuarantineCheckpointRequestSchema,
+} satisfies Record<string, z.ZodType>;
+type WireName = keyof typeof WIRE;
+
+type Side = "input" | "output";
+
+/** Every wire model as JSON Schema, for one side; `$ref`s read `side:Name` until named. */
+function wireSchemas(io: Side): Record<string, SchemaObject> {
+  const registry = z.registry<{ id: string }>();
+  for (const [id, schema] of Object.entries(WIRE)) registry.add(schema, { id });
+  const { schemas } = z.toJSONSchema(registry, {
+    target: "draft-2020-12",
+    io,
+    unrepresentable: "throw",
+    uri: (id) => `${io}:${id}`,
+    override: ({ zodSchema, jsonSchema }) => {
+      // Responses may gain fields within v1alpha1, as requests may carry
+      // unknown ones (SPEC §3): no client should be told to refuse them.
+      if (jsonSchema.additionalProperties === false) delete jsonSchema.additionalProperties;
+      if (zodSchema === CheckpointManifestSchema.in && io === "output") {
+        jsonSchema.required = [...(jsonSchema.required ?? []), "compatible_world_sizes"];
+      }
+      if (zodSchema === CompleteRequestSchema.shape.evidence) {
+        jsonSchema.$ref = `${io}:ExecutionEvidence`;
+        jsonSchema.description = "Never a reason to refuse a commit: a block that does not fit is recorded as absent.";
+      }
+    },
+  });
+  const out: Record<string, SchemaObject> = {};
+  for (const [id, { $schema: _dialect, $id: _id, ...schema }] of Object.entries(schemas)) out[id] = schema;
+  return out;
+}
+
+function wire(side: Side, name: WireName): Reference {
+  return { $ref: `${side}:${name}` };
+}
+const request = (name: WireName) => wire("input", name);
+const served = (name: WireName) => wire("output", name);
+const own = (name: string): Reference => ({ $ref: `#/components/schemas/${name}` });
+
+// -- what has no zod schema, by hand ------------------------------------------------
+
+const string = { type: "string" };
+const count = { type: "integer", minimum: 0 };
+const bool = { type: "boolean" };
+const dateTime = { type: "string", format: "date-time" };
+const nullable = (schema: SchemaObject) => ({ anyOf: [schema, { type: "null" }] });
+const list = (items: SchemaObject) => ({ type: "array", items });
+const constant = (value: string) => ({ type: "string", const: value });
+/** An object whose properties are all required unless listed in `optional`. */
+function object(properties: Record<string, SchemaObject>, optional: string[] = []): SchemaObject {
+  return { type: "object", properties, required: Object.keys(properties).filter((k) => !optional.includes(k)) };
+}
+const page = (items: SchemaObject) => object({ items: list(items), more: count });
+
+const HAND = {
+  Refusal: object({ detail: string }),
+  ValidationError: object({ loc: list({ anyOf: [string, { type: "integer" }] }), msg: string, type: string }),
+  HTTPValidationError: object({ detail: list(own("ValidationError")) }),
+  CheckpointRejected: object({ detail: list(string) }),
+  InternalError: object({ detail: string, request_id: string }),
+  StatusOk: object({ status: constant("ok") }),
+  NodeRegistered: object({ node_id: string, status: constant("registered") }),
+  CommitOutcome: object({ accepted: bool, detail: string }, ["detail"]),
+  AttemptFailed: object({ status: constant("requeued-or-exhausted") }),
+  TaskRow: object({
+    task_id: string,
+    state: served("TaskState"),
+    attempts: count,
+    max_attempts: count,
+    node_id: nullable(string),
+    deadline: nullable(dateTime),
+  }),
+  JobArtifact: object({ uri: string, key: string, size_bytes: count }),
+  JobLogs: object({ logs: string }),
+  PartRegistered: object({ status: constant("registered"), key: string }),
+  LostWork: object({ lost_steps: nullable(count), latest_step: nullable(count) }),
+  NodePlacement: {
+    ...object({ node_id: string, online: bool, status: string, eligible: bool, gate: string, reason: string }, [
+      "gate",
+      "reason",
+    ]),
+    description:
+      "One node's gate answer; a refused node names the gate (argv, module, local_data, gpu, exclusion, pool, isolation) and why.",
+  },
+  PlacementReport: object({
+    job_id: string,
+    task_id: string,
+    state: served("TaskState"),
+    nodes: list(own("NodePlacement")),
+    unplaceable: bool,
+    summary: string,
+  }),
+  DashboardSummary: object({
+    pool: string,
+    generated_at: dateTime,
+    limit: count,
+    online_window_s: { type: "number" },
+    counts: object({
+      nodes: object({ total: count, online: count, offline: count, not_accepting: count }),
+      tasks: { allOf: [served("TaskCounts"), object({ total: count })] },
+      jobs: { type: "object", propertyNames: served("JobState"), additionalProperties: count },
+      leases_live: count,
+      stuck_tasks: count,
+    }),
+    nodes: page(
+      object({
+        node_id: string,
+        hostname: string,
+        online: bool,
+        status: string,
+        last_heartbeat_age_s: { type: "number" },
+        environment: string,
+        os: string,
+        architecture: string,
+        cpu_cores: nullable({ type: "number" }),
+        gpus: list(string),
+        gpu_count: count,
+        local_datasets: list(string),
+        local_dataset_count: count,
+        pools: list(string),
+        labels: { type: "object", additionalProperties: string },
+        sandbox_capable: bool,
+        argv_capable: bool,
+        module_capable: bool,
+        unsandboxed_argv_capable: bool,
+        accepted_tasks: count,
+        live_leases: count,
+      }),
+    ),
+    jobs: page(
+      object({
+        job_id: string,
+        name: string,
+        workload_type: string,
+        state: served("JobState"),
+        created_at: dateTime,
+        finished_at: nullable(dateTime),
+        task_counts: served("TaskCounts"),
+        total_tasks: count,
+        labels: { type: "object", additionalProperties: string },
+        stuck: nullable(own("StuckTasks")),
+      }),
+    ),
+    leases: page(
+      object({
+        lease_id: string,
+        job_id: string,
+        task_id: string,
+        node_id: string,
+        attempt: count,
+        deadline: dateTime,
+        seconds_left: { type: "number" },
+        lease_seconds: { type: "number" },
+      }),
+    ),
+    events: object({
+      items: list(object({ seq: count, job_id: string, type: string, timestamp: dateTime, message: string })),
+      last_seq: count,
+    }),
+    stuck: { allOf: [page(own("StuckTasks")), object({ classes_unchecked: count })] },
+  }),
+  StuckTasks: {
+    ...object({
+      job_id: string,
+      job_name: nullable(string),
+      task_id: string,
+      pending: count,
+      summary: nullable(string),
+    }),
+    description: "Pending tasks of a job that no online node can take, with why (for the earliest one).",
+  },
+} satisfies Record<string, SchemaObject>;
+
+// -- routes ------------------------------------------------------------------------
+
+type Refusals = Partial<Record<400 | 401 | 403 | 404 | 409 | 410 | 411 | 413 | 422, string | ResponseObject>>;
+
+type Route = {
+  method: Method;
+  /** Under `/v1alpha1` (served for the pool `local` and under `/pools/{pool}`), unless `root`. */
+  path: string;
+  root?: true;
+  id: string;
+  tag: string;
+  summary: string;
+  description?: string;
+  parameters?: (ParameterObject | Reference)[];
+  /** A JSON body (refused with 413/415/422 as every JSON body is), or raw bytes. */
+  body?: Reference | "bytes";
+  ok: Record<string, ResponseObject>;
+  refusals?: Refusals;
+};
+
+const jsonBody = (schema: SchemaObject, description: string): ResponseObject => ({
+  description,
+  content: { "application/json": { schema } },
+});
+const refusal = (description: string) => jsonBody(own("Refusal"), description);
+const validation = (description = "The request does not fit its schema: one `{loc, msg, type}` per problem.") =>
+  jsonBody(own("HTTPValidationError"), description);
+const parameter = (name: string): Reference => ({ $ref: `#/components/parameters/${name}` });
+const query = (name: string, description: string, schema: SchemaObject, required = false): ParameterObject => ({
+  name,
+  in: "query",
+  required,
+  description,
+  schema,
+});
+
+const OPERATOR_ONLY = "When tokens are configured, an operator token is required.";
+const NOT_AN_OPERATOR = "A node token: an operator token is required for this route.";
+const NO_NODE_IDENTITY = "An operator credential that names no node in X-FlashML-On-Behalf-Of.";
+const checkpointsOf = "/jobs/{job_id}/tasks/{task_id}/checkpoints";
+const noCheckpointWriter = "The caller holds no live lease on this task.";
+
+const ROUTES: Route[] = [
+  {
+    method: "get",
+    path: "/healthz",
+    root: true,
+    id: "health",
+    tag: "service",
+    summary: "Liveness: the Worker serves and its settings are sound",
+    ok: { 200: jsonBody(own("StatusOk"), "Serving.") },
+  },
+  {
+    method: "get",
+    path: "/openapi.json",
+    root: true,
+    id: "openApiDocument",
+    tag: "service",
+    summary: "This document",
+    ok: { 200: jsonBody({ type: "object" }, "The OpenAPI 3.1 description of the API.") },
+  },
+  {
+    method: "get",
+    path: "/",
+    root: true,
+    id: "dashboardPage",
+    tag: "observability",
+    summary: "The dashboard page of the pool `local`",
+    ok: { 200: { description: "A self-contained HTML page.", content: { "text/html": { schema: string } } } },
+  },
+  {
+    method: "get",
+    path: "/pools/{pool}/",
+    root: true,
+    id: "poolDashboardPage",
+    tag: "observability",
+    summary: "The dashboard page of a pool",
+    parameters: [parameter("pool")],
+    ok: { 200: { description: "A self-contained HTML page.", content: { "text/html": { schema: string } } } },
+    refusals: { 404: "The pool name is invalid." },
+  },
+  {
+    method: "get",
+    path: "/pools/{pool}",
+    root: true,
+    id: "poolDashboardPageNoSlash",
+    tag: "observability",
+    summary: "The dashboard page of a pool (without the trailing slash)",
+    parameters: [parameter("pool")],
+    ok: { 200: { description: "A self-contained HTML page.", content: { "text/html": { schema: string } } } },
+    refusals: { 404: "The pool name is invalid." },
+  },
+  {
+    method: "post",
+    path: "/nodes/register",
+    id: "registerNode",
+    tag: "nodes",
+    summary: "Register a node (or update its registration)",
+    description:
+      "The URL's pool replaces the body's `pool`; when tokens are configured, the caller's node identity replaces `node_id`.",
+    parameters: [parameter("joinCode"), parameter("onBehalfOf")],
+    body: request("NodeRegistration"),
+    ok: { 200: jsonBody(own("NodeRegistered"), "Registered.") },
+    refusals: { 401: NO_NODE_IDENTITY, 403: "The join code is missing or wrong (FLASHML_JOIN_CODE is set)." },
+  },
+  {
+    method: "post",
+    path: "/nodes/{node_id}/heartbeat",
+    id: "heartbeatNode",
+    tag: "nodes",
+    summary: "Say a node is alive, and whether it accepts work",
+    parameters: [parameter("onBehalfOf")],
+    body: request("NodeHeartbeat"),
+    ok: { 200: jsonBody(own("StatusOk"), "Recorded.") },
+    refusals: {
+      401: NO_NODE_IDENTITY,
+      403: "A node may only heartbeat itself.",
+      404: "Unknown node: register first.",
+    },
+  },
+  {
+    method: "get",
+    path: "/nodes",
+    id: "listNodes",
+    tag: "nodes",
+    summary: "The pool's nodes, with liveness and accepted-task counts",
+    ok: { 200: jsonBody(list(served("RegisteredNode")), "Every registered node, sorted by node_id.") },
+  },
+  {
+    method: "post",
+    path: "/leases/claim",
+    id: "claimLease",
+    tag: "leases",
+    summary: "Claim a lease on the next task this node may take",
+    description:
+      "200 with a Lease, or 204 when nothing is claimable for this node (a claim may be held a few seconds for work to appear).",
+    parameters: [parameter("onBehalfOf")],
+    body: request("ClaimRequest"),
+    ok: {
+      200: jsonBody(served("Lease"), "A new lease: run the task, heartbeat the attempt, then complete or fail it."),
+      204: { description: "Nothing claimable for this node now; an empty body." },
+    },
+    refusals: { 401: NO_NODE_IDENTITY, 403: "Unregistered node: register first." },
+  },
+  {
+    method: "post",
+    path: "/attempts/{lease_id}/heartbeat",
+    id: "renewLease",
+    tag: "attempts",
+    summary: "Renew a live lease",
+    parameters: [parameter("onBehalfOf")],
+    ok: { 200: jsonBody(served("Lease"), "The renewed lease, with its new deadline.") },
+    refusals: {
+      401: NO_NODE_IDENTITY,
+      403: "The lease was not issued to the caller (also for an id never issued).",
+      410: "The lease is not live (expired, superseded, cancelled or unknown): stop working on it.",
+    },
+  },
+  {
+    method: "post",
+    path: "/attempts/{lease_id}/complete",
+    id: "completeAttempt",
+    tag: "attempts",
+    summary: "Commit an attempt's output by its sha256",
+    description:
+      "The output at the task's commit key must exist with this sha256. Exactly one commit per task is ever accepted; every other is answered `accepted: false`.",
+    parameters: [parameter("onBehalfOf")],
+    body: request("CompleteRequest"),
+    ok: { 200: jsonBody(own("CommitOutcome"), "Whether the commit was accepted (`detail` when validation failed).") },
+    refusals: {
+      401: NO_NODE_IDENTITY,
+      403: "The lease was not issued to the caller.",
+      404: "Unknown lease.",
+    },
+  },
+  {
+    method: "post",
+    path: "/attempts/{lease_id}/fail",
+    id: "failAttempt",
+    tag: "attempts",
+    summary: "Give up an attempt: the task is requeued while attempts remain",
+    parameters: [parameter("onBehalfOf")],
+    body: request("FailRequest"),
+    ok: { 200: jsonBody(own("AttemptFailed"), "The attempt failed; the task was requeued or exhausted.") },
+    refusals: {
+      401: NO_NODE_IDENTITY,
+      403: "The lease was not issued to the caller.",
+      410: "The lease is not live.",
+    },
+  },
+  {
+    method: "put",
+    path: "/artifacts/{key}",
+    id: "putArtifact",
+    tag: "artifacts",
+    summary: "Upload an artifact's bytes under a key",
+    description:
+      "The bytes stream to storage and are bound to the key only once whole; a refused upload leaves the key's previous bytes. The largest artifact is FLASHML_MAX_ARTIFACT_MB (default 100) MiB.",
+    parameters: [
+      parameter("onBehalfOf"),
+      {
+        name: "Content-Length",
+        in: "header",
+        required: true,
+        description: "The body's length in bytes.",
+        schema: count,
+      },
+    ],
+    body: "bytes",
+    ok: { 200: jsonBody(served("ArtifactRecord"), "Stored and bound to the key.") },
+    refusals: {
+      400: "Invalid artifact key, or the body did not match its Content-Length.",
+      403: "The caller holds no live lease on the task whose outputs this key is under.",
+      409: "The task under this key has an accepted commit: its outputs are immutable.",
+      411: "No Content-Length.",
+      413: "The artifact is larger than FLASHML_MAX_ARTIFACT_MB.",
+    },
+  },
+  {
+    method: "get",
+    path: "/artifacts/{key}",
+    id: "getArtifact",
+    tag: "artifacts",
+    summary: "Download an artifact's bytes",
+    ok: {
+      200: {
+        description: "The bytes.",
+        headers: {
+          ETag: { description: "The stored object's etag.", schema: string },
+          "X-FlashML-Sha256": { description: "The sha256 of the bytes, lowercase hex.", schema: string },
+          "Content-Length": { description: "The size in bytes.", schema: count },
+        },
+        content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } },
+      },
+    },
+    refusals: { 400: "Invalid artifact key.", 404: "No artifact at this key." },
+  },
+  {
+    method: "post",
+    path: `${checkpointsOf}/parts`,
+    id: "registerCheckpointPart",
+    tag: "checkpoints",
+    summary: "Register one uploaded part of a checkpoint",
+    parameters: [parameter("onBehalfOf")],
+    body: request("RegisterPartRequest"),
+    ok: { 200: jsonBody(own("PartRegistered"), "Registered (a re-registered key replaces the previous one).") },
+    refusals: { 403: noCheckpointWriter, 404: "Unknown task." },
+  },
+  {
+    method: "post",
+    path: `${checkpointsOf}/commit`,
+    id: "commitCheckpoint",
+    tag: "checkpoints",
+    summary: "Commit a checkpoint manifest over registered parts",
+    parameters: [parameter("onBehalfOf")],
+    body: request("CommitCheckpointRequest"),
+    ok: { 200: jsonBody(served("CheckpointManifest"), "The committed manifest.") },
+    refusals: {
+      403: noCheckpointWriter,
+      404: "Unknown task.",
+      409: jsonBody(
+        own("CheckpointRejected"),
+        "Refused, with every problem: no parts, a part never registered, a hash different from the registered one.",
+      ),
+    },
+  },
+  {
+    method: "get",
+    path: `${checkpointsOf}/latest`,
+    id: "latestCheckpoint",
+    tag: "checkpoints",
+    summary: "The newest valid checkpoint of a task",
+    parameters: [
+      query("world_size", "Only manifests compatible with this world size.", { type: "integer", minimum: 1 }),
+    ],
+    ok: { 200: jsonBody(served("CheckpointManifest"), "The newest valid manifest.") },
+    refusals: { 404: "Unknown task, or no valid checkpoint.", 422: validation("`world_size` is not an integer ≥ 1.") },
+  },
+  {
+    method: "get",
+    path: `${checkpointsOf}/lost-work`,
+    id: "checkpointLostWork",
+    tag: "checkpoints",
+    summary: "How many steps a failure at a step loses, given the latest checkpoint",
+    parameters: [query("failed_at_step", "The step the attempt failed at.", { type: "integer", minimum: 0 }, true)],
+    ok: { 200: jsonBody(own("LostWork"), "Steps lost, or both null when there is no checkpoint.") },
+    refusals: { 404: "Unknown task.", 422: validation("`failed_at_step` is missing or not an integer ≥ 0.") },
+  },
+  {
+    method: "post",
+    path: `${checkpointsOf}/{manifest_id}/verify`,
+    id: "verifyCheckpoint",
+    tag: "checkpoints",
+    summary: "Mark a checkpoint restore-verified",
+    description: OPERATOR_ONLY,
+    ok: { 200: jsonBody(served("CheckpointManifest"), "The manifest, restore_verified.") },
+    refusals: {
+      403: NOT_AN_OPERATOR,
+      404: "Unknown task or manifest.",
+      409: "The manifest is quarantined: it can never be restore-verified.",
+    },
+  },
+  {
+    method: "post",
+    path: `${checkpointsOf}/{manifest_id}/quarantine`,
+    id: "quarantineCheckpoint",
+    tag: "checkpoints",
+    summary: "Quarantine a checkpoint: it is never restored",
+    description: OPERATOR_ONLY,
+    body: request("QuarantineCheckpointRequest"),
+    ok: { 200: jsonBody(served("CheckpointManifest"), "The manifest, invalid.") },
+    refusals: { 403: NOT_AN_OPERATOR, 404: "Unknown task or manifest." },
+  },
+  {
+    method: "get",
+    path: "/jobs/{job_id}/tasks/{task_id}/placement",
+    id: "explainPlacement",
+    tag: "observability",
+    summary: "Why a task is (not) running: every node's gate answer",
+    ok: { 200: jsonBody(own("PlacementReport"), "Every registered node, eligible or refused by a gate.") },
+    refusals: { 404: "Unknown job, or unknown task in the job." },
+  },
+  {
+    method: "get",
+    path: "/dashboard",
+    id: "dashboardSummary",
+    tag: "observability",
+    summary: "The pool's bounded summary the dashboard page polls",
+    parameters: [
+      query("limit", "Entries per list.", {
+        type: "integer",
+        minimum: 1,
+        maximum: DASHBOARD_LIMIT_MAX,
+        default: DASHBOARD_LIMIT_DEFAULT,
+      }),
+    ],
+    ok: { 200: jsonBody(own("DashboardSummary"), "Counts, and at most `limit` entries of each list.") },
+    refusals: { 422: validation(`\`limit\` is not an integer in [1, ${DASHBOARD_LIMIT_MAX}].`) },
+  },
+  {
+    method: "get",
+    path: "/metrics",
+    id: "metrics",
+    tag: "observability",
+    summary: "The pool's counters for Prometheus",
+    ok: {
+      200: {
+        description: "The Prometheus text exposition format, version 0.0.4.",
+        content: { "text/plain": { schema: string } },
+      },
+    },
+  },
+  {
+    method: "post",
+    path: "/jobs",
+    id: "submitJob",
+    tag: "jobs",
+    summary: "Submit a job: it expands into tasks, all queued or none",
+    description: `Only \`spec.execution.backend: leases\` is served. ${OPERATOR_ONLY}`,
+    body: request("JobSpec"),
+    ok: { 201: jsonBody(served("JobRecord"), "Accepted: every task is queued.") },
+    refusals: {
+      403: NOT_AN_OPERATOR,
+      422: jsonBody(
+        { anyOf: [own("HTTPValidationError"), own("Refusal")] },
+        "The spec does not fit its schema or names another backend (a `{loc, msg, type}` list), or cannot be expanded into tasks (one message listing every problem).",
+      ),
+    },
+  },
+  {
+    method: "get",
+    path: "/jobs",
+    id: "listJobs",
+    tag: "jobs",
+    summary: "The pool's jobs",
+    ok: { 200: jsonBody(list(served("JobRecord")), "Every job, oldest first.") },
+  },
+  {
+    method: "get",
+    path: "/jobs/{job_id}",
+    id: "getJob",
+    tag: "jobs",
+    summary: "One job, its state derived from its tasks",
+    ok: { 200: jsonBody(served("JobRecord"), "The job.") },
+    refusals: { 404: "Unknown job." },
+  },
+  {
+    method: "get",
+    path: "/jobs/{job_id}/events",
+    id: "listJobEvents",
+    tag: "jobs",
+    summary: "A job's event ledger, in order, paged by each event's `seq`",
+    parameters: [
+      query("after", "Only events with a greater `seq`.", { type: "integer", minimum: 0, default: 0 }),
+      query("limit", "Events per page.", {
+        type: "integer",
+        minimum: 1,
+        maximum: EVENTS_PAGE_MAX,
+        default: EVENTS_PAGE_DEFAULT,
+      }),
+    ],
+    ok: { 200: jsonBody(list(served("Event")), "The page of events.") },
+    refusals: {
+      404: "Unknown job.",
+      422: validation(`\`after\` or \`limit\` is not an integer in range (limit ≤ ${EVENTS_PAGE_MAX}).`),
+    },
+  },
+  {
+    method: "get",
+    path: "/jobs/{job_id}/tasks",
+    id: "listJobTasks",
+    tag: "jobs",
+    summary: "A job's tasks: state, attempts, node and live deadline",
+    ok: { 200: jsonBody(list(own("TaskRow")), "One row per task, sorted by task_id.") },
+    refusals: { 404: "Unknown job." },
+  },
+  {
+    method: "post",
+    path: "/jobs/{job_id}/cancel",
+    id: "cancelJob",
+    tag: "jobs",
+    summary: "Cancel a job (idempotent): its live leases die",
+    description: OPERATOR_ONLY,
+    ok: { 200: jsonBody(served("JobRecord"), "The job, cancelled.") },
+    refusals: { 403: NOT_AN_OPERATOR, 404: "Unknown job." },
+  },
+  {
+    method: "get",
+    path: "/jobs/{job_id}/logs",
+    id: "getJobLogs",
+    tag: "jobs",
+    summary: "A job's backend log (always empty: lease jobs have none)",
+    ok: { 200: jsonBody(own("JobLogs"), "The log.") },
+    refusals: { 404: "Unknown job." },
+  },
+  {
+    method: "get",
+    path: "/jobs/{job_id}/artifacts",
+    id: "listJobArtifacts",
+    tag: "jobs",
+    summary: "The artifacts under `jobs/{job_id}/`",
+    ok: { 200: jsonBody(list(own("JobArtifact")), "Sorted by key; empty for an unknown job.") },
+  },
+];
+
+const PATH_PARAMETERS: Record<string, string> = {
+  node_id: "The node.",
+  lease_id: "The lease (`ls-` and 12 lowercase hex digits).",
+  job_id: "The job.",
+  task_id: "The task.",
+  manifest_id: "The checkpoint manifest (`ck-` and 12 lowercase hex digits).",
+  key: `The artifact key: a relative path, '/' sent as is or percent-encoded; at most ${MAX_ARTIFACT_KEY_BYTES} bytes, no '.', '..' or empty segment, no backslash or control character.`,
+};
+
+const JSON_BODY_REFUSALS = {
+  400: "The request body could not be read.",
+  413: `The JSON body is larger than ${MAX_JSON_BODY_BYTES} bytes.`,
+  415: "The content type is not JSON.",
+};
+
+/** Adds a refusal for `status`, or adds its cause to the one already there. */
+function addRefusal(responses: Operation["responses"], status: number, description: string): void {
+  const existing = responses[status];
+  responses[status] =
+    existing === undefined
+      ? refusal(description)
+      : "$ref" in existing
+        ? existing
+        : { ...existing, description: `${existing.description} ${description}` };
+}
+
+/** The operation for `route`; `pooled` for its `/pools/{pool}/v1alpha1` form. */
+function operation(route: Route, pooled: boolean): Operation {
+  const responses: Operation["responses"] = { ...route.ok };
+  for (const [status, answer] of Object.entries(route.refusals ?? {})) {
+    responses[status] = typeof answer === "string" ? refusal(answer) : answer;
+  }
+  if (route.body !== undefined && route.body !== "bytes") {
+    for (const [status, description] of Object.entries(JSON_BODY_REFUSALS)) addRefusal(responses, +status, description);
+    responses[422] ??= validation();
+  }
+  if (!route.root) {
+    addRefusal(responses, 400, "An operator sent more than one X-FlashML-On-Behalf-Of value.");
+    addRefusal(responses, 401, "Tokens are configured and no valid bearer token was sent.");
+    addRefusal(responses, 403, "An operator sent an empty X-FlashML-On-Behalf-Of.");
+  }
+  if (pooled) addRefusal(responses, 404, "The pool name is invalid.");
+  responses[500] = { $ref: "#/components/responses/InternalError" };
+  responses[503] = { $ref: "#/components/responses/Misconfigured" };
+
+  const pathNames = [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!).filter((name) => name !== "pool");
+  const parameters: (ParameterObject | Reference)[] = [
+    ...(pooled ? [parameter("pool")] : []),
+    ...pathNames.map((name) => ({
+      name,
+      in: "path" as const,
+      required: true,
+      description: PATH_PARAMETERS[name] ?? name,
+      schema: string,
+    })),
+    ...(route.parameters ?? []),
+  ];
+  const content: Record<string, { schema: SchemaObject }> | undefined =
+    route.body === "bytes"
+      ? { "application/octet-stream": { schema: { type: "string", format: "binary" } } }
+      : route.body && { "application/json": { schema: route.body } };
+  return {
+    operationId: pooled ? `${route.id}InPool` : route.id,
+    summary: route.summary,
+    ...(route.description ? { description: route.description } : {}),
+    tags: [route.tag],
+    ...(route.root ? { security: [] } : {}),
+    ...(parameters.length > 0 ? { parameters } : {}),
+    ...(content ? { requestBody: { required: true, content } } : {}),
+    responses: Object.fromEntries(Object.entries(responses).sort(([a], [b]) => a.localeCompare(b))),
+  };
+}
+
+// -- the document ---------------------------------------------------------------------
+
+const SIDE_REF = /^(input|output):(\w+)$/;
+
+/** A deep copy of `value` with every `$ref` passed through `rename`. */
+function mapRefs<T>(value: T, rename: (ref: string) => string): T {
+  if (Array.isArray(value)) return value.map((item) => mapRefs(item, rename)) as T;
+  if (value === null || typeof value !== "object") return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [k, k === "$ref" && typeof v === "string" ? rename(v) : mapRefs(v, rename)]),
+  ) as T;
+}
+
+function sideRefs(value: unknown): [Side, string][] {
+  const found: [Side, string][] = [];
+  mapRefs(value, (ref) => {
+    const match = SIDE_REF.exec(ref);
+    if (match) found.push([match[1] as Side, match[2]!]);
+    return ref;
+  });
+  return found;
+}
+
+/**
+ * The OpenAPI 3.1 document of the API. Request bodies are the input side of
+ * their schemas (defaults optional), responses the output side (defaults
+ * filled). A model used on both sides whose two forms differ is split into
+ * `Name-Input` and `Name-Output`, as FastAPI names them.
+ */
+export function openApiDocument(): OpenApiDocument {
+  const paths: OpenApiDocument["paths"] = {};
+  for (const route of ROUTES) {
+    const forms: [string, boolean][] = route.root
+      ? [[route.path, false]]
+      : [
+          [`/v1alpha1${route.path}`, false],
+          [`/pools/{pool}/v1alpha1${route.path}`, true],
+        ];
+    for (const [path, pooled] of forms) {
+      const item = paths[path] ?? {};
+      item[route.method] = operation(route, pooled);
+      paths[path] = item;
+    }
+  }
+
+  const generated: Record<Side, Record<string, SchemaObject>> = {
+    input: wireSchemas("input"),
+    output: wireSchemas("output"),
+  };
+  const schemaOf = (side: Side, id: string): SchemaObject => {
+    const schema = generated[side][id];
+    if (!schema) throw new Error(`no wire model ${id}`);
+    return schema;
+  };
+
+  // Which models each side uses: the routes' and hand schemas' refs, and theirs.
+  const used: Record<Side, Set<string>> = { input: new Set(), output: new Set() };
+  const pending = sideRefs([paths, HAND]);
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const [side, id] = next;
+    if (used[side].has(id)) continue;
+    used[side].add(id);
+    pending.push(...sideRefs(schemaOf(side, id)));
+  }
+
+  // A model differs between sides if its own schema does or a model it refers to does.
+  const differs = new Map<string, boolean>();
+  const differ = (id: string): boolean => {
+    const known = differs.get(id);
+    if (known !== undefined) return known;
+    differs.set(id, false);
+    const [input, output] = [schemaOf("input", id), schemaOf("output", id)];
+    const bare = (schema: SchemaObject) => JSON.stringify(mapRefs(schema, (ref) => ref.replace(SIDE_REF, "$2")));
+    const result =
+      bare(input) !== bare(output) || [...sideRefs(input), ...sideRefs(output)].some(([, other]) => differ(other));
+    differs.set(id, result);
+    return result;
+  };
+  const nameOf = (side: Side, id: string): string =>
+    used.input.has(id) && used.output.has(id) && differ(id) ? `${id}-${side === "input" ? "Input" : "Output"}` : id;
+  const rename = (ref: string): string => {
+    const match = SIDE_REF.exec(ref);
+    return match ? `#/components/schemas/${nameOf(match[1] as Side, match[2]!)}` : ref;
+  };
+
+  const schemas: Record<string, SchemaObject> = {};
+  for (const side of ["input", "output"] as const) {
+    for (const id of used[side]) schemas[nameOf(side, id)] = mapRefs(schemaOf(side, id), rename);
+  }
+  for (const [name, schema] of Object.entries(HAND)) {
+    if (name in schemas) throw new Error(`component ${name} is both a wire model and a hand schema`);
+    schemas[name] = mapRefs(schema, rename);
+  }
+
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "flashedge",
+      version: SCHEMA_VERSION,
+      description:
+        'The flashruntime v1alpha1 lease coordinator. Every pool route is served as `/v1alpha1/...` (the pool `local`) and as `/pools/{pool}/v1alpha1/...`. Errors are `{"detail": ...}`: a sentence for a refusal, a `{loc, msg, type}` list for a request that does not fit its schema (422). A path served under other methods answers 405 with an Allow header.',
+    },
+    tags: [
+      { name: "nodes", description: "Registration and liveness of worker machines." },
+      { name: "leases", description: "Claiming work." },
+      { name: "attempts", description: "Renewing, committing and failing a lease." },
+      { name: "artifacts", description: "Task inputs and outputs, by key." },
+      { name: "checkpoints", description: "A task's checkpoint catalog." },
+      { name: "jobs", description: "Submission, state, events and outputs of jobs." },
+      { name: "observability", description: "Dashboard, metrics and placement explanations." },
+      { name: "service", description: "The Worker itself." },
+    ],
+    // Open mode (no tokens configured) needs no credential; enforcing mode a bearer token.
+    security: [{}, { bearer: [] }],
+    paths: mapRefs(paths, rename),
+    components: {
+      schemas: Object.fromEntries(Object.entries(schemas).sort(([a], [b]) => a.localeCompare(b))),
+      parameters: {
+        pool: {
+          name: "pool",
+          in: "path",
+          required: true,
+          description: "The pool: lowercase letters, digits and '-', at most 63.",
+          schema: { type: "string", pattern: POOL_NAME_RE.source },
+        },
+        onBehalfOf: {
+          name: "X-FlashML-On-Behalf-Of",
+          in: "header",
+          description:
+            "An operator acting as a node names it here (exactly one value). Ignored for every other caller.",
+          schema: string,
+        },
+        joinCode: {
+          name: "X-FlashML-Join-Code",
+          in: "header",
+          description: "The pool's join code, required when FLASHML_JOIN_CODE is set.",
+          schema: string,
+        },
+      },
+      responses: {
+        InternalError: jsonBody(
+          own("InternalError"),
+          "Unexpected: nothing internal is shown; the request id is logged.",
+        ),
+        Misconfigured: refusal("The coordinator's settings cannot be trusted: it refuses every request."),
+      },
+      securitySchemes: {
+        bearer: {
+          type: "http",
+          scheme: "bearer",
+          description: "A node or operator token. Needed only when tokens are configured.",
+        },
+      },
+    },
+  };
+}
