@@ -3,6 +3,7 @@
 // and carry on when the coordinator is unreachable.
 
 import { createHash } from "node:crypto";
+import { Rng } from "../test/fixtures/rng";
 import { sleep } from "./wrangler";
 
 export interface FleetOptions {
@@ -47,11 +48,8 @@ type Lease = { lease_id: string; job_id: string; task_id: string; node_id: strin
 
 /** Runs every agent until `done()` or the deadline. */
 export async function runFleet(options: FleetOptions, stats: FleetStats): Promise<void> {
-  let seed = 42;
-  const random = () => {
-    seed = (seed * 1664525 + 1013904223) >>> 0;
-    return seed / 2 ** 32;
-  };
+  // Seeded, so a run's failure and timing choices are the same every time.
+  const rng = new Rng(42);
   const agent = async (nodeId: string) => {
     const send = async (method: string, path: string, body?: string | Uint8Array, contentType = "application/json") => {
       // Retries connection failures with backoff, as the agent does; a
@@ -94,7 +92,7 @@ export async function runFleet(options: FleetOptions, stats: FleetStats): Promis
       }
       if (claimed.status !== 200) {
         stats.empty++;
-        await sleep(100 + random() * 200);
+        await sleep(100 + rng.next() * 200);
         continue;
       }
       stats.claimMs.push(performance.now() - t0);
@@ -102,12 +100,12 @@ export async function runFleet(options: FleetOptions, stats: FleetStats): Promis
       const lease = JSON.parse(claimed.text) as Lease;
       const hb = await send("POST", `/attempts/${lease.lease_id}/heartbeat`);
       if (hb.status === 410) continue; // lost the lease: stop work on it
-      if (random() < (options.failRate ?? 0)) {
+      if (rng.chance(options.failRate ?? 0)) {
         await send("POST", `/attempts/${lease.lease_id}/fail`, JSON.stringify({ reason: "simulated failure" }));
         stats.fails++;
         continue;
       }
-      const output = JSON.stringify({ node: nodeId, task: lease.task_id, score: random() });
+      const output = JSON.stringify({ node: nodeId, task: lease.task_id, score: rng.next() });
       const uploaded = await send(
         "PUT",
         `/artifacts/jobs/${lease.job_id}/${lease.task_id}/metrics.json`,

@@ -6,18 +6,7 @@
 
 import { describe, expect, it } from "vitest";
 import { eligible, explain, GATE_KEYS, requirementClass, requirementOf } from "../../src/rules/placement";
-
-/** mulberry32: a small seeded PRNG, so every run sees the same set. */
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { Rng } from "../fixtures/rng";
 
 const ABSENT = Symbol("absent");
 type Pool = readonly unknown[];
@@ -139,37 +128,29 @@ const NODE_VALUES: Record<string, readonly [Pool, Pool]> = {
 
 const NON_OBJECT_NODES: Pool = [null, "node-a", [], 1];
 
-function pick<T>(random: () => number, pool: readonly T[]): T {
-  return pool[Math.floor(random() * pool.length)] as T;
-}
-
-function build(
-  random: () => number,
-  values: Record<string, readonly [Pool, Pool]>,
-  nastiness: number,
-): Record<string, unknown> {
+function build(rng: Rng, values: Record<string, readonly [Pool, Pool]>, nastiness: number): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, [good, nasty]] of Object.entries(values)) {
-    const value = nasty.length > 0 && random() < nastiness ? pick(random, nasty) : pick(random, good);
+    const value = nasty.length > 0 && rng.chance(nastiness) ? rng.pick(nasty) : rng.pick(good);
     if (value !== ABSENT) out[key] = value;
   }
   return out;
 }
 
-function makePayload(random: () => number): unknown {
-  if (random() < 0.03) return pick(random, NON_OBJECT_PAYLOADS);
-  return build(random, PAYLOAD_VALUES, 0.07);
+function makePayload(rng: Rng): unknown {
+  if (rng.chance(0.03)) return rng.pick(NON_OBJECT_PAYLOADS);
+  return build(rng, PAYLOAD_VALUES, 0.07);
 }
 
-function makeNode(random: () => number): unknown {
-  if (random() < 0.04) return pick(random, NON_OBJECT_NODES);
-  const view = build(random, NODE_VALUES, 0.2);
-  const shape = random();
-  if (shape < 0.08) view.capabilities = pick(random, [null, "8 cores", [], {}]);
+function makeNode(rng: Rng): unknown {
+  if (rng.chance(0.04)) return rng.pick(NON_OBJECT_NODES);
+  const view = build(rng, NODE_VALUES, 0.2);
+  const shape = rng.next();
+  if (shape < 0.08) view.capabilities = rng.pick([null, "8 cores", [], {}]);
   else if (shape > 0.12) {
     const capabilities: Record<string, unknown> = { cpu_cores: 8 };
-    const gpus = pick(random, CAPABILITY_GPUS);
-    const pools = pick(random, CAPABILITY_POOLS);
+    const gpus = rng.pick(CAPABILITY_GPUS);
+    const pools = rng.pick(CAPABILITY_POOLS);
     if (gpus !== ABSENT) capabilities.gpus = gpus;
     if (pools !== ABSENT) capabilities.pools = pools;
     view.capabilities = capabilities;
@@ -178,22 +159,15 @@ function makeNode(random: () => number): unknown {
 }
 
 /** A deep copy with every object's keys in a shuffled order. */
-function shuffleKeys(value: unknown, random: () => number): unknown {
-  if (Array.isArray(value)) return value.map((item: unknown) => shuffleKeys(item, random));
+function shuffleKeys(value: unknown, rng: Rng): unknown {
+  if (Array.isArray(value)) return value.map((item: unknown) => shuffleKeys(item, rng));
   if (typeof value !== "object" || value === null) return value;
-  const entries = Object.entries(value);
-  for (let i = entries.length - 1; i > 0; i--) {
-    const j = Math.floor(random() * (i + 1));
-    const a = entries[i];
-    const b = entries[j];
-    if (a !== undefined && b !== undefined) [entries[i], entries[j]] = [b, a];
-  }
-  return Object.fromEntries(entries.map(([k, v]) => [k, shuffleKeys(v, random)]));
+  return Object.fromEntries(rng.shuffle(Object.entries(value)).map(([k, v]) => [k, shuffleKeys(v, rng)]));
 }
 
-const random = prng(0x5eed_f1a5);
-const PAYLOADS = Array.from({ length: 400 }, () => makePayload(random));
-const NODES = Array.from({ length: 60 }, () => makeNode(random));
+const rng = new Rng(0x5eed_f1a5);
+const PAYLOADS = Array.from({ length: 400 }, () => makePayload(rng));
+const NODES = Array.from({ length: 60 }, () => makeNode(rng));
 
 /** The gate's answers for one payload over the whole node set. */
 function answers(payload: unknown): string {
@@ -277,7 +251,7 @@ describe("over 24,000 generated payload/node combinations", () => {
   });
 
   it("shuffling key order at every depth never changes the class", () => {
-    const shuffle = prng(7);
+    const shuffle = new Rng(7);
     for (const payload of PAYLOADS) {
       for (let round = 0; round < 3; round++) {
         expect(requirementClass(shuffleKeys(payload, shuffle))).toBe(requirementClass(payload));

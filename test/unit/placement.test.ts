@@ -3,7 +3,16 @@
 // reach, and the reasons explain() gives.
 
 import { describe, expect, it } from "vitest";
-import { eligible, explain, GATE_KEYS, jsonEqual, MAX_DEPTH } from "../../src/rules/placement";
+import {
+  eligible,
+  explain,
+  GATE_KEYS,
+  jsonEqual,
+  MAX_DEPTH,
+  requirementClass,
+  requirementOf,
+} from "../../src/rules/placement";
+import { Rng } from "../fixtures/rng";
 
 type Json = Record<string, unknown>;
 
@@ -674,6 +683,152 @@ describe("jsonEqual", () => {
   });
 });
 
-it("GATE_KEYS lists exactly the payload keys the gate reads", () => {
-  expect([...GATE_KEYS]).toEqual(["argv", "module", "local_inputs", "gpus", "exclude_nodes", "pool", "isolation"]);
+describe("GATE_KEYS is exactly the payload keys the gate reads", () => {
+  type GateKey = (typeof GATE_KEYS)[number];
+  const gateKeys: readonly string[] = GATE_KEYS;
+
+  // Per gate key: a value that refuses `on`, a node the same payload without
+  // the key is placed on. The type demands one for every key of GATE_KEYS.
+  const READS: Record<GateKey, { value: unknown; on: Json }> = {
+    argv: { value: ["python", "train.py"], on: node() },
+    module: { value: "flashml_workloads.sklearn_trial", on: node({ module_capable: false }) },
+    local_inputs: { value: ["patients"], on: node() },
+    gpus: { value: 1, on: gpuNode(0) },
+    exclude_nodes: { value: ["node-a"], on: node() },
+    pool: { value: "p-1", on: withCaps({ pools: ["p-2"] }) },
+    isolation: { value: SANDBOXED, on: node() },
+  };
+
+  it.each(GATE_KEYS.map((key) => [key, READS[key]] as const))(
+    "the gate reads %s: a value for it refuses a node that takes the payload without it",
+    (key, { value, on }) => {
+      expect(explain({}, on)).toEqual({ eligible: true });
+      expect(eligible({ [key]: value }, on)).toBe(false);
+      // And the requirement the pool stores for it keeps the key.
+      expect(Object.keys(requirementOf({ [key]: value }))).toEqual([key]);
+    },
+  );
+
+  // Keys a payload, a node view or a JobSpec holds, near-misses of the gate's
+  // own keys, and the gate keys themselves: whichever of these GATE_KEYS does
+  // not list must change nothing.
+  const CANDIDATES = [
+    ...["argv", "module", "local_inputs", "gpus", "exclude_nodes", "pool", "isolation"],
+    ...["params", "inputs", "env", "output_prefix", "task_id", "job_id", "image", "checkpoint", "unpack_inputs"],
+    ...["command", "trials", "grid", "task_params", "lease_seconds", "max_attempts", "commit_key", "payload"],
+    ...["node_id", "sandbox_capable", "argv_capable", "module_capable", "unsandboxed_argv_capable"],
+    ...["local_datasets", "capabilities", "pools", "labels", "hostname", "status", "environment"],
+    ...["tier", "allowFallback", "sandboxed", "gpu", "gpu_count", "gpuPerTask", "exclude", "excluded_nodes"],
+    ...["exclude_node", "node", "nodes", "team", "team_pool", "placement", "resources", "isolation_tier"],
+    ...["local_data", "datasets", "dataset", "requirements", "requires", "constraints", "affinity"],
+    ...["Argv", "MODULE", "Pool", "GPUS", "architecture", "architectures", "os", "workload", "spec", "priority"],
+    ...["seed", "parameters", "__proto__", "constructor", "toString", "hasOwnProperty", "", " ", "ñ", "😀"],
+  ];
+  const VALUES: unknown[] = [
+    null,
+    true,
+    false,
+    0,
+    1,
+    4,
+    -1,
+    1.5,
+    "",
+    "x",
+    "sandboxed",
+    "standard",
+    "p-1",
+    "node-a",
+    "patients",
+    [],
+    ["node-a"],
+    ["patients"],
+    ["p-1"],
+    [1],
+    {},
+    SANDBOXED,
+    WAIVED,
+    { gpus: 4, pool: "p-1", tier: "sandboxed" },
+  ];
+  const PAYLOADS: Json[] = [
+    {},
+    MODULE,
+    ARGV,
+    { gpus: 1 },
+    { local_inputs: ["patients"] },
+    { exclude_nodes: ["node-a"] },
+    { pool: "p-1" },
+    { isolation: SANDBOXED },
+    { ...ARGV, pool: "p-1", isolation: WAIVED },
+    { ...MODULE, gpus: 2, local_inputs: ["patients", "labs"], exclude_nodes: ["node-b"], pool: "p-2" },
+  ];
+  const VIEWS: unknown[] = [
+    {},
+    null,
+    node(),
+    node({ module_capable: false }),
+    node({ argv_capable: true, sandbox_capable: true }),
+    gpuNode(1),
+    gpuNode(4),
+    withCaps({ pools: ["p-1"] }, { unsandboxed_argv_capable: true }),
+    withCaps({ pools: ["p-2"] }),
+    node({ local_datasets: ["patients"], node_id: "node-b" }),
+    EVERYTHING,
+  ];
+
+  /** The gate's every answer for a payload over VIEWS, and the class the pool stores it under. */
+  const answers = (payload: Json) => ({
+    class: requirementClass(payload),
+    explain: VIEWS.map((view) => explain(payload, view)),
+    eligible: VIEWS.map((view) => eligible(payload, view)),
+  });
+
+  function withKey(payload: Json, key: string, value: unknown): Json {
+    const out = { ...payload };
+    // An own property, even for __proto__.
+    Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+    return out;
+  }
+
+  const others = CANDIDATES.filter((key) => !gateKeys.includes(key));
+
+  it.each(others)("a payload key %j outside GATE_KEYS never changes an answer", (key) => {
+    for (const payload of PAYLOADS) {
+      const expected = answers(payload);
+      for (const value of VALUES)
+        expect(answers(withKey(payload, key, value)), JSON.stringify(value)).toEqual(expected);
+    }
+  });
+
+  it("random payload keys outside GATE_KEYS never change an answer", () => {
+    const rng = new Rng(0x6a7e);
+    const alphabet = "abcdefghijklmnopqrstuvwxyz_-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 ñ😀";
+    const randomValue = (depth: number): unknown => {
+      const roll = rng.below(depth > 2 ? 4 : 6);
+      if (roll === 0) return rng.pick([null, true, false]);
+      if (roll === 1) return rng.between(-3, 8);
+      if (roll === 2) return rng.pick([...VALUES, "x", "p-1", "node-a"]);
+      if (roll === 3) return rng.pick(CANDIDATES);
+      if (roll === 4) return Array.from({ length: rng.below(3) }, () => randomValue(depth + 1));
+      return Object.fromEntries(
+        Array.from({ length: rng.below(3) }, () => [rng.pick(CANDIDATES), randomValue(depth + 1)]),
+      );
+    };
+    let tried = 0;
+    for (let i = 0; i < 500; i++) {
+      const length = rng.between(1, 12);
+      const key = Array.from({ length }, () => rng.pick([...alphabet])).join("");
+      if (gateKeys.includes(key)) continue;
+      const payload = rng.pick(PAYLOADS);
+      const value = randomValue(0);
+      const where = `seed ${rng.seed}, key ${JSON.stringify(key)} = ${JSON.stringify(value)} on ${JSON.stringify(payload)}`;
+      expect(answers(withKey(payload, key, value)), where).toEqual(answers(payload));
+      tried++;
+    }
+    expect(tried).toBeGreaterThan(450);
+  });
+
+  it("the table of other keys leaves something to test", () => {
+    expect(others.length).toBeGreaterThan(60);
+  });
 });

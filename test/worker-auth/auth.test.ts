@@ -3,7 +3,7 @@ import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import app from "../../src/index";
 import type { Lease } from "../../src/protocol/tasks";
-import { addTasks, freshPool, registration, sha256, storedObjects, stub, task } from "../worker/helpers";
+import { freshPool, registration, sha256, storedObjects, stub, trialsJob } from "../worker/helpers";
 
 // This project's environment configures these (vitest.config.ts).
 const TOKENS = { FLASHML_NODE_TOKENS: "n1:tok-n1, n2:tok-n2", FLASHML_OPERATOR_TOKENS: "ops:tok-ops" };
@@ -69,16 +69,27 @@ const JOB = {
   },
 };
 
-/** A pool where n1 and n2 are registered and n1 holds a lease on j/t. */
+/** Submits a job as the operator, through the enforcing Worker; answers its id. */
+async function submitAsOperator(pool: string, job: unknown = trialsJob(1)): Promise<string> {
+  const r = await send(TOKENS, pool, "POST", "/jobs", bearer("tok-ops"), job);
+  if (r.status !== 201) throw new Error(`submit: ${r.status} ${await r.text()}`);
+  return ((await r.json()) as { job_id: string }).job_id;
+}
+
+/** A node's claim, through the enforcing Worker; throws unless it got a lease. */
+async function claimAs(pool: string, token: string, nodeId: string): Promise<Lease> {
+  const r = await send(TOKENS, pool, "POST", "/leases/claim", bearer(token), { node_id: nodeId });
+  if (r.status !== 200) throw new Error(`claim: ${r.status} ${await r.text()}`);
+  return (await r.json()) as Lease;
+}
+
+/** A pool where n1 and n2 are registered and n1 holds a lease on the one task of a submitted job. */
 async function leasedPool() {
   const pool = freshPool();
   await send(TOKENS, pool, "POST", "/nodes/register", bearer("tok-n1"), registration("n1"));
   await send(TOKENS, pool, "POST", "/nodes/register", bearer("tok-n2"), registration("n2"));
-  await addTasks(pool, [task("j", "t")]);
-  const lease = (await (
-    await send(TOKENS, pool, "POST", "/leases/claim", bearer("tok-n1"), { node_id: "n1" })
-  ).json()) as Lease;
-  return { pool, lease };
+  await submitAsOperator(pool);
+  return { pool, lease: await claimAs(pool, "tok-n1", "n1") };
 }
 
 type Row = [
@@ -149,7 +160,7 @@ const ROWS: Row[] = [
   ],
   [
     "artifact PUT into the held task",
-    (p, _l, h) => send(TOKENS, p, "PUT", "/artifacts/jobs/j/t/out.txt", h, new Uint8Array([1])),
+    (p, l, h) => send(TOKENS, p, "PUT", `/artifacts/jobs/${l.job_id}/${l.task_id}/out.txt`, h, new Uint8Array([1])),
     {
       "no token": 401,
       "bad token": 401,
@@ -267,21 +278,26 @@ describe("attack stories", () => {
   });
 
   it("a node cannot write into a task it does not hold", async () => {
-    const { pool } = await leasedPool();
-    const r = await send(TOKENS, pool, "PUT", "/artifacts/jobs/j/t/metrics.json", bearer("tok-n2"), "poison");
+    const { pool, lease } = await leasedPool();
+    const dir = `jobs/${lease.job_id}/${lease.task_id}`;
+    const r = await send(TOKENS, pool, "PUT", `/artifacts/${dir}/metrics.json`, bearer("tok-n2"), "poison");
     expect(r.status).toBe(403);
     expect(await storedObjects(pool)).toEqual([]);
     // The trailing slash matters: a sibling task sharing the prefix is not covered.
-    expect((await send(TOKENS, pool, "PUT", "/artifacts/jobs/j/tx/metrics.json", bearer("tok-n1"), "x")).status).toBe(
+    expect((await send(TOKENS, pool, "PUT", `/artifacts/${dir}x/metrics.json`, bearer("tok-n1"), "x")).status).toBe(
       403,
+    );
+    // The holder itself may write there: only the other node was refused.
+    expect((await send(TOKENS, pool, "PUT", `/artifacts/${dir}/metrics.json`, bearer("tok-n1"), "{}")).status).toBe(
+      200,
     );
   });
 
   it("a slow upload that outlives its lease does not land", async () => {
     const pool = freshPool();
     await send(TOKENS, pool, "POST", "/nodes/register", bearer("tok-n1"), registration("n1"));
-    await addTasks(pool, [task("j", "t", {}, { lease_seconds: 0.3 })]);
-    await send(TOKENS, pool, "POST", "/leases/claim", bearer("tok-n1"), { node_id: "n1" });
+    await submitAsOperator(pool, trialsJob(1, { lease_seconds: 0.3 }));
+    const lease = await claimAs(pool, "tok-n1", "n1");
     let feed!: ReadableStreamDefaultController<Uint8Array>;
     const body = new ReadableStream<Uint8Array>({
       start: (c) => {
@@ -289,7 +305,7 @@ describe("attack stories", () => {
       },
     });
     const put = exports.default.fetch(
-      new Request(`http://x/pools/${pool}/v1alpha1/artifacts/jobs/j/t/metrics.json`, {
+      new Request(`http://x/pools/${pool}/v1alpha1/artifacts/jobs/${lease.job_id}/${lease.task_id}/metrics.json`, {
         method: "PUT",
         body,
         headers: { ...bearer("tok-n1"), "content-length": "4" },
@@ -317,14 +333,21 @@ describe("attack stories", () => {
   it("a claim naming another node is made for the caller", async () => {
     const pool = freshPool();
     await send(TOKENS, pool, "POST", "/nodes/register", bearer("tok-n2"), registration("n2"));
-    await addTasks(pool, [task("j", "t")]);
+    await submitAsOperator(pool);
     const r = await send(TOKENS, pool, "POST", "/leases/claim", bearer("tok-n2"), { node_id: "n1" });
     expect(((await r.json()) as Lease).node_id).toBe("n2");
   });
 
   it("a commit by the holder still works end to end when enforcing", async () => {
     const { pool, lease } = await leasedPool();
-    await send(TOKENS, pool, "PUT", "/artifacts/jobs/j/t/metrics.json", bearer("tok-n1"), "{}");
+    await send(
+      TOKENS,
+      pool,
+      "PUT",
+      `/artifacts/jobs/${lease.job_id}/${lease.task_id}/metrics.json`,
+      bearer("tok-n1"),
+      "{}",
+    );
     const r = await send(TOKENS, pool, "POST", `/attempts/${lease.lease_id}/complete`, bearer("tok-n1"), {
       output_sha256: await sha256("{}"),
     });

@@ -1,6 +1,17 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Lease } from "../../src/protocol/tasks";
-import { addTasks, call, claim, freshPool, jobSpec, json, register, sha256, upload } from "../worker/helpers";
+import {
+  call,
+  claim,
+  freshPool,
+  jobSpec,
+  json,
+  register,
+  sha256,
+  submitJob,
+  trialsJob,
+  upload,
+} from "../worker/helpers";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -51,21 +62,11 @@ describe("structured logs", () => {
   it("log a lease that expires by the alarm", async () => {
     const pool = freshPool();
     await register(pool, "n1");
-    await addTasks(pool, [
-      {
-        schema_version: "v1alpha1",
-        task_id: "t",
-        job_id: "j",
-        payload: {},
-        commit_key: "jobs/j/t/metrics.json",
-        max_attempts: 1,
-        lease_seconds: 0.05,
-      },
-    ]);
+    await submitJob(pool, trialsJob(1, { lease_seconds: 0.05 }, { retryPolicy: { maxTaskAttempts: 1 } }));
     const lines = captureLogs();
-    await claim(pool, "n1");
+    expect((await claim(pool, "n1")).status).toBe(200);
     await expect
       .poll(() => lines.map((l) => l.event), { timeout: 2000 })
-      .toEqual(["LEASE_CLAIMED", "LEASE_EXPIRED", "TASK_EXHAUSTED"]);
+      .toEqual(["LEASE_CLAIMED", "LEASE_EXPIRED", "TASK_EXHAUSTED", "JOB_FAILED"]);
   });
 });

@@ -1,7 +1,7 @@
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Lease } from "../../src/protocol/tasks";
-import { addTasks, call, claim, freshPool, json, register, sha256, storedObjects, task, upload } from "./helpers";
+import { call, claim, freshPool, json, register, sha256, storedObjects, submitJob, trialsJob, upload } from "./helpers";
 
 describe("artifacts on R2", () => {
   it("an upload answers an ArtifactRecord and reads back byte for byte", async () => {
@@ -68,30 +68,32 @@ describe("artifacts on R2", () => {
   it("a PUT into a completed task's prefix is 409 and the accepted bytes are unchanged", async () => {
     const pool = freshPool();
     await register(pool, "n1");
-    await addTasks(pool, [task("j", "t")]);
+    await submitJob(pool, trialsJob(1));
     const lease = await json<Lease>(await claim(pool, "n1"));
-    await upload(pool, "jobs/j/t/metrics.json", '{"ok": 1}');
+    const dir = `jobs/${lease.job_id}/${lease.task_id}`;
+    expect((await upload(pool, `${dir}/metrics.json`, '{"ok": 1}')).status).toBe(200);
     const done = await call(pool, "POST", `/attempts/${lease.lease_id}/complete`, {
       output_sha256: await sha256('{"ok": 1}'),
     });
     expect(await json(done)).toEqual({ accepted: true });
     const before = await storedObjects(pool);
 
-    const r = await upload(pool, "jobs/j/t/metrics.json", '{"ok": "poisoned"}');
+    const r = await upload(pool, `${dir}/metrics.json`, '{"ok": "poisoned"}');
     expect(r.status).toBe(409);
-    expect((await upload(pool, "jobs/j/t/extra.txt", "x")).status).toBe(409);
-    expect(await (await call(pool, "GET", "/artifacts/jobs/j/t/metrics.json")).text()).toBe('{"ok": 1}');
+    expect((await upload(pool, `${dir}/extra.txt`, "x")).status).toBe(409);
+    expect(await (await call(pool, "GET", `/artifacts/${dir}/metrics.json`)).text()).toBe('{"ok": 1}');
     // A sibling task's prefix that merely starts with the same characters is not covered.
-    expect((await upload(pool, "jobs/j/t2/metrics.json", "{}")).status).toBe(200);
+    expect((await upload(pool, `${dir}2/metrics.json`, "{}")).status).toBe(200);
     expect(await storedObjects(pool)).toHaveLength(before.length + 1);
   });
 
   it("a slow upload whose task is committed mid-stream is refused at bind and leaves no object behind", async () => {
     const pool = freshPool();
     await register(pool, "n1");
-    await addTasks(pool, [task("j", "t")]);
+    await submitJob(pool, trialsJob(1));
     const lease = await json<Lease>(await claim(pool, "n1"));
-    await upload(pool, "jobs/j/t/metrics.json", "{}");
+    const dir = `jobs/${lease.job_id}/${lease.task_id}`;
+    expect((await upload(pool, `${dir}/metrics.json`, "{}")).status).toBe(200);
 
     // Start a second upload into the task's prefix and hold its body open.
     let feed!: ReadableStreamDefaultController<Uint8Array>;
@@ -101,7 +103,7 @@ describe("artifacts on R2", () => {
       },
     });
     const slow = exports.default.fetch(
-      new Request(`http://flashedge.test/pools/${pool}/v1alpha1/artifacts/jobs/j/t/metrics.json`, {
+      new Request(`http://flashedge.test/pools/${pool}/v1alpha1/artifacts/${dir}/metrics.json`, {
         method: "PUT",
         body,
         headers: { "content-length": "7" },
@@ -122,7 +124,7 @@ describe("artifacts on R2", () => {
     const r = await slow;
     expect(r.status).toBe(409);
     expect(await storedObjects(pool)).toEqual(before);
-    expect(await (await call(pool, "GET", "/artifacts/jobs/j/t/metrics.json")).text()).toBe("{}");
+    expect(await (await call(pool, "GET", `/artifacts/${dir}/metrics.json`)).text()).toBe("{}");
   });
 
   it("a body shorter than its Content-Length is refused and stores nothing", async () => {

@@ -4,32 +4,17 @@
 // task (of the claim's job, when named) that `eligible` accepts for the node.
 // The scan reads the stored rows and runs the pure gate on each stored
 // payload; it shares no code with the claim but `eligible`.
+//
+// The generated payloads (exclude_nodes, type confusions) are ones no JobSpec
+// produces, so they are queued inside the object with the pool's own insert.
 
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { NodeRegistrationSchema } from "../../src/protocol/nodes";
 import type { TaskSpec } from "../../src/protocol/tasks";
 import { claimView, eligible } from "../../src/rules/placement";
-import { freshPool, stub, task } from "./helpers";
-
-/** mulberry32: a small seeded PRNG, so a failure names its seed and replays. */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return {
-    next,
-    chance: (p: number) => next() < p,
-    pick: <T>(values: readonly T[]): T => values[Math.floor(next() * values.length)]!,
-    int: (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1)),
-  };
-}
-type Rng = ReturnType<typeof prng>;
+import { Rng } from "../fixtures/rng";
+import { freshPool, insertTasks, stub, task } from "./helpers";
 
 // Values per gate key, well-formed ones first and more likely; the rest are
 // the type confusions the gate must refuse (and the class key must not merge).
@@ -69,11 +54,7 @@ function generatePayload(rng: Rng, i: number): Record<string, unknown> {
     entries.push([key, bad.length > 0 && rng.chance(0.15) ? rng.pick(bad) : rng.pick(good)]);
   }
   // Key order must not matter: shuffle it.
-  for (let k = entries.length - 1; k > 0; k--) {
-    const j = rng.int(0, k);
-    [entries[k], entries[j]] = [entries[j]!, entries[k]!];
-  }
-  return Object.fromEntries(entries);
+  return Object.fromEntries(rng.shuffle(entries));
 }
 
 function generateRegistration(rng: Rng, nodeId: string) {
@@ -82,7 +63,7 @@ function generateRegistration(rng: Rng, nodeId: string) {
     kubernetes_node: "",
     hostname: `${nodeId}.local`,
     capabilities: {
-      gpus: Array.from({ length: rng.int(0, 2) }, (_, index) => ({ index })),
+      gpus: Array.from({ length: rng.between(0, 2) }, (_, index) => ({ index })),
       pools: rng.pick([[], ["team-a"], ["team-b", "team-a"]]),
     },
     sandbox_capable: rng.chance(0.4),
@@ -95,7 +76,11 @@ function generateRegistration(rng: Rng, nodeId: string) {
 
 type Pending = { job_id: string; task_id: string; payload: string };
 
-/** The reference: the first PENDING task in insertion order the gate accepts. */
+/**
+ * The reference: the first PENDING task in insertion order the gate accepts;
+ * when there is none, a claim restricted to a job with no PENDING or LEASED
+ * task is told the job is closed (nothing will come), any other "nothing".
+ */
 async function referenceClaim(pool: string, nodeId: string, jobId: string | null) {
   return runInDurableObject(stub(pool), (_o, state) => {
     const sql = state.storage.sql;
@@ -110,8 +95,15 @@ async function referenceClaim(pool: string, nodeId: string, jobId: string | null
       .toArray()
       .filter((t) => jobId === null || t.job_id === jobId);
     const index = pending.findIndex((t) => eligible(JSON.parse(t.payload), view));
+    const open =
+      jobId === null ||
+      sql
+        .exec<{ state: string }>("SELECT state FROM tasks WHERE job_id = ?", jobId)
+        .toArray()
+        .some((t) => t.state === "PENDING" || t.state === "LEASED");
     return {
       task: index < 0 ? null : { job_id: pending[index]!.job_id, task_id: pending[index]!.task_id },
+      reason: index >= 0 ? null : open ? "nothing" : "job_closed",
       skipped: Math.max(0, index),
     };
   });
@@ -122,9 +114,9 @@ const NODES = ["n0", "n1", "n2", "n3", ""];
 
 describe("the class-indexed claim", () => {
   it("leases exactly the task a one-by-one scan of the queue would, for generated queues and nodes", async () => {
-    const tally = { claims: 0, leased: 0, none: 0, skippedAhead: 0, requeuedReleased: 0, byJob: 0 };
+    const tally = { claims: 0, leased: 0, none: 0, closed: 0, skippedAhead: 0, requeuedReleased: 0, byJob: 0 };
     for (let seed = 1; seed <= 16; seed++) {
-      const rng = prng(seed);
+      const rng = new Rng(seed);
       const pool = freshPool();
       const object = stub(pool);
       for (const nodeId of NODES) await object.register(generateRegistration(rng, nodeId));
@@ -141,24 +133,24 @@ describe("the class-indexed claim", () => {
             ),
           );
         }
-        const added = await object.addTasks(batch);
-        expect(added.ok).toBe(true);
+        await insertTasks(pool, batch);
       };
-      await addBatch(rng.int(20, 40));
+      await addBatch(rng.between(20, 40));
 
       for (let step = 0; step < 36; step++) {
-        if (rng.chance(0.1)) await addBatch(rng.int(1, 8));
+        if (rng.chance(0.1)) await addBatch(rng.between(1, 8));
         const nodeId = rng.pick(NODES);
         const jobId = rng.chance(0.6) ? null : rng.chance(0.9) ? rng.pick(JOBS) : "no-such-job";
         const expected = await referenceClaim(pool, nodeId, jobId);
         const result = await object.claim(nodeId, jobId);
         const got = result.ok ? { job_id: result.lease.job_id, task_id: result.lease.task_id } : null;
         expect(got, `seed ${seed}, step ${step}: claim by '${nodeId}' with job ${jobId}`).toEqual(expected.task);
-        if (!result.ok) expect(result.reason).toBe("nothing");
+        if (!result.ok) expect(result.reason, `seed ${seed}, step ${step}`).toBe(expected.reason);
 
         tally.claims++;
         if (!result.ok) {
           tally.none++;
+          if (result.reason === "job_closed") tally.closed++;
           continue;
         }
         tally.leased++;
@@ -167,12 +159,15 @@ describe("the class-indexed claim", () => {
         if (result.lease.attempt_number > 1) tally.requeuedReleased++;
         // Requeue often, so failed tasks come back at their old place.
         if (rng.chance(0.45))
-          expect((await object.failLease(result.lease.lease_id, "generated failure")).ok).toBe(true);
+          expect((await object.failLease(result.lease.lease_id, "generated failure", null)).ok).toBe(true);
       }
     }
     // The comparison above only means something if every path was exercised.
     expect(tally.leased).toBeGreaterThan(tally.claims * 0.3);
     expect(tally.none).toBeGreaterThan(tally.claims * 0.05);
+    // Both refusals: a job with nothing open, and nothing this node may take yet.
+    expect(tally.closed).toBeGreaterThan(5);
+    expect(tally.none - tally.closed).toBeGreaterThan(5);
     expect(tally.skippedAhead).toBeGreaterThan(20);
     expect(tally.requeuedReleased).toBeGreaterThan(10);
     expect(tally.byJob).toBeGreaterThan(20);
@@ -194,7 +189,7 @@ describe("the class-indexed claim", () => {
         ' "exclude_nodes": ["n0", "n1", "n0"], "local_inputs": ["ds-a", "ds-b"], "gpus": 1.0, "module": "other"}',
     ) as Record<string, unknown>;
     const apart = { ...a, gpus: 2 };
-    await stub(pool).addTasks([
+    await insertTasks(pool, [
       task("j", "a", a as TaskSpec["payload"]),
       task("j", "b", b as TaskSpec["payload"]),
       task("j", "apart", apart as TaskSpec["payload"]),
@@ -214,12 +209,13 @@ describe("the class-indexed claim", () => {
   });
 
   it("never stores two payloads the gate tells apart in one class, on the generated queues and nodes", async () => {
-    const rng = prng(99);
+    const rng = new Rng(99);
     const pool = freshPool();
     const object = stub(pool);
     // A registration holds every field of the claim-time view.
     const views = Array.from({ length: 40 }, () => generateRegistration(rng, rng.pick(NODES)));
-    await object.addTasks(
+    await insertTasks(
+      pool,
       Array.from({ length: 300 }, (_, i) => task("j", `t${i}`, generatePayload(rng, i) as TaskSpec["payload"])),
     );
     const rows = await runInDurableObject(object, (_o, state) =>
@@ -231,7 +227,7 @@ describe("the class-indexed claim", () => {
       const answer = views.map((view) => (eligible(payload, view) ? "1" : "0")).join("");
       const first = answers.get(row.class_id);
       if (first === undefined) answers.set(row.class_id, answer);
-      else expect(answer, `class ${row.class_id}: ${row.payload}`).toBe(first);
+      else expect(answer, `seed ${rng.seed}, class ${row.class_id}: ${row.payload}`).toBe(first);
     }
     // Enough classes for the check to bite.
     expect(answers.size).toBeGreaterThan(30);

@@ -3,7 +3,9 @@
 
 import { runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
+import { addTasks as queueTasks } from "../../src/pool/tasks";
 import type { TaskSpec } from "../../src/protocol/tasks";
+import { registration } from "../fixtures/registration";
 
 /** A fresh pool name per test, so tests never share state. */
 export function freshPool(): string {
@@ -27,27 +29,12 @@ export async function json<T = Record<string, unknown>>(response: Response): Pro
   return (await response.json()) as T;
 }
 
-export function registration(nodeId: string, extra: Record<string, unknown> = {}, gpus = 0) {
-  return {
-    node_id: nodeId,
-    kubernetes_node: "",
-    hostname: `${nodeId}.local`,
-    capabilities: {
-      cpu_cores: 8,
-      memory_bytes: 16e9,
-      gpus: Array.from({ length: gpus }, (_, i) => ({ index: i, name: "NVIDIA A10G", memory_total_mb: 22731 })),
-      os: "linux",
-      architecture: "amd64",
-    },
-    ...extra,
-  };
-}
-
 export async function register(pool: string, nodeId: string, extra: Record<string, unknown> = {}, gpus = 0) {
   const r = await call(pool, "POST", "/nodes/register", registration(nodeId, extra, gpus));
   if (r.status !== 200) throw new Error(`register ${nodeId}: ${r.status} ${await r.text()}`);
 }
 
+/** A TaskSpec for insertTasks: 3 attempts of 60-second leases unless `extra` says otherwise. */
 export function task(
   jobId: string,
   taskId: string,
@@ -66,10 +53,39 @@ export function task(
   };
 }
 
-export async function addTasks(pool: string, tasks: TaskSpec[], options: { outputJson?: boolean } = {}) {
-  const result = await stub(pool).addTasks(tasks, options);
-  if (!result.ok) throw new Error(`addTasks refused: ${JSON.stringify(result)}`);
+/**
+ * Submits a JobSpec through POST /jobs, as a driver does, and answers its
+ * record; anything but a 201 throws. This is how a test gets tasks.
+ */
+export async function submitJob<T extends { job_id: string } = { job_id: string; state: string }>(
+  pool: string,
+  spec: unknown,
+  headers: Record<string, string> = {},
+): Promise<T> {
+  const r = await call(pool, "POST", "/jobs", spec, headers);
+  if (r.status !== 201) throw new Error(`submit: ${r.status} ${await r.text()}`);
+  return json<T>(r);
 }
+
+/**
+ * Queues tasks inside the pool's object with the pool's own insert (the one
+ * POST /jobs runs), in one transaction, with no job record. Only for
+ * payloads and ids no JobSpec can produce — generated requirement values,
+ * exclude_nodes, ids with spaces; ordinary tasks come from submitJob.
+ * It bypasses the object's change(): no lease changes, so the alarm needs
+ * nothing, but a claim held open (long-poll) is not woken by these tasks.
+ */
+export async function insertTasks(pool: string, tasks: TaskSpec[], options: { outputJson?: boolean } = {}) {
+  const result = await runInDurableObject(stub(pool), (_o, state) =>
+    state.storage.transactionSync(() =>
+      queueTasks(state.storage.sql, Date.now(), tasks, { outputJson: options.outputJson ?? false }),
+    ),
+  );
+  if (!result.ok) throw new Error(`insertTasks refused: ${JSON.stringify(result)}`);
+}
+
+/** @deprecated Use submitJob, or insertTasks for payloads no JobSpec can produce. */
+export const addTasks = insertTasks;
 
 export async function claim(pool: string, nodeId: string, jobId?: string) {
   return call(
@@ -112,4 +128,5 @@ export async function ledger(
   );
 }
 
-export { jobSpec } from "../fixtures/jobspec";
+export { commandJob, jobSpec, trialsJob } from "../fixtures/jobspec";
+export { ARGV_NODE, registration } from "../fixtures/registration";

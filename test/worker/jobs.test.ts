@@ -1,7 +1,19 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Lease } from "../../src/protocol/tasks";
-import { call, claim, freshPool, jobSpec, json, register, sha256, upload } from "./helpers";
+import {
+  ARGV_NODE,
+  call,
+  claim,
+  commandJob as command,
+  freshPool,
+  jobSpec,
+  json,
+  register,
+  sha256,
+  submitJob,
+  upload,
+} from "./helpers";
 
 type JobRecord = {
   job_id: string;
@@ -24,11 +36,7 @@ type EventRecord = { seq: number; type: string; job_id: string; source: string; 
 const trials = (n: number) =>
   jobSpec({ type: "hyperparameter_search", parameters: { trials: Array.from({ length: n }, (_, i) => ({ c: i })) } });
 
-async function submit(pool: string, body: unknown) {
-  const r = await call(pool, "POST", "/jobs", body);
-  if (r.status !== 201) throw new Error(`submit: ${r.status} ${await r.text()}`);
-  return json<JobRecord>(r);
-}
+const submit = (pool: string, body: unknown) => submitJob<JobRecord>(pool, body);
 
 async function finish(pool: string, lease: Lease) {
   const bytes = JSON.stringify({ task: lease.task_id });
@@ -210,17 +218,10 @@ describe("job submission", () => {
 });
 
 describe("payload forwards reach the gate through the real claim endpoint", () => {
-  const command = (parameters: Record<string, unknown>, spec: Record<string, unknown> = {}) =>
-    jobSpec(
-      { type: "command", parameters: { command: ["python", "train.py"], ...parameters } },
-      { isolation: { tier: "sandboxed" }, ...spec },
-    );
-  const argvNode = { argv_capable: true, sandbox_capable: true };
-
   it("gpuPerTask becomes payload gpus: the 1-GPU node is refused a 2-GPU task, the 2-GPU node takes it", async () => {
     const pool = freshPool();
-    await register(pool, "one-gpu", argvNode, 1);
-    await register(pool, "two-gpu", argvNode, 2);
+    await register(pool, "one-gpu", ARGV_NODE, 1);
+    await register(pool, "two-gpu", ARGV_NODE, 2);
     await submit(pool, command({}, { resources: { gpuPerTask: 2 } }));
     expect((await claim(pool, "one-gpu")).status).toBe(204);
     const lease = await json<Lease>(await claim(pool, "two-gpu"));
@@ -241,7 +242,7 @@ describe("payload forwards reach the gate through the real claim endpoint", () =
 
   it("gpuPerTask 0 leaves gpus absent, and a CPU node takes the task", async () => {
     const pool = freshPool();
-    await register(pool, "cpu", argvNode);
+    await register(pool, "cpu", ARGV_NODE);
     await submit(pool, command({}));
     const lease = await json<Lease>(await claim(pool, "cpu"));
     expect("gpus" in lease.payload).toBe(false);
@@ -249,8 +250,8 @@ describe("payload forwards reach the gate through the real claim endpoint", () =
 
   it("local_inputs reach the payload: only the node offering the dataset gets the task", async () => {
     const pool = freshPool();
-    await register(pool, "plain", argvNode);
-    await register(pool, "holder", { ...argvNode, local_datasets: ["patients", "other"] });
+    await register(pool, "plain", ARGV_NODE);
+    await register(pool, "holder", { ...ARGV_NODE, local_datasets: ["patients", "other"] });
     await submit(pool, command({ local_inputs: ["patients"] }));
     expect((await claim(pool, "plain")).status).toBe(204);
     const lease = await json<Lease>(await claim(pool, "holder"));
@@ -259,8 +260,8 @@ describe("payload forwards reach the gate through the real claim endpoint", () =
 
   it("placement.pool reaches the payload: only a member of the team pool gets the task", async () => {
     const pool = freshPool();
-    await register(pool, "outsider", argvNode);
-    await register(pool, "member", { ...argvNode, capabilities: { gpus: [], pools: ["team-a"] } });
+    await register(pool, "outsider", ARGV_NODE);
+    await register(pool, "member", { ...ARGV_NODE, capabilities: { gpus: [], pools: ["team-a"] } });
     await submit(pool, command({}, { placement: { pool: "team-a" } }));
     expect((await claim(pool, "outsider")).status).toBe(204);
     expect((await json<Lease>(await claim(pool, "member"))).payload.pool).toBe("team-a");
@@ -268,7 +269,7 @@ describe("payload forwards reach the gate through the real claim endpoint", () =
 
   it("unpack_inputs reach the payload unchanged", async () => {
     const pool = freshPool();
-    await register(pool, "n", argvNode);
+    await register(pool, "n", ARGV_NODE);
     await submit(pool, command({ inputs: { data: "artifact://datasets/d.tar" }, unpack_inputs: ["data"] }));
     const lease = await json<Lease>(await claim(pool, "n"));
     expect(lease.payload).toMatchObject({ inputs: { data: "artifact://datasets/d.tar" }, unpack_inputs: ["data"] });
@@ -279,7 +280,7 @@ describe("payload forwards reach the gate through the real claim endpoint", () =
     await register(pool, "neither");
     await register(pool, "sandbox-only", { sandbox_capable: true });
     await register(pool, "argv-only", { argv_capable: true });
-    await register(pool, "both", argvNode);
+    await register(pool, "both", ARGV_NODE);
     await submit(pool, command({}));
     for (const n of ["neither", "sandbox-only", "argv-only"]) expect((await claim(pool, n)).status, n).toBe(204);
     expect((await json<Lease>(await claim(pool, "both"))).node_id).toBe("both");
@@ -287,7 +288,7 @@ describe("payload forwards reach the gate through the real claim endpoint", () =
 
   it("a command job's output must be a JSON object to be accepted", async () => {
     const pool = freshPool();
-    await register(pool, "n", argvNode);
+    await register(pool, "n", ARGV_NODE);
     await submit(pool, command({}));
     const lease = await json<Lease>(await claim(pool, "n"));
     await upload(pool, `jobs/${lease.job_id}/${lease.task_id}/metrics.json`, "42");

@@ -2,9 +2,10 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Lease } from "../../src/protocol/tasks";
 import {
-  addTasks,
+  ARGV_NODE,
   call,
   claim,
+  commandJob,
   ledger as events,
   freshPool,
   json,
@@ -12,7 +13,8 @@ import {
   sha256,
   sleep,
   stub,
-  task,
+  submitJob,
+  trialsJob,
   upload,
 } from "./helpers";
 
@@ -37,18 +39,18 @@ describe("the agent loop", () => {
   it("register, claim, heartbeat, upload and complete is accepted exactly once", async () => {
     const pool = freshPool();
     await register(pool, "n1");
-    await addTasks(pool, [task("job-a", "task-000", { module: "m" })]);
+    const job = await submitJob(pool, trialsJob(1));
 
     const r = await claim(pool, "n1");
     expect(r.status).toBe(200);
     const lease = await json<Lease>(r);
     expect(lease).toMatchObject({
       schema_version: "v1alpha1",
-      task_id: "task-000",
-      job_id: "job-a",
+      task_id: "trial-000",
+      job_id: job.job_id,
       node_id: "n1",
       attempt_number: 1,
-      payload: { module: "m" },
+      payload: { module: "flashml_workloads.sklearn_trial", output_prefix: `jobs/${job.job_id}/trial-000/` },
     });
     expect(lease.lease_id).toMatch(/^ls-[0-9a-f]{12}$/);
     expect(Date.parse(lease.deadline) - Date.now()).toBeGreaterThan(55_000);
@@ -59,7 +61,7 @@ describe("the agent loop", () => {
 
     const done = await commitOutput(pool, lease, '{"accuracy": 0.9}');
     expect(await json(done)).toEqual({ accepted: true });
-    expect(await taskState(pool, "job-a", "task-000")).toEqual({ state: "COMPLETED", attempts_used: 1 });
+    expect(await taskState(pool, job.job_id, "trial-000")).toEqual({ state: "COMPLETED", attempts_used: 1 });
 
     const again = await call(pool, "POST", `/attempts/${lease.lease_id}/complete`, {
       output_sha256: await sha256('{"accuracy": 0.9}'),
@@ -69,12 +71,15 @@ describe("the agent loop", () => {
 
     const nodes = await json<Array<Record<string, unknown>>>(await call(pool, "GET", "/nodes"));
     expect(nodes[0]).toMatchObject({ node_id: "n1", accepted_tasks: 1, online: true });
-    const types = (await events(pool, "job-a")).map((e) => e.type);
+    const types = (await events(pool, job.job_id)).map((e) => e.type);
     expect(types).toEqual([
+      "JOB_ACCEPTED",
+      "BACKEND_SELECTED",
       "TASK_CREATED",
       "LEASE_CLAIMED",
       "LEASE_RENEWED",
       "TASK_COMMIT_ACCEPTED",
+      "JOB_SUCCEEDED",
       "TASK_COMMIT_REJECTED",
     ]);
   });
@@ -97,9 +102,12 @@ describe("the agent loop", () => {
   it("a draining node gets no new work", async () => {
     const pool = freshPool();
     await register(pool, "n1");
-    await addTasks(pool, [task("j", "t0")]);
+    await submitJob(pool, trialsJob(1));
     expect((await call(pool, "POST", "/nodes/n1/heartbeat", { node_id: "n1", status: "draining" })).status).toBe(200);
     expect((await claim(pool, "n1")).status).toBe(204);
+    // Back online, the same node gets the task: only draining held it back.
+    expect((await call(pool, "POST", "/nodes/n1/heartbeat", { node_id: "n1", status: "online" })).status).toBe(200);
+    expect((await claim(pool, "n1")).status).toBe(200);
   });
 
   it("an unknown lease id is 404 on complete and 410 on heartbeat and fail", async () => {
@@ -115,32 +123,33 @@ describe("expiry", () => {
     const pool = freshPool();
     await register(pool, "n1");
     await register(pool, "n2");
-    await addTasks(pool, [task("job-a", "task-000", {}, { lease_seconds: 0.2 })]);
+    const job = await submitJob(pool, trialsJob(1, { lease_seconds: 0.2 }));
     const first = await json<Lease>(await claim(pool, "n1"));
     // Nobody polls: only the object's own alarm can requeue the task.
     await expect
-      .poll(() => taskState(pool, "job-a", "task-000"), { timeout: 2000, interval: 50 })
+      .poll(() => taskState(pool, job.job_id, "trial-000"), { timeout: 2000, interval: 50 })
       .toEqual({
         state: "PENDING",
         attempts_used: 1,
       });
 
     const second = await json<Lease>(await claim(pool, "n2"));
-    expect(second).toMatchObject({ task_id: "task-000", node_id: "n2", attempt_number: 2 });
+    expect(second).toMatchObject({ task_id: "trial-000", node_id: "n2", attempt_number: 2 });
 
     const late = await commitOutput(pool, first, "{}");
     expect(await json(late)).toEqual({ accepted: false });
     expect((await call(pool, "POST", `/attempts/${first.lease_id}/heartbeat`)).status).toBe(410);
-    const ev = await events(pool, "job-a");
+    const ev = await events(pool, job.job_id);
     expect(ev.map((e) => e.type)).toContain("LEASE_EXPIRED");
-    expect(ev.find((e) => e.type === "LEASE_EXPIRED")!.data).toMatchObject({ task_id: "task-000", node_id: "n1" });
+    expect(ev.find((e) => e.type === "LEASE_EXPIRED")!.data).toMatchObject({ task_id: "trial-000", node_id: "n1" });
     expect(ev.at(-1)).toMatchObject({ type: "TASK_COMMIT_REJECTED", data: { node_id: "n1" } });
   });
 
   it("the alarm is armed at the earliest live deadline and cleared when none is left", async () => {
     const pool = freshPool();
     await register(pool, "n1");
-    await addTasks(pool, [task("j", "a", {}, { lease_seconds: 30 }), task("j", "b", {}, { lease_seconds: 10 })]);
+    await submitJob(pool, trialsJob(1, { lease_seconds: 30 }));
+    await submitJob(pool, trialsJob(1, { lease_seconds: 10 }));
     const a = await json<Lease>(await claim(pool, "n1"));
     const b = await json<Lease>(await claim(pool, "n1"));
     const alarm = await runInDurableObject(stub(pool), (_o, s) => s.storage.getAlarm());
@@ -154,21 +163,22 @@ describe("expiry", () => {
   it("a duplicated alarm changes nothing", async () => {
     const pool = freshPool();
     await register(pool, "n1");
-    await addTasks(pool, [task("j", "t", {}, { lease_seconds: 0.1 })]);
-    await claim(pool, "n1");
+    const job = await submitJob(pool, trialsJob(1, { lease_seconds: 0.1 }));
+    expect((await claim(pool, "n1")).status).toBe(200);
     await sleep(150);
     await runDurableObjectAlarm(stub(pool));
-    const after = await events(pool, "j");
+    const after = await events(pool, job.job_id);
+    expect(after.map((e) => e.type)).toContain("LEASE_EXPIRED");
     await runInDurableObject(stub(pool), (o) => o.alarm());
-    expect(await events(pool, "j")).toEqual(after);
+    expect(await events(pool, job.job_id)).toEqual(after);
   });
 
   it("a claim sweeps expired leases first, even when the alarm never ran", async () => {
     const pool = freshPool();
     await register(pool, "n1");
     await register(pool, "n2");
-    await addTasks(pool, [task("j", "t", {}, { lease_seconds: 0.1 })]);
-    await claim(pool, "n1");
+    await submitJob(pool, trialsJob(1, { lease_seconds: 0.1 }));
+    expect((await claim(pool, "n1")).status).toBe(200);
     await sleep(150);
     const r = await json<Lease>(await claim(pool, "n2"));
     expect(r).toMatchObject({ node_id: "n2", attempt_number: 2 });
@@ -177,17 +187,17 @@ describe("expiry", () => {
   it("attempts run out: the task ends FAILED with TASK_EXHAUSTED", async () => {
     const pool = freshPool();
     await register(pool, "n1");
-    await addTasks(pool, [task("j", "t", {}, { max_attempts: 2 })]);
+    const job = await submitJob(pool, trialsJob(1, {}, { retryPolicy: { maxTaskAttempts: 2 } }));
     for (let i = 0; i < 2; i++) {
       const lease = await json<Lease>(await claim(pool, "n1"));
       const r = await call(pool, "POST", `/attempts/${lease.lease_id}/fail`, { reason: "boom" });
       expect(await json(r)).toEqual({ status: "requeued-or-exhausted" });
     }
-    expect(await taskState(pool, "j", "t")).toEqual({ state: "FAILED", attempts_used: 2 });
+    expect(await taskState(pool, job.job_id, "trial-000")).toEqual({ state: "FAILED", attempts_used: 2 });
     expect((await claim(pool, "n1")).status).toBe(204);
-    const types = (await events(pool, "j")).map((e) => e.type);
+    const types = (await events(pool, job.job_id)).map((e) => e.type);
     expect(types.filter((t) => t === "TASK_REQUEUED")).toHaveLength(1);
-    expect(types.at(-1)).toBe("TASK_EXHAUSTED");
+    expect(types.slice(-2)).toEqual(["TASK_EXHAUSTED", "JOB_FAILED"]);
   });
 });
 
@@ -195,30 +205,30 @@ describe("output validation", () => {
   it("a wrong sha256 is not accepted and the task is requeued", async () => {
     const pool = freshPool();
     await register(pool, "n1");
-    await addTasks(pool, [task("j", "t")]);
+    const job = await submitJob(pool, trialsJob(1));
     const lease = await json<Lease>(await claim(pool, "n1"));
-    await upload(pool, "jobs/j/t/metrics.json", "{}");
+    expect((await upload(pool, `jobs/${job.job_id}/trial-000/metrics.json`, "{}")).status).toBe(200);
     const r = await call(pool, "POST", `/attempts/${lease.lease_id}/complete`, {
       output_sha256: await sha256("other"),
     });
     expect(await json(r)).toEqual({ accepted: false, detail: "output validation failed; attempt requeued" });
-    expect(await taskState(pool, "j", "t")).toEqual({ state: "PENDING", attempts_used: 1 });
+    expect(await taskState(pool, job.job_id, "trial-000")).toEqual({ state: "PENDING", attempts_used: 1 });
   });
 
   it("a missing output is not accepted", async () => {
     const pool = freshPool();
     await register(pool, "n1");
-    await addTasks(pool, [task("j", "t")]);
+    const job = await submitJob(pool, trialsJob(1));
     const lease = await json<Lease>(await claim(pool, "n1"));
     const r = await call(pool, "POST", `/attempts/${lease.lease_id}/complete`, { output_sha256: await sha256("{}") });
     expect(await json(r)).toMatchObject({ accepted: false });
-    expect((await taskState(pool, "j", "t")).state).toBe("PENDING");
+    expect((await taskState(pool, job.job_id, "trial-000")).state).toBe("PENDING");
   });
 
   it("a command task's output must be a JSON object", async () => {
     const pool = freshPool();
-    await register(pool, "n1");
-    await addTasks(pool, [task("j", "t")], { outputJson: true });
+    await register(pool, "n1", ARGV_NODE);
+    await submitJob(pool, commandJob());
     let lease = await json<Lease>(await claim(pool, "n1"));
     expect(await json(await commitOutput(pool, lease, "[1, 2]"))).toMatchObject({
       accepted: false,
@@ -236,43 +246,46 @@ describe("placement through the claim endpoint", () => {
     const pool = freshPool();
     await register(pool, "cpu");
     await register(pool, "gpu", {}, 1);
-    await addTasks(pool, [task("j", "gpu-task", { module: "m", gpus: 1 })]);
+    const job = await submitJob(pool, trialsJob(1, {}, { resources: { gpuPerTask: 1 } }));
     expect((await claim(pool, "cpu")).status).toBe(204);
-    expect(await json(await claim(pool, "gpu"))).toMatchObject({ task_id: "gpu-task", node_id: "gpu" });
+    expect(await json(await claim(pool, "gpu"))).toMatchObject({ job_id: job.job_id, node_id: "gpu" });
   });
 
   it("the CPU node still gets a CPU task queued behind the GPU task", async () => {
     const pool = freshPool();
     await register(pool, "cpu");
-    await addTasks(pool, [task("j", "gpu-task", { gpus: 2 }), task("j", "cpu-task", {})]);
-    expect(await json(await claim(pool, "cpu"))).toMatchObject({ task_id: "cpu-task" });
+    await submitJob(pool, trialsJob(1, {}, { resources: { gpuPerTask: 2 } }));
+    const cpu = await submitJob(pool, trialsJob(1));
+    expect(await json(await claim(pool, "cpu"))).toMatchObject({ job_id: cpu.job_id });
     expect((await claim(pool, "cpu")).status).toBe(204);
   });
 
   it("a local-data task only reaches the node offering the dataset", async () => {
     const pool = freshPool();
-    await register(pool, "plain");
-    await register(pool, "holder", { local_datasets: ["patients"] });
-    await addTasks(pool, [task("j", "t", { local_inputs: ["patients"] })]);
+    await register(pool, "plain", ARGV_NODE);
+    await register(pool, "holder", { ...ARGV_NODE, local_datasets: ["patients"] });
+    await submitJob(pool, commandJob({ local_inputs: ["patients"] }));
     expect((await claim(pool, "plain")).status).toBe(204);
-    expect(await json(await claim(pool, "holder"))).toMatchObject({ task_id: "t", node_id: "holder" });
+    expect(await json(await claim(pool, "holder"))).toMatchObject({ task_id: "task-000", node_id: "holder" });
   });
 
   it("a requeued task keeps its place ahead of later tasks", async () => {
     const pool = freshPool();
     await register(pool, "n1");
-    await addTasks(pool, [task("j", "first"), task("j", "second")]);
+    await submitJob(pool, trialsJob(2));
     const first = await json<Lease>(await claim(pool, "n1"));
+    expect(first.task_id).toBe("trial-000");
     await call(pool, "POST", `/attempts/${first.lease_id}/fail`, { reason: "x" });
-    expect(await json(await claim(pool, "n1"))).toMatchObject({ task_id: "first", attempt_number: 2 });
+    expect(await json(await claim(pool, "n1"))).toMatchObject({ task_id: "trial-000", attempt_number: 2 });
   });
 
   it("a claim naming a job takes only that job's tasks", async () => {
     const pool = freshPool();
     await register(pool, "n1");
-    await addTasks(pool, [task("a", "t"), task("b", "t")]);
-    expect(await json(await claim(pool, "n1", "b"))).toMatchObject({ job_id: "b" });
-    expect((await claim(pool, "n1", "b")).status).toBe(204);
+    await submitJob(pool, trialsJob(1));
+    const b = await submitJob(pool, trialsJob(1));
+    expect(await json(await claim(pool, "n1", b.job_id))).toMatchObject({ job_id: b.job_id });
+    expect((await claim(pool, "n1", b.job_id)).status).toBe(204);
   });
 });
 
@@ -281,10 +294,7 @@ describe("races", () => {
     const pool = freshPool();
     const ids = Array.from({ length: 50 }, (_, i) => `n${i}`);
     await Promise.all(ids.map((id) => register(pool, id)));
-    await addTasks(
-      pool,
-      Array.from({ length: 10 }, (_, i) => task("j", `t${i}`)),
-    );
+    await submitJob(pool, trialsJob(10));
     const results = await Promise.all(ids.map((id) => claim(pool, id)));
     const leased = await Promise.all(results.filter((r) => r.status === 200).map((r) => json<Lease>(r)));
     expect(results.filter((r) => r.status === 204)).toHaveLength(40);
@@ -295,9 +305,9 @@ describe("races", () => {
   it("20 concurrent completes of one lease accept exactly one", async () => {
     const pool = freshPool();
     await register(pool, "n1");
-    await addTasks(pool, [task("j", "t")]);
+    await submitJob(pool, trialsJob(1));
     const lease = await json<Lease>(await claim(pool, "n1"));
-    await upload(pool, "jobs/j/t/metrics.json", "{}");
+    await upload(pool, `jobs/${lease.job_id}/${lease.task_id}/metrics.json`, "{}");
     const sha = await sha256("{}");
     const results = await Promise.all(
       Array.from({ length: 20 }, () =>

@@ -1,7 +1,7 @@
 import { abortAllDurableObjects } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Lease } from "../../src/protocol/tasks";
-import { addTasks, call, claim, freshPool, json, register, registration, task } from "./helpers";
+import { call, claim, freshPool, json, register, registration, sha256, submitJob, trialsJob, upload } from "./helpers";
 
 type NodeRow = Record<string, unknown> & { node_id: string };
 
@@ -44,23 +44,23 @@ describe("the node registry", () => {
   it("a heartbeat's pools list replaces the team pools, and null leaves them", async () => {
     const pool = freshPool();
     await register(pool, "n1");
-    await addTasks(pool, [task("j", "t", { pool: "team-a" })]);
+    const job = await submitJob(pool, trialsJob(1, {}, { placement: { pool: "team-a" } }));
     expect((await claim(pool, "n1")).status).toBe(204);
     await call(pool, "POST", "/nodes/n1/heartbeat", { node_id: "n1", pools: ["team-a"] });
     await call(pool, "POST", "/nodes/n1/heartbeat", { node_id: "n1", pools: null });
-    expect(await json(await claim(pool, "n1"))).toMatchObject({ task_id: "t" });
+    expect(await json(await claim(pool, "n1"))).toMatchObject({ job_id: job.job_id, payload: { pool: "team-a" } });
   });
 
   it("re-registering replaces the registration and keeps the accepted-task count", async () => {
     const pool = freshPool();
     await register(pool, "n1");
-    await addTasks(pool, [task("j", "t")]);
+    await submitJob(pool, trialsJob(1));
     const lease = await json<Lease>(await claim(pool, "n1"));
-    const bytes = "{}";
-    await call(pool, "PUT", "/artifacts/jobs/j/t/metrics.json", new TextEncoder().encode(bytes));
-    const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(bytes));
-    const sha = Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
-    await call(pool, "POST", `/attempts/${lease.lease_id}/complete`, { output_sha256: sha });
+    await upload(pool, `jobs/${lease.job_id}/${lease.task_id}/metrics.json`, "{}");
+    const done = await call(pool, "POST", `/attempts/${lease.lease_id}/complete`, {
+      output_sha256: await sha256("{}"),
+    });
+    expect(await json(done)).toEqual({ accepted: true });
     await register(pool, "n1", { hostname: "renamed", local_datasets: ["x"] });
     const [node] = await json<NodeRow[]>(await call(pool, "GET", "/nodes"));
     expect(node).toMatchObject({ hostname: "renamed", local_datasets: ["x"], accepted_tasks: 1 });
@@ -78,13 +78,14 @@ describe("the node registry", () => {
   it("state survives evicting the object", async () => {
     const pool = freshPool();
     await register(pool, "n1");
-    await addTasks(pool, [task("j", "a"), task("j", "b")]);
+    await submitJob(pool, trialsJob(2));
     const lease = await json<Lease>(await claim(pool, "n1"));
+    expect(lease.task_id).toBe("trial-000");
     await abortAllDurableObjects();
     const nodes = await json<NodeRow[]>(await call(pool, "GET", "/nodes"));
     expect(nodes.map((n) => n.node_id)).toEqual(["n1"]);
     expect((await call(pool, "POST", `/attempts/${lease.lease_id}/heartbeat`)).status).toBe(200);
-    expect(await json(await claim(pool, "n1"))).toMatchObject({ task_id: "b" });
+    expect(await json(await claim(pool, "n1"))).toMatchObject({ task_id: "trial-001" });
   });
 });
 
@@ -93,14 +94,16 @@ describe("pools", () => {
     const a = freshPool();
     const b = freshPool();
     await register(a, "n1");
-    await addTasks(a, [task("j", "t")]);
+    await submitJob(a, trialsJob(1));
     await call(a, "PUT", "/artifacts/shared/data.bin", new Uint8Array([1, 2, 3]));
     expect(await json(await call(b, "GET", "/nodes"))).toEqual([]);
+    expect(await json(await call(b, "GET", "/jobs"))).toEqual([]);
     expect((await claim(b, "n1")).status).toBe(403);
     await register(b, "n1");
     expect((await claim(b, "n1")).status).toBe(204);
     expect((await call(b, "GET", "/artifacts/shared/data.bin")).status).toBe(404);
     expect((await call(a, "GET", "/artifacts/shared/data.bin")).status).toBe(200);
+    expect((await claim(a, "n1")).status).toBe(200);
   });
 
   it("/v1alpha1 is the pool named local", async () => {

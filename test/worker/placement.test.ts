@@ -3,7 +3,19 @@
 
 import { describe, expect, it } from "vitest";
 import type { Lease } from "../../src/protocol/tasks";
-import { addTasks, call, claim, freshPool, jobSpec, json, register, task } from "./helpers";
+import {
+  ARGV_NODE,
+  call,
+  claim,
+  commandJob,
+  freshPool,
+  insertTasks,
+  json,
+  register,
+  submitJob,
+  task,
+  trialsJob,
+} from "./helpers";
 
 type NodeAnswer = {
   node_id: string;
@@ -29,16 +41,17 @@ async function placement(pool: string, jobId: string, taskId: string) {
 describe("placement explanations", () => {
   it("a 2-GPU task needing a dataset is explained node by node, grouped in the summary", async () => {
     const pool = freshPool();
-    await register(pool, "cpu-1", { local_datasets: ["patients"] });
-    await register(pool, "gpu-1", { local_datasets: ["patients"] }, 1);
-    await register(pool, "gpu-4", {}, 4);
-    await addTasks(pool, [task("j1", "t1", { gpus: 2, local_inputs: ["patients"] })]);
+    // Argv nodes: a command job is what carries local_inputs, and its argv must not be the refusal.
+    await register(pool, "cpu-1", { ...ARGV_NODE, local_datasets: ["patients"] });
+    await register(pool, "gpu-1", { ...ARGV_NODE, local_datasets: ["patients"] }, 1);
+    await register(pool, "gpu-4", ARGV_NODE, 4);
+    const job = await submitJob(pool, commandJob({ local_inputs: ["patients"] }, { resources: { gpuPerTask: 2 } }));
 
-    const r = await placement(pool, "j1", "t1");
+    const r = await placement(pool, job.job_id, "task-000");
     expect(r.status).toBe(200);
     expect(await json<Report>(r)).toEqual({
-      job_id: "j1",
-      task_id: "t1",
+      job_id: job.job_id,
+      task_id: "task-000",
       state: "PENDING",
       nodes: [
         {
@@ -75,8 +88,8 @@ describe("placement explanations", () => {
     const pool = freshPool();
     await register(pool, "cpu-1");
     await register(pool, "gpu-1", {}, 1);
-    await addTasks(pool, [task("j1", "t1", { gpus: 1 })]);
-    const report = await json<Report>(await placement(pool, "j1", "t1"));
+    const job = await submitJob(pool, trialsJob(1, {}, { resources: { gpuPerTask: 1 } }));
+    const report = await json<Report>(await placement(pool, job.job_id, "trial-000"));
     expect(report.unplaceable).toBe(false);
     expect(report.summary).toBe("1/2 nodes eligible: 1 × gpu (task needs 1 GPU)");
     expect(report.nodes[1]).toEqual({ node_id: "gpu-1", online: true, status: "online", eligible: true });
@@ -85,21 +98,21 @@ describe("placement explanations", () => {
   it("agrees with the claim path: the node it calls eligible is the one that gets the lease", async () => {
     const pool = freshPool();
     await register(pool, "plain");
-    await register(pool, "sandbox", { argv_capable: true, sandbox_capable: true });
-    await addTasks(pool, [task("j1", "t1", { argv: ["run"], isolation: { tier: "sandboxed", allowFallback: false } })]);
-    const report = await json<Report>(await placement(pool, "j1", "t1"));
+    await register(pool, "sandbox", ARGV_NODE);
+    const job = await submitJob(pool, commandJob());
+    const report = await json<Report>(await placement(pool, job.job_id, "task-000"));
     expect(report.nodes.filter((n) => n.eligible).map((n) => n.node_id)).toEqual(["sandbox"]);
     expect((await claim(pool, "plain")).status).toBe(204);
     const lease = await json<Lease>(await claim(pool, "sandbox"));
-    expect(lease.task_id).toBe("t1");
+    expect(lease).toMatchObject({ job_id: job.job_id, task_id: "task-000" });
     // The report shows the task's current state.
-    expect((await json<Report>(await placement(pool, "j1", "t1"))).state).toBe("LEASED");
+    expect((await json<Report>(await placement(pool, job.job_id, "task-000"))).state).toBe("LEASED");
   });
 
   it("with no node registered the task is unplaceable", async () => {
     const pool = freshPool();
-    await addTasks(pool, [task("j1", "t1")]);
-    const report = await json<Report>(await placement(pool, "j1", "t1"));
+    const job = await submitJob(pool, trialsJob(1));
+    const report = await json<Report>(await placement(pool, job.job_id, "trial-000"));
     expect(report).toMatchObject({ nodes: [], unplaceable: true, summary: "0/0 nodes eligible: no nodes registered" });
   });
 
@@ -107,21 +120,15 @@ describe("placement explanations", () => {
     const pool = freshPool();
     await register(pool, "n1");
     await call(pool, "POST", "/nodes/n1/heartbeat", { node_id: "n1", status: "draining" });
-    await addTasks(pool, [task("j1", "t1")]);
-    const report = await json<Report>(await placement(pool, "j1", "t1"));
+    const job = await submitJob(pool, trialsJob(1));
+    const report = await json<Report>(await placement(pool, job.job_id, "trial-000"));
     expect(report.nodes).toEqual([{ node_id: "n1", online: true, status: "draining", eligible: true }]);
   });
 
   it("explains a task of a submitted job from its stored payload", async () => {
     const pool = freshPool();
     await register(pool, "cpu-1");
-    const submitted = await call(
-      pool,
-      "POST",
-      "/jobs",
-      jobSpec({ type: "hyperparameter_search", parameters: { trials: [{}] } }, { resources: { gpuPerTask: 4 } }),
-    );
-    const job = await json<{ job_id: string }>(submitted);
+    const job = await submitJob(pool, trialsJob(1, {}, { resources: { gpuPerTask: 4 } }));
     const report = await json<Report>(await placement(pool, job.job_id, "trial-000"));
     expect(report.summary).toBe("0/1 nodes eligible: 1 × gpu (task needs 4 GPUs)");
   });
@@ -131,17 +138,7 @@ describe("placement explanations", () => {
     ["an unknown task of a known job", "JOB", "t9", "unknown task t9 in job JOB"],
   ])("404 for %s", async (_what, jobId, taskId, detail) => {
     const pool = freshPool();
-    const submitted = await call(pool, "POST", "/jobs", {
-      apiVersion: "flashml.dev/v1alpha1",
-      kind: "Job",
-      metadata: { name: "j" },
-      spec: {
-        execution: { backend: "leases" },
-        image: { repository: "r", tag: "1" },
-        workload: { type: "hyperparameter_search", parameters: { trials: [{}] } },
-      },
-    });
-    const job = await json<{ job_id: string }>(submitted);
+    const job = await submitJob(pool, trialsJob(1));
     const realJob = jobId === "JOB" ? job.job_id : jobId;
     const r = await placement(pool, realJob, taskId);
     expect(r.status).toBe(404);
@@ -151,7 +148,8 @@ describe("placement explanations", () => {
   it("a job and task id with spaces and non-ASCII characters round-trip through the URL", async () => {
     const pool = freshPool();
     await register(pool, "n1");
-    await addTasks(pool, [task("j 1", "tâche-1")]);
+    // No JobSpec makes such ids (job ids are hex, task ids the recipe's): insert the task.
+    await insertTasks(pool, [task("j 1", "tâche-1")]);
     const r = await placement(pool, "j 1", "tâche-1");
     expect(r.status).toBe(200);
     expect(await json<Report>(r)).toMatchObject({ job_id: "j 1", task_id: "tâche-1", unplaceable: false });

@@ -1,93 +1,144 @@
 // Races as races: many concurrent agents against one pool object, then the
-// invariant checker over the whole state.
+// invariant checker over the whole state — and, so that a race nobody won
+// cannot pass for a race handled well, what each client was told checked
+// against what storage holds.
 
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Lease } from "../../src/protocol/tasks";
+import { Rng } from "../fixtures/rng";
 import {
-  addTasks,
+  ARGV_NODE,
   call,
   claim,
+  commandJob,
   freshPool,
-  jobSpec,
   json,
   register,
   sha256,
   sleep,
   stub,
-  task,
+  submitJob,
+  trialsJob,
   upload,
 } from "./helpers";
 import { violations } from "./invariants";
 
-/** A tiny seeded PRNG, so a failing interleaving can be replayed. */
-function prng(seed: number) {
-  return () => {
-    seed = (seed * 1664525 + 1013904223) >>> 0;
-    return seed / 2 ** 32;
-  };
-}
-
-async function commit(pool: string, lease: Lease) {
+/** Uploads an output for the lease's task and commits it; answers what the client was told. */
+async function commit(pool: string, lease: Lease): Promise<{ accepted: boolean }> {
   const bytes = JSON.stringify({ by: lease.node_id, attempt: lease.attempt_number });
   await upload(pool, `jobs/${lease.job_id}/${lease.task_id}/metrics.json`, bytes);
-  return call(pool, "POST", `/attempts/${lease.lease_id}/complete`, { output_sha256: await sha256(bytes) });
+  const r = await call(pool, "POST", `/attempts/${lease.lease_id}/complete`, { output_sha256: await sha256(bytes) });
+  expect(r.status).toBe(200);
+  return json<{ accepted: boolean }>(r);
+}
+
+type LeaseState = { lease_id: string; status: string; task_state: string; accepted_object: string | null };
+
+/** Every lease ever issued in the pool, with its task's state. */
+async function leaseStates(pool: string): Promise<Map<string, LeaseState>> {
+  const rows = await runInDurableObject(stub(pool), (_o, s) =>
+    s.storage.sql
+      .exec<LeaseState>(
+        `SELECT l.lease_id, l.status, t.state AS task_state, t.accepted_object
+           FROM leases l JOIN tasks t ON t.seq = l.task_seq`,
+      )
+      .toArray(),
+  );
+  return new Map(rows.map((r) => [r.lease_id, r]));
 }
 
 describe("races", () => {
   it("a fleet of agents claiming, heartbeating, failing and committing concurrently keeps every invariant", async () => {
     const pool = freshPool();
-    const random = prng(7);
+    const rng = new Rng(7);
     const nodes = Array.from({ length: 12 }, (_, i) => `n${i}`);
-    await Promise.all(nodes.map((n, i) => register(pool, n, { local_datasets: i % 3 === 0 ? ["ds-a"] : [] }, i % 4)));
-    const payloads = [{}, { gpus: 1 }, { gpus: 2 }, { local_inputs: ["ds-a"] }, { module: "m" }];
-    await addTasks(
-      pool,
-      Array.from({ length: 40 }, (_, i) =>
-        task(i % 2 ? "ja" : "jb", `t${i}`, payloads[i % payloads.length], { max_attempts: 3 }),
+    await Promise.all(
+      nodes.map((n, i) =>
+        register(pool, n, { local_datasets: i % 3 === 0 ? ["ds-a"] : [], ...(i % 2 === 0 ? ARGV_NODE : {}) }, i % 4),
       ),
     );
+    // 40 tasks across the gates: module tasks with no requirement, 1 and 2
+    // GPUs, and sandboxed argv tasks that need a local dataset.
+    const retry = { retryPolicy: { maxTaskAttempts: 3 } };
+    await submitJob(pool, trialsJob(16, {}, retry));
+    await submitJob(pool, trialsJob(8, {}, { ...retry, resources: { gpuPerTask: 1 } }));
+    await submitJob(pool, trialsJob(8, {}, { ...retry, resources: { gpuPerTask: 2 } }));
+    const eightTasks = Array.from({ length: 8 }, (_, i) => ({ i }));
+    await submitJob(pool, commandJob({ local_inputs: ["ds-a"], task_params: eightTasks }, retry));
 
+    const told = { claims: 0, accepted: [] as string[], bothAccepted: [] as string[] };
     const agent = async (node: string) => {
       for (let step = 0; step < 12; step++) {
         const r = await claim(pool, node);
         if (r.status !== 200) continue;
+        told.claims++;
         const lease = await json<Lease>(r);
-        const roll = random();
-        if (roll < 0.3) {
-          await call(pool, "POST", `/attempts/${lease.lease_id}/fail`, { reason: "chaos" });
+        if (rng.chance(0.3)) {
+          expect((await call(pool, "POST", `/attempts/${lease.lease_id}/fail`, { reason: "chaos" })).status).toBe(200);
         } else {
-          await call(pool, "POST", `/attempts/${lease.lease_id}/heartbeat`);
+          expect((await call(pool, "POST", `/attempts/${lease.lease_id}/heartbeat`)).status).toBe(200);
           // Duplicate completes, racing each other.
-          await Promise.all([commit(pool, lease), commit(pool, lease)]);
+          const answers = await Promise.all([commit(pool, lease), commit(pool, lease)]);
+          const won = answers.filter((a) => a.accepted).length;
+          if (won > 0) told.accepted.push(lease.lease_id);
+          if (won > 1) told.bothAccepted.push(lease.lease_id);
         }
       }
     };
     await Promise.all(nodes.map(agent));
+
     expect(await violations(pool)).toEqual([]);
+    // The fleet did work, and every "accepted" a client saw is one completed task in storage.
+    expect(told.claims).toBeGreaterThan(20);
+    expect(told.accepted.length).toBeGreaterThan(5);
+    expect(told.bothAccepted).toEqual([]);
+    const states = await leaseStates(pool);
+    const completed = [...states.values()].filter((l) => l.status === "completed").map((l) => l.lease_id);
+    expect(completed.sort()).toEqual([...told.accepted].sort());
+    for (const id of told.accepted) expect(states.get(id)).toMatchObject({ task_state: "COMPLETED" });
   }, 30_000);
 
-  it("completes racing the alarm's expiry accept at most one commit per task", async () => {
+  it("commits racing the alarm's expiry: each is accepted exactly when its lease did not expire", async () => {
     const pool = freshPool();
     await Promise.all(["a", "b"].map((n) => register(pool, n)));
-    await addTasks(
-      pool,
-      Array.from({ length: 10 }, (_, i) => task("j", `t${i}`, {}, { lease_seconds: 0.05 })),
+    // Leases that expire while their commits are in flight, and leases that cannot.
+    const short = await submitJob(pool, trialsJob(10, { lease_seconds: 0.05 }));
+    const long = await submitJob(pool, trialsJob(5, { lease_seconds: 60 }));
+    const leases = await Promise.all(
+      Array.from({ length: 15 }, async () => {
+        const r = await claim(pool, "a");
+        expect(r.status).toBe(200);
+        return json<Lease>(r);
+      }),
     );
-    const leases = await Promise.all(Array.from({ length: 10 }, () => claim(pool, "a").then((r) => json<Lease>(r))));
+    expect(leases.filter((l) => l.job_id === short.job_id)).toHaveLength(10);
     await sleep(40);
-    const [commits] = await Promise.all([
-      Promise.all(leases.map((l) => commit(pool, l).then((r) => json<{ accepted: boolean }>(r)))),
+    const [answers, , retakes] = await Promise.all([
+      Promise.all(leases.map((l) => commit(pool, l))),
       runDurableObjectAlarm(stub(pool)),
       Promise.all(Array.from({ length: 10 }, () => claim(pool, "b"))),
     ]);
-    // Each task is committed at most once, whoever won its race.
-    const accepted = await runInDurableObject(
-      stub(pool),
-      (_o, s) =>
-        s.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM leases WHERE status = 'completed'").one().n,
-    );
-    expect(accepted).toBe(commits.filter((c) => c.accepted).length);
+
+    const states = await leaseStates(pool);
+    leases.forEach((lease, i) => {
+      const answer = answers[i]!;
+      const stored = states.get(lease.lease_id)!;
+      // What the client was told is what storage holds: accepted and completed, or refused and expired.
+      if (answer.accepted) expect(stored).toMatchObject({ status: "completed", task_state: "COMPLETED" });
+      else expect(stored.status).toBe("expired");
+      expect(stored.accepted_object !== null, lease.task_id).toBe(stored.task_state === "COMPLETED");
+    });
+    // A lease that cannot expire is always accepted: a commit did win the race.
+    const longAnswers = answers.filter((_, i) => leases[i]!.job_id === long.job_id);
+    expect(longAnswers).toEqual(Array.from({ length: 5 }, () => ({ accepted: true })));
+    // The second node only ever took a task whose first lease had expired.
+    for (const r of retakes.filter((r) => r.status === 200)) {
+      const retake = await json<Lease>(r);
+      expect(retake).toMatchObject({ job_id: short.job_id, attempt_number: 2 });
+      const first = leases.find((l) => l.task_id === retake.task_id && l.job_id === retake.job_id)!;
+      expect(states.get(first.lease_id)!.status).toBe("expired");
+    }
     expect(await violations(pool)).toEqual([]);
   });
 
@@ -95,30 +146,31 @@ describe("races", () => {
     const pool = freshPool();
     const nodes = Array.from({ length: 10 }, (_, i) => `n${i}`);
     await Promise.all(nodes.map((n) => register(pool, n)));
-    const r = await call(
-      pool,
-      "POST",
-      "/jobs",
-      jobSpec({ type: "hyperparameter_search", parameters: { trials: Array.from({ length: 30 }, () => ({})) } }),
-    );
-    const job = await json<{ job_id: string }>(r);
-    await Promise.all([
-      ...nodes.map((n) => claim(pool, n)),
-      call(pool, "POST", `/jobs/${job.job_id}/cancel`),
-      ...nodes.map((n) => claim(pool, n)),
+    const job = await submitJob(pool, trialsJob(30));
+    const [before, [cancelled], after] = await Promise.all([
+      Promise.all(nodes.map((n) => claim(pool, n))),
+      Promise.all([call(pool, "POST", `/jobs/${job.job_id}/cancel`)]),
+      Promise.all(nodes.map((n) => claim(pool, n))),
     ]);
+    expect(cancelled!.status).toBe(200);
     expect(await violations(pool)).toEqual([]);
     const tasks = await json<Array<{ state: string }>>(await call(pool, "GET", `/jobs/${job.job_id}/tasks`));
+    expect(tasks).toHaveLength(30);
     expect(tasks.every((t) => t.state === "CANCELLED")).toBe(true);
+    expect((await json<{ state: string }>(await call(pool, "GET", `/jobs/${job.job_id}`))).state).toBe("CANCELLED");
+    // Every lease a node was given, before or after the cancel, is dead now.
+    for (const r of [...before, ...after].filter((r) => r.status === 200)) {
+      const lease = await json<Lease>(r);
+      expect((await call(pool, "POST", `/attempts/${lease.lease_id}/heartbeat`)).status).toBe(410);
+    }
   });
 
   it("re-registration racing claims never places work the registration refuses", async () => {
     const pool = freshPool();
     await register(pool, "cpu");
-    await addTasks(
-      pool,
-      Array.from({ length: 20 }, (_, i) => task("j", `t${i}`, i % 2 ? { gpus: 1 } : {})),
-    );
+    // GPU tasks queued ahead of the CPU tasks: every claim must skip them.
+    await submitJob(pool, trialsJob(10, {}, { resources: { gpuPerTask: 1 } }));
+    await submitJob(pool, trialsJob(10));
     await Promise.all(
       Array.from({ length: 30 }, (_, i) =>
         i % 3 ? claim(pool, "cpu") : register(pool, "cpu", { hostname: `h${i}`, labels: { round: String(i) } }),
@@ -148,8 +200,8 @@ describe("the invariant checker", () => {
   it.each(corruptions)("notices %s", async (_name, corrupt, expected) => {
     const pool = freshPool();
     await register(pool, "n");
-    await addTasks(pool, [task("j", "t")]);
-    await claim(pool, "n");
+    await submitJob(pool, trialsJob(1));
+    expect((await claim(pool, "n")).status).toBe(200);
     expect(await violations(pool)).toEqual([]);
     await runInDurableObject(stub(pool), (_o, s) => void s.storage.sql.exec(corrupt));
     expect((await violations(pool)).join("\n")).toMatch(expected);
@@ -160,13 +212,14 @@ describe("alarm faults", () => {
   it("a late alarm, after a claim already swept, changes nothing", async () => {
     const pool = freshPool();
     await Promise.all(["a", "b"].map((n) => register(pool, n)));
-    await addTasks(pool, [task("j", "t", {}, { lease_seconds: 0.05 })]);
-    await claim(pool, "a");
+    await submitJob(pool, trialsJob(1, { lease_seconds: 0.05 }));
+    expect((await claim(pool, "a")).status).toBe(200);
     await sleep(60);
     expect((await json<Lease>(await claim(pool, "b"))).attempt_number).toBe(2);
     const before = await runInDurableObject(stub(pool), (_o, s) =>
       s.storage.sql.exec("SELECT * FROM events").toArray(),
     );
+    expect(before.map((e) => e.type)).toContain("LEASE_EXPIRED");
     await runInDurableObject(stub(pool), (o) => o.alarm());
     const after = await runInDurableObject(stub(pool), (_o, s) => s.storage.sql.exec("SELECT * FROM events").toArray());
     expect(after).toEqual(before);
@@ -176,8 +229,8 @@ describe("alarm faults", () => {
   it("an alarm lost entirely is recovered by the next claim's sweep", async () => {
     const pool = freshPool();
     await Promise.all(["a", "b"].map((n) => register(pool, n)));
-    await addTasks(pool, [task("j", "t", {}, { lease_seconds: 0.05 })]);
-    await claim(pool, "a");
+    await submitJob(pool, trialsJob(1, { lease_seconds: 0.05 }));
+    expect((await claim(pool, "a")).status).toBe(200);
     await runInDurableObject(stub(pool), (_o, s) => s.storage.deleteAlarm());
     await sleep(80);
     const state = await runInDurableObject(
@@ -185,18 +238,16 @@ describe("alarm faults", () => {
       (_o, s) => s.storage.sql.exec<{ state: string }>("SELECT state FROM tasks").one().state,
     );
     expect(state).toBe("LEASED"); // nobody swept: the alarm is gone
-    expect((await json<Lease>(await claim(pool, "b"))).node_id).toBe("b");
+    expect(await json<Lease>(await claim(pool, "b"))).toMatchObject({ node_id: "b", attempt_number: 2 });
     expect(await violations(pool)).toEqual([]);
   });
 
   it("an alarm that runs twice concurrently expires each lease once", async () => {
     const pool = freshPool();
     await register(pool, "a");
-    await addTasks(
-      pool,
-      Array.from({ length: 5 }, (_, i) => task("j", `t${i}`, {}, { lease_seconds: 0.05, max_attempts: 5 })),
-    );
-    await Promise.all(Array.from({ length: 5 }, () => claim(pool, "a")));
+    await submitJob(pool, trialsJob(5, { lease_seconds: 0.05 }, { retryPolicy: { maxTaskAttempts: 5 } }));
+    const claims = await Promise.all(Array.from({ length: 5 }, () => claim(pool, "a")));
+    expect(claims.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
     await runInDurableObject(stub(pool), (_o, s) => s.storage.deleteAlarm());
     await sleep(60);
     await runInDurableObject(stub(pool), (o) => Promise.all([o.alarm(), o.alarm()]));
