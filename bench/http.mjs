@@ -3,142 +3,115 @@
 // object, SQLite, local R2 — on this machine, client included.
 //
 //   node bench/http.mjs [--runs 3] [--nodes 1,8,32] [--cycles 900] [--expiry-samples 8]
+//                       [--auth-nodes 1,8] [--auth-cycles 400] [--auth-runs 5] [--auth-only]
 //
 // 2. N concurrent simulated nodes loop claim → attempt heartbeat → artifact
 //    upload → complete, with a 1,000- and a 10,000-task queue.
 // 3. Submission: the time to accept one 10,000-task job (one POST /jobs).
 // 4. Failure detection: a 2 s lease nobody renews or polls; GET .../tasks
 //    (which never sweeps) every 20 ms until the alarm has requeued it.
+// 5. Open vs enforcing: the lease routes (claim, attempt heartbeat, upload,
+//    complete, fail) against an open coordinator and one with node and
+//    operator tokens configured, each its own fresh wrangler dev, measured
+//    in alternating order. `--auth-only` runs just this part.
 //
-// Starts its own wrangler dev (fresh --persist-to directory, free port),
-// stops it by its process group at the end or on error, and removes the
-// directory. Every loop is bounded. Writes bench/results/http.json.
+// Starts its own wrangler dev (lib.mjs: fresh --persist-to directory, free
+// port), stops it by its process group at the end or on error, and removes
+// the directory. Every loop is bounded. Writes bench/results/http.json (2–4)
+// and bench/results/http-auth.json (5).
+// @ts-check
 
-import { spawn } from "node:child_process";
-import { createHash } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import net from "node:net";
+import { createHash, randomBytes } from "node:crypto";
 import os from "node:os";
-import { join } from "node:path";
-import { machine, median, option, percentile, ROOT, round, spread, today, writeResult } from "./lib.mjs";
+import {
+  flag,
+  machine,
+  median,
+  option,
+  percentile,
+  round,
+  sleep,
+  spread,
+  startWrangler,
+  stopAll,
+  today,
+  writeResult,
+} from "./lib.mjs";
 
 const RUNS = Number(option("runs", "3"));
 const NODE_COUNTS = option("nodes", "1,8,32").split(",").map(Number);
 const CYCLES = Number(option("cycles", "900"));
 const EXPIRY_SAMPLES = Number(option("expiry-samples", "8"));
 const DEPTHS = [1000, 10000];
+const AUTH_ONLY = flag("auth-only");
+const AUTH_NODES = option("auth-nodes", "1,8").split(",").map(Number);
+const AUTH_CYCLES = Number(option("auth-cycles", "400"));
+const AUTH_RUNS = Number(option("auth-runs", "5"));
 
-// -- wrangler dev ------------------------------------------------------------
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.unref();
-    server.on("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function startWrangler() {
-  const port = await freePort();
-  const persist = mkdtempSync(join(os.tmpdir(), "flashedge-bench-"));
-  const child = spawn(
-    process.execPath,
-    [
-      join(ROOT, "node_modules/wrangler/bin/wrangler.js"),
-      "dev",
-      "--ip",
-      "127.0.0.1",
-      "--port",
-      String(port),
-      "--persist-to",
-      persist,
-      "--show-interactive-dev-session=false",
-      "--log-level",
-      "warn",
-      // Measured as the figures in BENCHMARKS.md were: without per-change log lines.
-      "--var",
-      "FLASHML_LOG_STATE_CHANGES:0",
-    ],
-    // Its own process group, so stopping it also stops the workerd it spawns.
-    {
-      cwd: ROOT,
-      detached: true,
-      stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
-    },
-  );
-  let log = "";
-  child.stdout.on("data", (d) => (log = (log + d).slice(-8000)));
-  child.stderr.on("data", (d) => (log = (log + d).slice(-8000)));
-  let exited = false;
-  const exit = new Promise((resolve) =>
-    child.on("exit", () => {
-      exited = true;
-      resolve();
-    }),
-  );
-
-  const stop = async () => {
-    if (!exited) {
-      try {
-        process.kill(-child.pid, "SIGTERM");
-      } catch {
-        // already gone
-      }
-      await Promise.race([exit, sleep(5000)]);
-      if (!exited) {
-        try {
-          process.kill(-child.pid, "SIGKILL");
-        } catch {
-          // already gone
-        }
-        await Promise.race([exit, sleep(2000)]);
-      }
-    }
-    rmSync(persist, { recursive: true, force: true });
-  };
-
-  const base = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 90_000;
-  while (Date.now() < deadline && !exited) {
-    try {
-      const r = await fetch(`${base}/healthz`);
-      if (r.status === 200) return { base, pid: child.pid, stop };
-    } catch {
-      // not listening yet
-    }
-    await sleep(250);
-  }
-  await stop();
-  throw new Error(`wrangler dev did not become healthy on ${base}:\n${log}`);
-}
+/** @typedef {import("./lib.mjs").Machine} Machine */
+/** @typedef {import("./lib.mjs").Spread} Spread */
 
 // -- the agent's requests ----------------------------------------------------
 
+/** @param {string} text */
 const sha256 = (text) => createHash("sha256").update(text).digest("hex");
 
-function client(base) {
+/** The fields of a Lease the loops read. @typedef {{ lease_id: string, job_id: string, task_id: string, deadline: string }} Lease */
+/** The fields of a task row the expiry sample reads. @typedef {{ state: string, attempts: number }} TaskRow */
+
+/**
+ * Bearer tokens to send: the operator's for submitting and reading, each
+ * node's for its own requests. Without them (open mode) no Authorization
+ * header is sent at all.
+ * @typedef {{ operator: string, nodes: Record<string, string> }} Credentials
+ */
+
+/**
+ * @param {string} base
+ * @param {Credentials | null} [credentials]
+ */
+function client(base, credentials = null) {
+  /** @param {string} pool */
   const api = (pool) => `${base}/pools/${pool}/v1alpha1`;
+  /**
+   * @param {Response} response
+   * @param {number[]} statuses
+   * @param {string} what
+   */
   const expect = async (response, statuses, what) => {
     if (!statuses.includes(response.status)) {
       throw new Error(`${what}: HTTP ${response.status} ${await response.text()}`);
     }
     return response;
   };
-  const postJson = (url, body) =>
+  /**
+   * The Authorization header of a node (a node id) or the operator (null).
+   * @param {string | null} nodeId
+   * @returns {Record<string, string>}
+   */
+  const as = (nodeId) => {
+    if (credentials === null) return {};
+    const token = nodeId === null ? credentials.operator : credentials.nodes[nodeId];
+    if (token === undefined) throw new Error(`no token for ${nodeId}`);
+    return { authorization: `Bearer ${token}` };
+  };
+  /**
+   * @param {string} url
+   * @param {unknown} body
+   * @param {string | null} nodeId
+   */
+  const postJson = (url, body, nodeId) =>
     fetch(url, {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: { "content-type": "application/json", ...as(nodeId) },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
 
   return {
+    /**
+     * @param {string} pool
+     * @param {string} nodeId
+     */
     async register(pool, nodeId) {
       const body = {
         node_id: nodeId,
@@ -146,9 +119,14 @@ function client(base) {
         hostname: `${nodeId}.bench`,
         capabilities: { cpu_cores: 4 },
       };
-      await (await expect(await postJson(`${api(pool)}/nodes/register`, body), [200], "register")).text();
+      await (await expect(await postJson(`${api(pool)}/nodes/register`, body, nodeId), [200], "register")).text();
     },
-    /** Submits a hyperparameter_search job of `trials` tasks; returns its id and the request's duration. */
+    /**
+     * Submits a hyperparameter_search job of `trials` tasks; returns its id and the request's duration.
+     * @param {string} pool
+     * @param {number} trials
+     * @param {Record<string, unknown>} [parameters]
+     */
     async submit(pool, trials, parameters = {}) {
       const spec = {
         apiVersion: "flashml.dev/v1alpha1",
@@ -164,57 +142,155 @@ function client(base) {
         },
       };
       const t0 = performance.now();
-      const r = await expect(await postJson(`${api(pool)}/jobs`, spec), [201], "submit");
-      const record = await r.json();
+      const r = await expect(await postJson(`${api(pool)}/jobs`, spec, null), [201], "submit");
+      const record = /** @type {{ job_id: string }} */ (await r.json());
       return { jobId: record.job_id, ms: performance.now() - t0, record };
     },
+    /**
+     * @param {string} pool
+     * @param {string} nodeId
+     * @returns {Promise<Lease | null>}
+     */
     async claim(pool, nodeId) {
-      const r = await expect(await postJson(`${api(pool)}/leases/claim`, { node_id: nodeId }), [200, 204], "claim");
-      if (r.status !== 204) return r.json();
+      const r = await expect(
+        await postJson(`${api(pool)}/leases/claim`, { node_id: nodeId }, nodeId),
+        [200, 204],
+        "claim",
+      );
+      if (r.status !== 204) return /** @type {Promise<Lease>} */ (r.json());
       await r.text();
       return null;
     },
-    async heartbeat(pool, leaseId) {
-      await (await expect(await postJson(`${api(pool)}/attempts/${leaseId}/heartbeat`), [200], "heartbeat")).text();
+    /**
+     * The attempt heartbeat, as the lease's holder.
+     * @param {string} pool
+     * @param {string} leaseId
+     * @param {string} nodeId
+     */
+    async heartbeat(pool, leaseId, nodeId) {
+      await (
+        await expect(
+          await postJson(`${api(pool)}/attempts/${leaseId}/heartbeat`, undefined, nodeId),
+          [200],
+          "heartbeat",
+        )
+      ).text();
     },
+    /**
+     * @param {string} pool
+     * @param {string} nodeId
+     */
     async nodeHeartbeat(pool, nodeId) {
       await (
         await expect(
-          await postJson(`${api(pool)}/nodes/${nodeId}/heartbeat`, { node_id: nodeId, status: "online" }),
+          await postJson(`${api(pool)}/nodes/${nodeId}/heartbeat`, { node_id: nodeId, status: "online" }, nodeId),
           [200],
           "node heartbeat",
         )
       ).text();
     },
-    async upload(pool, key, text) {
-      const r = await fetch(`${api(pool)}/artifacts/${key}`, { method: "PUT", body: text });
+    /**
+     * @param {string} pool
+     * @param {string} key
+     * @param {string} text
+     * @param {string} nodeId the lease holder writing its task's output
+     */
+    async upload(pool, key, text, nodeId) {
+      const r = await fetch(`${api(pool)}/artifacts/${key}`, { method: "PUT", body: text, headers: as(nodeId) });
       await (await expect(r, [200], "upload")).text();
     },
-    async complete(pool, leaseId, outputSha256) {
+    /**
+     * @param {string} pool
+     * @param {string} leaseId
+     * @param {string} outputSha256
+     * @param {string} nodeId
+     * @returns {Promise<{ accepted?: boolean }>}
+     */
+    async complete(pool, leaseId, outputSha256, nodeId) {
       const r = await expect(
-        await postJson(`${api(pool)}/attempts/${leaseId}/complete`, { output_sha256: outputSha256 }),
+        await postJson(`${api(pool)}/attempts/${leaseId}/complete`, { output_sha256: outputSha256 }, nodeId),
         [200],
         "complete",
       );
-      return r.json();
+      return /** @type {Promise<{ accepted?: boolean }>} */ (r.json());
     },
+    /**
+     * Gives up the attempt (requeued while attempts remain).
+     * @param {string} pool
+     * @param {string} leaseId
+     * @param {string} reason
+     * @param {string} nodeId
+     */
+    async fail(pool, leaseId, reason, nodeId) {
+      await (
+        await expect(await postJson(`${api(pool)}/attempts/${leaseId}/fail`, { reason }, nodeId), [200], "fail")
+      ).text();
+    },
+    /**
+     * @param {string} pool
+     * @param {string} jobId
+     * @returns {Promise<TaskRow[]>}
+     */
     async tasks(pool, jobId) {
-      return (await expect(await fetch(`${api(pool)}/jobs/${jobId}/tasks`), [200], "tasks")).json();
+      const r = await expect(await fetch(`${api(pool)}/jobs/${jobId}/tasks`, { headers: as(null) }), [200], "tasks");
+      return /** @type {Promise<TaskRow[]>} */ (r.json());
     },
     async healthz() {
       await (await expect(await fetch(`${base}/healthz`), [200], "healthz")).text();
     },
+    /**
+     * The status of a request as the node `nodeId` (null: with no token at
+     * all) — for checking that a server enforces what it should.
+     * @param {string} pool
+     * @param {string} path under the pool's v1alpha1
+     * @param {unknown} body
+     * @param {string | null} nodeId
+     */
+    async statusOf(pool, path, body, nodeId) {
+      const r = await fetch(`${api(pool)}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...(nodeId === null ? {} : as(nodeId)) },
+        body: JSON.stringify(body),
+      });
+      await r.text();
+      return r.status;
+    },
   };
 }
 
+/** @typedef {ReturnType<typeof client>} Client */
+
+/** @param {number} count */
+const nodeIds = (count) => Array.from({ length: count }, (_, i) => `node-${i}`);
+
+/**
+ * @template {string} Name
+ * @param {Record<Name, number[]>} rtt
+ * @param {Name} name
+ * @param {number} q
+ */
+const rttPercentile = (rtt, name, q) => round(percentile(rtt[name], q), 2);
+
 // -- 2. agent loops ------------------------------------------------------------
 
-/** N nodes share a budget of `cycles` claim → heartbeat → upload → complete loops. */
+/**
+ * N nodes share a budget of `cycles` claim → heartbeat → upload → complete loops.
+ * @param {Client} api
+ * @param {string} pool
+ * @param {number} nodes
+ * @param {number} cycles
+ */
 async function agentRun(api, pool, nodes, cycles) {
-  const ids = Array.from({ length: nodes }, (_, i) => `node-${i}`);
+  const ids = nodeIds(nodes);
   await Promise.all(ids.map((id) => api.register(pool, id)));
   let budget = cycles;
+  /** @type {Record<"claim" | "heartbeat" | "upload" | "complete", number[]>} */
   const rtt = { claim: [], heartbeat: [], upload: [], complete: [] };
+  /**
+   * @template T
+   * @param {keyof typeof rtt} name
+   * @param {() => Promise<T>} f
+   */
   const timed = async (name, f) => {
     const t0 = performance.now();
     const value = await f();
@@ -222,15 +298,18 @@ async function agentRun(api, pool, nodes, cycles) {
     return value;
   };
   let accepted = 0;
+  /** @param {string} nodeId */
   const loop = async (nodeId) => {
     while (budget > 0) {
       budget--;
       const lease = await timed("claim", () => api.claim(pool, nodeId));
       if (lease === null) throw new Error(`${nodeId} found the queue empty`);
-      await timed("heartbeat", () => api.heartbeat(pool, lease.lease_id));
+      await timed("heartbeat", () => api.heartbeat(pool, lease.lease_id, nodeId));
       const output = JSON.stringify({ accuracy: 0.9, task: lease.task_id });
-      await timed("upload", () => api.upload(pool, `jobs/${lease.job_id}/${lease.task_id}/metrics.json`, output));
-      const verdict = await timed("complete", () => api.complete(pool, lease.lease_id, sha256(output)));
+      await timed("upload", () =>
+        api.upload(pool, `jobs/${lease.job_id}/${lease.task_id}/metrics.json`, output, nodeId),
+      );
+      const verdict = await timed("complete", () => api.complete(pool, lease.lease_id, sha256(output), nodeId));
       if (verdict.accepted !== true) throw new Error(`commit of ${lease.task_id} refused: ${JSON.stringify(verdict)}`);
       accepted++;
     }
@@ -238,7 +317,11 @@ async function agentRun(api, pool, nodes, cycles) {
   const t0 = performance.now();
   await Promise.all(ids.map(loop));
   const seconds = (performance.now() - t0) / 1000;
-  const p = (name, q) => round(percentile(rtt[name], q), 2);
+  /**
+   * @param {keyof typeof rtt} name
+   * @param {number} q
+   */
+  const p = (name, q) => rttPercentile(rtt, name, q);
   return {
     claims_per_s: round(accepted / seconds, 1),
     requests_per_s: round((4 * accepted) / seconds, 1),
@@ -253,6 +336,11 @@ async function agentRun(api, pool, nodes, cycles) {
 
 // -- 4. failure detection ----------------------------------------------------
 
+/**
+ * @param {Client} api
+ * @param {number} index
+ * @returns {Promise<{ after_deadline_ms: number | null, poll_ms_p50: number, attempts?: number }>}
+ */
 async function expirySample(api, index) {
   const pool = `expiry-${index}-${Date.now().toString(36)}`;
   await api.register(pool, "lost-node");
@@ -260,11 +348,13 @@ async function expirySample(api, index) {
   const lease = await api.claim(pool, "lost-node");
   if (lease === null) throw new Error("expiry: nothing to claim");
   const deadline = Date.parse(lease.deadline);
+  /** @type {number[]} */
   const polls = [];
   const giveUp = deadline + 10_000;
   while (Date.now() < giveUp) {
     const t0 = performance.now();
-    const [row] = await api.tasks(pool, jobId);
+    // A one-task job: one row.
+    const row = /** @type {TaskRow} */ ((await api.tasks(pool, jobId))[0]);
     polls.push(performance.now() - t0);
     if (row.state === "PENDING") {
       return { after_deadline_ms: Date.now() - deadline, poll_ms_p50: round(median(polls), 2), attempts: row.attempts };
@@ -274,112 +364,390 @@ async function expirySample(api, index) {
   return { after_deadline_ms: null, poll_ms_p50: round(median(polls), 2) };
 }
 
-// -- main --------------------------------------------------------------------
+// -- 5. open vs enforcing ------------------------------------------------------
 
-const started = Date.now();
-const host = machine();
-const server = await startWrangler();
-const stopOnSignal = () => void server.stop().then(() => process.exit(130));
-process.once("SIGINT", stopOnSignal);
-process.once("SIGTERM", stopOnSignal);
-console.log(`wrangler dev on ${server.base} (pid ${server.pid})`);
+/** Nodes of the warm-up loop on each server before part 5 measures. */
+const AUTH_WARM_NODES = 4;
 
-let result;
-try {
-  const api = client(server.base);
-  // Warm up: the first requests compile the Worker and start objects.
-  const warm = `warm-${Date.now().toString(36)}`;
-  await api.submit(warm, 200);
-  await agentRun(api, warm, 4, 150);
+/** The lease routes timed in part 5, in the order a node sends them. */
+const LEASE_ROUTES = /** @type {const} */ (["claim", "heartbeat", "upload", "complete", "fail"]);
+/** @typedef {(typeof LEASE_ROUTES)[number]} LeaseRoute */
 
-  // Baselines: the Worker alone, and the cheapest pool request.
-  const baseline = { healthz: [], node_heartbeat: [] };
-  await api.register(warm, "hb-node");
-  for (let i = 0; i < 300; i++) {
-    let t0 = performance.now();
-    await api.healthz();
-    baseline.healthz.push(performance.now() - t0);
-    t0 = performance.now();
-    await api.nodeHeartbeat(warm, "hb-node");
-    baseline.node_heartbeat.push(performance.now() - t0);
-  }
-
-  // Depths alternate inside each run, so load from elsewhere on the machine
-  // hits both alike.
-  const agents = [];
-  const submissions = [];
-  for (const nodes of NODE_COUNTS) {
-    const runsByDepth = new Map(DEPTHS.map((d) => [d, []]));
-    for (let run = 0; run < RUNS; run++) {
-      for (const depth of DEPTHS) {
-        const pool = `agents-${depth}-${nodes}-${run}-${Date.now().toString(36)}`;
-        const submitted = await api.submit(pool, depth);
-        if (depth === 10000) submissions.push(submitted.ms);
-        runsByDepth.get(depth).push(await agentRun(api, pool, nodes, Math.min(CYCLES, depth - nodes)));
+/**
+ * N nodes share a budget of `cycles` leases: each is claimed and heartbeaten,
+ * then alternately given up (fail, so the task is requeued) or uploaded and
+ * completed. Every request must succeed as the lease's holder.
+ * @param {Client} api
+ * @param {string} pool
+ * @param {number} nodes
+ * @param {number} cycles
+ */
+async function leaseRun(api, pool, nodes, cycles) {
+  const ids = nodeIds(nodes);
+  await Promise.all(ids.map((id) => api.register(pool, id)));
+  let budget = cycles;
+  /** @type {Record<LeaseRoute, number[]>} */
+  const rtt = { claim: [], heartbeat: [], upload: [], complete: [], fail: [] };
+  /**
+   * @template T
+   * @param {LeaseRoute} name
+   * @param {() => Promise<T>} f
+   */
+  const timed = async (name, f) => {
+    const t0 = performance.now();
+    const value = await f();
+    rtt[name].push(performance.now() - t0);
+    return value;
+  };
+  let requests = 0;
+  /**
+   * @param {string} nodeId
+   * @param {number} index
+   */
+  const loop = async (nodeId, index) => {
+    let gaveUp = index % 2 === 1; // half the nodes start by completing, half by failing
+    while (budget > 0) {
+      budget--;
+      const lease = await timed("claim", () => api.claim(pool, nodeId));
+      if (lease === null) throw new Error(`${nodeId} found the queue empty`);
+      await timed("heartbeat", () => api.heartbeat(pool, lease.lease_id, nodeId));
+      gaveUp = !gaveUp;
+      if (gaveUp) {
+        await timed("fail", () => api.fail(pool, lease.lease_id, "bench: giving up", nodeId));
+        requests += 3;
+        continue;
       }
+      const output = JSON.stringify({ accuracy: 0.9, task: lease.task_id, lease: lease.lease_id });
+      await timed("upload", () =>
+        api.upload(pool, `jobs/${lease.job_id}/${lease.task_id}/metrics.json`, output, nodeId),
+      );
+      const verdict = await timed("complete", () => api.complete(pool, lease.lease_id, sha256(output), nodeId));
+      if (verdict.accepted !== true) throw new Error(`commit of ${lease.task_id} refused: ${JSON.stringify(verdict)}`);
+      requests += 4;
     }
-    for (const [depth, runs] of runsByDepth) {
-      const claimsPerS = runs.map((r) => r.claims_per_s);
-      const row = {
-        depth,
-        nodes,
-        cycles_per_run: runs[0].cycles,
-        claims_per_s: round(median(claimsPerS), 1),
-        claims_noise: spread(claimsPerS),
-        requests_per_s: round(median(runs.map((r) => r.requests_per_s)), 1),
-        claim_ms_p50: round(median(runs.map((r) => r.claim_ms_p50)), 2),
-        claim_ms_p99: round(median(runs.map((r) => r.claim_ms_p99)), 2),
-        heartbeat_ms_p50: round(median(runs.map((r) => r.heartbeat_ms_p50)), 2),
-        upload_ms_p50: round(median(runs.map((r) => r.upload_ms_p50)), 2),
-        complete_ms_p50: round(median(runs.map((r) => r.complete_ms_p50)), 2),
-        runs,
+  };
+  const t0 = performance.now();
+  await Promise.all(ids.map(loop));
+  const seconds = (performance.now() - t0) / 1000;
+  return {
+    requests_per_s: round(requests / seconds, 1),
+    cycles_per_s: round(cycles / seconds, 1),
+    ms_p50: byRoute((r) => rttPercentile(rtt, r, 50)),
+    ms_p99: byRoute((r) => rttPercentile(rtt, r, 99)),
+    samples: byRoute((r) => rtt[r].length),
+  };
+}
+
+/**
+ * @param {(route: LeaseRoute) => number} f
+ * @returns {Record<LeaseRoute, number>}
+ */
+function byRoute(f) {
+  return /** @type {Record<LeaseRoute, number>} */ (Object.fromEntries(LEASE_ROUTES.map((r) => [r, f(r)])));
+}
+
+/** @typedef {Awaited<ReturnType<typeof leaseRun>>} LeaseRun */
+
+/**
+ * The other server's run measured next to run `i`.
+ * @param {LeaseRun[]} runs
+ * @param {number} i
+ */
+const paired = (runs, i) => /** @type {LeaseRun} */ (runs[i]);
+
+/**
+ * Fails unless the server refuses what an enforcing coordinator refuses (a
+ * request with no token; a heartbeat from a node that does not hold the
+ * lease) — or, when open, accepts them.
+ * @param {Client} api
+ * @param {"open" | "enforcing"} mode
+ */
+async function checkMode(api, mode) {
+  const pool = `auth-check-${mode}-${Date.now().toString(36)}`;
+  await api.submit(pool, 2);
+  await api.register(pool, "node-0");
+  await api.register(pool, "node-1");
+  const lease = await api.claim(pool, "node-0");
+  if (lease === null) throw new Error(`${mode}: nothing to claim`);
+  const anonymous = await api.statusOf(pool, "/leases/claim", { node_id: "node-1" }, null);
+  const other = await api.statusOf(pool, `/attempts/${lease.lease_id}/heartbeat`, undefined, "node-1");
+  const expected = mode === "enforcing" ? [401, 403] : [200, 200];
+  if (anonymous !== expected[0] || other !== expected[1]) {
+    throw new Error(
+      `${mode} coordinator answered ${anonymous} to a claim without a token and ${other} to another node's ` +
+        `heartbeat; expected ${expected.join(" and ")}`,
+    );
+  }
+}
+
+/**
+ * @typedef {object} AuthRow one node count: both modes' medians over runs, and enforcing/open
+ * @property {number} nodes
+ * @property {number} cycles_per_run
+ * @property {Record<"open" | "enforcing", AuthModeSummary>} modes
+ * @property {Record<LeaseRoute, number>} ratio_p50 enforcing p50 / open p50 per route: within each run (the
+ *   two servers back to back), then the median over runs
+ * @property {number} ratio_requests_per_s enforcing requests/s / open requests/s, the same way
+ */
+/**
+ * @typedef {object} AuthModeSummary
+ * @property {number} requests_per_s
+ * @property {Spread} requests_noise
+ * @property {Record<LeaseRoute, number>} ms_p50
+ * @property {Record<LeaseRoute, number>} ms_p99
+ * @property {LeaseRun[]} runs
+ */
+/**
+ * bench/results/http-auth.json.
+ * @typedef {object} AuthResult
+ * @property {string} command
+ * @property {string} date
+ * @property {Machine} machine
+ * @property {number} runs
+ * @property {LeaseRoute[]} routes
+ * @property {AuthRow[]} rows
+ * @property {number} wall_s
+ */
+
+/** @returns {Promise<AuthResult>} */
+async function authComparison() {
+  const started = Date.now();
+  const host = machine();
+  // Tokens for every node any loop uses: the warm-up's, the checks' two, each row's.
+  const ids = nodeIds(Math.max(AUTH_WARM_NODES, 2, ...AUTH_NODES));
+  /** @param {string} name */
+  const token = (name) => `bench-${name}-${randomBytes(12).toString("hex")}`;
+  /** @type {Credentials} */
+  const credentials = { operator: token("operator"), nodes: Object.fromEntries(ids.map((id) => [id, token(id)])) };
+  // One after the other: a server that fails to start is then the only one to clean up.
+  const open = await startWrangler();
+  const enforcing = await startWrangler({
+    FLASHML_NODE_TOKENS: Object.entries(credentials.nodes)
+      .map(([id, t]) => `${id}:${t}`)
+      .join(","),
+    FLASHML_OPERATOR_TOKENS: `bench:${credentials.operator}`,
+  });
+  console.log(
+    `open: wrangler dev on ${open.base} (pid ${open.pid}); enforcing: ${enforcing.base} (pid ${enforcing.pid})`,
+  );
+  try {
+    const apis = { open: client(open.base), enforcing: client(enforcing.base, credentials) };
+    /** @type {("open" | "enforcing")[]} */
+    const modes = ["open", "enforcing"];
+    for (const mode of modes) {
+      await checkMode(apis[mode], mode);
+      // Warm up: the first requests compile the Worker and start objects.
+      const warm = `warm-${mode}-${Date.now().toString(36)}`;
+      await apis[mode].submit(warm, 400);
+      await leaseRun(apis[mode], warm, AUTH_WARM_NODES, 200);
+    }
+    /** @type {AuthRow[]} */
+    const rows = [];
+    for (const nodes of AUTH_NODES) {
+      /** @type {Record<"open" | "enforcing", LeaseRun[]>} */
+      const runs = { open: [], enforcing: [] };
+      for (let run = 0; run < AUTH_RUNS; run++) {
+        // Alternating which mode goes first, so drift in the machine's load hits both alike.
+        for (const mode of run % 2 === 0 ? modes : [...modes].reverse()) {
+          const pool = `auth-${mode}-${nodes}-${run}-${Date.now().toString(36)}`;
+          await apis[mode].submit(pool, Math.max(1000, AUTH_CYCLES + nodes));
+          runs[mode].push(await leaseRun(apis[mode], pool, nodes, AUTH_CYCLES));
+        }
+      }
+      /** @param {LeaseRun[]} list @returns {AuthModeSummary} */
+      const summarize = (list) => {
+        const rates = list.map((r) => r.requests_per_s);
+        /** @param {"ms_p50" | "ms_p99"} key */
+        const perRoute = (key) => byRoute((route) => round(median(list.map((r) => r[key][route])), 2));
+        return {
+          requests_per_s: round(median(rates), 1),
+          requests_noise: spread(rates),
+          ms_p50: perRoute("ms_p50"),
+          ms_p99: perRoute("ms_p99"),
+          runs: list,
+        };
       };
-      agents.push(row);
+      const o = summarize(runs.open);
+      const e = summarize(runs.enforcing);
+      /** @type {AuthRow} */
+      const row = {
+        nodes,
+        cycles_per_run: AUTH_CYCLES,
+        modes: { open: o, enforcing: e },
+        // Paired within a run, so load that shifts between runs cancels out.
+        ratio_p50: byRoute((route) =>
+          round(median(runs.open.map((r, i) => paired(runs.enforcing, i).ms_p50[route] / r.ms_p50[route])), 3),
+        ),
+        ratio_requests_per_s: round(
+          median(runs.open.map((r, i) => paired(runs.enforcing, i).requests_per_s / r.requests_per_s)),
+          3,
+        ),
+      };
+      rows.push(row);
       console.log(
-        `${depth} pending, ${nodes} nodes: ${row.claims_per_s} claims/s (runs ${claimsPerS.join(", ")}), claim p50 ${row.claim_ms_p50} ms p99 ${row.claim_ms_p99} ms`,
+        `${nodes} nodes: open ${o.requests_per_s} req/s, enforcing ${e.requests_per_s} req/s ` +
+          `(×${row.ratio_requests_per_s}); p50 enforcing/open ${LEASE_ROUTES.map((r) => `${r} ×${row.ratio_p50[r]}`).join(", ")}`,
       );
     }
+    return {
+      command: `node bench/http.mjs --auth-only --auth-runs ${AUTH_RUNS} --auth-nodes ${AUTH_NODES.join(",")} --auth-cycles ${AUTH_CYCLES}`,
+      date: today(),
+      machine: { ...host, load_at_end: round(/** @type {number} */ (os.loadavg()[0]), 2) },
+      runs: AUTH_RUNS,
+      routes: [...LEASE_ROUTES],
+      rows,
+      wall_s: Math.round((Date.now() - started) / 1000),
+    };
+  } finally {
+    await Promise.all([open.stop(), enforcing.stop()]);
   }
-  agents.sort((a, b) => a.depth - b.depth || a.nodes - b.nodes);
-
-  const expiry = [];
-  for (let i = 0; i < EXPIRY_SAMPLES; i += 4) {
-    const group = Array.from({ length: Math.min(4, EXPIRY_SAMPLES - i) }, (_, k) => expirySample(api, i + k));
-    expiry.push(...(await Promise.all(group)));
-  }
-  const detected = expiry.map((s) => s.after_deadline_ms).filter((x) => x !== null);
-  console.log(`expiry: requeued ${detected.join(", ")} ms after the deadline`);
-  console.log(`submission of 10,000 tasks: ${submissions.map((x) => Math.round(x)).join(", ")} ms`);
-
-  result = {
-    command: `node bench/http.mjs --runs ${RUNS} --nodes ${NODE_COUNTS.join(",")} --cycles ${CYCLES} --expiry-samples ${EXPIRY_SAMPLES}`,
-    date: today(),
-    machine: { ...host, load_at_end: round(os.loadavg()[0], 2) },
-    runs: RUNS,
-    baseline_ms: {
-      healthz_p50: round(median(baseline.healthz), 2),
-      healthz_p99: round(percentile(baseline.healthz, 99), 2),
-      node_heartbeat_p50: round(median(baseline.node_heartbeat), 2),
-      node_heartbeat_p99: round(percentile(baseline.node_heartbeat, 99), 2),
-    },
-    agents,
-    submission_10k_ms: {
-      median: Math.round(median(submissions)),
-      samples: submissions.map(Math.round),
-      noise: spread(submissions.map(Math.round)),
-    },
-    expiry: {
-      lease_seconds: 2,
-      poll_interval_ms: 20,
-      samples: expiry,
-      median_ms: median(detected),
-      max_ms: detected.length ? Math.max(...detected) : null,
-      all_under_1s: detected.length === expiry.length && detected.every((x) => x < 1000),
-    },
-    wall_s: 0,
-  };
-} finally {
-  await server.stop();
 }
-result.wall_s = Math.round((Date.now() - started) / 1000);
-console.log(`wrote ${writeResult("http", result)}`);
+
+// -- 2–4 -----------------------------------------------------------------------
+
+/**
+ * One row of table 2: a node count and a depth, medians over runs.
+ * @typedef {{ depth: number, nodes: number, cycles_per_run: number, claims_per_s: number, claims_noise: Spread,
+ *   requests_per_s: number, claim_ms_p50: number, claim_ms_p99: number, heartbeat_ms_p50: number,
+ *   upload_ms_p50: number, complete_ms_p50: number, runs: Awaited<ReturnType<typeof agentRun>>[] }} AgentRow
+ */
+/**
+ * bench/results/http.json.
+ * @typedef {object} HttpResult
+ * @property {string} command
+ * @property {string} date
+ * @property {Machine} machine
+ * @property {number} runs
+ * @property {{ healthz_p50: number, healthz_p99: number, node_heartbeat_p50: number, node_heartbeat_p99: number }} baseline_ms
+ * @property {AgentRow[]} agents
+ * @property {{ median: number, samples: number[], noise: Spread }} submission_10k_ms
+ * @property {{ lease_seconds: number, poll_interval_ms: number, samples: Awaited<ReturnType<typeof expirySample>>[],
+ *   median_ms: number | null, max_ms: number | null, all_under_1s: boolean }} expiry
+ * @property {number} wall_s
+ */
+
+/** @returns {Promise<HttpResult>} */
+async function requestCosts() {
+  const started = Date.now();
+  const host = machine();
+  const server = await startWrangler();
+  console.log(`wrangler dev on ${server.base} (pid ${server.pid})`);
+  /** @type {HttpResult} */
+  let result;
+  try {
+    const api = client(server.base);
+    // Warm up: the first requests compile the Worker and start objects.
+    const warm = `warm-${Date.now().toString(36)}`;
+    await api.submit(warm, 200);
+    await agentRun(api, warm, 4, 150);
+
+    // Baselines: the Worker alone, and the cheapest pool request.
+    /** @type {{ healthz: number[], node_heartbeat: number[] }} */
+    const baseline = { healthz: [], node_heartbeat: [] };
+    await api.register(warm, "hb-node");
+    for (let i = 0; i < 300; i++) {
+      let t0 = performance.now();
+      await api.healthz();
+      baseline.healthz.push(performance.now() - t0);
+      t0 = performance.now();
+      await api.nodeHeartbeat(warm, "hb-node");
+      baseline.node_heartbeat.push(performance.now() - t0);
+    }
+
+    // Depths alternate inside each run, so load from elsewhere on the machine
+    // hits both alike.
+    /** @type {AgentRow[]} */
+    const agents = [];
+    /** @type {number[]} */
+    const submissions = [];
+    for (const nodes of NODE_COUNTS) {
+      /** @type {Map<number, Awaited<ReturnType<typeof agentRun>>[]>} */
+      const runsByDepth = new Map(DEPTHS.map((d) => [d, []]));
+      for (let run = 0; run < RUNS; run++) {
+        for (const depth of DEPTHS) {
+          const pool = `agents-${depth}-${nodes}-${run}-${Date.now().toString(36)}`;
+          const submitted = await api.submit(pool, depth);
+          if (depth === 10000) submissions.push(submitted.ms);
+          runsByDepth.get(depth)?.push(await agentRun(api, pool, nodes, Math.min(CYCLES, depth - nodes)));
+        }
+      }
+      for (const [depth, runs] of runsByDepth) {
+        const claimsPerS = runs.map((r) => r.claims_per_s);
+        /** @type {AgentRow} */
+        const row = {
+          depth,
+          nodes,
+          cycles_per_run: Number(runs[0]?.cycles),
+          claims_per_s: round(median(claimsPerS), 1),
+          claims_noise: spread(claimsPerS),
+          requests_per_s: round(median(runs.map((r) => r.requests_per_s)), 1),
+          claim_ms_p50: round(median(runs.map((r) => r.claim_ms_p50)), 2),
+          claim_ms_p99: round(median(runs.map((r) => r.claim_ms_p99)), 2),
+          heartbeat_ms_p50: round(median(runs.map((r) => r.heartbeat_ms_p50)), 2),
+          upload_ms_p50: round(median(runs.map((r) => r.upload_ms_p50)), 2),
+          complete_ms_p50: round(median(runs.map((r) => r.complete_ms_p50)), 2),
+          runs,
+        };
+        agents.push(row);
+        console.log(
+          `${depth} pending, ${nodes} nodes: ${row.claims_per_s} claims/s (runs ${claimsPerS.join(", ")}), claim p50 ${row.claim_ms_p50} ms p99 ${row.claim_ms_p99} ms`,
+        );
+      }
+    }
+    agents.sort((a, b) => a.depth - b.depth || a.nodes - b.nodes);
+
+    const expiry = [];
+    for (let i = 0; i < EXPIRY_SAMPLES; i += 4) {
+      const group = Array.from({ length: Math.min(4, EXPIRY_SAMPLES - i) }, (_, k) => expirySample(api, i + k));
+      expiry.push(...(await Promise.all(group)));
+    }
+    const detected = expiry.map((s) => s.after_deadline_ms).filter((x) => x !== null);
+    console.log(`expiry: requeued ${detected.join(", ")} ms after the deadline`);
+    console.log(`submission of 10,000 tasks: ${submissions.map((x) => Math.round(x)).join(", ")} ms`);
+
+    result = {
+      command: `node bench/http.mjs --runs ${RUNS} --nodes ${NODE_COUNTS.join(",")} --cycles ${CYCLES} --expiry-samples ${EXPIRY_SAMPLES}`,
+      date: today(),
+      machine: { ...host, load_at_end: round(/** @type {number} */ (os.loadavg()[0]), 2) },
+      runs: RUNS,
+      baseline_ms: {
+        healthz_p50: round(median(baseline.healthz), 2),
+        healthz_p99: round(percentile(baseline.healthz, 99), 2),
+        node_heartbeat_p50: round(median(baseline.node_heartbeat), 2),
+        node_heartbeat_p99: round(percentile(baseline.node_heartbeat, 99), 2),
+      },
+      agents,
+      submission_10k_ms: {
+        median: Math.round(Number(median(submissions))),
+        samples: submissions.map(Math.round),
+        noise: spread(submissions.map(Math.round)),
+      },
+      expiry: {
+        lease_seconds: 2,
+        poll_interval_ms: 20,
+        samples: expiry,
+        median_ms: median(detected),
+        max_ms: detected.length ? Math.max(...detected) : null,
+        all_under_1s: detected.length === expiry.length && detected.every((x) => x < 1000),
+      },
+      wall_s: 0,
+    };
+  } finally {
+    await server.stop();
+  }
+  result.wall_s = Math.round((Date.now() - started) / 1000);
+  return result;
+}
+
+// -- main --------------------------------------------------------------------
+
+const stopOnSignal = () => void stopAll().then(() => process.exit(130));
+process.once("SIGINT", stopOnSignal);
+process.once("SIGTERM", stopOnSignal);
+
+try {
+  if (!AUTH_ONLY) console.log(`wrote ${writeResult("http", await requestCosts())}`);
+  console.log(`wrote ${writeResult("http-auth", await authComparison())}`);
+} finally {
+  await stopAll();
+}

@@ -338,7 +338,11 @@ async function rpcCycles(stub: DurableObjectStub<PoolObject>, pool: string, topU
       await Promise.all(Array.from({ length: callers }, () => loop("cpu-node")));
       const elapsed = performance.now() - t0;
       if (b > 0) rates.push(Math.round((RPC_BATCH * 1000) / elapsed));
-      const added = await stub.addTasks(claimed.map((l) => mixedTask(topUpJob, nextIndex(), kindOf(l.payload))));
+      // Topped up inside the object, outside the timed window: the object has no task-insert RPC.
+      const tasks = claimed.map((l) => mixedTask(topUpJob, nextIndex(), kindOf(l.payload)));
+      const added = await runInDurableObject(stub, (_o, state) =>
+        state.storage.transactionSync(() => addTasks(state.storage.sql, Date.now(), tasks, { outputJson: false })),
+      );
       if (!added.ok) throw new Error("rpc top-up refused");
     }
     out[`callers_${callers}`] = rates;

@@ -11,6 +11,7 @@
 //
 // Exits non-zero when a run fails (a claim or commit that should succeed did
 // not) and, outside --quick, when the bar is missed.
+// @ts-check
 
 import { spawn } from "node:child_process";
 import os from "node:os";
@@ -34,7 +35,66 @@ const RUNS = Number(option("runs", QUICK ? "1" : "3"));
 const DEPTHS = option("depths", QUICK ? "1000" : "1000,10000,100000");
 const RUN_TIMEOUT_MS = QUICK ? 120_000 : 600_000;
 
-/** One vitest process; resolves with its BENCH records. Killed (its whole group) past the timeout. */
+/**
+ * What bench/in-object.bench.test.ts prints per depth (one `BENCH {json}` line).
+ * @typedef {object} DepthRecord
+ * @property {"in-object"} bench
+ * @property {number} depth
+ * @property {number} seed_ms
+ * @property {number} batch
+ * @property {number} batches
+ * @property {number} classes
+ * @property {number} pending_before
+ * @property {number} pending_after
+ * @property {NodeRecord} cpu
+ * @property {NodeRecord} gpu
+ * @property {{ cycles_per_s: number[] }} methods
+ * @property {{ renew: number[], node_heartbeat: number[], idle_claim: number[] }} requests  µs samples per request
+ * @property {{ callers_1: number[], callers_8: number[] }} rpc  cycles/s samples by number of concurrent callers
+ */
+/**
+ * @typedef {object} NodeRecord
+ * @property {number[]} cycles_per_s
+ * @property {number[]} claim_us
+ * @property {number[]} commit_us
+ * @property {number} max_single_claim_ms
+ */
+/**
+ * What it prints per number of requirement classes.
+ * @typedef {{ bench: "classes", classes: number, pending_ahead: boolean, claim_us: number[] }} ClassesRecord
+ */
+/** @typedef {DepthRecord[] & { classes: ClassesRecord[] }} RunRecords */
+
+/**
+ * The median of samples every run records, so never of no values.
+ * @param {readonly number[]} values
+ */
+const medianOf = (values) => /** @type {number} */ (median(values));
+
+/**
+ * One run's medians at one depth, as written to bench/results/in-object.json.
+ * @typedef {ReturnType<typeof summarize>} DepthSummary
+ */
+/**
+ * bench/results/in-object.json.
+ * @typedef {object} InObjectResult
+ * @property {string} command
+ * @property {string} date
+ * @property {import("./lib.mjs").Machine} machine
+ * @property {number} runs
+ * @property {number} batch
+ * @property {number} batches_per_run
+ * @property {number} wall_s
+ * @property {DepthSummary[]} summary
+ * @property {{ classes: number, pending_ahead: boolean, claim_us: number }[]} classes
+ * @property {{ deepest: number, ratio: number, holds: boolean, goal_2000_at_deepest: boolean }} bar
+ */
+
+/**
+ * One vitest process; resolves with its BENCH records. Killed (its whole group) past the timeout.
+ * @param {string} depths
+ * @returns {Promise<RunRecords>}
+ */
 function runOnce(depths) {
   return new Promise((resolve, reject) => {
     const child = spawn(
@@ -52,18 +112,19 @@ function runOnce(depths) {
     child.stderr.on("data", (d) => (out += d));
     const timer = setTimeout(() => {
       try {
-        process.kill(-child.pid, "SIGKILL");
+        process.kill(-(/** @type {number} */ (child.pid)), "SIGKILL");
       } catch {
         // already gone
       }
     }, RUN_TIMEOUT_MS);
     child.on("close", (code, signal) => {
       clearTimeout(timer);
+      /** @type {(DepthRecord | ClassesRecord)[]} */
       const lines = stripAnsi(out)
         .split("\n")
         .filter((line) => line.startsWith("BENCH "))
         .map((line) => JSON.parse(line.slice(6)));
-      const records = lines.filter((r) => r.bench === "in-object");
+      const records = /** @type {RunRecords} */ (lines.filter((r) => r.bench === "in-object"));
       records.classes = lines.filter((r) => r.bench === "classes");
       if (code !== 0 || records.length === 0) {
         reject(new Error(`bench run failed (exit ${code ?? signal}):\n${stripAnsi(out).slice(-4000)}`));
@@ -72,18 +133,24 @@ function runOnce(depths) {
   });
 }
 
-/** Across runs: median of the run medians, their spread, and percentiles of all batch samples. */
+/**
+ * Across runs: median of the run medians, their spread, and percentiles of all batch samples.
+ * @param {RunRecords[]} runs
+ * @param {number} depth
+ */
 function summarize(runs, depth) {
-  const at = runs.map((records) => records.find((r) => r.depth === depth));
+  const at = runs.map((records) => /** @type {DepthRecord} */ (records.find((r) => r.depth === depth)));
+  const first = /** @type {DepthRecord} */ (at[0]);
+  /** @param {"cpu" | "gpu"} key */
   const nodeSummary = (key) => {
-    const cycles = at.map((r) => median(r[key].cycles_per_s));
+    const cycles = at.map((r) => medianOf(r[key].cycles_per_s));
     const claimUs = at.flatMap((r) => r[key].claim_us);
     const commitUs = at.flatMap((r) => r[key].commit_us);
     return {
-      cycles_per_s: Math.round(median(cycles)),
+      cycles_per_s: Math.round(medianOf(cycles)),
       cycles_per_s_runs: cycles,
       cycles_noise: spread(cycles),
-      claims_per_s: Math.round(1e6 / median(claimUs)),
+      claims_per_s: Math.round(1e6 / medianOf(claimUs)),
       claim_us_p50: round(median(claimUs)),
       claim_us_p99: round(percentile(claimUs, 99)),
       commit_us_p50: round(median(commitUs)),
@@ -91,21 +158,23 @@ function summarize(runs, depth) {
       max_single_claim_ms: Math.max(...at.map((r) => r[key].max_single_claim_ms)),
     };
   };
-  const methods = at.map((r) => median(r.methods.cycles_per_s));
+  const methods = at.map((r) => medianOf(r.methods.cycles_per_s));
+  /** @param {keyof DepthRecord["requests"]} name */
   const request = (name) => round(median(at.flatMap((r) => r.requests[name])));
+  /** @param {1 | 8} callers */
   const rpc = (callers) => {
-    const perRun = at.map((r) => median(r.rpc[`callers_${callers}`]));
-    return { cycles_per_s: Math.round(median(perRun)), cycles_per_s_runs: perRun, cycles_noise: spread(perRun) };
+    const perRun = at.map((r) => medianOf(r.rpc[/** @type {const} */ (`callers_${callers}`)]));
+    return { cycles_per_s: Math.round(medianOf(perRun)), cycles_per_s_runs: perRun, cycles_noise: spread(perRun) };
   };
   return {
     depth,
-    classes: at[0].classes,
-    pending_before: at[0].pending_before,
-    pending_after: at[0].pending_after,
-    seed_ms: Math.round(median(at.map((r) => r.seed_ms))),
+    classes: first.classes,
+    pending_before: first.pending_before,
+    pending_after: first.pending_after,
+    seed_ms: Math.round(medianOf(at.map((r) => r.seed_ms))),
     cpu: nodeSummary("cpu"),
     gpu: nodeSummary("gpu"),
-    methods: { cycles_per_s: Math.round(median(methods)), cycles_per_s_runs: methods, cycles_noise: spread(methods) },
+    methods: { cycles_per_s: Math.round(medianOf(methods)), cycles_per_s_runs: methods, cycles_noise: spread(methods) },
     rpc: { callers_1: rpc(1), callers_8: rpc(8) },
     requests_us: {
       renew: request("renew"),
@@ -117,6 +186,7 @@ function summarize(runs, depth) {
 
 const started = Date.now();
 const host = machine();
+/** @type {RunRecords[]} */
 const runs = [];
 for (let i = 0; i < RUNS; i++) {
   process.stdout.write(`in-object run ${i + 1}/${RUNS} ... `);
@@ -126,21 +196,28 @@ for (let i = 0; i < RUNS; i++) {
   const records = await runOnce([...list.slice(i % list.length), ...list.slice(0, i % list.length)].join(","));
   records.sort((a, b) => a.depth - b.depth);
   runs.push(records);
-  console.log(records.map((r) => `${r.depth}: ${Math.round(median(r.cpu.cycles_per_s))} cycles/s`).join(", "));
+  console.log(records.map((r) => `${r.depth}: ${Math.round(medianOf(r.cpu.cycles_per_s))} cycles/s`).join(", "));
 }
 
 const depths = DEPTHS.split(",").map(Number);
+const firstRun = /** @type {RunRecords} */ (runs[0]);
 /** Claim µs by number of classes: median of batch means over all runs. */
-const classes = runs[0].classes.map(({ classes: n, pending_ahead }) => ({
+const classes = firstRun.classes.map(({ classes: n, pending_ahead }) => ({
   classes: n,
   pending_ahead,
   claim_us: round(
-    median(runs.flatMap((r) => r.classes.find((c) => c.classes === n && c.pending_ahead === pending_ahead).claim_us)),
+    median(
+      runs.flatMap(
+        (r) =>
+          /** @type {ClassesRecord} */ (r.classes.find((c) => c.classes === n && c.pending_ahead === pending_ahead))
+            .claim_us,
+      ),
+    ),
   ),
 }));
 const summary = depths.map((d) => summarize(runs, d));
-const shallow = summary[0];
-const deepest = summary[summary.length - 1];
+const shallow = /** @type {DepthSummary} */ (summary[0]);
+const deepest = /** @type {DepthSummary} */ (summary[summary.length - 1]);
 const ratio = round(deepest.cpu.cycles_per_s / shallow.cpu.cycles_per_s, 3);
 const bar = {
   deepest: deepest.depth,
@@ -171,18 +248,20 @@ console.log(
 console.log(`goal: ≥ 2,000 cycles/s at ${deepest.depth}: ${bar.goal_2000_at_deepest ? "met" : "not met"}`);
 
 if (!QUICK || flag("write")) {
-  const path = writeResult(QUICK ? "in-object.quick" : "in-object", {
+  /** @satisfies {InObjectResult} */
+  const result = {
     command: `node bench/in-object.mjs${QUICK ? " --quick" : ""} --runs ${RUNS} --depths ${DEPTHS}`,
     date: today(),
-    machine: { ...host, load_at_end: round(os.loadavg()[0], 2) },
+    machine: { ...host, load_at_end: round(/** @type {number} */ (os.loadavg()[0]), 2) },
     runs: RUNS,
-    batch: runs[0][0].batch,
-    batches_per_run: runs[0][0].batches,
+    batch: /** @type {DepthRecord} */ (firstRun[0]).batch,
+    batches_per_run: /** @type {DepthRecord} */ (firstRun[0]).batches,
     wall_s: Math.round((Date.now() - started) / 1000),
     summary,
     classes,
     bar,
-  });
+  };
+  const path = writeResult(QUICK ? "in-object.quick" : "in-object", result);
   console.log(`wrote ${path}`);
 }
 if (!QUICK && !bar.holds) process.exit(1);

@@ -1,9 +1,12 @@
 // What the bench scripts share: statistics, the machine description every
-// figure carries, and the results files BENCHMARKS.md is rendered from.
+// figure carries, the results files BENCHMARKS.md is rendered from, and
+// starting and stopping `wrangler dev` for the over-HTTP benchmarks.
 // Plain Node (20+), no dependencies.
+// @ts-check
 
-import { execFileSync } from "node:child_process";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import net from "node:net";
 import os from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -11,18 +14,34 @@ import { fileURLToPath } from "node:url";
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 export const RESULTS = join(ROOT, "bench", "results");
 
+/** @param {readonly number[]} values */
 export function median(values) {
   return percentile(values, 50);
 }
 
-/** Nearest-rank percentile; null for no values. */
+/**
+ * Nearest-rank percentile; null for no values.
+ * @param {readonly number[]} values
+ * @param {number} p
+ * @returns {number | null}
+ */
 export function percentile(values, p) {
   if (values.length === 0) return null;
   const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+  return /** @type {number} */ (
+    sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]
+  );
 }
 
-/** min, max and the spread (max − min) as a percentage of the median. */
+/**
+ * @typedef {{ min: number, max: number, spread_pct: number | null }} Spread
+ */
+
+/**
+ * min, max and the spread (max − min) as a percentage of the median.
+ * @param {readonly number[]} values
+ * @returns {Spread}
+ */
 export function spread(values) {
   const m = median(values);
   const lo = Math.min(...values);
@@ -30,13 +49,34 @@ export function spread(values) {
   return { min: lo, max: hi, spread_pct: m ? Math.round(((hi - lo) / m) * 1000) / 10 : null };
 }
 
+/**
+ * @param {number | null} x  null (a percentile of no values) rounds to 0, as `null * f` does
+ * @param {number} [digits]
+ */
 export function round(x, digits = 1) {
   const f = 10 ** digits;
-  return Math.round(x * f) / f;
+  return Math.round(Number(x) * f) / f;
 }
 
-/** The machine, as BENCHMARKS.md states it next to every figure. */
+/**
+ * @typedef {object} Machine
+ * @property {number} nproc
+ * @property {string} cpu
+ * @property {number} memory_gb
+ * @property {string} os
+ * @property {string} node
+ * @property {string} wrangler
+ * @property {string} vitest_pool_workers
+ * @property {number} load_at_start
+ * @property {number} [load_at_end]
+ */
+
+/**
+ * The machine, as BENCHMARKS.md states it next to every figure.
+ * @returns {Machine}
+ */
 export function machine() {
+  /** @param {string} name */
   const pkg = (name) => JSON.parse(readFileSync(join(ROOT, "node_modules", name, "package.json"), "utf8")).version;
   let nproc = os.availableParallelism?.() ?? os.cpus().length;
   try {
@@ -53,7 +93,7 @@ export function machine() {
     wrangler: pkg("wrangler"),
     vitest_pool_workers: pkg("@cloudflare/vitest-pool-workers"),
     // This VM is shared with other work: the 1-minute load when the run began.
-    load_at_start: round(os.loadavg()[0], 2),
+    load_at_start: round(/** @type {number} */ (os.loadavg()[0]), 2),
   };
 }
 
@@ -61,6 +101,10 @@ export function today() {
   return new Date().toISOString().slice(0, 10);
 }
 
+/**
+ * @param {string} name
+ * @param {unknown} result
+ */
 export function writeResult(name, result) {
   mkdirSync(RESULTS, { recursive: true });
   const path = join(RESULTS, `${name}.json`);
@@ -68,6 +112,11 @@ export function writeResult(name, result) {
   return path;
 }
 
+/**
+ * The parsed results file, unchecked: the reader casts it to the writer's typedef.
+ * @param {string} name
+ * @returns {unknown}
+ */
 export function readResult(name) {
   try {
     return JSON.parse(readFileSync(join(RESULTS, `${name}.json`), "utf8"));
@@ -76,22 +125,167 @@ export function readResult(name) {
   }
 }
 
+/** @param {string} text */
 export function stripAnsi(text) {
   // eslint-disable-next-line no-control-regex
   // biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI colour codes start with ESC
   return text.replace(/\u001b\[[0-9;]*m/g, "");
 }
 
-/** `--name value` or `--name=value` from argv, else the fallback. */
+/**
+ * `--name value` or `--name=value` from argv, else the fallback.
+ * @param {string} name
+ * @param {string} fallback
+ * @returns {string}
+ */
 export function option(name, fallback) {
   const args = process.argv.slice(2);
-  for (let i = 0; i < args.length; i++) {
-    if (args[i] === `--${name}`) return args[i + 1] ?? fallback;
-    if (args[i].startsWith(`--${name}=`)) return args[i].slice(name.length + 3);
+  for (const [i, arg] of args.entries()) {
+    if (arg === `--${name}`) return args[i + 1] ?? fallback;
+    if (arg.startsWith(`--${name}=`)) return arg.slice(name.length + 3);
   }
   return fallback;
 }
 
+/** @param {string} name */
 export function flag(name) {
   return process.argv.slice(2).includes(`--${name}`);
+}
+
+// -- wrangler dev ------------------------------------------------------------
+
+/** @returns {Promise<number>} */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.unref();
+    server.on("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = /** @type {net.AddressInfo} */ (server.address());
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** @param {number} ms */
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A running `wrangler dev`: its URL, the pid that leads its process group, and how to stop it.
+ * @typedef {{ base: string, pid: number, stop: () => Promise<void> }} Server
+ */
+
+/** Servers started and not yet stopped, for the signal handler and the last `finally`. */
+const running = new Set(/** @type {Server[]} */ ([]));
+
+/**
+ * Settings every server gets: no per-change log lines (as the figures in
+ * BENCHMARKS.md were measured), and open unless `vars` configures tokens —
+ * whatever a local .dev.vars says.
+ */
+const OPEN = {
+  FLASHML_LOG_STATE_CHANGES: "0",
+  // Claims answer at once unless a run sets a hold (bench/agents.mjs does).
+  FLASHML_CLAIM_WAIT_SECONDS: "0",
+  FLASHML_NODE_TOKENS: "",
+  FLASHML_OPERATOR_TOKENS: "",
+  FLASHML_JOIN_CODE: "",
+  FLASHML_REQUIRE_NODE_AUTH: "0",
+};
+
+/**
+ * Starts `wrangler dev` on 127.0.0.1 (free ports, fresh --persist-to
+ * directory, its own process group) and resolves once /healthz answers.
+ * @param {Record<string, string>} [vars] overrides of OPEN, passed as `--var NAME:VALUE`
+ * @returns {Promise<Server>}
+ */
+export async function startWrangler(vars = {}) {
+  const port = await freePort();
+  // Its own inspector port too: two servers (or another wrangler dev on this
+  // machine) must not both want the default 9229.
+  const inspectorPort = await freePort();
+  const persist = mkdtempSync(join(os.tmpdir(), "flashedge-bench-"));
+  const child = spawn(
+    process.execPath,
+    [
+      join(ROOT, "node_modules/wrangler/bin/wrangler.js"),
+      "dev",
+      "--ip",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--inspector-port",
+      String(inspectorPort),
+      "--persist-to",
+      persist,
+      "--show-interactive-dev-session=false",
+      "--log-level",
+      "warn",
+      ...Object.entries({ ...OPEN, ...vars }).flatMap(([name, value]) => ["--var", `${name}:${value}`]),
+    ],
+    // Its own process group, so stopping it also stops the workerd it spawns.
+    {
+      cwd: ROOT,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
+    },
+  );
+  const pid = /** @type {number} */ (child.pid);
+  let log = "";
+  child.stdout.on("data", (d) => (log = (log + d).slice(-8000)));
+  child.stderr.on("data", (d) => (log = (log + d).slice(-8000)));
+  let exited = false;
+  /** @type {Promise<void>} */
+  const exit = new Promise((resolve) =>
+    child.on("exit", () => {
+      exited = true;
+      resolve();
+    }),
+  );
+
+  /** @type {Server} */
+  const server = {
+    base: `http://127.0.0.1:${port}`,
+    pid,
+    stop: async () => {
+      running.delete(server);
+      if (!exited) {
+        try {
+          process.kill(-pid, "SIGTERM");
+        } catch {
+          // already gone
+        }
+        await Promise.race([exit, sleep(5000)]);
+        if (!exited) {
+          try {
+            process.kill(-pid, "SIGKILL");
+          } catch {
+            // already gone
+          }
+          await Promise.race([exit, sleep(2000)]);
+        }
+      }
+      rmSync(persist, { recursive: true, force: true });
+    },
+  };
+  running.add(server);
+
+  const deadline = Date.now() + 90_000;
+  while (Date.now() < deadline && !exited) {
+    try {
+      const r = await fetch(`${server.base}/healthz`);
+      if (r.status === 200) return server;
+    } catch {
+      // not listening yet
+    }
+    await sleep(250);
+  }
+  await server.stop();
+  throw new Error(`wrangler dev did not become healthy on ${server.base}:\n${log}`);
+}
+
+/** Stops every server started here and not yet stopped (on error, on a signal, at the end). */
+export function stopAll() {
+  return Promise.all([...running].map((s) => s.stop()));
 }

@@ -3,7 +3,9 @@
 // the capacity paragraph (part 5), which is computed from those figures.
 //
 //   node bench/render.mjs
+// @ts-check
 
+import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ROOT, readResult, round } from "./lib.mjs";
@@ -11,16 +13,30 @@ import { ROOT, readResult, round } from "./lib.mjs";
 /** Cloudflare's documented soft limit for one Durable Object. */
 const SOFT_LIMIT = 1000;
 /** The Python reference, measured by the issue on this kind of machine (claim+commit/s). */
-const REFERENCE = { 1000: 1070, 10000: 81, 100000: 9 };
+const REFERENCE = /** @type {Record<number, number>} */ ({ 1000: 1070, 10000: 81, 100000: 9 });
 
+/** @typedef {import("./in-object.mjs").InObjectResult} InObjectResult */
+/** @typedef {import("./in-object.mjs").DepthSummary} DepthSummary */
+/** @typedef {import("./http.mjs").HttpResult} HttpResult */
+/** @typedef {import("./http.mjs").AuthResult} AuthResult */
+
+/** @param {number | null | undefined} n */
 const fmt = (n) => (n === null || n === undefined ? "—" : Number(n).toLocaleString("en-US"));
+/** @param {number} x */
 const pct = (x) => `${round(x * 100, 0)}%`;
-const noise = (s) => `${fmt(Math.round(s.min))}–${fmt(Math.round(s.max))} (±${round(s.spread_pct / 2, 0)}%)`;
+/** @param {import("./lib.mjs").Spread} s */
+const noise = (s) => `${fmt(Math.round(s.min))}–${fmt(Math.round(s.max))} (±${round(Number(s.spread_pct) / 2, 0)}%)`;
 
+/** @param {import("./lib.mjs").Machine} m */
 function machineLine(m) {
   const load = m.load_at_end === undefined ? `${m.load_at_start}` : `${m.load_at_start} → ${m.load_at_end}`;
   return `${m.nproc} cores (\`nproc\`), ${m.cpu}, ${m.memory_gb} GB, ${m.os}; Node ${m.node}, wrangler ${m.wrangler}, @cloudflare/vitest-pool-workers ${m.vitest_pool_workers}; 1-min load average ${load} (the VM is shared with other work)`;
 }
+
+/**
+ * A node's schedule: task length, attempt heartbeat and node heartbeat intervals, in seconds.
+ * @typedef {{ name: string, task: number, attempt: number, node: number }} Scenario
+ */
 
 /**
  * Requests one node sends to its pool's object per second: per task a claim,
@@ -28,6 +44,8 @@ function machineLine(m) {
  * before the body, the bind after) and a complete; plus a node heartbeat
  * every H seconds. With tokens configured, complete and every attempt
  * heartbeat first ask the object who holds the lease (one more call each).
+ * @param {Scenario} scenario
+ * @param {boolean} enforcing
  */
 function perNodeRate({ task, attempt, node }, enforcing) {
   const heartbeats = Math.floor(task / attempt);
@@ -35,21 +53,30 @@ function perNodeRate({ task, attempt, node }, enforcing) {
   return perTask / task + 1 / node;
 }
 
-/** µs of the object's own work per node per second, from the in-object costs. */
+/**
+ * µs of the object's own work per node per second, from the in-object costs.
+ * @param {DepthSummary} s
+ * @param {Scenario} scenario
+ */
 function objectWorkPerNode(s, { task, attempt, node }) {
   const heartbeats = Math.floor(task / attempt);
   const perTask = s.cpu.claim_us_p50 + heartbeats * s.requests_us.renew + s.cpu.commit_us_p50;
   return perTask / task + s.requests_us.node_heartbeat / node;
 }
 
+/** @type {Scenario[]} */
 const SCENARIOS = [
   { name: "short tasks", task: 10, attempt: 20, node: 10 },
   { name: "one-minute tasks", task: 60, attempt: 20, node: 10 },
   { name: "ten-minute tasks", task: 600, attempt: 20, node: 10 },
 ];
 
+/**
+ * @param {InObjectResult} inObject
+ * @param {HttpResult | null} http
+ */
 function capacity(inObject, http) {
-  const deep = inObject.summary[inObject.summary.length - 1];
+  const deep = /** @type {DepthSummary} */ (inObject.summary[inObject.summary.length - 1]);
   const rows = SCENARIOS.map((sc) => {
     const open = perNodeRate(sc, false);
     const enforcing = perNodeRate(sc, true);
@@ -58,11 +85,13 @@ function capacity(inObject, http) {
     const busy = (objectWorkPerNode(deep, sc) * nodesOpen) / 1e6;
     return { ...sc, open, enforcing, nodesOpen, nodesEnforcing, busy };
   });
-  const mid = rows[1];
+  /** @typedef {(typeof rows)[number]} Row */
+  // One row per scenario: short, one-minute and ten-minute tasks.
+  const [short, mid, long] = /** @type {[Row, Row, Row]} */ (rows);
   const rpcRate = deep.rpc.callers_8.cycles_per_s * 3;
   const _perRequestUs = round((deep.cpu.claim_us_p50 + deep.cpu.commit_us_p50) / 2, 0);
   const httpBest = http ? Math.max(...http.agents.map((a) => a.requests_per_s)) : null;
-  const shallow = inObject.summary[0];
+  const shallow = /** @type {DepthSummary} */ (inObject.summary[0]);
   const paragraph =
     `**Capacity of one pool.** A pool is one Durable Object, and Cloudflare documents a soft limit of about ` +
     `${fmt(SOFT_LIMIT)} requests per second per object; that limit, not the claim, is what bounds a pool. ` +
@@ -73,7 +102,7 @@ function capacity(inObject, http) {
     `requests per second of the agent mix below keeps the object busy only ${pct(mid.busy)} of one core` +
     (http
       ? ` (locally, dispatch costs far more than that work: the object served about ${fmt(rpcRate)} RPCs/s ` +
-        `from 8 concurrent callers, and the whole wrangler dev stack about ${fmt(Math.round(httpBest))} HTTP requests/s ` +
+        `from 8 concurrent callers, and the whole wrangler dev stack about ${fmt(Math.round(Number(httpBest)))} HTTP requests/s ` +
         `on these ${inObject.machine.nproc} cores with the client on the same machine).`
       : ".") +
     ` Each node sends, per task of length T, a claim, ⌊T/h⌋ attempt heartbeats (interval h), an upload (two object ` +
@@ -81,8 +110,8 @@ function capacity(inObject, http) {
     `(with tokens configured, complete and each attempt heartbeat add a lease-holder lookup: (5 + 2⌊T/h⌋)/T + 1/H). ` +
     `With one-minute tasks, h = ${mid.attempt} s and H = ${mid.node} s that is ${round(mid.open, 3)} requests/s per ` +
     `node, so one pool serves about ${fmt(mid.nodesOpen)} busy nodes (${fmt(mid.nodesEnforcing)} with tokens); ` +
-    `${rows[0].task}-second tasks bring it down to about ${fmt(rows[0].nodesOpen)} and ten-minute tasks raise it to about ` +
-    `${fmt(rows[2].nodesOpen)}, where node heartbeats dominate. Plan at half of that for bursts (a fleet that ` +
+    `${short.task}-second tasks bring it down to about ${fmt(short.nodesOpen)} and ten-minute tasks raise it to about ` +
+    `${fmt(long.nodesOpen)}, where node heartbeats dominate. Plan at half of that for bursts (a fleet that ` +
     `reconnects at once). A larger fleet splits into several pools: each pool is its own object with its own ` +
     `queue, so capacity adds up linearly; point each node at one pool (\`https://host/pools/{pool}\`, e.g. by team, ` +
     `site or a hash of the node id), and submit each job to a pool that has nodes able to run it — a job's tasks are ` +
@@ -92,28 +121,104 @@ function capacity(inObject, http) {
   return { rows, paragraph };
 }
 
-/** "97%, 104% and 99%": 10,000-pending rate over 1,000-pending rate, per node count. */
+/**
+ * "97%, 104% and 99%": 10,000-pending rate over 1,000-pending rate, per node count.
+ * @param {HttpResult} http
+ */
 function depthRatios(http) {
   const counts = [...new Set(http.agents.map((a) => a.nodes))];
   const ratios = counts.map((n) => {
+    /** @param {number} d */
     const at = (d) => http.agents.find((a) => a.nodes === n && a.depth === d)?.claims_per_s;
-    return at(1000) && at(10000) ? pct(at(10000) / at(1000)) : "—";
+    const deep = at(10000);
+    const shallow = at(1000);
+    return shallow && deep ? pct(deep / shallow) : "—";
   });
   return ratios.length > 1
     ? `${ratios.slice(0, -1).join(", ")} and ${ratios.at(-1)} (for ${counts.join(", ")} nodes)`
     : ratios.join("");
 }
 
-/** The slowest single claim on the 1 ms clock, as a sentence. */
+/**
+ * The slowest single claim on the 1 ms clock, as a sentence.
+ * @param {InObjectResult} inObject
+ */
 function slowestClaim(inObject) {
   const ms = Math.max(...inObject.summary.map((s) => s.cpu.max_single_claim_ms));
   if (ms <= 1) return "Timed one by one on the 1 ms clock, no claim spanned more than one clock step.";
   return `Timed one by one on the 1 ms clock, the slowest claim took ${ms} ms (a garbage collection or storage flush landing inside it).`;
 }
 
+/** Enforcing within this fraction of open is the target for every lease route. */
+const AUTH_TARGET = 0.1;
+
+/**
+ * Section 6: the lease routes against an open and an enforcing coordinator.
+ * @param {AuthResult} auth
+ */
+function authSection(auth) {
+  const out = [];
+  out.push("## 6. Tokens configured: the lease routes, open vs enforcing");
+  out.push("");
+  out.push(
+    `- Command: \`${auth.command}\` (also run by \`npm run bench\`; starts two \`wrangler dev --ip 127.0.0.1\` on free ports, ` +
+      "each with a fresh `--persist-to` directory: one open, one with `FLASHML_NODE_TOKENS` and `FLASHML_OPERATOR_TOKENS` " +
+      "set by `--var`; stops both at the end)",
+  );
+  out.push(`- Machine: ${machineLine(auth.machine)}`);
+  out.push(
+    `- Date: ${auth.date}; ${auth.runs} run${auth.runs === 1 ? "" : "s"} per row, each in a fresh pool on each server, alternating which server goes first`,
+  );
+  out.push("");
+  out.push(
+    "Each node loops claim → attempt heartbeat → then alternately fail (the task is requeued) or upload " +
+      "`jobs/{job}/{task}/metrics.json` → complete, until the run's budget of leases is used; every request must " +
+      "succeed. Against the enforcing server each node sends its own bearer token and the job is submitted with the " +
+      "operator's, so every lease route checks that the caller holds the lease; against the open server no token is " +
+      "sent. Before measuring, the enforcing server must refuse a claim without a token (401) and a heartbeat from a " +
+      "node that does not hold the lease (403), and the open server must accept both. Round trips are per request, " +
+      "p50 and p99 within a run, then the median over runs; requests/s is all of a run's requests over its wall time. " +
+      "Each run measures both servers back to back, so enforcing / open is the ratio within a run, then the median " +
+      "over runs: load on the shared VM that changes between runs cancels out.",
+  );
+  out.push("");
+  out.push("| nodes | route | open p50 / p99 ms | enforcing p50 / p99 ms | enforcing / open (p50) |");
+  out.push("|---:|---|---|---|---:|");
+  /** @type {string[]} */
+  const missed = [];
+  for (const row of auth.rows) {
+    const { open, enforcing } = row.modes;
+    const nodes = `${row.nodes} node${row.nodes === 1 ? "" : "s"}`;
+    for (const route of auth.routes) {
+      const ratio = row.ratio_p50[route];
+      if (ratio > 1 + AUTH_TARGET) missed.push(`${route} with ${nodes}`);
+      out.push(
+        `| ${row.nodes} | ${route} | ${open.ms_p50[route]} / ${open.ms_p99[route]} | ${enforcing.ms_p50[route]} / ${enforcing.ms_p99[route]} | ${pct(ratio)} |`,
+      );
+    }
+    if (row.ratio_requests_per_s < 1 - AUTH_TARGET) missed.push(`requests/s with ${nodes}`);
+    out.push(
+      `| ${row.nodes} | **requests/s** | ${fmt(open.requests_per_s)} (${noise(open.requests_noise)}) | ` +
+        `${fmt(enforcing.requests_per_s)} (${noise(enforcing.requests_noise)}) | **${pct(row.ratio_requests_per_s)}** |`,
+    );
+  }
+  out.push("");
+  out.push(
+    `**Target:** enforcing within ${pct(AUTH_TARGET)} of open — every route's p50 at most ${pct(1 + AUTH_TARGET)} of ` +
+      `open's, requests/s at least ${pct(1 - AUTH_TARGET)}: ` +
+      (missed.length === 0 ? "met." : `**not met** for ${missed.join(", ")}.`) +
+      " With one node the requests run one at a time, so the p50s are per-request costs; with more, the client and " +
+      `both servers share the ${auth.machine.nproc} cores and requests/s is the throughput bound (only one server is busy at a time).`,
+  );
+  out.push("");
+  return out;
+}
+
 function render() {
-  const inObject = readResult("in-object");
-  const http = readResult("http");
+  const inObject = /** @type {InObjectResult | null} */ (readResult("in-object"));
+  const http = /** @type {HttpResult | null} */ (readResult("http"));
+  const auth = /** @type {AuthResult | null} */ (readResult("http-auth"));
+  /** @type {string[]} */
   const out = [];
   out.push("# Benchmarks");
   out.push("");
@@ -121,13 +226,14 @@ function render() {
     "Every figure below comes from `bench/results/*.json`, rendered by `node bench/render.mjs`; each section names the " +
       "command that produced it, the machine and the date. Medians of several runs, with the spread between runs. " +
       "The machine is a shared 2-core VM, so expect ±10–30% between sessions; compare figures within one table. " +
-      "Run everything with `npm run bench` (about 7 minutes: `node bench/in-object.mjs && node bench/http.mjs && node bench/render.mjs`); `npm run bench:quick` is the small version CI runs.",
+      "Run everything with `npm run bench` (about 7 minutes: `node bench/in-object.mjs && node bench/http.mjs && node bench/render.mjs`); " +
+      "`node bench/http.mjs --auth-only && node bench/render.mjs` reruns only section 6; `npm run bench:quick` is the small version CI runs.",
   );
   out.push("");
 
   if (inObject) {
-    const first = inObject.summary[0];
-    const deep = inObject.summary[inObject.summary.length - 1];
+    const first = /** @type {DepthSummary} */ (inObject.summary[0]);
+    const deep = /** @type {DepthSummary} */ (inObject.summary[inObject.summary.length - 1]);
     out.push("## 1. Claim+commit inside one pool object");
     out.push("");
     out.push(
@@ -197,6 +303,7 @@ function render() {
       out.push("|---:|---:|---:|");
       const counts = [...new Set(inObject.classes.map((c) => c.classes))];
       for (const n of counts) {
+        /** @param {boolean} ahead */
         const at = (ahead) => inObject.classes.find((c) => c.classes === n && c.pending_ahead === ahead)?.claim_us;
         out.push(`| ${fmt(n)} | ${fmt(at(true))} | ${fmt(at(false))} |`);
       }
@@ -319,10 +426,12 @@ function render() {
     out.push(
       '"Object busy" is the object\'s own work (section 1 costs × request mix) at that many nodes, without RPC dispatch, ' +
         "which the local runtime cannot show for production. Idle nodes that poll for work add 1/poll-interval requests/s each " +
-        `(an empty claim is ${inObject.summary[inObject.summary.length - 1].requests_us.idle_claim} µs of object work).`,
+        `(an empty claim is ${/** @type {DepthSummary} */ (inObject.summary[inObject.summary.length - 1]).requests_us.idle_claim} µs of object work).`,
     );
     out.push("");
   }
+
+  if (auth) out.push(...authSection(auth));
 
   out.push("## Changes made for these numbers");
   out.push("");
@@ -342,7 +451,12 @@ function render() {
       "(1,001 classes of history: 2.3 ms → 0.3–0.4 ms per claim; 3 classes: the head search went from 10 to 7.5 µs).",
   );
   out.push("");
-  writeFileSync(join(ROOT, "BENCHMARKS.md"), out.join("\n"));
+  const path = join(ROOT, "BENCHMARKS.md");
+  writeFileSync(path, out.join("\n"));
+  // Formatted as `npm run lint` wants it (Biome formats Markdown too).
+  execFileSync(process.execPath, [join(ROOT, "node_modules/@biomejs/biome/bin/biome"), "format", "--write", path], {
+    stdio: "ignore",
+  });
   return inObject ? capacity(inObject, http).paragraph : null;
 }
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// @ts-check
 // `npm run demo`: watch flashedge work. Starts the coordinator locally
 // (`wrangler dev` on 127.0.0.1:8787, state in .wrangler/state), registers a
 // small simulated fleet, submits jobs that exercise the placement gates, and
@@ -25,7 +26,8 @@ import { fileURLToPath } from "node:url";
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const options = parseOptions(process.argv.slice(2));
 const TTY = process.stdout.isTTY === true;
-const color = (code) => (text) => (TTY ? `\x1b[${code}m${text}\x1b[0m` : text);
+/** @param {number} code */
+const color = (code) => (/** @type {string} */ text) => (TTY ? `\x1b[${code}m${text}\x1b[0m` : text);
 const bold = color(1);
 const dim = color(2);
 const green = color(32);
@@ -35,9 +37,27 @@ const cyan = color(36);
 
 // ---- the fleet and the jobs --------------------------------------------------
 
+/**
+ * @typedef {object} FleetNode
+ * @property {string} node_id
+ * @property {string} note
+ * @property {{ cpu_cores: number, gpus?: { index: number, name: string, memory_total_mb: number }[] }} capabilities
+ * @property {boolean} [dies]
+ * @property {boolean} [argv_capable]
+ * @property {boolean} [sandbox_capable]
+ * @property {string[]} [local_datasets]
+ */
+
+/**
+ * @param {number} n
+ * @param {string} name
+ */
 const gpu = (n, name) => Array.from({ length: n }, (_, index) => ({ index, name, memory_total_mb: 24576 }));
 
-/** What each simulated node says about itself on registration. */
+/**
+ * What each simulated node says about itself on registration.
+ * @type {FleetNode[]}
+ */
 const FLEET = [
   { node_id: "cpu-1", note: "CPU only", capabilities: { cpu_cores: 8 } },
   { node_id: "cpu-2", note: "CPU only — dies mid-task", capabilities: { cpu_cores: 4 }, dies: true },
@@ -65,6 +85,11 @@ const FLEET = [
   },
 ];
 
+/**
+ * @param {string} name
+ * @param {{ type: string, parameters: { local_inputs?: string[], [name: string]: unknown } }} workload
+ * @param {{ resources?: { gpuPerTask: number }, isolation?: { tier: string } }} [spec]
+ */
 function jobSpec(name, workload, spec = {}) {
   return {
     apiVersion: "flashml.dev/v1alpha1",
@@ -80,7 +105,10 @@ function jobSpec(name, workload, spec = {}) {
   };
 }
 
-/** Submitted in this order; `gate` is what the job shows off. */
+/**
+ * Submitted in this order; `gate` is what the job shows off.
+ * @type {{ gate: string, unplaceable?: boolean, spec: ReturnType<typeof jobSpec> }[]}
+ */
 const JOBS = [
   {
     gate: "gpu: only nodes with a GPU",
@@ -144,6 +172,29 @@ const JOBS = [
 
 // ---- main ----------------------------------------------------------------------
 
+/**
+ * What the coordinator answers, as far as the demo reads it.
+ * @typedef {{ PENDING: number, LEASED: number, COMPLETED: number, FAILED: number, CANCELLED: number }} TaskCounts
+ * @typedef {{ job_id: string, state: string, task_counts: TaskCounts }} JobRecord
+ * @typedef {{ lease_id: string, job_id: string, task_id: string, deadline: string, attempt_number: number }} Lease
+ * @typedef {{ state: string, node_id: string }} TaskRow
+ * @typedef {{ summary: string, unplaceable: boolean, nodes: { node_id: string, eligible: boolean, reason: string }[] }} PlacementReport
+ */
+/**
+ * A ledger event; `data` as the lease and commit events read below carry it.
+ * @typedef {{ seq: number, type: string, message: string, data: { task_id: string, node_id: string, attempt: number } }} LedgerEvent
+ */
+/**
+ * A job as the demo follows it; `expired` maps a task to the node whose lease on it expired.
+ * @typedef {{ name: string, job_id: string, gate: string, unplaceable: boolean, counts: TaskCounts, state: string,
+ *   cursor: number, expired?: Record<string, string> }} WatchedJob
+ */
+
+/**
+ * @type {{ stopping: boolean, interrupted: boolean, coordinator: import("node:child_process").ChildProcess | null,
+ *   base: string, jobs: WatchedJob[], died: { node: string, task_id: string, job: string, lease_id: string, at: number } | null,
+ *   moved: { job: string, task: string, from: string, to: string, attempt: number }[], lines: number }}
+ */
 const run = {
   stopping: false,
   interrupted: false,
@@ -176,7 +227,7 @@ async function main() {
 
   say(bold("Jobs"));
   for (const job of JOBS) {
-    const record = await api("POST", "/jobs", job.spec);
+    const record = /** @type {JobRecord} */ (await api("POST", "/jobs", job.spec));
     run.jobs.push({
       name: job.spec.metadata.name,
       job_id: record.job_id,
@@ -228,6 +279,7 @@ async function main() {
   }
 }
 
+/** @param {string} why */
 function interrupt(why) {
   if (run.interrupted) {
     killCoordinator("SIGKILL");
@@ -241,6 +293,7 @@ function interrupt(why) {
 
 // ---- one simulated agent ---------------------------------------------------------
 
+/** @param {FleetNode} node */
 async function agent(node) {
   let alive = true;
   const beat = setInterval(() => {
@@ -254,7 +307,8 @@ async function agent(node) {
         if ((await attempt(node, () => (alive = false))) === "died") return;
       } catch (error) {
         // A flaky moment (or the coordinator stopping): report, back off, go on.
-        if (!run.stopping) note(yellow(`! ${node.node_id}: ${error?.message ?? error}`));
+        if (!run.stopping)
+          note(yellow(`! ${node.node_id}: ${/** @type {Error | undefined} */ (error)?.message ?? error}`));
         await sleep(1000);
       }
     }
@@ -263,9 +317,13 @@ async function agent(node) {
   }
 }
 
-/** One claim and, when a lease comes back, the work, the upload and the commit. */
+/**
+ * One claim and, when a lease comes back, the work, the upload and the commit.
+ * @param {FleetNode} node
+ * @param {() => void} die
+ */
 async function attempt(node, die) {
-  const lease = await api("POST", "/leases/claim", { node_id: node.node_id });
+  const lease = /** @type {Lease | null} */ (await api("POST", "/leases/claim", { node_id: node.node_id }));
   if (!lease) {
     await sleep(600 + Math.random() * 600);
     return "idle";
@@ -312,10 +370,12 @@ async function attempt(node, die) {
   const key = `jobs/${lease.job_id}/${lease.task_id}/metrics.json`;
   await api("PUT", `/artifacts/${key}`, output, { raw: true });
   const sha = createHash("sha256").update(output).digest("hex");
-  const answer = await api("POST", `/attempts/${lease.lease_id}/complete`, {
-    output_sha256: sha,
-    evidence: { wall_seconds: Math.round(work) / 1000, exit_code: 0 },
-  });
+  const answer = /** @type {{ accepted?: boolean } | null} */ (
+    await api("POST", `/attempts/${lease.lease_id}/complete`, {
+      output_sha256: sha,
+      evidence: { wall_seconds: Math.round(work) / 1000, exit_code: 0 },
+    })
+  );
   const seconds = ((Date.now() - startedAt) / 1000).toFixed(1);
   if (answer?.accepted)
     note(
@@ -333,7 +393,7 @@ const TERMINAL = new Set(["SUCCEEDED", "FAILED", "CANCELLED"]);
 async function watch() {
   let records;
   try {
-    records = await api("GET", "/jobs");
+    records = /** @type {JobRecord[]} */ (await api("GET", "/jobs"));
   } catch {
     return; // the next round retries
   }
@@ -344,7 +404,9 @@ async function watch() {
       note(`${record.state === "SUCCEEDED" ? green("●") : red("●")} ${job.name} ${record.state}`);
     job.counts = record.task_counts;
     job.state = record.state;
-    const events = await api("GET", `/jobs/${job.job_id}/events?after=${job.cursor}&limit=1000`).catch(() => []);
+    const events = /** @type {LedgerEvent[]} */ (
+      await api("GET", `/jobs/${job.job_id}/events?after=${job.cursor}&limit=1000`).catch(() => [])
+    );
     for (const event of events) {
       job.cursor = event.seq;
       const task = event.data?.task_id;
@@ -374,6 +436,7 @@ function progressLines() {
   return run.jobs.map((job) => {
     const c = job.counts;
     const total = c.PENDING + c.LEASED + c.COMPLETED + c.FAILED + c.CANCELLED;
+    /** @param {number} n */
     const cells = (n) => Math.round((n / Math.max(1, total)) * width);
     const done = cells(c.COMPLETED);
     const failed = cells(c.FAILED);
@@ -395,6 +458,7 @@ function progressLines() {
 
 let lastPrinted = 0;
 
+/** @param {boolean} force */
 function drawProgress(force) {
   if (!TTY && !force && Date.now() - lastPrinted < 5000) return;
   lastPrinted = Date.now();
@@ -408,7 +472,10 @@ function clearProgress() {
   run.lines = 0;
 }
 
-/** A log line above the progress block (redrawn beneath it on a terminal). */
+/**
+ * A log line above the progress block (redrawn beneath it on a terminal).
+ * @param {string} line
+ */
 function note(line) {
   if (TTY) {
     const had = run.lines > 0;
@@ -420,23 +487,30 @@ function note(line) {
   }
 }
 
+/** @param {string} line */
 function say(line) {
   process.stdout.write(`${line}\n`);
 }
 
 // ---- the summary -----------------------------------------------------------------------
 
+/**
+ * @param {string} url
+ * @param {string} pool
+ */
 async function summary(url, pool) {
   say("");
   say(bold("Summary"));
   const nodes = Object.fromEntries(FLEET.map((n) => [n.node_id, n]));
   const perNode = Object.fromEntries(FLEET.map((n) => [n.node_id, 0]));
+  /** @type {[boolean, string][]} */
   const checks = [];
   let commits = 0;
   let duplicates = 0;
   for (const job of run.jobs) {
-    const tasks = await api("GET", `/jobs/${job.job_id}/tasks`);
-    const events = await api("GET", `/jobs/${job.job_id}/events?limit=1000`);
+    const tasks = /** @type {TaskRow[]} */ (await api("GET", `/jobs/${job.job_id}/tasks`));
+    const events = /** @type {LedgerEvent[]} */ (await api("GET", `/jobs/${job.job_id}/events?limit=1000`));
+    /** @type {Map<string, number>} */
     const accepted = new Map();
     for (const e of events)
       if (e.type === "TASK_COMMIT_ACCEPTED") accepted.set(e.data.task_id, (accepted.get(e.data.task_id) ?? 0) + 1);
@@ -446,7 +520,7 @@ async function summary(url, pool) {
     }
     const completed = tasks.filter((t) => t.state === "COMPLETED");
     for (const t of completed) perNode[t.node_id] = (perNode[t.node_id] ?? 0) + 1;
-    const spec = JOBS.find((j) => j.spec.metadata.name === job.name).spec;
+    const spec = /** @type {(typeof JOBS)[number]} */ (JOBS.find((j) => j.spec.metadata.name === job.name)).spec;
     const gpus = spec.spec.resources?.gpuPerTask ?? 0;
     const datasets = spec.spec.workload.parameters.local_inputs ?? [];
     const sandboxed = spec.spec.isolation?.tier === "sandboxed";
@@ -480,13 +554,14 @@ async function summary(url, pool) {
       ]);
   }
   checks.push([duplicates === 0, `nothing committed twice (${commits} accepted commits, ${duplicates} duplicates)`]);
-  if (run.died) {
-    const moved = run.moved.find((m) => m.task === run.died.task_id && m.from === run.died.node);
+  const died = run.died;
+  if (died) {
+    const moved = run.moved.find((m) => m.task === died.task_id && m.from === died.node);
     checks.push([
       moved !== undefined,
       moved
-        ? `${run.died.node} died holding ${run.died.job}/${run.died.task_id}; its lease expired and ${moved.to} took it over (attempt ${moved.attempt})`
-        : `${run.died.node}'s task ${run.died.task_id} was not seen moving`,
+        ? `${died.node} died holding ${died.job}/${died.task_id}; its lease expired and ${moved.to} took it over (attempt ${moved.attempt})`
+        : `${died.node}'s task ${died.task_id} was not seen moving`,
     ]);
   }
 
@@ -499,7 +574,7 @@ async function summary(url, pool) {
   }
   const stuck = run.jobs.find((j) => j.unplaceable);
   if (stuck) {
-    const report = await api("GET", `/jobs/${stuck.job_id}/tasks/trial-000/placement`);
+    const report = /** @type {PlacementReport} */ (await api("GET", `/jobs/${stuck.job_id}/tasks/trial-000/placement`));
     say(
       `  why is ${stuck.name}/trial-000 not running?  ${dim(`GET …/jobs/${stuck.job_id}/tasks/trial-000/placement`)}`,
     );
@@ -518,14 +593,26 @@ async function summary(url, pool) {
 
 const GONE = Symbol("gone");
 
+/**
+ * One request; the parsed JSON answer (the caller states its shape), null for
+ * 204 or an empty body, GONE for a status in `allow`.
+ * @param {string} method
+ * @param {string} path
+ * @param {unknown} [body] JSON, or with `raw` the bytes as a string
+ * @param {{ raw?: boolean, allow?: number[] }} [options]
+ * @returns {Promise<unknown>}
+ */
 async function api(method, path, body, { raw = false, allow = [] } = {}) {
+  /** @type {Record<string, string>} */
   const headers = {};
+  /** @type {string | undefined} */
   let payload;
   if (body !== undefined) {
-    payload = raw ? body : JSON.stringify(body);
+    payload = raw ? /** @type {string} */ (body) : JSON.stringify(body);
     headers["content-type"] = raw ? "application/octet-stream" : "application/json";
   }
-  const r = await fetch(run.base + path, { method, headers, body: payload, signal: AbortSignal.timeout(10_000) });
+  // The agent's own client timeout: a claim may be held up to 13 s (long-poll).
+  const r = await fetch(run.base + path, { method, headers, body: payload, signal: AbortSignal.timeout(15_000) });
   if (allow.includes(r.status)) {
     await r.arrayBuffer();
     return GONE;
@@ -542,6 +629,7 @@ async function api(method, path, body, { raw = false, allow = [] } = {}) {
   return text ? JSON.parse(text) : null;
 }
 
+/** @param {FleetNode} node */
 async function register(node) {
   const { note: _note, dies: _dies, ...fields } = node;
   await api("POST", "/nodes/register", {
@@ -554,20 +642,30 @@ async function register(node) {
   });
 }
 
+/** @param {string} jobId */
 function jobName(jobId) {
   return run.jobs.find((j) => j.job_id === jobId)?.name ?? jobId;
 }
 
+/**
+ * @param {number} n
+ * @param {string} noun
+ */
 function plural(n, noun) {
   return `${n} ${noun}${n === 1 ? "" : "s"}`;
 }
 
+/** @param {TaskCounts} c */
 function countTasks(c) {
   return c.PENDING + c.LEASED + c.COMPLETED + c.FAILED + c.CANCELLED;
 }
 
 // ---- the coordinator -----------------------------------------------------------------
 
+/**
+ * @param {number} port
+ * @returns {Promise<boolean>}
+ */
 function portFree(port) {
   return new Promise((resolve) => {
     const server = createServer();
@@ -576,12 +674,13 @@ function portFree(port) {
   });
 }
 
+/** @returns {Promise<number>} */
 function freePort() {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once("error", reject);
     server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
+      const { port } = /** @type {import("node:net").AddressInfo} */ (server.address());
       server.close(() => resolve(port));
     });
   });
@@ -641,11 +740,12 @@ async function startCoordinator() {
   throw new Error(run.interrupted ? "interrupted" : `wrangler dev did not start within 90 s:\n${output}`);
 }
 
+/** @param {NodeJS.Signals} signal */
 function killCoordinator(signal) {
   const child = run.coordinator;
   if (!child || child.exitCode !== null || child.signalCode !== null) return;
   try {
-    process.kill(-child.pid, signal);
+    process.kill(-(/** @type {number} */ (child.pid)), signal);
   } catch {
     // already gone
   }
@@ -663,11 +763,14 @@ async function stopCoordinator() {
 
 // ---- odds and ends -------------------------------------------------------------------
 
+/** @param {number} ms */
 function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 }
 
+/** @param {string[]} argv */
 function parseOptions(argv) {
+  /** @type {{ port: number, maxSeconds: number, keep: boolean, url: string | undefined }} */
   const out = { port: 8787, maxSeconds: 120, keep: false, url: undefined };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
@@ -688,6 +791,10 @@ function parseOptions(argv) {
   return out;
 }
 
+/**
+ * @param {string} [problem]
+ * @returns {never}
+ */
 function usage(problem) {
   if (problem) process.stderr.write(`demo: ${problem}\n`);
   process.stderr.write(
@@ -705,7 +812,7 @@ process.on("exit", () => killCoordinator("SIGKILL"));
 try {
   await main();
 } catch (error) {
-  say(red(`demo failed: ${error?.message ?? error}`));
+  say(red(`demo failed: ${/** @type {Error | undefined} */ (error)?.message ?? error}`));
   process.exitCode = 1;
 } finally {
   await stopCoordinator();

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// @ts-check
 // npm run crash|soak [-- --nodes N --tasks N --seconds N --kills N --max-attempts N --fail-rate F]
 // Runs reliability/{crash,soak}.test.ts (vitest in Node, driving `wrangler dev`)
 // with the sizes given as flags.
