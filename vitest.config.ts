@@ -4,7 +4,10 @@ import { defineConfig } from "vitest/config";
 // The pure layer in plain Node (fast, table-driven), and the Worker + Durable
 // Object in workerd with real SQLite storage and R2: open, with its logs on,
 // and with tokens configured.
-const QUIET = { FLASHML_LOG_STATE_CHANGES: "0" };
+// Claims answer 204 at once unless a test asks for a hold (long-poll tests
+// pass their own FLASHML_CLAIM_WAIT_SECONDS).
+const NO_HOLD = { FLASHML_CLAIM_WAIT_SECONDS: "0" };
+const QUIET = { ...NO_HOLD, FLASHML_LOG_STATE_CHANGES: "0" };
 
 export default defineConfig({
   test: {
@@ -20,7 +23,7 @@ export default defineConfig({
       },
       {
         // The same Worker with its structured logs on, to test them.
-        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" } })],
+        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" }, miniflare: { bindings: NO_HOLD } })],
         test: { name: "worker-logs", include: ["test/worker-logs/**/*.test.ts"] },
       },
       {

@@ -5,6 +5,7 @@
 import { taskOfKey } from "../protocol/keys";
 import { isLiveLease, type LeaseAndTask } from "../rules/leases";
 import { iso } from "./events";
+import { seen } from "./nodes";
 
 export type ArtifactRow = {
   key: string;
@@ -71,6 +72,7 @@ export type BindResult =
 export function bind(sql: SqlStorage, now: number, key: string, stored: StoredObject, writer: Writer): BindResult {
   const check = checkWrite(sql, now, key, writer);
   if (!check.ok) return check;
+  if (writer !== null) seen(sql, now, writer); // an upload proves its node alive (SPEC §5)
   const previous = findArtifact(sql, key);
   const record = sql
     .exec<ArtifactRow>(

@@ -16,6 +16,7 @@ import type { JsonObject } from "../protocol/json";
 import { commitProblems } from "../rules/checkpoints";
 import { holdsLiveLease, type Writer } from "./artifacts";
 import { emit, iso } from "./events";
+import { seen } from "./nodes";
 import { findTask } from "./tasks";
 
 type ManifestRow = {
@@ -104,6 +105,7 @@ export function registerPart(
     sha256: part.sha256,
     size_bytes: part.size_bytes,
   });
+  if (writer !== null) seen(sql, now, writer); // any request of a node proves it alive (SPEC §5)
   return { ok: true, key: part.key };
 }
 
@@ -166,6 +168,7 @@ export function commitManifest(
     )
     .toArray()
     .find((row) => contentIdentity({ ...row, expected_parts: JSON.parse(row.parts) as CheckpointPart[] }) === identity);
+  if (writer !== null) seen(sql, now, writer);
   if (twin) return { ok: true, manifest: manifestRecord(twin), deduplicated: true };
 
   const row = sql

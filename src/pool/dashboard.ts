@@ -108,15 +108,14 @@ export type DashboardSummary = {
 
 /** The bounded summary of a pool at `now`; `limit` bounds every list. */
 export function dashboardSummary(sql: SqlStorage, now: number, pool: string, limit: number): DashboardSummary {
-  const onlineSince = now - ONLINE_WINDOW_MS;
-  const stuck = stuckTasks(sql, now, onlineSince, limit);
+  const stuck = stuckTasks(sql, now, limit);
   const jobs = jobsPage(sql, limit, stuck.byJob);
   const taskTotals = emptyTaskCounts();
   for (const counts of jobs.countsByJob.values()) for (const s of TASK_STATES) taskTotals[s] += counts[s];
   const nodeCounts = sql
     .exec<{ total: number; online: number; not_accepting: number }>(
-      "SELECT COUNT(*) AS total, TOTAL(last_heartbeat_ms > ?) AS online, TOTAL(status <> 'online') AS not_accepting FROM nodes",
-      onlineSince,
+      "SELECT COUNT(*) AS total, TOTAL(live_until_ms > ?) AS online, TOTAL(status <> 'online') AS not_accepting FROM nodes",
+      now,
     )
     .one();
   const leasesLive = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM leases WHERE status = 'live'").one().n;
@@ -138,7 +137,7 @@ export function dashboardSummary(sql: SqlStorage, now: number, pool: string, lim
       leases_live: leasesLive,
       stuck_tasks: stuck.pending,
     },
-    nodes: nodesPage(sql, now, onlineSince, limit, nodeCounts.total),
+    nodes: nodesPage(sql, now, limit, nodeCounts.total),
     jobs: { items: jobs.items, more: jobs.total - jobs.items.length },
     leases: leasesPage(sql, now, limit, leasesLive),
     events: { items: recentEvents(sql, limit), last_seq: lastSeq },
@@ -148,19 +147,13 @@ export function dashboardSummary(sql: SqlStorage, now: number, pool: string, lim
 
 type NodeRow = RegisteredNode & { accepted_tasks: number };
 
-function nodesPage(
-  sql: SqlStorage,
-  now: number,
-  onlineSince: number,
-  limit: number,
-  total: number,
-): Page<DashboardNode> {
+function nodesPage(sql: SqlStorage, now: number, limit: number, total: number): Page<DashboardNode> {
   // Online, accepting nodes first: those are the ones doing the work.
   const rows = sql
     .exec<NodeRow>(
-      `SELECT node_id, registration, status, last_heartbeat_ms, accepted_tasks FROM nodes
-       ORDER BY (status = 'online' AND last_heartbeat_ms > ?) DESC, node_id LIMIT ?`,
-      onlineSince,
+      `SELECT node_id, registration, status, last_heartbeat_ms, live_until_ms, accepted_tasks FROM nodes
+       ORDER BY (status = 'online' AND live_until_ms > ?) DESC, node_id LIMIT ?`,
+      now,
       limit,
     )
     .toArray();
@@ -178,7 +171,7 @@ function nodesPage(
     return {
       node_id: clip(row.node_id),
       hostname: clip(reg.hostname ?? ""),
-      online: row.last_heartbeat_ms > onlineSince,
+      online: row.live_until_ms > now,
       status: row.status,
       last_heartbeat_age_s: Math.round(Math.max(0, now - row.last_heartbeat_ms) / 100) / 10,
       environment: clip(reg.environment ?? ""),
@@ -316,11 +309,11 @@ function recentEvents(sql: SqlStorage, limit: number): DashboardEvent[] {
  * first node that accepts, over at most STUCK_CLASSES_CHECKED classes (the
  * earliest queued); only the entries shown get a full explanation.
  */
-function stuckTasks(sql: SqlStorage, now: number, onlineSince: number, limit: number) {
+function stuckTasks(sql: SqlStorage, now: number, limit: number) {
   const claimable = sql
     .exec<RegisteredNode>(
-      "SELECT node_id, registration, status, last_heartbeat_ms FROM nodes WHERE status = 'online' AND last_heartbeat_ms > ? ORDER BY node_id",
-      onlineSince,
+      "SELECT node_id, registration, status, last_heartbeat_ms, live_until_ms FROM nodes WHERE status = 'online' AND live_until_ms > ? ORDER BY node_id",
+      now,
     )
     .toArray();
   const views = claimable.map((n) => nodeView(n.registration));

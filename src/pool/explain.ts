@@ -5,7 +5,7 @@
 
 import { type NodePlacement, summarizePlacement } from "../rules/explanations";
 import { explain } from "../rules/placement";
-import { nodeView, ONLINE_WINDOW_MS } from "./nodes";
+import { nodeView } from "./nodes";
 
 export type PlacementReport = {
   job_id: string;
@@ -20,11 +20,17 @@ export type PlacementResult =
   | { ok: true; report: PlacementReport }
   | { ok: false; reason: "unknown_job" | "unknown_task" };
 
-export type RegisteredNode = { node_id: string; registration: string; status: string; last_heartbeat_ms: number };
+export type RegisteredNode = {
+  node_id: string;
+  registration: string;
+  status: string;
+  last_heartbeat_ms: number;
+  live_until_ms: number;
+};
 
 /** One node's answer for a payload, given its claim-time view, with its liveness. */
 export function placementOn(payload: unknown, node: RegisteredNode, view: unknown, now: number): NodePlacement {
-  const online = now - node.last_heartbeat_ms < ONLINE_WINDOW_MS;
+  const online = node.live_until_ms > now;
   const answer = explain(payload, view);
   const base = { node_id: node.node_id, online, status: node.status };
   return answer.eligible
@@ -47,7 +53,9 @@ export function placementReport(sql: SqlStorage, now: number, jobId: string, tas
   }
   const payload: unknown = JSON.parse(task.payload);
   const nodes = sql
-    .exec<RegisteredNode>("SELECT node_id, registration, status, last_heartbeat_ms FROM nodes ORDER BY node_id")
+    .exec<RegisteredNode>(
+      "SELECT node_id, registration, status, last_heartbeat_ms, live_until_ms FROM nodes ORDER BY node_id",
+    )
     .toArray()
     .map((node) => placementOn(payload, node, nodeView(node.registration), now));
   const { unplaceable, summary } = summarizePlacement(nodes);

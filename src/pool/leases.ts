@@ -10,7 +10,7 @@ import { isLiveLease, mayDrive } from "../rules/leases";
 import { eligible } from "../rules/placement";
 import { emit, iso } from "./events";
 import { settleJob } from "./jobs";
-import { findNode, nodeView } from "./nodes";
+import { findNode, nodeView, seen } from "./nodes";
 import type { TaskRow } from "./tasks";
 
 export type LeaseRow = {
@@ -29,7 +29,14 @@ type Joined = LeaseRow & Omit<TaskRow, "lease_id" | "seq"> & { current_lease_id:
 /** A Lease as it crosses RPC: the payload typed as JSON. */
 export type WireLease = Omit<Lease, "payload"> & { payload: JsonObject };
 
-export type ClaimResult = { ok: true; lease: WireLease } | { ok: false; reason: "unregistered" | "nothing" };
+/**
+ * Why a claim got nothing: an unknown node; a draining or terminating node;
+ * a claim restricted to a job with no open task (nothing will come); or
+ * nothing this node may take yet (the only answer worth waiting on).
+ */
+export type ClaimResult =
+  | { ok: true; lease: WireLease }
+  | { ok: false; reason: "unregistered" | "not_accepting" | "job_closed" | "nothing" };
 export type RenewResult = { ok: true; lease: WireLease } | { ok: false; reason: "gone" | "not_holder" };
 export type FailResult = { ok: true } | { ok: false; reason: "gone" | "not_holder" };
 
@@ -54,7 +61,8 @@ export function claim(sql: SqlStorage, now: number, nodeId: string, jobId: strin
   sweep(sql, now);
   const node = findNode(sql, nodeId);
   if (!node) return { ok: false, reason: "unregistered" };
-  if (node.status !== "online") return { ok: false, reason: "nothing" };
+  seen(sql, now, nodeId);
+  if (node.status !== "online") return { ok: false, reason: "not_accepting" };
   const view = nodeView(node.registration);
   // One statement: the earliest PENDING task of every class that has one
   // (an index seek per class, inside SQLite), earliest first. The gate then
@@ -74,7 +82,8 @@ export function claim(sql: SqlStorage, now: number, nodeId: string, jobId: strin
     )
     .toArray();
   const best = heads.find((c) => eligible(JSON.parse(c.requirement), view))?.head;
-  if (best === undefined) return { ok: false, reason: "nothing" };
+  if (best === undefined)
+    return { ok: false, reason: jobId !== null && !jobOpen(sql, jobId) ? "job_closed" : "nothing" };
 
   const task = sql
     .exec<TaskRow>(
@@ -93,6 +102,7 @@ export function claim(sql: SqlStorage, now: number, nodeId: string, jobId: strin
     now,
     deadline,
   );
+  seen(sql, now, nodeId, deadline);
   emit(
     sql,
     now,
@@ -120,6 +130,7 @@ export function renew(sql: SqlStorage, now: number, leaseId: string, caller: str
   if (!row || !isLiveLease(row, now)) return { ok: false, reason: "gone" };
   const deadline = now + Math.round(row.lease_seconds * 1000);
   sql.exec("UPDATE leases SET deadline_ms = ? WHERE lease_id = ?", deadline, leaseId);
+  seen(sql, now, row.node_id, deadline);
   emit(sql, now, row.job_id, "LEASE_RENEWED", `lease ${leaseId} renewed`, {
     task_id: row.task_id,
     node_id: row.node_id,
@@ -140,6 +151,7 @@ export function failAttempt(
   const row = findLease(sql, leaseId);
   if (!mayDrive(row?.node_id, caller)) return { ok: false, reason: "not_holder" };
   if (!row || !isLiveLease(row, now)) return { ok: false, reason: "gone" };
+  seen(sql, now, row.node_id);
   endAttempt(sql, now, row, "failed", "TASK_ATTEMPT_FAILED", `attempt ${row.attempt_number} failed: ${reason}`);
   return { ok: true };
 }
@@ -171,6 +183,7 @@ export function commit(
   const row = findLease(sql, leaseId);
   if (!mayDrive(row?.node_id, caller)) return { status: "not_holder" };
   if (!row) return { status: "unknown" };
+  seen(sql, now, row.node_id);
   const live = isLiveLease(row, now);
   const bound = sql
     .exec<{ object: string; sha256: string }>("SELECT object, sha256 FROM artifacts WHERE key = ?", row.commit_key)
@@ -223,6 +236,14 @@ export function endAttempt(
     emit(sql, now, row.job_id, "TASK_EXHAUSTED", `task ${row.task_id} exhausted ${row.max_attempts} attempts`, ids);
     settleJob(sql, now, row.job_id);
   }
+}
+
+/** Whether a job has a task that is PENDING or LEASED (work may still come from it). */
+function jobOpen(sql: SqlStorage, jobId: string): boolean {
+  return (
+    sql.exec("SELECT 1 FROM tasks WHERE job_id = ? AND state IN ('PENDING', 'LEASED') LIMIT 1", jobId).toArray()
+      .length > 0
+  );
 }
 
 /** The earliest live deadline: where the alarm must be. */

@@ -2,7 +2,6 @@
 // running event tally kept by emit(), never a scan of the ledger.
 
 import type { MetricsSample } from "../rules/metrics";
-import { ONLINE_WINDOW_MS } from "./nodes";
 
 export function metricsSample(sql: SqlStorage, now: number): MetricsSample {
   const tasks: Record<string, number> = {};
@@ -16,6 +15,6 @@ export function metricsSample(sql: SqlStorage, now: number): MetricsSample {
     events,
     leasesLive: count("SELECT COUNT(*) AS n FROM leases WHERE status = 'live'"),
     nodesRegistered: count("SELECT COUNT(*) AS n FROM nodes"),
-    nodesOnline: count("SELECT COUNT(*) AS n FROM nodes WHERE last_heartbeat_ms > ?", now - ONLINE_WINDOW_MS),
+    nodesOnline: count("SELECT COUNT(*) AS n FROM nodes WHERE live_until_ms > ?", now),
   };
 }

@@ -15,18 +15,28 @@ import { dashboardSummary } from "./dashboard";
 import type { EventRow } from "./events";
 import { placementReport } from "./explain";
 import { cancelJob, findJob, insertJob, jobEvents, jobRecord, jobTasks, listJobs } from "./jobs";
-import { claim, commit, earliestDeadline, failAttempt, findLease, renew, sweep } from "./leases";
+import { type ClaimResult, claim, commit, earliestDeadline, failAttempt, findLease, renew, sweep } from "./leases";
 import { logEvent, logLine } from "./log";
 import { metricsSample } from "./metrics";
 import { heartbeatNode, listNodes, registerNode } from "./nodes";
 import { migrate } from "./schema";
-import { addTasks } from "./tasks";
 
 /** Outputs that must parse as JSON are small; larger ones fail validation unread. */
 export const MAX_JSON_OUTPUT_BYTES = 1024 * 1024;
 
+/** A claim waiting for work (long-poll): not state, a connection held open. */
+type HeldClaim = {
+  nodeId: string;
+  jobId: string | null;
+  resolve: (result: ClaimResult) => void;
+  timer: ReturnType<typeof setTimeout>;
+};
+
 export class PoolObject extends DurableObject<Env> {
   private readonly sql: SqlStorage;
+  // Held claims in arrival order. Losing them (eviction, restart) loses no
+  // state: each caller just gets 204 and claims again.
+  private readonly held: HeldClaim[] = [];
   // A cache of the alarm time last set, rebuilt from SQL after eviction
   // (undefined = unknown). Only saves redundant setAlarm calls.
   private armedAt: number | null | undefined;
@@ -58,13 +68,26 @@ export class PoolObject extends DurableObject<Env> {
 
   // -- tasks and leases ----------------------------------------------------
 
-  /** Queues a batch of tasks in one transaction (refused whole on a duplicate). */
-  addTasks(tasks: TaskSpec[], options: { outputJson?: boolean } = {}) {
-    return this.change((now) => addTasks(this.sql, now, tasks, { outputJson: options.outputJson ?? false }));
-  }
-
-  async claim(nodeId: string, jobId: string | null) {
-    return this.change((now) => claim(this.sql, now, nodeId, jobId));
+  /**
+   * Leases a task to the node, or, when nothing it may take is pending,
+   * holds the claim up to `waitMs` (SPEC §5, long-poll): it is answered the
+   * moment such a task appears, in the order the claims arrived, else with
+   * nothing when the wait ends. Each answer is its own claim transaction, so
+   * no task is handed out twice. Held claims live in memory only: a restart
+   * drops them, and the Worker answers a dropped claim with 204.
+   */
+  async claim(nodeId: string, jobId: string | null, waitMs = 0): Promise<ClaimResult> {
+    const result = await this.change((now) => claim(this.sql, now, nodeId, jobId));
+    if (result.ok || result.reason !== "nothing" || waitMs <= 0) return result;
+    return new Promise((resolve) => {
+      const held: HeldClaim = {
+        nodeId,
+        jobId,
+        resolve,
+        timer: setTimeout(() => this.release(held, { ok: false, reason: "nothing" }), waitMs),
+      };
+      this.held.push(held);
+    });
   }
 
   // The lease routes below take `caller`: the node the request acts as, or
@@ -138,8 +161,10 @@ export class PoolObject extends DurableObject<Env> {
   }
 
   cancelJob(jobId: string, pool: string) {
-    return this.change((now) =>
-      cancelJob(this.sql, now, jobId) ? jobRecord(this.sql, findJob(this.sql, jobId)!, pool) : null,
+    // A cancel records no event, so held claims for the job are told directly.
+    return this.change(
+      (now) => (cancelJob(this.sql, now, jobId) ? jobRecord(this.sql, findJob(this.sql, jobId)!, pool) : null),
+      { closesJobs: true },
     );
   }
 
@@ -223,13 +248,17 @@ export class PoolObject extends DurableObject<Env> {
    * Runs one state change as one synchronous transaction at one instant,
    * logs every ledger event it appended (SPEC §11: one JSON line per state
    * change), and keeps the alarm at the earliest live deadline. Every
-   * mutating method goes through here, so none can forget the alarm.
+   * mutating method goes through here, so none can forget the alarm. When
+   * the change queued work or closed a job (`closesJobs` for changes that
+   * record no event), held claims get their turn before anyone else.
    */
-  private async change<T>(fn: (now: number) => T): Promise<T> {
-    const before = this.logging() ? this.lastEventSeq() : null;
+  private async change<T>(fn: (now: number) => T, options: { closesJobs?: boolean } = {}): Promise<T> {
+    const before = this.logging() || this.held.length > 0 ? this.lastEventSeq() : null;
     const now = Date.now();
     const result = this.ctx.storage.transactionSync(() => fn(now));
-    if (before !== null) {
+    const wake = this.held.length > 0 && (options.closesJobs || (before !== null && this.workAppeared(before)));
+    const woken = wake ? this.claimForHeld() : [];
+    if (before !== null && this.logging()) {
       // A job's TASK_CREATED events are summarised by its JOB_ACCEPTED line (it
       // carries the count): a 10,000-task submission is one change, not 10,000.
       for (const row of this.sql.exec<EventRow>(
@@ -240,7 +269,60 @@ export class PoolObject extends DurableObject<Env> {
       }
     }
     await this.arm();
+    for (const [held, answer] of woken) held.resolve(answer);
     return result;
+  }
+
+  /** Whether the ledger since `seq` queued work or closed a job: what a held claim waits for. */
+  private workAppeared(seq: number): boolean {
+    return (
+      this.sql
+        .exec(
+          `SELECT 1 FROM events WHERE seq > ?
+             AND type IN ('TASK_CREATED', 'TASK_REQUEUED', 'JOB_SUCCEEDED', 'JOB_FAILED') LIMIT 1`,
+          seq,
+        )
+        .toArray().length > 0
+    );
+  }
+
+  /**
+   * Gives every held claim, oldest first, another try in one transaction.
+   * Those that got a lease, or will never get one, are taken off the list at
+   * once (so their timers cannot answer them too) and returned to be
+   * answered once the change is durable and its alarm armed.
+   */
+  private claimForHeld(): Array<[HeldClaim, ClaimResult]> {
+    const now = Date.now();
+    const answered = this.ctx.storage.transactionSync(() => {
+      const out: Array<[HeldClaim, ClaimResult]> = [];
+      let pending = this.pendingLeft();
+      for (const held of this.held) {
+        // With nothing pending only a claim for one job can change: its job may have closed.
+        if (!pending && held.jobId === null) continue;
+        const result = claim(this.sql, now, held.nodeId, held.jobId);
+        if (result.ok || result.reason !== "nothing") out.push([held, result]);
+        if (result.ok) pending = this.pendingLeft();
+      }
+      return out;
+    });
+    for (const [held] of answered) {
+      this.held.splice(this.held.indexOf(held), 1);
+      clearTimeout(held.timer);
+    }
+    return answered;
+  }
+
+  private pendingLeft(): boolean {
+    return this.sql.exec("SELECT 1 FROM tasks WHERE state = 'PENDING' LIMIT 1").toArray().length > 0;
+  }
+
+  /** Answers a held claim when its wait ends, unless it was answered already. */
+  private release(held: HeldClaim, result: ClaimResult): void {
+    const i = this.held.indexOf(held);
+    if (i < 0) return;
+    this.held.splice(i, 1);
+    held.resolve(result);
   }
 
   private lastEventSeq(): number {

@@ -134,6 +134,16 @@ export const MIGRATIONS: readonly string[] = [
   CREATE TABLE event_counts (type TEXT PRIMARY KEY, n INTEGER NOT NULL);
   INSERT INTO event_counts (type, n) SELECT type, COUNT(*) FROM events GROUP BY type;
   `,
+  // 4: liveness from every request of a node (SPEC §5). last_heartbeat_ms is
+  // now the last request of any kind; live_until_ms is when the node stops
+  // counting as online: that plus the online window, or the deadline of a
+  // lease it holds, whichever is later. One column answers "online?".
+  `
+  ALTER TABLE nodes ADD COLUMN live_until_ms INTEGER NOT NULL DEFAULT 0;
+  UPDATE nodes SET live_until_ms = MAX(last_heartbeat_ms + 15000,
+    COALESCE((SELECT MAX(l.deadline_ms) FROM leases l WHERE l.node_id = nodes.node_id AND l.status = 'live'), 0));
+  CREATE INDEX nodes_live_until ON nodes (live_until_ms);
+  `,
 ];
 
 /** Applies every migration newer than the recorded version, in order. */

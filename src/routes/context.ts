@@ -17,6 +17,7 @@ export type AppEnv = {
     stub: DurableObjectStub<PoolObject>;
     caller: Caller;
     poolLocations: readonly PoolLocationRule[];
+    claimWaitMs: number;
   };
 };
 export type AppContext = Context<AppEnv>;

@@ -1,5 +1,6 @@
 // The coordinator's settings, checked before anything is served. A setting
-// that cannot be trusted (tokens, SPEC §9; pool locations, SPEC §2) refuses
+// that cannot be read (tokens, SPEC §9; pool locations, SPEC §2; the claim
+// hold, SPEC §5) refuses
 // every request, /healthz included, with a 503 naming the problem and never
 // a token: a coordinator that would serve the wrong pools, or serve them
 // open, must not look healthy.
@@ -7,6 +8,7 @@
 import type { MiddlewareHandler } from "hono";
 import type { PoolObject } from "../pool/object";
 import { authConfig } from "../rules/auth";
+import { claimWaitMs } from "../rules/long-poll";
 import { type PoolLocationRule, parsePoolLocations, poolLocation } from "../rules/pool-location";
 import type { AppEnv } from "./context";
 
@@ -15,7 +17,10 @@ export const refuseMisconfigured: MiddlewareHandler<AppEnv> = async (c, next) =>
   if (config.mode === "refusing") return c.json({ detail: `coordinator refuses to serve: ${config.detail}` }, 503);
   const locations = parsePoolLocations(c.env.FLASHML_POOL_LOCATIONS);
   if (typeof locations === "string") return c.json({ detail: `coordinator refuses to serve: ${locations}` }, 503);
+  const claimWait = claimWaitMs(c.env.FLASHML_CLAIM_WAIT_SECONDS);
+  if (typeof claimWait === "string") return c.json({ detail: `coordinator refuses to serve: ${claimWait}` }, 503);
   c.set("poolLocations", locations);
+  c.set("claimWaitMs", claimWait);
   await next();
 };
 

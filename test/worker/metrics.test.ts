@@ -1,16 +1,16 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { migrate } from "../../src/pool/schema";
+import { MIGRATIONS, migrate } from "../../src/pool/schema";
 import type { Lease } from "../../src/protocol/tasks";
-import { addTasks, call, claim, freshPool, json, register, sha256, stub, task, upload } from "./helpers";
+import { call, claim, freshPool, json, register, sha256, stub, submitJob, trialsJob, upload } from "./helpers";
 
 describe("GET /metrics", () => {
   it("counts tasks, leases, claims, commits and nodes in Prometheus text", async () => {
     const pool = freshPool();
     await register(pool, "n1");
-    await addTasks(pool, [task("j", "a"), task("j", "b"), task("j", "c")]);
+    await submitJob(pool, trialsJob(3));
     const a = await json<Lease>(await claim(pool, "n1"));
-    await upload(pool, "jobs/j/a/metrics.json", "{}");
+    await upload(pool, `jobs/${a.job_id}/${a.task_id}/metrics.json`, "{}");
     await call(pool, "POST", `/attempts/${a.lease_id}/complete`, { output_sha256: await sha256("{}") });
     await call(pool, "POST", `/attempts/${a.lease_id}/complete`, { output_sha256: await sha256("{}") });
     await claim(pool, "n1");
@@ -35,10 +35,13 @@ describe("GET /metrics", () => {
   it("a pool migrated from before the event tally gets it backfilled from the ledger", async () => {
     const pool = freshPool();
     await register(pool, "n1");
-    await addTasks(pool, [task("j", "a"), task("j", "b")]);
+    await submitJob(pool, trialsJob(2));
     await claim(pool, "n1");
     const counts = await runInDurableObject(stub(pool), (_o, state) => {
       const sql = state.storage.sql;
+      // Back to the schema of version 2: undo migrations 4 and 3.
+      sql.exec("DROP INDEX nodes_live_until");
+      sql.exec("ALTER TABLE nodes DROP COLUMN live_until_ms");
       sql.exec("DROP TABLE event_counts");
       sql.exec("UPDATE schema_version SET version = 2");
       state.storage.transactionSync(() => migrate(sql));
@@ -47,8 +50,10 @@ describe("GET /metrics", () => {
         rows: sql.exec("SELECT type, n FROM event_counts ORDER BY type").toArray(),
       };
     });
-    expect(counts.version).toBe(3);
+    expect(counts.version).toBe(MIGRATIONS.length);
     expect(counts.rows).toEqual([
+      { type: "BACKEND_SELECTED", n: 1 },
+      { type: "JOB_ACCEPTED", n: 1 },
       { type: "LEASE_CLAIMED", n: 1 },
       { type: "TASK_CREATED", n: 2 },
     ]);

@@ -1,0 +1,143 @@
+// Liveness from every request of a node (SPEC §5): the agent sends no node
+// heartbeats while a task runs, so any request proves a node alive, and a
+// node holding a live lease is online however long the task takes. Time is
+// moved by shifting a node's stored times into the past, as if its last
+// request had been that long ago.
+
+import { runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { migrate } from "../../src/pool/schema";
+import type { Lease } from "../../src/protocol/tasks";
+import { jobSpec } from "../fixtures/jobspec";
+import { call, claim, freshPool, json, register, sha256, stub, upload } from "./helpers";
+
+type NodeRow = { node_id: string; online: boolean; last_heartbeat_age_s: number };
+
+/** Moves everything the pool knows about `nodeId`'s requests and leases `ms` into the past. */
+async function age(pool: string, nodeId: string, ms: number) {
+  await runInDurableObject(stub(pool), (_o, state) => {
+    const sql = state.storage.sql;
+    sql.exec(
+      "UPDATE nodes SET last_heartbeat_ms = last_heartbeat_ms - ?, live_until_ms = live_until_ms - ? WHERE node_id = ?",
+      ms,
+      ms,
+      nodeId,
+    );
+    sql.exec(
+      "UPDATE leases SET issued_ms = issued_ms - ?, deadline_ms = deadline_ms - ? WHERE node_id = ?",
+      ms,
+      ms,
+      nodeId,
+    );
+  });
+}
+
+async function node(pool: string, nodeId: string): Promise<NodeRow> {
+  const nodes = await json<NodeRow[]>(await call(pool, "GET", "/nodes"));
+  return nodes.find((n) => n.node_id === nodeId)!;
+}
+
+async function setUp(leaseSeconds = 600) {
+  const pool = freshPool();
+  await register(pool, "busy");
+  await register(pool, "idle");
+  const spec = jobSpec(
+    { type: "hyperparameter_search", parameters: { trials: [{ a: 1 }, { a: 2 }], lease_seconds: leaseSeconds } },
+    {},
+    "long-task",
+  );
+  const r = await call(pool, "POST", "/jobs", spec);
+  expect(r.status).toBe(201);
+  return pool;
+}
+
+describe("liveness", () => {
+  it("a pool from before liveness-from-requests keeps its lease holders online after the upgrade", async () => {
+    const pool = await setUp();
+    const lease = await json<Lease>(await claim(pool, "busy"));
+    const nodes = await runInDurableObject(stub(pool), (_o, state) => {
+      const sql = state.storage.sql;
+      sql.exec("DROP INDEX nodes_live_until");
+      sql.exec("ALTER TABLE nodes DROP COLUMN live_until_ms");
+      sql.exec("UPDATE schema_version SET version = 3");
+      state.storage.transactionSync(() => migrate(sql));
+      return sql
+        .exec<{ node_id: string; last_heartbeat_ms: number; live_until_ms: number }>(
+          "SELECT node_id, last_heartbeat_ms, live_until_ms FROM nodes ORDER BY node_id",
+        )
+        .toArray();
+    });
+    const [busy, idle] = nodes;
+    expect(busy!.live_until_ms).toBe(Date.parse(lease.deadline)); // its lease, far past the online window
+    expect(idle!.live_until_ms).toBe(idle!.last_heartbeat_ms + 15_000);
+  });
+
+  it("a node 18 s into a task, with no heartbeat since its claim, is online; an idle silent node is not", async () => {
+    const pool = await setUp();
+    const lease = await json<Lease>(await claim(pool, "busy"));
+    expect(lease.node_id).toBe("busy");
+    await age(pool, "busy", 18_000);
+    await age(pool, "idle", 18_000);
+
+    const busy = await node(pool, "busy");
+    expect(busy.online).toBe(true);
+    expect(busy.last_heartbeat_age_s).toBeGreaterThanOrEqual(18);
+    expect((await node(pool, "idle")).online).toBe(false);
+
+    const metrics = await (await call(pool, "GET", "/metrics")).text();
+    expect(metrics).toMatch(/^flashedge_nodes\{pool="[^"]+",online="true"\} 1$/m);
+    const dashboard = await json<{ counts: { nodes: { online: number } }; stuck: { items: unknown[] } }>(
+      await call(pool, "GET", "/dashboard"),
+    );
+    expect(dashboard.counts.nodes.online).toBe(1);
+    // The other task is pending and the busy node could take it: not stuck.
+    expect(dashboard.stuck.items).toEqual([]);
+    const placement = await json<{ nodes: Array<{ node_id: string; online: boolean }> }>(
+      await call(pool, "GET", `/jobs/${lease.job_id}/tasks/trial-001/placement`),
+    );
+    expect(placement.nodes.find((n) => n.node_id === "busy")?.online).toBe(true);
+  });
+
+  it("a refused request proves nothing: a heartbeat on a dead lease leaves a silent node offline", async () => {
+    const pool = await setUp(1);
+    const lease = await json<Lease>(await claim(pool, "busy"));
+    await age(pool, "busy", 60_000);
+    expect((await call(pool, "POST", `/attempts/${lease.lease_id}/heartbeat`)).status).toBe(410);
+    expect((await node(pool, "busy")).online).toBe(false);
+  });
+
+  it("a node whose lease has passed its deadline is offline again once its last request is old", async () => {
+    const pool = await setUp(30);
+    await json<Lease>(await claim(pool, "busy"));
+    await age(pool, "busy", 31_000);
+    expect((await node(pool, "busy")).online).toBe(false);
+  });
+
+  it.each<[string, (pool: string, lease: Lease) => Promise<Response>]>([
+    ["a node heartbeat", (pool) => call(pool, "POST", "/nodes/busy/heartbeat", { node_id: "busy" })],
+    ["a claim that gets nothing", (pool) => claim(pool, "busy", "0000000000ff")],
+    ["an attempt heartbeat", (pool, lease) => call(pool, "POST", `/attempts/${lease.lease_id}/heartbeat`)],
+    ["a fail", (pool, lease) => call(pool, "POST", `/attempts/${lease.lease_id}/fail`, { reason: "crashed" })],
+    [
+      "an upload and a commit",
+      async (pool, lease) => {
+        const key = `jobs/${lease.job_id}/${lease.task_id}/metrics.json`;
+        expect((await upload(pool, key, '{"loss": 0.1}')).status).toBe(200);
+        return call(pool, "POST", `/attempts/${lease.lease_id}/complete`, {
+          output_sha256: await sha256('{"loss": 0.1}'),
+        });
+      },
+    ],
+    ["registering again", (pool) => register(pool, "busy").then(() => new Response(null))],
+  ])("%s proves a node alive", async (_, request) => {
+    const pool = await setUp();
+    const lease = await json<Lease>(await claim(pool, "busy"));
+    await age(pool, "busy", 60_000);
+    expect((await node(pool, "busy")).last_heartbeat_age_s).toBeGreaterThanOrEqual(60);
+    const r = await request(pool, lease);
+    expect(r.status).toBeLessThan(300);
+    const after = await node(pool, "busy");
+    expect(after.online).toBe(true);
+    expect(after.last_heartbeat_age_s).toBeLessThan(5);
+  });
+});

@@ -1,0 +1,187 @@
+// Long-poll claims (SPEC §5): a claim with nothing to take is held and
+// answered the moment a task this node may take appears, else 204 when the
+// hold ends. Each test sets its own hold through the Worker's settings.
+
+import { abortAllDurableObjects, createExecutionContext, runDurableObjectAlarm } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import app from "../../src/index";
+import type { Lease } from "../../src/protocol/tasks";
+import { jobSpec } from "../fixtures/jobspec";
+import { freshPool, json, registration, sleep, stub } from "./helpers";
+import { violations } from "./invariants";
+
+/** A request to the pool through the real Worker, with claims held up to `holdSeconds`. */
+function send(pool: string, holdSeconds: number, method: string, path: string, body?: unknown) {
+  const init: RequestInit =
+    body === undefined
+      ? { method }
+      : { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) };
+  return app.fetch(
+    new Request(`http://x/pools/${pool}/v1alpha1${path}`, init),
+    { ...env, FLASHML_CLAIM_WAIT_SECONDS: String(holdSeconds) },
+    createExecutionContext(),
+  );
+}
+
+function searchJob(tasks: number, extra: { lease_seconds?: number; name?: string; gpus?: number } = {}) {
+  const parameters: Record<string, unknown> = { trials: Array.from({ length: tasks }, (_, i) => ({ i })) };
+  if (extra.lease_seconds !== undefined) parameters.lease_seconds = extra.lease_seconds;
+  const spec = extra.gpus ? { resources: { gpuPerTask: extra.gpus } } : {};
+  return jobSpec({ type: "hyperparameter_search", parameters }, spec, extra.name ?? "search");
+}
+
+async function setUp(nodes: string[], gpus = 0) {
+  const pool = freshPool();
+  for (const node of nodes) {
+    const r = await send(pool, 0, "POST", "/nodes/register", registration(node, {}, gpus));
+    expect(r.status).toBe(200);
+  }
+  const submit = async (spec: unknown) => {
+    const r = await send(pool, 0, "POST", "/jobs", spec);
+    expect(r.status).toBe(201);
+    return (await json<{ job_id: string }>(r)).job_id;
+  };
+  const claim = (node: string, holdSeconds: number, jobId?: string) =>
+    send(pool, holdSeconds, "POST", "/leases/claim", jobId ? { node_id: node, job_id: jobId } : { node_id: node });
+  return { pool, submit, claim };
+}
+
+describe("long-poll claims", () => {
+  it("a held claim is answered with the first task of a job submitted while it waits", async () => {
+    const { submit, claim } = await setUp(["n1"]);
+    const started = Date.now();
+    const held = claim("n1", 10);
+    await sleep(100);
+    const jobId = await submit(searchJob(2));
+    const r = await held;
+    expect(r.status).toBe(200);
+    expect(await json<Lease>(r)).toMatchObject({ job_id: jobId, task_id: "trial-000", node_id: "n1" });
+    expect(Date.now() - started).toBeLessThan(5000); // answered by the task, not by the end of the hold
+  });
+
+  it("a held claim with nothing appearing answers 204 when the hold ends, and leases nothing", async () => {
+    const { pool, claim } = await setUp(["n1"]);
+    const started = Date.now();
+    const r = await claim("n1", 0.4);
+    expect(r.status).toBe(204);
+    expect(await r.text()).toBe("");
+    expect(Date.now() - started).toBeGreaterThanOrEqual(400);
+    expect(await violations(pool)).toEqual([]);
+  });
+
+  it("a task requeued by another node's failure goes to the held claim", async () => {
+    const { pool, submit, claim } = await setUp(["n1", "n2"]);
+    await submit(searchJob(1));
+    const first = await json<Lease>(await claim("n1", 0));
+    const held = claim("n2", 10);
+    await sleep(100);
+    expect((await send(pool, 0, "POST", `/attempts/${first.lease_id}/fail`, { reason: "oom" })).status).toBe(200);
+    const second = await json<Lease>(await held);
+    expect(second).toMatchObject({ task_id: first.task_id, node_id: "n2", attempt_number: 2 });
+    expect(await violations(pool)).toEqual([]);
+  });
+
+  it("a task whose lease expired goes to the held claim when the alarm sweeps it", async () => {
+    const { pool, submit, claim } = await setUp(["dead", "alive"]);
+    await submit(searchJob(1, { lease_seconds: 0.2 }));
+    const lost = await json<Lease>(await claim("dead", 0));
+    const held = claim("alive", 10);
+    await sleep(300); // past the deadline
+    await runDurableObjectAlarm(stub(pool));
+    const next = await json<Lease>(await held);
+    expect(next).toMatchObject({ task_id: lost.task_id, node_id: "alive", attempt_number: 2 });
+    expect(await violations(pool)).toEqual([]);
+  });
+
+  it("held claims are answered in the order they arrived, and those left over wait on", async () => {
+    const { pool, submit, claim } = await setUp(["a", "b", "c"]);
+    const heldA = claim("a", 10);
+    await sleep(30);
+    const heldB = claim("b", 10);
+    await sleep(30);
+    const heldC = claim("c", 1);
+    await sleep(50);
+    await submit(searchJob(2));
+    expect(await json<Lease>(await heldA)).toMatchObject({ node_id: "a", task_id: "trial-000" });
+    expect(await json<Lease>(await heldB)).toMatchObject({ node_id: "b", task_id: "trial-001" });
+    expect((await heldC).status).toBe(204);
+    expect(await violations(pool)).toEqual([]);
+  });
+
+  it("a held claim is answered only with a task its node may take", async () => {
+    const { pool, submit, claim } = await setUp(["cpu"]);
+    expect((await send(pool, 0, "POST", "/nodes/register", registration("gpu", {}, 2))).status).toBe(200);
+    const heldCpu = claim("cpu", 0.6);
+    const heldGpu = claim("gpu", 10);
+    await sleep(50);
+    await submit(searchJob(1, { gpus: 2 }));
+    expect(await json<Lease>(await heldGpu)).toMatchObject({ node_id: "gpu" });
+    expect((await heldCpu).status).toBe(204);
+  });
+
+  it("200 held claims and then a 200-task job: every task leased once, every node one task", async () => {
+    const nodes = Array.from({ length: 200 }, (_, i) => `n${String(i).padStart(3, "0")}`);
+    const { pool, submit, claim } = await setUp(nodes);
+    const held = nodes.map((node) => claim(node, 10));
+    await sleep(300);
+    const submitted = Date.now();
+    await submit(searchJob(200));
+    const answers = await Promise.all(held);
+    const elapsed = Date.now() - submitted;
+    expect(answers.map((r) => r.status)).toEqual(nodes.map(() => 200));
+    const leases = await Promise.all(answers.map((r) => json<Lease>(r)));
+    expect(new Set(leases.map((l) => l.task_id)).size).toBe(200);
+    expect(leases.map((l) => l.node_id).sort()).toEqual(nodes);
+    expect(elapsed).toBeLessThan(1000);
+    expect(await violations(pool)).toEqual([]);
+  });
+
+  it("a draining node's claim answers 204 at once", async () => {
+    const { pool, claim } = await setUp(["n1"]);
+    await send(pool, 0, "POST", "/nodes/n1/heartbeat", { node_id: "n1", status: "draining" });
+    const started = Date.now();
+    expect((await claim("n1", 10)).status).toBe(204);
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+
+  it("an unregistered node's claim is refused at once", async () => {
+    const { claim } = await setUp([]);
+    const r = await claim("ghost", 10);
+    expect(r.status).toBe(403);
+  });
+
+  it("a claim held for one job answers 204 when that job is cancelled", async () => {
+    const { pool, submit, claim } = await setUp(["n1", "n2"]);
+    const jobId = await submit(searchJob(1));
+    expect((await claim("n1", 0, jobId)).status).toBe(200);
+    const started = Date.now();
+    const held = claim("n2", 10, jobId);
+    await sleep(100);
+    expect((await send(pool, 0, "POST", `/jobs/${jobId}/cancel`)).status).toBe(200);
+    expect((await held).status).toBe(204);
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+
+  it("a claim for a job with no open task answers 204 without waiting", async () => {
+    const { pool, submit, claim } = await setUp(["n1"]);
+    const jobId = await submit(searchJob(1));
+    expect((await send(pool, 0, "POST", `/jobs/${jobId}/cancel`)).status).toBe(200);
+    const started = Date.now();
+    expect((await claim("n1", 10, jobId)).status).toBe(204);
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+
+  it("a held claim answers 204, never 5xx, when the object restarts under it", async () => {
+    const { pool, submit, claim } = await setUp(["n1"]);
+    const held = claim("n1", 1);
+    await sleep(100);
+    await abortAllDurableObjects();
+    const r = await held;
+    expect(r.status).toBe(204);
+    // The pool serves on: the next claim gets the next task.
+    await submit(searchJob(1));
+    expect(await json<Lease>(await claim("n1", 0))).toMatchObject({ task_id: "trial-000" });
+    expect(await violations(pool)).toEqual([]);
+  });
+});
