@@ -8,23 +8,26 @@ import { defineConfig } from "vitest/config";
 // pass their own FLASHML_CLAIM_WAIT_SECONDS).
 const NO_HOLD = { FLASHML_CLAIM_WAIT_SECONDS: "0" };
 const QUIET = { ...NO_HOLD, FLASHML_LOG_STATE_CHANGES: "0" };
+// Vitest hands every stylesheet import over as "" unless told otherwise; the
+// dashboard imports its page.css as text (`?raw`) and needs it byte for byte.
+const RAW_CSS = { include: [/\.css\?raw$/] };
 
 export default defineConfig({
   test: {
     projects: [
       {
-        test: { name: "unit", include: ["test/unit/**/*.test.ts"], environment: "node" },
+        test: { name: "unit", include: ["test/unit/**/*.test.ts"], environment: "node", css: RAW_CSS },
       },
       {
         // Per-change log lines are off here: every console.log crosses from
         // workerd to the test runner, and thousands of them slow it to a crawl.
         plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" }, miniflare: { bindings: QUIET } })],
-        test: { name: "worker", include: ["test/worker/**/*.test.ts"] },
+        test: { name: "worker", include: ["test/worker/**/*.test.ts"], css: RAW_CSS },
       },
       {
         // The same Worker with its structured logs on, to test them.
         plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" }, miniflare: { bindings: NO_HOLD } })],
-        test: { name: "worker-logs", include: ["test/worker-logs/**/*.test.ts"] },
+        test: { name: "worker-logs", include: ["test/worker-logs/**/*.test.ts"], css: RAW_CSS },
       },
       {
         // The same Worker with tokens configured: authentication enforced.
@@ -40,7 +43,7 @@ export default defineConfig({
             },
           }),
         ],
-        test: { name: "worker-auth", include: ["test/worker-auth/**/*.test.ts"] },
+        test: { name: "worker-auth", include: ["test/worker-auth/**/*.test.ts"], css: RAW_CSS },
       },
     ],
   },

@@ -1,8 +1,9 @@
 // Dashboard routes (SPEC §11). Two parts:
 // - `dashboardPage`, mounted on the root app: `GET /` and `GET /pools/{pool}/`
-//   serve the self-contained page. It holds no data, so it needs no
-//   credential; it is served under a CSP that admits only its own two inline
-//   blocks (by hash) and requests to this origin.
+//   serve the self-contained page (src/dashboard/page.ts). It holds no data,
+//   so it needs no credential; it is served under a CSP that admits only its
+//   own two inline blocks (by the hash of the very bytes inlined) and requests
+//   to this origin: never 'unsafe-inline', never another origin.
 // - `dashboardData`, mounted under `/v1alpha1`: the bounded JSON summary the
 //   page polls. A read like any other: any valid credential when enforcing.
 

@@ -38,10 +38,15 @@ export function renderMetrics(pool: string, s: MetricsSample): string {
   metric("flashedge_attempts_failed_total", "counter", "Attempts failed by their worker or by output validation.", [
     [p, ev("TASK_ATTEMPT_FAILED")],
   ]);
-  metric("flashedge_nodes", "gauge", "Registered nodes, and those online: seen within the online window or holding a live lease.", [
-    [`${p},online="true"`, s.nodesOnline],
-    [`${p},online="false"`, s.nodesRegistered - s.nodesOnline],
-  ]);
+  metric(
+    "flashedge_nodes",
+    "gauge",
+    "Registered nodes, and those online: seen within the online window or holding a live lease.",
+    [
+      [`${p},online="true"`, s.nodesOnline],
+      [`${p},online="false"`, s.nodesRegistered - s.nodesOnline],
+    ],
+  );
   metric(
     "flashedge_events_total",
     "counter",

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// @ts-check
 // Browser test of the dashboard (SPEC §11), outside `npm test` because it
 // needs Debian's chromium and two `wrangler dev` servers (about 30 s).
 // Run: `npm run test:browser` (node test/browser/dashboard.mjs).
@@ -40,9 +41,33 @@ const TOKENS = {
   FLASHML_OPERATOR_TOKENS: "ops:tok-ops",
 };
 
+/**
+ * @typedef {import("playwright-core").Browser} Browser
+ * @typedef {import("playwright-core").Page} Page
+ * @typedef {{ url: string, child: import("node:child_process").ChildProcess, persist: string, output: () => string }} Server
+ * @typedef {{ job_id: string }} Job
+ * @typedef {{ lease_id: string, job_id: string, task_id: string }} Lease
+ * The globals the page-side checks read and write: the test's own markers,
+ * and the few browser globals it inspects (this file is checked with Node's
+ * types, not the DOM's).
+ * @typedef {{
+ *   __pwned?: unknown,
+ *   __violations: string[],
+ *   sessionStorage: { length: number },
+ *   localStorage: { length: number },
+ *   document: {
+ *     cookie: string,
+ *     addEventListener(type: "securitypolicyviolation", listener: (e: { violatedDirective: string, blockedURI: string }) => void): void,
+ *   },
+ * }} PageGlobals
+ */
+
+/** @type {Server[]} */
 const servers = [];
+/** @type {Array<() => unknown>} */
 const cleanups = [];
 
+/** @param {string} message */
 function log(message) {
   process.stdout.write(`[browser-test] ${message}\n`);
 }
@@ -86,12 +111,18 @@ async function main() {
   log("all checks passed");
 }
 
-/** Auth enforced: the token prompt, live updates, a stuck task, hostile strings. */
+/**
+ * Auth enforced: the token prompt, live updates, a stuck task, hostile strings.
+ * @param {Browser} browser
+ * @param {Server} server
+ */
 async function enforcedDashboard(browser, server) {
   const pool = `browser-${randomUUID().slice(0, 8)}`;
   const api = client(server.url, pool);
 
+  /** @type {Job} */
   const job = await api.submit("tok-ops", searchJob("browser-job", 2, { labels: { note: EVIL_LABEL } }));
+  /** @type {Job} */
   const stuckJob = await api.submit("tok-ops", searchJob("needs-four-gpus", 1, { resources: { gpuPerTask: 4 } }));
   await api.register("tok-w1", { hostname: "worker-1.local", labels: { rack: EVIL_LABEL } }, 1);
   await api.register("tok-evil", { hostname: EVIL_NODE, local_datasets: [EVIL_LABEL] });
@@ -101,15 +132,10 @@ async function enforcedDashboard(browser, server) {
 
   const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
   const page = await context.newPage();
-  const errors = watch(page);
-  await page.addInitScript(() => {
-    window.__violations = [];
-    document.addEventListener("securitypolicyviolation", (e) =>
-      window.__violations.push(`${e.violatedDirective} ${e.blockedURI}`),
-    );
-  });
+  const errors = await watch(page);
 
   const response = await page.goto(`${server.url}/pools/${pool}/`, { timeout: STEP_TIMEOUT_MS });
+  assert.ok(response, "the page answered");
   const csp = response.headers()["content-security-policy"] ?? "";
   assert.match(csp, /script-src 'sha256-[^']+'/, "the page is served with a hash-based script-src");
   assert.doesNotMatch(
@@ -126,11 +152,14 @@ async function enforcedDashboard(browser, server) {
   await page.fill("#token", "tok-ops");
   await page.press("#token", "Enter");
   await page.locator("#auth").waitFor({ state: "hidden", timeout: STEP_TIMEOUT_MS });
-  const stored = await page.evaluate(() => ({
-    session: Object.keys(sessionStorage).length,
-    local: Object.keys(localStorage).length,
-    cookie: document.cookie,
-  }));
+  const stored = await page.evaluate(() => {
+    const win = /** @type {PageGlobals} */ (/** @type {unknown} */ (globalThis));
+    return {
+      session: Object.keys(win.sessionStorage).length,
+      local: Object.keys(win.localStorage).length,
+      cookie: win.document.cookie,
+    };
+  });
   assert.deepEqual(stored, { session: 1, local: 0, cookie: "" }, "the token is kept in this tab only");
 
   log("the page shows the registered nodes and the running job");
@@ -154,7 +183,10 @@ async function enforcedDashboard(browser, server) {
     0,
     "no element was made from data",
   );
-  assert.ok((await page.locator("#jobs").textContent()).includes(`note=${EVIL_LABEL}`), "a job label is shown as text");
+  assert.ok(
+    ((await page.locator("#jobs").textContent()) ?? "").includes(`note=${EVIL_LABEL}`),
+    "a job label is shown as text",
+  );
 
   log("the page updates when a task completes");
   await api.complete("tok-w1", first);
@@ -201,7 +233,7 @@ async function enforcedDashboard(browser, server) {
   await fresh.locator("#auth").waitFor({ state: "visible", timeout: STEP_TIMEOUT_MS });
   await other.close();
 
-  const state = await page.evaluate(() => ({ pwned: window.__pwned, violations: window.__violations }));
+  const state = await pageState(page);
   assert.deepEqual(
     state,
     { pwned: undefined, violations: [] },
@@ -211,35 +243,81 @@ async function enforcedDashboard(browser, server) {
   await context.close();
 }
 
-/** Open mode: no prompt, data straight away, at the root URL (the pool "local"). */
+/**
+ * Open mode: no prompt, data straight away, at the root URL (the pool "local").
+ * @param {Browser} browser
+ * @param {Server} server
+ */
 async function openDashboard(browser, server) {
   const api = client(server.url, null);
   await api.register(null, { node_id: EVIL_NODE, hostname: "open.local" });
   await api.submit(null, searchJob("open-job", 3));
   const context = await browser.newContext();
   const page = await context.newPage();
-  const errors = watch(page);
+  const errors = await watch(page);
   await page.goto(`${server.url}/`, { timeout: STEP_TIMEOUT_MS });
   log("open mode: the root page shows the pool 'local' without asking for a token");
   await waitForText(page, "#nodes", EVIL_NODE);
   await waitForText(page, "#jobs", "open-job");
   assert.equal(await page.locator("#auth").isHidden(), true);
   assert.equal(await page.locator("#pool-name").textContent(), "local");
-  assert.equal(await page.evaluate(() => window.__pwned), undefined);
-  assert.deepEqual(errors, []);
+  assert.deepEqual(
+    await pageState(page),
+    { pwned: undefined, violations: [] },
+    "no injected script ran and the CSP was never violated",
+  );
+  assert.deepEqual(errors, [], "no uncaught errors and no CSP reports in the console");
   await context.close();
 }
 
 // ---- helpers ---------------------------------------------------------------
 
-function watch(page) {
+/**
+ * Collects the page's uncaught errors and CSP refusals, from before its first script runs.
+ * @param {Page} page
+ */
+async function watch(page) {
+  /** @type {string[]} */
   const errors = [];
   page.on("pageerror", (e) => errors.push(String(e)));
+  // The console also reports what a CSP refused ("Refused to execute inline script …").
+  page.on("console", (m) => {
+    if (m.type() === "error" && /Content Security Policy/i.test(m.text())) errors.push(m.text());
+  });
+  // Init scripts are serialized into the page: everything they use is defined inside.
+  await page.addInitScript(() => {
+    const win = /** @type {PageGlobals} */ (/** @type {unknown} */ (globalThis));
+    win.__violations = [];
+    win.document.addEventListener("securitypolicyviolation", (e) =>
+      win.__violations.push(`${e.violatedDirective} ${e.blockedURI}`),
+    );
+  });
   return errors;
 }
 
+/**
+ * Whether an injected script ran, and what the CSP refused, as the page saw it.
+ * @param {Page} page
+ */
+function pageState(page) {
+  return page.evaluate(() => {
+    const win = /** @type {PageGlobals} */ (/** @type {unknown} */ (globalThis));
+    return { pwned: win.__pwned, violations: win.__violations };
+  });
+}
+
+/**
+ * Polls `read` until `ok` holds, or fails after STEP_TIMEOUT_MS.
+ * @template T
+ * @param {Page} page
+ * @param {() => Promise<T>} read
+ * @param {(value: T) => boolean} ok
+ * @param {string} what
+ * @returns {Promise<T>}
+ */
 async function waitFor(page, read, ok, what) {
   const until = Date.now() + STEP_TIMEOUT_MS;
+  /** @type {T | undefined} */
   let last;
   while (Date.now() < until) {
     last = await read();
@@ -249,6 +327,11 @@ async function waitFor(page, read, ok, what) {
   throw new Error(`timed out waiting for ${what} (last seen: ${JSON.stringify(last)})`);
 }
 
+/**
+ * @param {Page} page
+ * @param {string} selector
+ * @param {string} text
+ */
 function waitForText(page, selector, text) {
   return waitFor(
     page,
@@ -258,6 +341,11 @@ function waitForText(page, selector, text) {
   );
 }
 
+/**
+ * @param {string} name
+ * @param {number} trials
+ * @param {{ labels?: Record<string, string>, [field: string]: unknown }} [spec]
+ */
 function searchJob(name, trials, spec = {}) {
   const { labels, ...rest } = spec;
   return {
@@ -276,11 +364,25 @@ function searchJob(name, trials, spec = {}) {
   };
 }
 
-/** The HTTP calls an agent and an operator make, nothing else. */
+/**
+ * The HTTP calls an agent and an operator make, nothing else.
+ * @param {string} url
+ * @param {string | null} pool
+ */
 function client(url, pool) {
   const base = pool ? `${url}/pools/${pool}/v1alpha1` : `${url}/v1alpha1`;
+  /**
+   * @param {string | null} token
+   * @param {string} method
+   * @param {string} path
+   * @param {unknown} [body]
+   * @param {string} [raw]
+   * @returns {Promise<unknown>} the JSON answer
+   */
   async function send(token, method, path, body, raw) {
+    /** @type {Record<string, string>} */
     const headers = token ? { authorization: `Bearer ${token}` } : {};
+    /** @type {string | undefined} */
     let payload;
     if (raw !== undefined) payload = raw;
     else if (body !== undefined) {
@@ -298,7 +400,9 @@ function client(url, pool) {
     return text ? JSON.parse(text) : null;
   }
   return {
-    submit: (token, spec) => send(token, "POST", "/jobs", spec),
+    /** @type {(token: string | null, spec: unknown) => Promise<Job>} */
+    submit: async (token, spec) => /** @type {Job} */ (await send(token, "POST", "/jobs", spec)),
+    /** @type {(token: string | null, extra: Record<string, unknown>, gpus?: number) => Promise<unknown>} */
     register: (token, extra, gpus = 0) =>
       send(token, "POST", "/nodes/register", {
         node_id: extra.node_id ?? "ignored-when-enforcing",
@@ -310,11 +414,13 @@ function client(url, pool) {
         },
         ...extra,
       }),
+    /** @type {(token: string | null) => Promise<Lease>} */
     claim: async (token) => {
       const lease = await send(token, "POST", "/leases/claim", { node_id: "ignored-when-enforcing" });
       if (!lease) throw new Error("nothing to claim");
-      return lease;
+      return /** @type {Lease} */ (lease);
     },
+    /** @type {(token: string | null, lease: Lease) => Promise<void>} */
     complete: async (token, lease) => {
       const bytes = JSON.stringify({ accuracy: 0.9 });
       await send(token, "PUT", `/artifacts/jobs/${lease.job_id}/${lease.task_id}/metrics.json`, undefined, bytes);
@@ -325,19 +431,25 @@ function client(url, pool) {
   };
 }
 
+/** @returns {Promise<number>} */
 function freePort() {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.unref();
     server.on("error", reject);
     server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
+      const address = server.address();
+      if (address === null || typeof address === "string") return reject(new Error("no TCP port"));
+      server.close(() => resolve(address.port));
     });
   });
 }
 
-/** `wrangler dev` on a free loopback port with fresh state; resolves when /healthz answers. */
+/**
+ * `wrangler dev` on a free loopback port with fresh state; resolves when /healthz answers.
+ * @param {Record<string, string>} vars
+ * @returns {Promise<Server>}
+ */
 async function startCoordinator(vars) {
   const port = await freePort();
   const inspector = await freePort();
@@ -382,12 +494,14 @@ async function startCoordinator(vars) {
   throw new Error(`wrangler dev did not answer /healthz within 90 s:\n${output}`);
 }
 
+/** @param {Server} server */
 async function stopServer(server) {
   const { child } = server;
-  if (child.exitCode === null && child.signalCode === null) {
+  const pid = child.pid; // undefined if it never started
+  if (pid !== undefined && child.exitCode === null && child.signalCode === null) {
     const exited = new Promise((resolve) => child.once("exit", resolve));
     try {
-      process.kill(-child.pid, "SIGTERM");
+      process.kill(-pid, "SIGTERM");
     } catch {
       // already gone
     }
@@ -397,7 +511,7 @@ async function stopServer(server) {
     ]);
     if (!killed) {
       try {
-        process.kill(-child.pid, "SIGKILL");
+        process.kill(-pid, "SIGKILL");
       } catch {
         // already gone
       }
@@ -432,7 +546,7 @@ try {
   await cleanup();
   clearTimeout(timer);
 } catch (error) {
-  process.stderr.write(`[browser-test] FAILED: ${error?.stack ?? error}\n`);
+  process.stderr.write(`[browser-test] FAILED: ${error instanceof Error ? error.stack : error}\n`);
   for (const server of servers) process.stderr.write(`--- wrangler output (${server.url}) ---\n${server.output()}\n`);
   await cleanup();
   clearTimeout(timer);

@@ -5,7 +5,8 @@
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { DASHBOARD_HTML } from "../../src/dashboard/page";
-import { addTasks, freshPool, task } from "../worker/helpers";
+import { trialsJob } from "../fixtures/jobspec";
+import { freshPool, submitJob } from "../worker/helpers";
 
 function get(path: string, token?: string) {
   const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
@@ -21,11 +22,11 @@ describe("dashboard and placement under enforced authentication", () => {
 
   it.each([
     ["the dashboard summary", "/dashboard"],
-    ["a placement explanation", "/jobs/j1/tasks/t1/placement"],
+    ["a placement explanation", "/jobs/{job}/tasks/trial-000/placement"],
   ])("%s needs a valid credential: 401 without, 200 with a node or operator token", async (_what, path) => {
     const pool = freshPool();
-    await addTasks(pool, [task("j1", "t1")]);
-    const url = `/pools/${pool}/v1alpha1${path}`;
+    const job = await submitJob(pool, trialsJob(1), { authorization: "Bearer tok-ops" });
+    const url = `/pools/${pool}/v1alpha1${path.replace("{job}", job.job_id)}`;
     for (const token of [undefined, "tok-wrong"]) {
       const r = await get(url, token);
       expect(r.status).toBe(401);

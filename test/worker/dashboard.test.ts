@@ -3,13 +3,29 @@
 
 import { runInDurableObject } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, expectTypeOf, it } from "vitest";
 import { DASHBOARD_HTML, DASHBOARD_SCRIPT, DASHBOARD_STYLE } from "../../src/dashboard/page";
+import type { PageConfig, PlacementReport as PagePlacementReport, Summary } from "../../src/dashboard/wire";
 import type { DashboardSummary } from "../../src/pool/dashboard";
+import type { PlacementReport } from "../../src/pool/explain";
 import { registerNode } from "../../src/pool/nodes";
+import { POOL_NAME_RE } from "../../src/protocol/keys";
+import { DASHBOARD_LIMIT_DEFAULT } from "../../src/protocol/limits";
 import { NodeRegistrationSchema } from "../../src/protocol/nodes";
-import type { Lease } from "../../src/protocol/tasks";
-import { addTasks, call, claim, freshPool, json, register, registration, sha256, stub, task, upload } from "./helpers";
+import { type Lease, TASK_STATES } from "../../src/protocol/tasks";
+import {
+  call,
+  claim,
+  freshPool,
+  insertTasks,
+  json,
+  register,
+  registration,
+  sha256,
+  stub,
+  task,
+  upload,
+} from "./helpers";
 
 const EVIL = `<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">`;
 
@@ -51,11 +67,34 @@ async function submit(pool: string, body: unknown): Promise<string> {
   return (await json<{ job_id: string }>(r)).job_id;
 }
 
-/** Moves a node's last heartbeat into the past, past the online window. */
+/** Moves a node's last request into the past, past the online window. */
 function silence(pool: string, nodeId: string, ms = 60_000) {
   return runInDurableObject(stub(pool), (_o, state) => {
-    state.storage.sql.exec("UPDATE nodes SET last_heartbeat_ms = last_heartbeat_ms - ? WHERE node_id = ?", ms, nodeId);
+    state.storage.sql.exec(
+      "UPDATE nodes SET last_heartbeat_ms = last_heartbeat_ms - ?, live_until_ms = live_until_ms - ? WHERE node_id = ?",
+      ms,
+      ms,
+      nodeId,
+    );
   });
+}
+
+/** The one element `tag` of a served page, its text exactly as served; fails unless there is exactly one. */
+function inlineBlock(page: string, tag: "script" | "style"): string {
+  const blocks = [...page.matchAll(new RegExp(`<${tag}\\b[^>]*>([\\s\\S]*?)</${tag}>`, "gi"))];
+  expect(blocks).toHaveLength(1);
+  return blocks[0]![1]!;
+}
+
+/** The JSON in the page's `flashedge-config` meta tag, as a browser would decode the attribute. */
+function pageConfig(page: string): unknown {
+  const content = /<meta name="flashedge-config" content="([^"]*)">/.exec(page)?.[1];
+  if (content === undefined) throw new Error("no flashedge-config in the page");
+  const decoded = content.replace(
+    /&(quot|lt|gt|amp);/g,
+    (_, name: string) => ({ quot: '"', lt: "<", gt: ">", amp: "&" })[name]!,
+  );
+  return JSON.parse(decoded);
 }
 
 describe("the dashboard page", () => {
@@ -63,15 +102,17 @@ describe("the dashboard page", () => {
     const r = await root(path);
     expect(r.status).toBe(200);
     expect(r.headers.get("content-type")).toBe("text/html; charset=utf-8");
-    expect(await r.text()).toBe(DASHBOARD_HTML);
+    const page = await r.text();
+    expect(page).toBe(DASHBOARD_HTML);
     const csp = r.headers.get("content-security-policy") ?? "";
     const directives = Object.fromEntries(
       csp.split(/;\s*/).map((d) => [d.split(" ")[0], d.split(" ").slice(1).join(" ")]),
     );
+    // The hashes are of the inline blocks as served, read back from the page's bytes.
     expect(directives).toEqual({
       "default-src": "'none'",
-      "script-src": await cspHash(DASHBOARD_SCRIPT),
-      "style-src": await cspHash(DASHBOARD_STYLE),
+      "script-src": await cspHash(inlineBlock(page, "script")),
+      "style-src": await cspHash(inlineBlock(page, "style")),
       "connect-src": "'self'",
       "img-src": "data:",
       "base-uri": "'none'",
@@ -79,7 +120,34 @@ describe("the dashboard page", () => {
       "frame-ancestors": "'none'",
     });
     expect(r.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(r.headers.get("x-frame-options")).toBe("DENY");
+    expect(r.headers.get("referrer-policy")).toBe("no-referrer");
     expect(r.headers.get("cache-control")).toBe("no-store");
+  });
+
+  it("inlines the page's script and style files byte for byte", async () => {
+    const page = await (await root("/")).text();
+    expect(inlineBlock(page, "script")).toBe(DASHBOARD_SCRIPT);
+    expect(inlineBlock(page, "style")).toBe(DASHBOARD_STYLE);
+    expect(DASHBOARD_SCRIPT).toMatch(/^\/\/ @ts-check\n/);
+    expect(DASHBOARD_STYLE).toContain(".badge.RUNNING");
+  });
+
+  it("hands the script the server's own pool-name rule, page size and task states", async () => {
+    const config = pageConfig(await (await root("/pools/team-a/")).text());
+    expect(config).toEqual({
+      pool_name: { source: POOL_NAME_RE.source, flags: POOL_NAME_RE.flags },
+      page_size: DASHBOARD_LIMIT_DEFAULT,
+      task_states: [...TASK_STATES],
+      progress_states: ["COMPLETED", "FAILED", "LEASED", "CANCELLED"],
+    });
+  });
+
+  it("the script's view of the JSON is a view of what the server sends", () => {
+    // Compile-time: tsc fails here if the server's types drift from the script's (src/dashboard/wire.d.ts).
+    expectTypeOf<DashboardSummary>().toExtend<Summary>();
+    expectTypeOf<PlacementReport>().toExtend<PagePlacementReport>();
+    expectTypeOf<{ task_states: typeof TASK_STATES }>().toExtend<Pick<PageConfig, "task_states">>();
   });
 
   it("holds no pool data: the page is the same bytes whatever the pool holds", async () => {
@@ -276,7 +344,7 @@ describe("the dashboard summary", () => {
     });
     await submit(pool, searchJob("big", 9_700));
     // 300 tasks no node can take, in 300 requirement classes (each excludes a different node).
-    await addTasks(
+    await insertTasks(
       pool,
       Array.from({ length: 300 }, (_, i) => task("stuck-job", `s-${i}`, { gpus: 8, exclude_nodes: [`x-${i}`] })),
     );

@@ -84,9 +84,6 @@ export async function insertTasks(pool: string, tasks: TaskSpec[], options: { ou
   if (!result.ok) throw new Error(`insertTasks refused: ${JSON.stringify(result)}`);
 }
 
-/** @deprecated Use submitJob, or insertTasks for payloads no JobSpec can produce. */
-export const addTasks = insertTasks;
-
 export async function claim(pool: string, nodeId: string, jobId?: string) {
   return call(
     pool,

@@ -1,0 +1,669 @@
+// @ts-check
+// The dashboard's script (SPEC §11): polls the pool's JSON summary
+// (`GET …/v1alpha1/dashboard`) and draws it. The Worker inlines this file
+// byte for byte into the page, whose CSP admits it by its sha256 hash; it is
+// a classic script, so everything stays inside the function below.
+//
+// It must never load anything from another origin, and never turn data into
+// markup: every node id, job name, label and message is attacker-controlled
+// and reaches the DOM through textContent or setAttribute only. The token the
+// operator types is kept in this tab only (sessionStorage). The constants it
+// shares with the server (the pool-name rule, the page size, the task
+// states) come from the page's `flashedge-config` meta tag, which the Worker
+// fills from their one definition: none is copied here.
+//
+// Type-checked as a browser script: `tsc --noEmit -p tsconfig.dashboard.json`.
+
+/**
+ * @typedef {import("./wire").PageConfig} PageConfig
+ * @typedef {import("./wire").Summary} Summary
+ * @typedef {import("./wire").PlacementReport} PlacementReport
+ * @typedef {import("./wire").TaskCounts} TaskCounts
+ * @typedef {import("./wire").Labels} Labels
+ * @typedef {Node | string | number | null | undefined | false | Child[]} Child
+ * @typedef {Record<string, string | number | boolean | null | undefined | ((event: MouseEvent) => void)>} Attrs
+ */
+
+(() => {
+  // biome-ignore lint/suspicious/noRedundantUseStrict: the page runs this as a classic script, where strict mode is opt-in.
+  "use strict";
+
+  const TOKEN_KEY = "flashedge.dashboard.token";
+  const POLL_MS = 2000;
+  const EXPLAIN_ROWS = 50;
+
+  const config = readConfig();
+  const poolName = new RegExp(config.pool_name.source, config.pool_name.flags);
+  const segment = /^\/pools\/([^/]+)\/?$/.exec(location.pathname)?.[1];
+  const match = segment !== undefined && poolName.test(segment) ? segment : null;
+  const pool = match ?? "local";
+  const base = match ? `/pools/${match}/v1alpha1` : "/v1alpha1";
+
+  let memoryToken = "";
+  /** @type {ReturnType<typeof setTimeout> | null} */
+  let timer = null;
+  /** The last summary drawn. @type {Summary | null} */
+  let last = null;
+  let clockOffset = 0; // server clock minus this tab's clock, in ms
+  let receivedAt = 0;
+  /** The task shown in the placement panel. @type {{ job_id: string, task_id: string } | null} */
+  let explained = null;
+
+  /** A response the server refused for want of a valid token. */
+  class Unauthorized extends Error {}
+
+  /** @returns {PageConfig} */
+  function readConfig() {
+    const meta = document.querySelector('meta[name="flashedge-config"]');
+    if (!(meta instanceof HTMLMetaElement)) throw new Error("the page has no flashedge-config");
+    return /** @type {PageConfig} */ (JSON.parse(meta.content));
+  }
+
+  /**
+   * @param {string} id
+   * @returns {HTMLElement}
+   */
+  function $(id) {
+    const node = document.getElementById(id);
+    if (!node) throw new Error(`the page has no #${id}`);
+    return node;
+  }
+
+  /**
+   * Builds an element. Strings become text nodes, never markup.
+   * @param {string} tag
+   * @param {Attrs | null} attrs
+   * @param {...Child} children
+   * @returns {HTMLElement}
+   */
+  function h(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    if (attrs) {
+      for (const [key, value] of Object.entries(attrs)) {
+        if (value === null || value === undefined || value === false) continue;
+        if (typeof value === "function") {
+          if (key === "onclick") node.addEventListener("click", value);
+        } else if (key === "class") node.className = String(value);
+        else if (key === "text") node.textContent = String(value);
+        else node.setAttribute(key, String(value));
+      }
+    }
+    append(node, children);
+    return node;
+  }
+
+  /**
+   * @param {Node} node
+   * @param {Child} child
+   */
+  function append(node, child) {
+    if (child === null || child === undefined || child === false) return;
+    if (Array.isArray(child)) {
+      for (const item of child) append(node, item);
+      return;
+    }
+    node.appendChild(typeof child === "object" ? child : document.createTextNode(String(child)));
+  }
+
+  /**
+   * @param {string} id
+   * @param {Child} child
+   */
+  function replace(id, child) {
+    const node = $(id);
+    while (node.firstChild) node.removeChild(node.firstChild);
+    append(node, child);
+  }
+
+  /** @returns {string} */
+  function getToken() {
+    try {
+      return window.sessionStorage.getItem(TOKEN_KEY) || "";
+    } catch {
+      return memoryToken;
+    }
+  }
+
+  /** @param {string} value */
+  function setToken(value) {
+    memoryToken = value;
+    try {
+      if (value) window.sessionStorage.setItem(TOKEN_KEY, value);
+      else window.sessionStorage.removeItem(TOKEN_KEY);
+    } catch {
+      // storage disabled: the token lives in memory only
+    }
+    $("forget-token").hidden = !value;
+  }
+
+  /**
+   * @param {unknown} err
+   * @returns {string}
+   */
+  function messageOf(err) {
+    return err instanceof Error && err.message ? err.message : String(err);
+  }
+
+  /**
+   * A GET of this pool's API with the tab's token; rejects with the server's detail.
+   * @param {string} path
+   * @returns {Promise<unknown>}
+   */
+  function api(path) {
+    /** @type {Record<string, string>} */
+    const headers = { accept: "application/json" };
+    const token = getToken();
+    if (token) headers.authorization = `Bearer ${token}`;
+    return fetch(base + path, { headers, cache: "no-store", credentials: "omit", redirect: "error" }).then((r) => {
+      if (r.status === 401) throw new Unauthorized("a valid token is required");
+      if (!r.ok) {
+        return r
+          .json()
+          .catch(() => ({}))
+          .then((/** @type {unknown} */ body) => {
+            const detail =
+              typeof body === "object" && body !== null && "detail" in body && typeof body.detail === "string"
+                ? body.detail
+                : `HTTP ${r.status}`;
+            throw new Error(detail);
+          });
+      }
+      return r.json();
+    });
+  }
+
+  /**
+   * @param {string} text
+   * @param {boolean} [bad]
+   */
+  function setStatus(text, bad) {
+    const node = $("status");
+    node.textContent = text;
+    node.className = bad ? "status bad" : "status";
+  }
+
+  /** @param {number} ms */
+  function schedule(ms) {
+    if (timer !== null) clearTimeout(timer);
+    timer = setTimeout(poll, ms);
+  }
+
+  function poll() {
+    timer = null;
+    if (document.hidden) {
+      schedule(POLL_MS);
+      return;
+    }
+    api(`/dashboard?limit=${config.page_size}`).then(
+      (body) => {
+        const data = /** @type {Summary} */ (body);
+        $("auth").hidden = true;
+        clockOffset = Date.parse(data.generated_at) - Date.now();
+        receivedAt = Date.now();
+        last = data;
+        render(data);
+        schedule(POLL_MS);
+      },
+      (err) => {
+        if (err instanceof Unauthorized) {
+          $("auth").hidden = false;
+          $("auth-error").textContent = getToken() ? "That token was refused." : "";
+          setStatus("waiting for a token", true);
+          return; // resumes when a token is entered
+        }
+        setStatus(`update failed: ${messageOf(err)} — retrying`, true);
+        schedule(POLL_MS * 2);
+      },
+    );
+  }
+
+  // ---- drawing -------------------------------------------------------------
+
+  /**
+   * @param {number} n
+   * @param {string} word
+   */
+  function plural(n, word) {
+    return `${n} ${word}${n === 1 ? "" : "s"}`;
+  }
+
+  /** @param {string} iso */
+  function when(iso) {
+    const d = new Date(iso);
+    return Number.isNaN(d.getTime()) ? "" : d.toLocaleTimeString([], { hour12: false });
+  }
+
+  /** @param {number} seconds */
+  function age(seconds) {
+    if (seconds < 1) return "just now";
+    if (seconds < 90) return `${Math.round(seconds)}s ago`;
+    if (seconds < 5400) return `${Math.round(seconds / 60)}m ago`;
+    return `${Math.round(seconds / 3600)}h ago`;
+  }
+
+  /**
+   * @param {number} n
+   * @param {string} noun
+   * @param {string} [hint]
+   */
+  function more(n, noun, hint) {
+    return n > 0 ? h("div", { class: "more", text: `… and ${n} more ${noun}${hint ? ` (${hint})` : ""}` }) : null;
+  }
+
+  /**
+   * @param {string[]} headers
+   * @param {HTMLElement[]} rows
+   */
+  function table(headers, rows) {
+    if (rows.length === 0) return null;
+    return h(
+      "table",
+      null,
+      h(
+        "thead",
+        null,
+        h(
+          "tr",
+          null,
+          headers.map((t) => h("th", { text: t })),
+        ),
+      ),
+      h("tbody", null, rows),
+    );
+  }
+
+  /** @param {Labels} labels */
+  function labelChips(labels) {
+    return Object.entries(labels).map(([key, value]) => h("span", { class: "chip", text: `${key}=${value}` }));
+  }
+
+  /** @param {string} jobId */
+  function jobLabel(jobId) {
+    return last?.jobs.items.find((j) => j.job_id === jobId)?.name ?? null;
+  }
+
+  /** @param {Summary} d */
+  function render(d) {
+    $("pool-name").textContent = d.pool;
+    document.title = `flashedge · ${d.pool}`;
+    renderTiles(d);
+    renderStuck(d);
+    renderJobs(d);
+    renderNodes(d);
+    renderLeases(d);
+    renderEvents(d);
+    tick();
+  }
+
+  /**
+   * @param {number | string} value
+   * @param {string} label
+   * @param {string | null} detail
+   * @param {boolean} [warn]
+   */
+  function tile(value, label, detail, warn) {
+    return h(
+      "div",
+      { class: warn ? "tile warn" : "tile" },
+      h("div", { class: "n", text: value }),
+      h("div", { class: "l", text: label }),
+      detail ? h("div", { class: "d", text: detail }) : null,
+    );
+  }
+
+  /** @param {Summary} d */
+  function renderTiles(d) {
+    const c = d.counts;
+    replace("overview", [
+      tile(
+        `${c.nodes.online}/${c.nodes.total}`,
+        "nodes online",
+        c.nodes.not_accepting ? `${c.nodes.not_accepting} draining or terminating` : null,
+      ),
+      tile(
+        c.jobs.RUNNING,
+        "jobs running",
+        `${c.jobs.SUCCEEDED} succeeded · ${c.jobs.FAILED} failed · ${c.jobs.CANCELLED} cancelled`,
+      ),
+      tile(c.tasks.PENDING, "tasks pending", `${c.tasks.total} tasks in all`),
+      tile(c.tasks.LEASED, "tasks running", `${c.leases_live} live leases`),
+      tile(c.tasks.COMPLETED, "tasks completed", `${c.tasks.FAILED} failed · ${c.tasks.CANCELLED} cancelled`),
+      tile(
+        c.stuck_tasks,
+        "tasks no online node can take",
+        c.stuck_tasks ? "see Needs attention" : "every pending task is placeable",
+        c.stuck_tasks > 0,
+      ),
+    ]);
+  }
+
+  /**
+   * @param {string} jobId
+   * @param {string} taskId
+   */
+  function explainButton(jobId, taskId) {
+    return h("button", {
+      type: "button",
+      text: "Why?",
+      title: `Show every node's answer for ${taskId}`,
+      onclick: () => explainTask(jobId, taskId),
+    });
+  }
+
+  /** @param {Summary} d */
+  function renderStuck(d) {
+    const s = d.stuck;
+    const rows = s.items.map((e) =>
+      h(
+        "tr",
+        null,
+        h(
+          "td",
+          null,
+          h("div", { text: e.job_name || e.job_id }),
+          h("div", { class: "mono muted small", text: e.job_id }),
+        ),
+        h("td", { class: "mono", text: e.task_id }),
+        h("td", { class: "num", text: e.pending }),
+        h("td", { class: "summary", text: e.summary || "" }),
+        h("td", null, explainButton(e.job_id, e.task_id)),
+      ),
+    );
+    const notes =
+      s.classes_unchecked > 0
+        ? h("div", { class: "more", text: `${s.classes_unchecked} more kinds of pending task were not checked` })
+        : null;
+    replace(
+      "stuck",
+      rows.length
+        ? [
+            table(["job", "earliest task", "pending", "why no online node takes it", ""], rows),
+            more(s.more, "entries"),
+            notes,
+          ]
+        : [h("div", { class: "ok", text: "Every pending task can be taken by an online node." }), notes],
+    );
+    $("stuck-section").className = rows.length ? "attention" : "";
+  }
+
+  /**
+   * @param {TaskCounts} counts
+   * @param {number} total
+   */
+  function progressBar(counts, total) {
+    const bar = h("div", { class: "bar", title: `completed / failed / running / cancelled of ${total}` });
+    for (const state of config.progress_states) {
+      if (!counts[state] || !total) continue;
+      const seg = h("span", { class: state });
+      seg.style.width = `${(100 * counts[state]) / total}%`;
+      bar.appendChild(seg);
+    }
+    return bar;
+  }
+
+  /** @param {Summary} d */
+  function renderJobs(d) {
+    const rows = d.jobs.items.map((j) => {
+      const c = j.task_counts;
+      const done = c.COMPLETED + c.FAILED + c.CANCELLED;
+      const counts = config.task_states
+        .filter((s) => c[s] > 0)
+        .map((s) => h("span", { class: "chip", text: `${s.toLowerCase()} ${c[s]}` }));
+      const nameCell = h(
+        "td",
+        null,
+        h("div", { text: j.name || "(unnamed)" }),
+        h("div", { class: "mono muted small", text: `${j.job_id} · ${j.workload_type}` }),
+        labelChips(j.labels),
+        j.stuck
+          ? h(
+              "div",
+              { class: "flag" },
+              `⚠ ${plural(j.stuck.pending, "pending task")} no online node can take `,
+              explainButton(j.job_id, j.stuck.task_id),
+            )
+          : null,
+      );
+      return h(
+        "tr",
+        { class: j.stuck ? "flagged" : null, "data-job": j.job_id },
+        nameCell,
+        h("td", null, h("span", { class: `badge ${j.state}`, text: j.state })),
+        h(
+          "td",
+          null,
+          progressBar(c, j.total_tasks),
+          h("div", {
+            class: "progress-label",
+            text: `${c.COMPLETED}/${j.total_tasks} completed${done < j.total_tasks ? "" : " · done"}`,
+          }),
+        ),
+        h("td", null, counts),
+        h("td", { class: "small muted", text: when(j.created_at) }),
+      );
+    });
+    replace("jobs", [
+      table(["job", "state", "progress", "tasks", "created"], rows) ||
+        h("div", { class: "empty", text: `No jobs yet. Submit one with POST ${base}/jobs.` }),
+      more(d.jobs.more, "jobs", `GET ${base}/jobs lists all`),
+    ]);
+  }
+
+  /** @param {Summary} d */
+  function renderNodes(d) {
+    const rows = d.nodes.items.map((n) => {
+      /** @type {Array<[string, boolean]>} */
+      const capabilities = [
+        ["argv", n.argv_capable],
+        ["sandbox", n.sandbox_capable],
+        ["module", n.module_capable],
+        ["unsandboxed argv", n.unsandboxed_argv_capable],
+      ];
+      const flags = capabilities.map(([name, on]) =>
+        h("span", { class: on ? "chip on" : "chip", text: (on ? "" : "no ") + name }),
+      );
+      const liveness = n.online ? "online" : "offline";
+      const gpus = n.gpu_count
+        ? h("span", {
+            title: n.gpus.join(", "),
+            text: `${n.gpu_count} × ${n.gpus[0] || "GPU"}${n.gpus.length > 1 && n.gpus[1] !== n.gpus[0] ? " …" : ""}`,
+          })
+        : h("span", { class: "muted", text: "none" });
+      /** @type {HTMLElement[]} */
+      const datasets = n.local_datasets.map((s) => h("span", { class: "chip", text: s }));
+      if (n.local_dataset_count > n.local_datasets.length) {
+        datasets.push(h("span", { class: "muted small", text: `+${n.local_dataset_count - n.local_datasets.length}` }));
+      }
+      return h(
+        "tr",
+        { "data-node": n.node_id },
+        h(
+          "td",
+          null,
+          h("div", { class: "mono", text: n.node_id }),
+          n.hostname && n.hostname !== n.node_id ? h("div", { class: "muted small", text: n.hostname }) : null,
+          labelChips(n.labels),
+        ),
+        h(
+          "td",
+          null,
+          h("span", { class: `badge ${liveness}` }, h("span", { class: `dot ${liveness}` }), liveness),
+          n.status !== "online" ? [" ", h("span", { class: `badge ${n.status}`, text: n.status })] : null,
+          h("div", { class: "muted small", text: `seen ${age(n.last_heartbeat_age_s)}` }),
+        ),
+        h(
+          "td",
+          null,
+          gpus,
+          h("div", {
+            class: "muted small",
+            text: [n.cpu_cores !== null ? `${n.cpu_cores} cores` : "", n.architecture].filter(Boolean).join(" · "),
+          }),
+        ),
+        h("td", null, datasets.length ? datasets : h("span", { class: "muted", text: "—" })),
+        h(
+          "td",
+          null,
+          flags,
+          n.pools.map((p) => h("span", { class: "chip warn", text: `pool ${p}` })),
+        ),
+        h("td", { class: "num", text: n.accepted_tasks }),
+        h("td", { class: "num", text: n.live_leases }),
+      );
+    });
+    replace("nodes", [
+      table(["node", "state", "hardware", "local datasets", "capabilities", "accepted", "leases"], rows) ||
+        h("div", { class: "empty", text: "No nodes registered in this pool yet." }),
+      more(d.nodes.more, "nodes", `GET ${base}/nodes lists all`),
+    ]);
+    $("nodes-sub").textContent = `${d.counts.nodes.online} online of ${d.counts.nodes.total}`;
+  }
+
+  /** @param {Summary} d */
+  function renderLeases(d) {
+    const rows = d.leases.items.map((l) => {
+      const bar = h("div", { class: "bar" }, h("span", { class: "left" }));
+      const name = jobLabel(l.job_id);
+      return h(
+        "tr",
+        { "data-deadline": l.deadline, "data-window": l.lease_seconds },
+        h(
+          "td",
+          null,
+          h("div", { class: "mono", text: l.task_id }),
+          h("div", { class: "muted small", text: name ? `${name} · ${l.job_id}` : l.job_id }),
+        ),
+        h("td", { class: "mono", text: l.node_id }),
+        h("td", { class: "num", text: l.attempt }),
+        h("td", null, h("div", { class: "left-text", text: "" }), bar),
+      );
+    });
+    replace("leases", [
+      table(["task", "node", "attempt", "time left"], rows) || h("div", { class: "empty", text: "No live leases." }),
+      more(d.leases.more, "live leases"),
+    ]);
+  }
+
+  /** @param {Summary} d */
+  function renderEvents(d) {
+    const rows = d.events.items.map((e) =>
+      h(
+        "tr",
+        null,
+        h("td", { class: "small muted mono nowrap", text: when(e.timestamp) }),
+        h("td", null, h("span", { class: "badge", text: e.type })),
+        h("td", { text: e.message }),
+      ),
+    );
+    replace(
+      "events",
+      table(["time", "event", "message"], rows) || h("div", { class: "empty", text: "No events yet." }),
+    );
+  }
+
+  // Lease countdowns and "updated … ago" move every second between polls.
+  function tick() {
+    if (!last) return;
+    const now = Date.now() + clockOffset;
+    for (const row of $("leases").querySelectorAll("tr[data-deadline]")) {
+      const text = row.querySelector(".left-text");
+      const fill = row.querySelector(".left");
+      if (!text || !(fill instanceof HTMLElement)) continue;
+      const left = Math.max(0, (Date.parse(row.getAttribute("data-deadline") ?? "") - now) / 1000);
+      text.textContent = left > 0 ? `${left.toFixed(0)} s` : "expiring";
+      const windowSeconds = Number(row.getAttribute("data-window")) || 60;
+      fill.style.width = `${Math.min(100, (left / windowSeconds) * 100)}%`;
+      fill.className = left < windowSeconds / 4 ? "left low" : "left";
+    }
+    const since = (Date.now() - receivedAt) / 1000;
+    if (timer !== null || since < 5) setStatus(`live · updated ${age(since)}`);
+  }
+
+  // ---- placement explanations ---------------------------------------------
+
+  /**
+   * @param {string} jobId
+   * @param {string} taskId
+   */
+  function explainTask(jobId, taskId) {
+    explained = { job_id: jobId, task_id: taskId };
+    $("explain-section").hidden = false;
+    $("explain-title").textContent = `${taskId} of ${jobLabel(jobId) || jobId}`;
+    replace("explain", h("div", { class: "muted", text: "asking the coordinator…" }));
+    api(`/jobs/${encodeURIComponent(jobId)}/tasks/${encodeURIComponent(taskId)}/placement`).then(
+      (body) => {
+        if (!explained || explained.job_id !== jobId || explained.task_id !== taskId) return;
+        const p = /** @type {PlacementReport} */ (body);
+        const rows = p.nodes.slice(0, EXPLAIN_ROWS).map((n) => {
+          const liveness = n.online ? "online" : "offline";
+          return h(
+            "tr",
+            null,
+            h("td", { class: "mono", text: n.node_id }),
+            h(
+              "td",
+              null,
+              h("span", { class: `badge ${liveness}`, text: liveness }),
+              n.status !== "online" ? [" ", h("span", { class: `badge ${n.status}`, text: n.status })] : null,
+            ),
+            h(
+              "td",
+              null,
+              n.eligible
+                ? h("span", { class: "ok", text: "eligible" })
+                : h("span", { class: "badge FAILED", text: n.gate }),
+            ),
+            h("td", { class: "small", text: n.eligible ? "" : n.reason }),
+          );
+        });
+        replace("explain", [
+          h(
+            "p",
+            null,
+            h("span", { class: `badge ${p.state}`, text: p.state }),
+            " ",
+            p.unplaceable ? h("strong", { class: "error", text: "No registered node can take this task. " }) : null,
+            h("span", { class: "summary", text: p.summary }),
+          ),
+          table(["node", "state", "gate", "reason"], rows),
+          more(p.nodes.length - rows.length, "nodes"),
+        ]);
+        $("explain-section").scrollIntoView({ behavior: "smooth", block: "nearest" });
+      },
+      (err) => {
+        replace("explain", h("div", { class: "error", text: `could not explain: ${messageOf(err)}` }));
+      },
+    );
+  }
+
+  // ---- wiring ----------------------------------------------------------------
+
+  const tokenInput = $("token");
+  if (!(tokenInput instanceof HTMLInputElement)) throw new Error("#token is not an input");
+
+  $("auth-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const value = tokenInput.value.trim();
+    tokenInput.value = "";
+    if (!value) return;
+    setToken(value);
+    setStatus("checking token…");
+    schedule(0);
+  });
+  $("forget-token").addEventListener("click", () => {
+    setToken("");
+    last = null;
+    schedule(0);
+  });
+  $("explain-close").addEventListener("click", () => {
+    explained = null;
+    $("explain-section").hidden = true;
+  });
+  document.addEventListener("visibilitychange", () => {
+    if (!document.hidden) schedule(0);
+  });
+  $("forget-token").hidden = !getToken();
+  $("pool-name").textContent = pool;
+  setInterval(tick, 1000);
+  poll();
+})();

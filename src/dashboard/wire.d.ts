@@ -1,0 +1,111 @@
+// What the dashboard script (page.browser.js) reads, as the script sees it: its
+// config, and the fields of the JSON it draws. Types only, with no imports,
+// so `tsc -p tsconfig.dashboard.json` checks the browser script against them
+// without pulling the Worker's modules into a DOM program.
+//
+// They must never drift from the server: page.ts fills PageConfig from the
+// protocol's own constants (`satisfies`), and test/worker/dashboard.test.ts
+// checks at compile time that the server's summary and placement report are
+// assignable to Summary and PlacementReport.
+
+/** The task states (TASK_STATES in src/protocol/tasks.ts). */
+export type TaskState = "PENDING" | "LEASED" | "COMPLETED" | "FAILED" | "CANCELLED";
+
+/** The constants the page shares with the server, in the page's `flashedge-config` meta tag. */
+export type PageConfig = {
+  /** The pool-name rule (POOL_NAME_RE), as a RegExp's source and flags. */
+  pool_name: { source: string; flags: string };
+  /** Entries per list the page asks for (DASHBOARD_LIMIT_DEFAULT). */
+  page_size: number;
+  /** Every task state, in the protocol's order (TASK_STATES). */
+  task_states: readonly TaskState[];
+  /** The states a job's progress bar draws, in drawing order. */
+  progress_states: readonly TaskState[];
+};
+
+export type TaskCounts = Record<TaskState, number>;
+export type Labels = { [key: string]: string };
+export type Page<T> = { items: T[]; more: number };
+
+export type StuckTasks = {
+  job_id: string;
+  job_name: string | null;
+  task_id: string;
+  pending: number;
+  summary: string | null;
+};
+
+export type JobItem = {
+  job_id: string;
+  name: string;
+  workload_type: string;
+  state: string;
+  created_at: string;
+  task_counts: TaskCounts;
+  total_tasks: number;
+  labels: Labels;
+  stuck: StuckTasks | null;
+};
+
+export type NodeItem = {
+  node_id: string;
+  hostname: string;
+  online: boolean;
+  status: string;
+  last_heartbeat_age_s: number;
+  architecture: string;
+  cpu_cores: number | null;
+  gpus: string[];
+  gpu_count: number;
+  local_datasets: string[];
+  local_dataset_count: number;
+  pools: string[];
+  labels: Labels;
+  sandbox_capable: boolean;
+  argv_capable: boolean;
+  module_capable: boolean;
+  unsandboxed_argv_capable: boolean;
+  accepted_tasks: number;
+  live_leases: number;
+};
+
+export type LeaseItem = {
+  job_id: string;
+  task_id: string;
+  node_id: string;
+  attempt: number;
+  deadline: string;
+  lease_seconds: number;
+};
+
+export type EventItem = { type: string; timestamp: string; message: string };
+
+/** `GET …/v1alpha1/dashboard` (src/pool/dashboard.ts). */
+export type Summary = {
+  pool: string;
+  generated_at: string;
+  counts: {
+    nodes: { total: number; online: number; not_accepting: number };
+    tasks: TaskCounts & { total: number };
+    jobs: { RUNNING: number; SUCCEEDED: number; FAILED: number; CANCELLED: number };
+    leases_live: number;
+    stuck_tasks: number;
+  };
+  nodes: Page<NodeItem>;
+  jobs: Page<JobItem>;
+  leases: Page<LeaseItem>;
+  events: { items: EventItem[] };
+  stuck: Page<StuckTasks> & { classes_unchecked: number };
+};
+
+export type NodePlacement =
+  | { node_id: string; online: boolean; status: string; eligible: true }
+  | { node_id: string; online: boolean; status: string; eligible: false; gate: string; reason: string };
+
+/** `GET …/jobs/{job}/tasks/{task}/placement` (src/pool/explain.ts). */
+export type PlacementReport = {
+  state: string;
+  nodes: NodePlacement[];
+  unplaceable: boolean;
+  summary: string;
+};
