@@ -19,6 +19,16 @@ const REFERENCE = /** @type {Record<number, number>} */ ({ 1000: 1070, 10000: 81
 /** @typedef {import("./in-object.mjs").DepthSummary} DepthSummary */
 /** @typedef {import("./http.mjs").HttpResult} HttpResult */
 /** @typedef {import("./http.mjs").AuthResult} AuthResult */
+/**
+ * bench/agents.mjs's results file.
+ * @typedef {{ nodes: number, seconds: number, requests: number, by_kind: Record<string, number>,
+ *   per_node_per_s: number, workerd_cpu_fraction: number, timeouts: number, error_count: number }} AgentsWindow
+ * @typedef {{ samples: number, p50_ms: number | null, p95_ms: number | null }} AgentsLatency
+ * @typedef {{ hold_s: number, idle: AgentsWindow, busy: AgentsWindow, dispatch: AgentsLatency, requeue: AgentsLatency }} AgentsRun
+ * @typedef {{ date: string, command: string, machine: import("./lib.mjs").Machine, task_seconds: number,
+ *   lease_seconds: number, agent: { node_heartbeat_s: number, empty_sleep_s: number, client_timeout_s: number },
+ *   runs: AgentsRun[] }} AgentsResult
+ */
 
 /** @param {number | null | undefined} n */
 const fmt = (n) => (n === null || n === undefined ? "—" : Number(n).toLocaleString("en-US"));
@@ -34,64 +44,72 @@ function machineLine(m) {
 }
 
 /**
- * A node's schedule: task length, attempt heartbeat and node heartbeat intervals, in seconds.
- * @typedef {{ name: string, task: number, attempt: number, node: number }} Scenario
+ * A busy node's schedule: task length and lease length, in seconds. The
+ * agent heartbeats its attempt every lease/3 while the task runs.
+ * @typedef {{ name: string, task: number, lease: number }} Scenario
  */
 
 /**
- * Requests one node sends to its pool's object per second: per task a claim,
- * ⌊T/h⌋ attempt heartbeats, an upload (two object calls: the write check
- * before the body, the bind after) and a complete; plus a node heartbeat
- * every H seconds. With tokens configured, complete and every attempt
- * heartbeat first ask the object who holds the lease (one more call each).
+ * Attempt heartbeats during a task of `task` seconds: one every lease/3, none at its end.
  * @param {Scenario} scenario
- * @param {boolean} enforcing
  */
-function perNodeRate({ task, attempt, node }, enforcing) {
-  const heartbeats = Math.floor(task / attempt);
-  const perTask = 1 + heartbeats + 2 + 1 + (enforcing ? 1 + heartbeats : 0);
-  return perTask / task + 1 / node;
+const attemptHeartbeats = ({ task, lease }) => Math.max(0, Math.ceil(task / (lease / 3)) - 1);
+
+/**
+ * Calls one busy node makes on its pool's object per second, as the agent
+ * loops (bench/agents.mjs plays the same loop): per task a node heartbeat
+ * (the agent sends one between tasks, none while it works), a claim, its
+ * attempt heartbeats, an upload (two object calls: the write check before
+ * the body, the bind after) and a complete. The same with tokens configured:
+ * the lease holder is checked in the call itself.
+ * @param {Scenario} scenario
+ */
+function perNodeRate(scenario) {
+  return (5 + attemptHeartbeats(scenario)) / scenario.task;
 }
 
 /**
- * µs of the object's own work per node per second, from the in-object costs.
+ * µs of the object's own work per busy node per second, from the in-object costs.
  * @param {DepthSummary} s
  * @param {Scenario} scenario
  */
-function objectWorkPerNode(s, { task, attempt, node }) {
-  const heartbeats = Math.floor(task / attempt);
-  const perTask = s.cpu.claim_us_p50 + heartbeats * s.requests_us.renew + s.cpu.commit_us_p50;
-  return perTask / task + s.requests_us.node_heartbeat / node;
+function objectWorkPerNode(s, scenario) {
+  const perTask =
+    s.requests_us.node_heartbeat +
+    s.cpu.claim_us_p50 +
+    attemptHeartbeats(scenario) * s.requests_us.renew +
+    s.cpu.commit_us_p50;
+  return perTask / scenario.task;
 }
 
 /** @type {Scenario[]} */
 const SCENARIOS = [
-  { name: "short tasks", task: 10, attempt: 20, node: 10 },
-  { name: "one-minute tasks", task: 60, attempt: 20, node: 10 },
-  { name: "ten-minute tasks", task: 600, attempt: 20, node: 10 },
+  { name: "short tasks", task: 10, lease: 60 },
+  { name: "one-minute tasks", task: 60, lease: 60 },
+  { name: "ten-minute tasks", task: 600, lease: 60 },
 ];
 
 /**
  * @param {InObjectResult} inObject
  * @param {HttpResult | null} http
+ * @param {AgentsResult | null} agents
  */
-function capacity(inObject, http) {
+function capacity(inObject, http, agents) {
   const deep = /** @type {DepthSummary} */ (inObject.summary[inObject.summary.length - 1]);
   const rows = SCENARIOS.map((sc) => {
-    const open = perNodeRate(sc, false);
-    const enforcing = perNodeRate(sc, true);
-    const nodesOpen = Math.floor(SOFT_LIMIT / open);
-    const nodesEnforcing = Math.floor(SOFT_LIMIT / enforcing);
-    const busy = (objectWorkPerNode(deep, sc) * nodesOpen) / 1e6;
-    return { ...sc, open, enforcing, nodesOpen, nodesEnforcing, busy };
+    const rate = perNodeRate(sc);
+    const nodes = Math.floor(SOFT_LIMIT / rate);
+    const busy = (objectWorkPerNode(deep, sc) * nodes) / 1e6;
+    return { ...sc, heartbeats: attemptHeartbeats(sc), rate, nodes, busy };
   });
   /** @typedef {(typeof rows)[number]} Row */
   // One row per scenario: short, one-minute and ten-minute tasks.
   const [short, mid, long] = /** @type {[Row, Row, Row]} */ (rows);
   const rpcRate = deep.rpc.callers_8.cycles_per_s * 3;
-  const _perRequestUs = round((deep.cpu.claim_us_p50 + deep.cpu.commit_us_p50) / 2, 0);
   const httpBest = http ? Math.max(...http.agents.map((a) => a.requests_per_s)) : null;
   const shallow = /** @type {DepthSummary} */ (inObject.summary[0]);
+  const held = agents ? heldRun(agents) : null;
+  const idleRate = held ? objectCallsPerNode(held.idle) : null;
   const paragraph =
     `**Capacity of one pool.** A pool is one Durable Object, and Cloudflare documents a soft limit of about ` +
     `${fmt(SOFT_LIMIT)} requests per second per object; that limit, not the claim, is what bounds a pool. ` +
@@ -99,26 +117,92 @@ function capacity(inObject, http) {
     `and an upload bind plus commit ${deep.cpu.commit_us_p50} µs with ${fmt(deep.depth)} tasks pending ` +
     `(${shallow.cpu.claim_us_p50} and ${shallow.cpu.commit_us_p50} µs with ${fmt(shallow.depth)}), an attempt heartbeat ` +
     `${deep.requests_us.renew} µs and a node heartbeat ${deep.requests_us.node_heartbeat} µs, so a full ${fmt(SOFT_LIMIT)} ` +
-    `requests per second of the agent mix below keeps the object busy only ${pct(mid.busy)} of one core` +
+    `calls per second of the busy mix below keeps the object busy only ${pct(mid.busy)} of one core` +
     (http
       ? ` (locally, dispatch costs far more than that work: the object served about ${fmt(rpcRate)} RPCs/s ` +
         `from 8 concurrent callers, and the whole wrangler dev stack about ${fmt(Math.round(Number(httpBest)))} HTTP requests/s ` +
         `on these ${inObject.machine.nproc} cores with the client on the same machine).`
       : ".") +
-    ` Each node sends, per task of length T, a claim, ⌊T/h⌋ attempt heartbeats (interval h), an upload (two object ` +
-    `calls) and a complete, plus a node heartbeat every H seconds: (4 + ⌊T/h⌋)/T + 1/H requests per second ` +
-    `(with tokens configured, complete and each attempt heartbeat add a lease-holder lookup: (5 + 2⌊T/h⌋)/T + 1/H). ` +
-    `With one-minute tasks, h = ${mid.attempt} s and H = ${mid.node} s that is ${round(mid.open, 3)} requests/s per ` +
-    `node, so one pool serves about ${fmt(mid.nodesOpen)} busy nodes (${fmt(mid.nodesEnforcing)} with tokens); ` +
-    `${short.task}-second tasks bring it down to about ${fmt(short.nodesOpen)} and ten-minute tasks raise it to about ` +
-    `${fmt(long.nodesOpen)}, where node heartbeats dominate. Plan at half of that for bursts (a fleet that ` +
-    `reconnects at once). A larger fleet splits into several pools: each pool is its own object with its own ` +
-    `queue, so capacity adds up linearly; point each node at one pool (\`https://host/pools/{pool}\`, e.g. by team, ` +
-    `site or a hash of the node id), and submit each job to a pool that has nodes able to run it — a job's tasks are ` +
-    `claimed only by the nodes of the pool it was submitted to, so a big sweep is submitted as one job per pool. ` +
-    `Queue depth does not enter: the claim's cost does not grow with the number of pending tasks; ` +
-    `it grows with the number of distinct requirement classes in the pool (a handful in practice).`;
+    ` A busy agent makes, per task of length T with a lease of L seconds, a node heartbeat (between tasks only), a claim, ` +
+    `⌈3T/L⌉ − 1 attempt heartbeats, an upload (two object calls) and a complete: (4 + ⌈3T/L⌉)/T calls per second, ` +
+    `the same with tokens configured (the lease holder is checked in the same call). ` +
+    `With one-minute tasks and one-minute leases that is ${round(mid.rate, 3)} calls/s per node, so one pool serves about ` +
+    `${fmt(mid.nodes)} busy nodes; ${short.task}-second tasks bring it down to about ${fmt(short.nodes)} and ten-minute ` +
+    `tasks raise it to about ${fmt(long.nodes)}.` +
+    (held && idleRate !== null
+      ? ` An idle agent sends a node heartbeat and a claim per loop; with claims held ${held.hold_s} s it costs ` +
+        `${round(idleRate, 3)} calls/s (measured, section 7), so idle nodes cost about a sixth of busy one-minute ones ` +
+        `and one pool holds about ${fmt(Math.floor(SOFT_LIMIT / idleRate))} idle nodes; without the hold an idle agent ` +
+        `claims every second, 1.2 calls/s, and 1,000 idle nodes alone pass the limit.`
+      : "") +
+    ` Plan at half of that for bursts (a fleet that reconnects at once). A larger fleet splits into several pools: ` +
+    `each pool is its own object with its own queue, so capacity adds up linearly; point each node at one pool ` +
+    `(\`https://host/pools/{pool}\`, e.g. by team, site or a hash of the node id), and submit each job to a pool that ` +
+    `has nodes able to run it — a job's tasks are claimed only by the nodes of the pool it was submitted to, so a big ` +
+    `sweep is submitted as one job per pool. Queue depth does not enter: the claim's cost does not grow with the number ` +
+    `of pending tasks; it grows with the number of distinct requirement classes in the pool (a handful in practice).`;
   return { rows, paragraph };
+}
+
+/**
+ * The run with the longest claim hold: the configuration the capacity figures assume.
+ * @param {AgentsResult} agents
+ */
+function heldRun(agents) {
+  return /** @type {AgentsRun} */ ([...agents.runs].sort((x, y) => y.hold_s - x.hold_s)[0]);
+}
+
+/**
+ * Calls on the pool object per node per second: one per request, two per upload.
+ * @param {AgentsWindow} w
+ */
+function objectCallsPerNode(w) {
+  return (w.requests + (w.by_kind.upload ?? 0)) / w.nodes / w.seconds;
+}
+
+/**
+ * Section 7: the real agent's loop against wrangler dev, per claim hold.
+ * @param {AgentsResult} agents
+ */
+function agentsSection(agents) {
+  const out = [];
+  out.push("## 7. The real agent's loop: idle and busy nodes, with and without long-poll");
+  out.push("");
+  out.push(`Command: \`${agents.command}\` (${agents.date}). Machine: ${machineLine(agents.machine)}.`);
+  out.push("");
+  out.push(
+    `Simulated agents loop exactly as the Python agent's ExecutorLoop does: between tasks a node heartbeat when ` +
+      `${agents.agent.node_heartbeat_s} s have passed, then a claim, and on 204 a ${agents.agent.empty_sleep_s} s sleep; ` +
+      `while a task runs only attempt heartbeats (every lease/3), then one upload and a commit; every request times ` +
+      `out after ${agents.agent.client_timeout_s} s. Agents start spread over one loop, as a real fleet is. Per claim ` +
+      `hold (\`FLASHML_CLAIM_WAIT_SECONDS\`), one fresh \`wrangler dev\`: an idle fleet for the window, then ` +
+      `one-task jobs submitted to it (half of them failed once by the agent that got them), then a busy fleet running ` +
+      `${agents.task_seconds}-second tasks with ${agents.lease_seconds}-second leases back to back. "Object calls" count ` +
+      "an upload twice (the write check, then the bind). workerd CPU is the CPU time of the whole `wrangler dev` " +
+      "process group over the window (Worker, pool object and local R2 together): an upper bound on the object's busy fraction.",
+  );
+  out.push("");
+  out.push(
+    "| claim hold | idle nodes | idle: requests/s per node | idle: object calls/s per node | idle nodes per pool at 1,000 calls/s | idle: workerd CPU | submit → first claim p50 / p95 | requeue → next claim p50 / p95 | busy nodes | busy: object calls/s per node | busy: workerd CPU | client timeouts / 5xx |",
+  );
+  out.push("|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---|");
+  for (const r of agents.runs) {
+    const idle = objectCallsPerNode(r.idle);
+    out.push(
+      `| ${r.hold_s} s | ${fmt(r.idle.nodes)} | ${r.idle.per_node_per_s} | ${round(idle, 3)} | ${fmt(Math.floor(SOFT_LIMIT / idle))} | ` +
+        `${pct(r.idle.workerd_cpu_fraction)} | ${fmt(r.dispatch.p50_ms)} / ${fmt(r.dispatch.p95_ms)} ms | ` +
+        `${fmt(r.requeue.p50_ms)} / ${fmt(r.requeue.p95_ms)} ms | ${fmt(r.busy.nodes)} | ${round(objectCallsPerNode(r.busy), 3)} | ` +
+        `${pct(r.busy.workerd_cpu_fraction)} | ${r.idle.timeouts + r.busy.timeouts} / ${r.idle.error_count + r.busy.error_count} |`,
+    );
+  }
+  out.push("");
+  out.push(
+    "Without a hold an idle agent claims once a second (1.2 requests/s with its heartbeats) and a submitted task waits " +
+      "for the next poll, up to a second. Held, an idle agent sends two requests per hold plus a second (its node " +
+      "heartbeat and its claim), and a task is handed to the oldest waiting claim in the transaction that queued it.",
+  );
+  out.push("");
+  return out;
 }
 
 /**
@@ -218,6 +302,7 @@ function render() {
   const inObject = /** @type {InObjectResult | null} */ (readResult("in-object"));
   const http = /** @type {HttpResult | null} */ (readResult("http"));
   const auth = /** @type {AuthResult | null} */ (readResult("http-auth"));
+  const agents = /** @type {AgentsResult | null} */ (readResult("agents"));
   /** @type {string[]} */
   const out = [];
   out.push("# Benchmarks");
@@ -404,34 +489,34 @@ function render() {
   }
 
   if (inObject) {
-    const cap = capacity(inObject, http);
+    const cap = capacity(inObject, http, agents);
     out.push("## 5. Capacity of one pool");
     out.push("");
     out.push(
-      `Computed by \`node bench/render.mjs\` from the in-object costs of section 1 (${inObject.date}) and Cloudflare's documented soft limit of about ${fmt(SOFT_LIMIT)} requests/s per Durable Object.`,
+      `Computed by \`node bench/render.mjs\` from the in-object costs of section 1 (${inObject.date}), the agent loop measured in section 7, and Cloudflare's documented soft limit of about ${fmt(SOFT_LIMIT)} requests/s per Durable Object.`,
     );
     out.push("");
     out.push(cap.paragraph);
     out.push("");
     out.push(
-      "| tasks of | attempt heartbeat every | node heartbeat every | requests/s per node (open / tokens) | nodes per pool at 1,000 req/s (open / tokens) | object busy at that load |",
+      "| busy nodes with tasks of | leases of | attempt heartbeats per task | object calls/s per node (open or tokens) | busy nodes per pool at 1,000 calls/s | object busy at that load |",
     );
-    out.push("|---|---:|---:|---|---|---:|");
+    out.push("|---|---:|---:|---:|---:|---:|");
     for (const r of cap.rows) {
       out.push(
-        `| ${r.task} s | ${r.attempt} s | ${r.node} s | ${round(r.open, 3)} / ${round(r.enforcing, 3)} | ${fmt(r.nodesOpen)} / ${fmt(r.nodesEnforcing)} | ${pct(r.busy)} of a core |`,
+        `| ${r.task} s | ${r.lease} s | ${r.heartbeats} | ${round(r.rate, 3)} | ${fmt(r.nodes)} | ${pct(r.busy)} of a core |`,
       );
     }
     out.push("");
     out.push(
-      '"Object busy" is the object\'s own work (section 1 costs × request mix) at that many nodes, without RPC dispatch, ' +
-        "which the local runtime cannot show for production. Idle nodes that poll for work add 1/poll-interval requests/s each " +
-        `(an empty claim is ${/** @type {DepthSummary} */ (inObject.summary[inObject.summary.length - 1]).requests_us.idle_claim} µs of object work).`,
+      '"Object busy" is the object\'s own work (section 1 costs × call mix) at that many nodes, without RPC dispatch, ' +
+        "which the local runtime cannot show for production.",
     );
     out.push("");
   }
 
   if (auth) out.push(...authSection(auth));
+  if (agents) out.push(...agentsSection(agents));
 
   out.push("## Changes made for these numbers");
   out.push("");
@@ -457,7 +542,7 @@ function render() {
   execFileSync(process.execPath, [join(ROOT, "node_modules/@biomejs/biome/bin/biome"), "format", "--write", path], {
     stdio: "ignore",
   });
-  return inObject ? capacity(inObject, http).paragraph : null;
+  return inObject ? capacity(inObject, http, agents).paragraph : null;
 }
 
 const paragraph = render();

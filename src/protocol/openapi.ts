@@ -433,7 +433,7 @@ const ROUTES: Route[] = [
     tag: "leases",
     summary: "Claim a lease on the next task this node may take",
     description:
-      "200 with a Lease, or 204 when nothing is claimable for this node (a claim may be held a few seconds for work to appear).",
+      "200 with a Lease, or 204 when nothing is claimable for this node. With nothing to take the claim is held (long-poll, FLASHML_CLAIM_WAIT_SECONDS, 12.5 s by default, at most 13 s) and answered the moment a task this node may take is queued; 204 when the hold ends.",
     parameters: [parameter("onBehalfOf")],
     body: request("ClaimRequest"),
     ok: {

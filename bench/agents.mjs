@@ -1,0 +1,388 @@
+// @ts-check
+// Capacity with the real agent's loop (issue 16): N simulated agents that
+// behave exactly as the Python agent's ExecutorLoop does, against `wrangler
+// dev` on 127.0.0.1, once per claim hold (FLASHML_CLAIM_WAIT_SECONDS).
+//
+//   node bench/agents.mjs [--holds 0,10,12.5] [--idle-nodes 200] [--busy-nodes 50]
+//                         [--seconds 60] [--task-seconds 6] [--lease-seconds 9]
+//                         [--samples 20] [--quick]
+//
+// The agent's loop: between tasks, a node heartbeat when 5 s have passed
+// since the last, then a claim; on 204 a 1 s sleep before the next claim.
+// While a task runs, only attempt heartbeats (every lease_seconds / 3); at the
+// end one PUT per output file and a commit. Requests time out after 15 s.
+//
+// Per hold it measures:
+// - idle: requests per second per node with no work in the pool;
+// - dispatch: submit → first claim (POST /jobs sent → an idle agent holds
+//   the lease), and requeue → next claim (a fail answered → another agent
+//   holds the task), with the idle fleet waiting;
+// - busy: requests per second per node while every node runs tasks;
+// - workerd's CPU time over each window (Worker, pool object and local R2
+//   together): an upper bound on the pool object's busy fraction.
+// Every loop is bounded in count and time; the server is stopped at the end.
+// Writes bench/results/agents.json.
+
+import { createHash } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
+import {
+  flag,
+  machine,
+  median,
+  option,
+  percentile,
+  round,
+  startWrangler,
+  stopAll,
+  today,
+  writeResult,
+} from "./lib.mjs";
+
+const QUICK = flag("quick");
+const HOLDS = option("holds", QUICK ? "0,12.5" : "0,10,12.5")
+  .split(",")
+  .map(Number);
+const IDLE_NODES = Number(option("idle-nodes", QUICK ? "20" : "200"));
+const BUSY_NODES = Number(option("busy-nodes", QUICK ? "10" : "50"));
+const SECONDS = Number(option("seconds", QUICK ? "15" : "60"));
+const TASK_SECONDS = Number(option("task-seconds", "6"));
+const LEASE_SECONDS = Number(option("lease-seconds", "9"));
+const SAMPLES = Number(option("samples", QUICK ? "5" : "20"));
+
+// ExecutorLoop's defaults.
+const NODE_HEARTBEAT_S = 5;
+const EMPTY_SLEEP_S = 1;
+const CLIENT_TIMEOUT_S = 15;
+
+/** @param {number} ms */
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/** @param {string} text */
+const sha256 = (text) => createHash("sha256").update(text).digest("hex");
+
+/** @typedef {{ lease_id: string, job_id: string, task_id: string }} Lease */
+
+/**
+ * The requests one run sent, by kind, and what went wrong.
+ * @typedef {{ sent: Record<string, number>, timeouts: number, errors: string[], emptyClaimMs: number[] }} Tally
+ */
+
+/** @returns {Tally} */
+const newTally = () => ({ sent: {}, timeouts: 0, errors: [], emptyClaimMs: [] });
+
+/**
+ * One agent, as ExecutorLoop runs: `onLease` decides what it does with a task.
+ * @param {{ api: string, nodeId: string, tally: () => Tally, stopAt: () => number, startAfterMs: number,
+ *           onLease: (lease: Lease, send: Send) => Promise<void> }} agent
+ */
+async function runAgent({ api, nodeId, tally, stopAt, startAfterMs, onLease }) {
+  await sleep(startAfterMs);
+  /** @type {Send} */
+  const send = async (kind, method, path, body, contentType = "application/json") => {
+    tally().sent[kind] = (tally().sent[kind] ?? 0) + 1;
+    try {
+      /** @type {RequestInit} */
+      const init = { method, signal: AbortSignal.timeout(CLIENT_TIMEOUT_S * 1000) };
+      if (body !== undefined) {
+        init.body = typeof body === "string" ? body : JSON.stringify(body);
+        init.headers = { "content-type": contentType };
+      }
+      const r = await fetch(`${api}${path}`, init);
+      // The body is read here, inside the try: a connection cut mid-answer is an error, not a crash.
+      const answer = { status: r.status, text: await r.text() };
+      if (r.status >= 500) tally().errors.push(`${kind} ${r.status} ${answer.text}`);
+      return answer;
+    } catch (e) {
+      if (e instanceof Error && e.name === "TimeoutError") tally().timeouts++;
+      else tally().errors.push(`${kind}: ${String(e)}`);
+      return null;
+    }
+  };
+  const registration = {
+    node_id: nodeId,
+    kubernetes_node: "",
+    hostname: nodeId,
+    capabilities: { cpu_cores: 8, gpus: [], os: "linux", architecture: "amd64" },
+  };
+  await send("register", "POST", "/nodes/register", registration);
+  let lastHeartbeat = Number.NEGATIVE_INFINITY;
+  while (Date.now() < stopAt()) {
+    if (Date.now() - lastHeartbeat >= NODE_HEARTBEAT_S * 1000) {
+      await send("node_heartbeat", "POST", `/nodes/${nodeId}/heartbeat`, { node_id: nodeId });
+      lastHeartbeat = Date.now();
+    }
+    const claimedAt = Date.now();
+    const r = await send("claim", "POST", "/leases/claim", { node_id: nodeId });
+    if (r?.status === 204) tally().emptyClaimMs.push(Date.now() - claimedAt);
+    if (r?.status === 200) {
+      await onLease(/** @type {Lease} */ (JSON.parse(r.text)), send);
+      continue;
+    }
+    await sleep(EMPTY_SLEEP_S * 1000);
+  }
+}
+
+/**
+ * @callback Send
+ * @param {string} kind
+ * @param {string} method
+ * @param {string} path
+ * @param {unknown} [body]
+ * @param {string} [contentType]
+ * @returns {Promise<{ status: number, text: string } | null>}
+ */
+
+/**
+ * Runs a task for `seconds` as the agent does: attempt heartbeats every
+ * lease_seconds / 3, then one upload and a commit.
+ * @param {Lease} lease
+ * @param {Send} send
+ * @param {number} seconds
+ */
+async function work(lease, send, seconds) {
+  const end = Date.now() + seconds * 1000;
+  while (Date.now() < end) {
+    await sleep(Math.min((LEASE_SECONDS / 3) * 1000, end - Date.now()));
+    if (Date.now() < end) await send("attempt_heartbeat", "POST", `/attempts/${lease.lease_id}/heartbeat`);
+  }
+  const output = JSON.stringify({ task: lease.task_id, loss: 0.1 });
+  const key = `jobs/${lease.job_id}/${lease.task_id}/metrics.json`;
+  await send("upload", "PUT", `/artifacts/${key}`, output, "application/octet-stream");
+  await send("commit", "POST", `/attempts/${lease.lease_id}/complete`, { output_sha256: sha256(output) });
+}
+
+/** @param {number} tasks @param {string} name */
+function jobSpec(tasks, name) {
+  return {
+    apiVersion: "flashml.dev/v1alpha1",
+    kind: "Job",
+    metadata: { name },
+    spec: {
+      execution: { backend: "leases" },
+      image: { repository: "ghcr.io/flashml/runner", tag: "0.4.1" },
+      workload: {
+        type: "hyperparameter_search",
+        parameters: { trials: Array.from({ length: tasks }, (_, i) => ({ i })), lease_seconds: LEASE_SECONDS },
+      },
+    },
+  };
+}
+
+/**
+ * CPU seconds used so far by every process in a process group (Linux /proc):
+ * wrangler dev runs in its own group, workerd included.
+ * @param {number} pgid
+ */
+function groupCpuSeconds(pgid) {
+  const ticksPerSecond = 100; // USER_HZ on Linux
+  let total = 0;
+  for (const pid of readdirSync("/proc").filter((name) => /^\d+$/.test(name))) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(fields[2]) !== pgid) continue; // pgrp
+      total += (Number(fields[11]) + Number(fields[12])) / ticksPerSecond; // utime + stime
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return total;
+}
+
+/**
+ * Measures one hold: idle cost, dispatch latency, busy cost.
+ * @param {number} hold seconds
+ */
+async function measure(hold) {
+  const server = await startWrangler({ FLASHML_CLAIM_WAIT_SECONDS: String(hold) });
+  try {
+    const pool = `agents-${String(hold).replace(".", "-")}-${Date.now().toString(36)}`;
+    const api = `${server.base}/pools/${pool}/v1alpha1`;
+    /** @type {Tally} */
+    let tally = newTally();
+    let stopAt = Number.POSITIVE_INFINITY;
+    /** When a task (by task id) was made claimable, and when an agent got it. */
+    const offered = new Map();
+    /** @type {number[]} */
+    const dispatchMs = [];
+    /** @type {number[]} */
+    const requeueMs = [];
+    let busySeconds = 0;
+    /** @type {Set<string>} */
+    const toFail = new Set();
+
+    /** @type {(lease: Lease, send: Send) => Promise<void>} */
+    const onLease = async (lease, send) => {
+      const at = offered.get(lease.task_id);
+      if (at !== undefined) {
+        offered.delete(lease.task_id);
+        (at.kind === "submit" ? dispatchMs : requeueMs).push(Date.now() - at.t);
+      }
+      if (toFail.delete(lease.task_id)) {
+        // Fail it: the time from the fail to the task's next claim is the
+        // requeue latency (a held claim may get it before the fail answers).
+        offered.set(lease.task_id, { kind: "requeue", t: Date.now() });
+        await send("fail", "POST", `/attempts/${lease.lease_id}/fail`, { reason: "probe" });
+        return;
+      }
+      await work(lease, send, busySeconds);
+    };
+
+    // A real fleet is not in step: agents start spread evenly over one loop
+    // (the longest hold plus the sleep), so requests are not counted in bursts.
+    const spreadMs = (Math.max(...HOLDS) + EMPTY_SLEEP_S) * 1000;
+    const nodes = Array.from({ length: IDLE_NODES }, (_, i) => `idle-${String(i).padStart(4, "0")}`);
+    const fleet = nodes.map((nodeId, i) =>
+      runAgent({
+        api,
+        nodeId,
+        tally: () => tally,
+        stopAt: () => stopAt,
+        startAfterMs: (i * spreadMs) / nodes.length,
+        onLease,
+      }),
+    );
+
+    // Idle: every node waiting, no work anywhere.
+    await sleep(spreadMs + 2000); // everyone registered and in its loop
+    tally = newTally();
+    let cpu0 = groupCpuSeconds(server.pid);
+    let t0 = Date.now();
+    await sleep(SECONDS * 1000);
+    const idleWindow = (Date.now() - t0) / 1000;
+    const idle = summarize(tally, idleWindow, IDLE_NODES, groupCpuSeconds(server.pid) - cpu0);
+
+    // Dispatch: one-task jobs to the waiting fleet; half are failed once to time the requeue.
+    for (let i = 0; i < SAMPLES; i++) {
+      if (i % 2 === 1) toFail.add("trial-000");
+      const sentAt = Date.now();
+      const r = await fetch(`${api}/jobs`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(jobSpec(1, `probe-${i}`)),
+      });
+      if (r.status !== 201) throw new Error(`submit: ${r.status} ${await r.text()}`);
+      offered.set("trial-000", { kind: "submit", t: sentAt });
+      const until = Date.now() + 20_000;
+      while ((offered.size > 0 || toFail.size > 0) && Date.now() < until) await sleep(10);
+      offered.clear();
+      toFail.clear();
+      await sleep(200 + (i % 5) * 150); // let the fleet settle into different phases of its loop
+    }
+
+    // Busy: BUSY_NODES of the fleet run tasks back to back; the rest are stopped.
+    stopAt = Date.now();
+    await Promise.all(fleet);
+    busySeconds = TASK_SECONDS;
+    stopAt = Number.POSITIVE_INFINITY;
+    const busyNodes = Array.from({ length: BUSY_NODES }, (_, i) => `busy-${String(i).padStart(4, "0")}`);
+    const tasks = Math.ceil(((BUSY_NODES * (SECONDS + TASK_SECONDS + 20)) / TASK_SECONDS) * 1.2);
+    const r = await fetch(`${api}/jobs`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(jobSpec(tasks, "busy")),
+    });
+    if (r.status !== 201) throw new Error(`submit: ${r.status} ${await r.text()}`);
+    const busyFleet = busyNodes.map((nodeId, i) =>
+      runAgent({
+        api,
+        nodeId,
+        tally: () => tally,
+        stopAt: () => stopAt,
+        startAfterMs: (i * TASK_SECONDS * 1000) / busyNodes.length,
+        onLease,
+      }),
+    );
+    await sleep(TASK_SECONDS * 1000 + 5000);
+    tally = newTally();
+    cpu0 = groupCpuSeconds(server.pid);
+    t0 = Date.now();
+    await sleep(SECONDS * 1000);
+    const busyWindow = (Date.now() - t0) / 1000;
+    const busy = summarize(tally, busyWindow, BUSY_NODES, groupCpuSeconds(server.pid) - cpu0);
+    stopAt = Date.now();
+    await Promise.all(busyFleet);
+    return {
+      hold_s: hold,
+      idle,
+      busy,
+      dispatch: latency(dispatchMs),
+      requeue: latency(requeueMs),
+    };
+  } finally {
+    await server.stop();
+  }
+}
+
+/**
+ * @param {Tally} tally
+ * @param {number} seconds
+ * @param {number} nodes
+ * @param {number} cpuSeconds
+ */
+function summarize(tally, seconds, nodes, cpuSeconds) {
+  const total = Object.values(tally.sent).reduce((a, b) => a + b, 0);
+  return {
+    nodes,
+    seconds: round(seconds, 1),
+    requests: total,
+    by_kind: { ...tally.sent },
+    // How long a claim that got nothing took to answer: the hold, as the agent saw it.
+    empty_claim_p50_ms: median(tally.emptyClaimMs),
+    per_node_per_s: round(total / nodes / seconds, 3),
+    workerd_cpu_fraction: round(cpuSeconds / seconds, 3),
+    timeouts: tally.timeouts,
+    errors: tally.errors.slice(0, 5),
+    error_count: tally.errors.length,
+  };
+}
+
+/** @param {number[]} ms */
+function latency(ms) {
+  return {
+    samples: ms.length,
+    p50_ms: median(ms),
+    p95_ms: percentile(ms, 95),
+    max_ms: ms.length ? Math.max(...ms) : null,
+  };
+}
+
+async function main() {
+  const runs = [];
+  for (const hold of HOLDS) {
+    console.log(`hold ${hold} s: ${IDLE_NODES} idle nodes, then ${BUSY_NODES} busy nodes, ${SECONDS} s each …`);
+    const run = await measure(hold);
+    console.log(
+      `  idle ${run.idle.per_node_per_s} req/s/node (workerd CPU ${run.idle.workerd_cpu_fraction}), ` +
+        `busy ${run.busy.per_node_per_s} req/s/node (workerd CPU ${run.busy.workerd_cpu_fraction}), ` +
+        `submit→claim p50 ${run.dispatch.p50_ms} ms, requeue→claim p50 ${run.requeue.p50_ms} ms; ` +
+        `${run.idle.timeouts + run.busy.timeouts} client timeouts, ${run.idle.error_count + run.busy.error_count} errors`,
+    );
+    runs.push(run);
+  }
+  const result = {
+    date: today(),
+    machine: machine(),
+    command: `node bench/agents.mjs ${process.argv.slice(2).join(" ")}`.trim(),
+    agent: { node_heartbeat_s: NODE_HEARTBEAT_S, empty_sleep_s: EMPTY_SLEEP_S, client_timeout_s: CLIENT_TIMEOUT_S },
+    task_seconds: TASK_SECONDS,
+    lease_seconds: LEASE_SECONDS,
+    runs,
+  };
+  // Any 5xx or client timeout fails the run (CI runs it --quick); the figures themselves are for BENCHMARKS.md.
+  const errors = runs.flatMap((r) => [
+    ...r.idle.errors,
+    ...r.busy.errors,
+    ...(r.idle.timeouts + r.busy.timeouts > 0 ? [`hold ${r.hold_s} s: client timeouts`] : []),
+  ]);
+  if (!QUICK) console.log(`wrote ${writeResult("agents", result)}`);
+  if (errors.length > 0) {
+    console.error(`errors:\n${errors.join("\n")}`);
+    process.exitCode = 1;
+  }
+}
+
+try {
+  await main();
+} finally {
+  await stopAll();
+}
