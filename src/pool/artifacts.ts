@@ -4,7 +4,6 @@
 
 import { taskOfKey } from "../protocol/keys";
 import { isLiveLease, type LeaseAndTask } from "../rules/leases";
-import { iso } from "./events";
 import { seen } from "./nodes";
 
 export type ArtifactRow = {
@@ -108,18 +107,4 @@ export function listJobArtifacts(sql: SqlStorage, jobId: string) {
     )
     .toArray()
     .map((r) => ({ uri: `artifact://${r.key}`, key: r.key, size_bytes: r.size_bytes }));
-}
-
-export function artifactRecord(row: ArtifactRow, bucket: string) {
-  return {
-    schema_version: "v1alpha1" as const,
-    uri: `artifact://${row.key}`,
-    backend: "local" as const,
-    bucket,
-    object_key: row.key,
-    etag: row.etag,
-    sha256: row.sha256,
-    size_bytes: row.size_bytes,
-    created_at: iso(row.created_ms),
-  };
 }

@@ -20,6 +20,24 @@ export const ArtifactRecordSchema = z.object({
 });
 export type ArtifactRecord = z.infer<typeof ArtifactRecordSchema>;
 
+/** The ArtifactRecord of a key bound to stored bytes, as the wire shows it. */
+export function artifactRecord(
+  bound: { key: string; etag: string; sha256: string; size_bytes: number; created_ms: number },
+  bucket: string,
+): ArtifactRecord {
+  return {
+    schema_version: "v1alpha1",
+    uri: `artifact://${bound.key}`,
+    backend: "local",
+    bucket,
+    object_key: bound.key,
+    etag: bound.etag,
+    sha256: bound.sha256,
+    size_bytes: bound.size_bytes,
+    created_at: new Date(bound.created_ms).toISOString(),
+  };
+}
+
 /** One uploaded file of a checkpoint, keyed relative to the manifest's prefix. */
 export const CheckpointPartSchema = z.object({
   key: z.string(),

@@ -5,7 +5,7 @@
 // previous bytes.
 
 import { Hono } from "hono";
-import { artifactRecord } from "../pool/artifacts";
+import { artifactRecord } from "../protocol/checkpoints";
 import { hex } from "../protocol/ids";
 import { artifactKeyProblem } from "../protocol/keys";
 import type { AppContext, AppEnv } from "./context";
