@@ -28,6 +28,12 @@ export function snapshotFromDisk(persistTo: string, jobId: string): PoolSnapshot
       tasks: query(file, "SELECT * FROM tasks ORDER BY seq"),
       leases: query(file, "SELECT * FROM leases ORDER BY issued_ms, lease_id"),
       events: query(file, "SELECT * FROM events ORDER BY seq"),
+      counters: {
+        job_task_counts: query(file, "SELECT * FROM job_task_counts"),
+        task_counts: query(file, "SELECT * FROM task_counts"),
+        job_counts: query(file, "SELECT * FROM job_counts"),
+        classes: query(file, "SELECT * FROM classes"),
+      },
     };
   }
   throw new Error(`no pool object under ${dir} holds job ${jobId}`);

@@ -334,7 +334,18 @@
         c.stuck_tasks ? "see Needs attention" : "every pending task is placeable",
         c.stuck_tasks > 0,
       ),
+      tile(
+        `${Math.round((d.storage.bytes / d.storage.limit_bytes) * 1000) / 10}%`,
+        "storage used",
+        `${megabytes(d.storage.bytes)} of ${megabytes(d.storage.limit_bytes)}${d.storage.warning ? " — past 80%: shorten retention or split the pool" : ""}`,
+        d.storage.warning,
+      ),
     ]);
+  }
+
+  /** @param {number} bytes */
+  function megabytes(bytes) {
+    return bytes >= 1e9 ? `${Math.round(bytes / 1e8) / 10} GB` : `${Math.round(bytes / 1e5) / 10} MB`;
   }
 
   /**

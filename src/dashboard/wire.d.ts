@@ -96,6 +96,7 @@ export type Summary = {
   leases: Page<LeaseItem>;
   events: { items: EventItem[] };
   stuck: Page<StuckTasks> & { classes_unchecked: number };
+  storage: { bytes: number; limit_bytes: number; warning: boolean };
 };
 
 export type NodePlacement =

@@ -9,13 +9,15 @@
 
 import { JOB_STATES, type JobState } from "../protocol/jobs";
 import type { NodeRegistration } from "../protocol/nodes";
-import { TASK_STATES } from "../protocol/tasks";
+import { TASK_STATES, type TaskState } from "../protocol/tasks";
 import { summarizePlacement } from "../rules/explanations";
 import { deriveJobState, emptyTaskCounts, type TaskCounts } from "../rules/job-state";
 import { eligible } from "../rules/placement";
+import { storageReport } from "../rules/storage";
 import { shorten } from "../rules/text";
 import { iso } from "./events";
 import { placementOn, type RegisteredNode } from "./explain";
+import { taskCounts } from "./jobs";
 import { nodeView, ONLINE_WINDOW_MS } from "./nodes";
 
 /** Requirement classes with pending tasks checked against the online nodes, earliest first. */
@@ -104,6 +106,7 @@ export type DashboardSummary = {
   events: { items: DashboardEvent[]; last_seq: number };
   /** `classes_unchecked`: pending requirement classes past the check's bound. */
   stuck: Page<StuckTasks> & { classes_unchecked: number };
+  storage: { bytes: number; limit_bytes: number; warning: boolean };
 };
 
 /** The bounded summary of a pool at `now`; `limit` bounds every list. */
@@ -111,7 +114,8 @@ export function dashboardSummary(sql: SqlStorage, now: number, pool: string, lim
   const stuck = stuckTasks(sql, now, limit);
   const jobs = jobsPage(sql, limit, stuck.byJob);
   const taskTotals = emptyTaskCounts();
-  for (const counts of jobs.countsByJob.values()) for (const s of TASK_STATES) taskTotals[s] += counts[s];
+  for (const r of sql.exec<{ state: TaskState; n: number }>("SELECT state, n FROM task_counts"))
+    taskTotals[r.state] = r.n;
   const nodeCounts = sql
     .exec<{ total: number; online: number; not_accepting: number }>(
       "SELECT COUNT(*) AS total, TOTAL(live_until_ms > ?) AS online, TOTAL(status <> 'online') AS not_accepting FROM nodes",
@@ -139,6 +143,7 @@ export function dashboardSummary(sql: SqlStorage, now: number, pool: string, lim
     },
     nodes: nodesPage(sql, now, limit, nodeCounts.total),
     jobs: { items: jobs.items, more: jobs.total - jobs.items.length },
+    storage: storageReport(sql.databaseSize),
     leases: leasesPage(sql, now, limit, leasesLive),
     events: { items: recentEvents(sql, limit), last_seq: lastSeq },
     stuck: { items: stuck.items, more: stuck.entries - stuck.items.length, classes_unchecked: stuck.classesUnchecked },
@@ -206,27 +211,15 @@ type JobRow = {
 };
 
 function jobsPage(sql: SqlStorage, limit: number, stuckByJob: Map<string, StuckTasks>) {
-  const countsByJob = new Map<string, TaskCounts>();
-  // One pass over the (job_id, state) index: every job's counts at once.
-  for (const r of sql.exec<{ job_id: string; state: keyof TaskCounts; n: number }>(
-    "SELECT job_id, state, COUNT(*) AS n FROM tasks GROUP BY job_id, state",
-  )) {
-    let counts = countsByJob.get(r.job_id);
-    if (!counts) {
-      counts = emptyTaskCounts();
-      countsByJob.set(r.job_id, counts);
-    }
-    counts[r.state] = r.n;
-  }
+  // Jobs per state from their counter: a job not yet terminal is RUNNING (a
+  // job always has tasks), so history costs nothing here.
   const byState = Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as Record<JobState, number>;
   let total = 0;
-  for (const r of sql.exec<{ job_id: string; terminal_state: string | null }>(
-    "SELECT job_id, terminal_state FROM jobs",
-  )) {
-    total++;
-    byState[stateOf(r.terminal_state, countsByJob.get(r.job_id))]++;
+  for (const r of sql.exec<{ state: JobState; n: number }>("SELECT state, n FROM job_counts")) {
+    byState[r.state] += r.n;
+    total += r.n;
   }
-  // Live jobs first, newest first; the spec is read only for the rows shown.
+  // Live jobs first, newest first (the jobs_live_first index); the spec is read only for the rows shown.
   const rows = sql
     .exec<JobRow>(
       `SELECT job_id, json_extract(spec, '$.metadata.name') AS name, json_extract(spec, '$.metadata.labels') AS labels,
@@ -236,7 +229,7 @@ function jobsPage(sql: SqlStorage, limit: number, stuckByJob: Map<string, StuckT
     )
     .toArray();
   const items = rows.map((row): DashboardJob => {
-    const counts = countsByJob.get(row.job_id) ?? emptyTaskCounts();
+    const counts = taskCounts(sql, row.job_id);
     return {
       job_id: row.job_id,
       name: clip(row.name ?? ""),
@@ -250,7 +243,7 @@ function jobsPage(sql: SqlStorage, limit: number, stuckByJob: Map<string, StuckT
       stuck: stuckByJob.get(row.job_id) ?? null,
     };
   });
-  return { items, total, byState, countsByJob };
+  return { items, total, byState };
 }
 
 function stateOf(terminal: string | null, counts: TaskCounts | undefined): JobState {
@@ -317,16 +310,16 @@ function stuckTasks(sql: SqlStorage, now: number, limit: number) {
     )
     .toArray();
   const views = claimable.map((n) => nodeView(n.registration));
+  // Classes with pending tasks (the classes_pending index), each head an index seek.
   const classes = sql
     .exec<{ class_id: number; requirement: string; head: number }>(
-      `SELECT t.class_id, c.requirement, MIN(t.seq) AS head FROM tasks t JOIN classes c ON c.class_id = t.class_id
-       WHERE t.state = 'PENDING' GROUP BY t.class_id ORDER BY head LIMIT ?`,
+      `SELECT c.class_id, c.requirement,
+              (SELECT MIN(t.seq) FROM tasks t WHERE t.state = 'PENDING' AND t.class_id = c.class_id) AS head
+       FROM classes c WHERE c.pending > 0 ORDER BY head LIMIT ?`,
       STUCK_CLASSES_CHECKED,
     )
     .toArray();
-  const pendingClasses = sql
-    .exec<{ n: number }>("SELECT COUNT(DISTINCT class_id) AS n FROM tasks WHERE state = 'PENDING'")
-    .one().n;
+  const pendingClasses = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM classes WHERE pending > 0").one().n;
   const items: StuckTasks[] = [];
   const byJob = new Map<string, StuckTasks>();
   const names = new Map<string, string | null>();

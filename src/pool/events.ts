@@ -1,6 +1,7 @@
 // The append-only event ledger of a pool. Every state change writes its
 // event in the same transaction as the change, so the ledger never disagrees
-// with the tables. Never updates or deletes a row.
+// with the tables; a lease renewal only counts (SPEC §12: heartbeats cost no
+// history). Never updates or deletes a row.
 
 import type { EventType } from "../protocol/jobs";
 import type { JsonObject } from "../protocol/json";
@@ -25,6 +26,11 @@ export function emit(
     message,
     JSON.stringify(data),
   );
+  tally(sql, type);
+}
+
+/** Counts an event of `type` for metrics; emit() does, and so does a change that keeps no ledger row. */
+export function tally(sql: SqlStorage, type: EventType): void {
   sql.exec("INSERT INTO event_counts (type, n) VALUES (?, 1) ON CONFLICT (type) DO UPDATE SET n = n + 1", type);
 }
 

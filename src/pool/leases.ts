@@ -8,7 +8,7 @@ import type { JsonObject } from "../protocol/json";
 import { type Lease, parseEvidence } from "../protocol/tasks";
 import { isLiveLease, mayDrive } from "../rules/leases";
 import { eligible } from "../rules/placement";
-import { emit, iso } from "./events";
+import { emit, iso, tally } from "./events";
 import { settleJob } from "./jobs";
 import { findNode, nodeView, seen } from "./nodes";
 import type { TaskRow } from "./tasks";
@@ -76,7 +76,7 @@ export function claim(sql: SqlStorage, now: number, nodeId: string, jobId: strin
          SELECT c.requirement,
                 (SELECT t.seq FROM tasks t WHERE t.state = 'PENDING' AND t.class_id = c.class_id ${jobFilter}
                  ORDER BY t.seq LIMIT 1) AS head
-         FROM classes c)
+         FROM classes c WHERE c.pending > 0)
        SELECT requirement, head FROM heads WHERE head IS NOT NULL ORDER BY head`,
       ...(jobId === null ? [] : [jobId]),
     )
@@ -129,13 +129,15 @@ export function renew(sql: SqlStorage, now: number, leaseId: string, caller: str
   if (!mayDrive(row?.node_id, caller)) return { ok: false, reason: "not_holder" };
   if (!row || !isLiveLease(row, now)) return { ok: false, reason: "gone" };
   const deadline = now + Math.round(row.lease_seconds * 1000);
-  sql.exec("UPDATE leases SET deadline_ms = ? WHERE lease_id = ?", deadline, leaseId);
+  // No ledger row: a renewal is counted on its lease and in the event tally.
+  sql.exec(
+    "UPDATE leases SET deadline_ms = ?, renewals = renewals + 1, renewed_ms = ? WHERE lease_id = ?",
+    deadline,
+    now,
+    leaseId,
+  );
   seen(sql, now, row.node_id, deadline);
-  emit(sql, now, row.job_id, "LEASE_RENEWED", `lease ${leaseId} renewed`, {
-    task_id: row.task_id,
-    node_id: row.node_id,
-    lease_id: leaseId,
-  });
+  tally(sql, "LEASE_RENEWED");
   return { ok: true, lease: leaseRecord({ ...row, deadline_ms: deadline }) };
 }
 

@@ -1,18 +1,19 @@
-// The counts behind GET /metrics, read in one go: indexed counts and the
-// running event tally kept by emit(), never a scan of the ledger.
+// The counts behind GET /metrics, read in one go: the counters the schema's
+// triggers keep and the running event tally kept by emit(), never a scan of
+// the tasks or the ledger.
 
 import type { MetricsSample } from "../rules/metrics";
 
 export function metricsSample(sql: SqlStorage, now: number): MetricsSample {
   const tasks: Record<string, number> = {};
-  for (const r of sql.exec<{ state: string; n: number }>("SELECT state, COUNT(*) AS n FROM tasks GROUP BY state"))
-    tasks[r.state] = r.n;
+  for (const r of sql.exec<{ state: string; n: number }>("SELECT state, n FROM task_counts")) tasks[r.state] = r.n;
   const events: Record<string, number> = {};
   for (const r of sql.exec<{ type: string; n: number }>("SELECT type, n FROM event_counts")) events[r.type] = r.n;
   const count = (query: string, ...args: number[]) => sql.exec<{ n: number }>(query, ...args).one().n;
   return {
     tasks,
     events,
+    storageBytes: sql.databaseSize,
     leasesLive: count("SELECT COUNT(*) AS n FROM leases WHERE status = 'live'"),
     nodesRegistered: count("SELECT COUNT(*) AS n FROM nodes"),
     nodesOnline: count("SELECT COUNT(*) AS n FROM nodes WHERE live_until_ms > ?", now),

@@ -144,6 +144,68 @@ export const MIGRATIONS: readonly string[] = [
     COALESCE((SELECT MAX(l.deadline_ms) FROM leases l WHERE l.node_id = nodes.node_id AND l.status = 'live'), 0));
   CREATE INDEX nodes_live_until ON nodes (live_until_ms);
   `,
+  // 5: counters, not scans (SPEC §12). Tasks per job and state, tasks per
+  // state, pending tasks per requirement class and jobs per state are kept by
+  // triggers in the transaction of every change to a task or a job, whatever
+  // code path makes it; the dashboard, metrics and the claim read them
+  // instead of counting history. Backfilled once from the tables.
+  `
+  CREATE TABLE job_task_counts (
+    job_id TEXT NOT NULL, state TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (job_id, state)
+  );
+  CREATE TABLE task_counts (state TEXT PRIMARY KEY, n INTEGER NOT NULL);
+  CREATE TABLE job_counts (state TEXT PRIMARY KEY, n INTEGER NOT NULL);
+  ALTER TABLE classes ADD COLUMN pending INTEGER NOT NULL DEFAULT 0;
+
+  INSERT INTO job_task_counts (job_id, state, n) SELECT job_id, state, COUNT(*) FROM tasks GROUP BY job_id, state;
+  INSERT INTO task_counts (state, n) SELECT state, COUNT(*) FROM tasks GROUP BY state;
+  INSERT INTO job_counts (state, n) SELECT COALESCE(terminal_state, 'RUNNING'), COUNT(*) FROM jobs GROUP BY 1;
+  UPDATE classes SET pending = (SELECT COUNT(*) FROM tasks t WHERE t.class_id = classes.class_id AND t.state = 'PENDING');
+  CREATE INDEX classes_pending ON classes (class_id) WHERE pending > 0;
+  -- The jobs page: live jobs first, newest first, without sorting every job.
+  CREATE INDEX jobs_live_first ON jobs ((terminal_state IS NULL), seq);
+
+  CREATE TRIGGER tasks_count_insert AFTER INSERT ON tasks BEGIN
+    INSERT INTO job_task_counts (job_id, state, n) VALUES (NEW.job_id, NEW.state, 1)
+      ON CONFLICT (job_id, state) DO UPDATE SET n = n + 1;
+    INSERT INTO task_counts (state, n) VALUES (NEW.state, 1) ON CONFLICT (state) DO UPDATE SET n = n + 1;
+    UPDATE classes SET pending = pending + 1 WHERE class_id = NEW.class_id AND NEW.state = 'PENDING';
+  END;
+  CREATE TRIGGER tasks_count_state AFTER UPDATE OF state ON tasks WHEN OLD.state <> NEW.state BEGIN
+    UPDATE job_task_counts SET n = n - 1 WHERE job_id = OLD.job_id AND state = OLD.state;
+    INSERT INTO job_task_counts (job_id, state, n) VALUES (NEW.job_id, NEW.state, 1)
+      ON CONFLICT (job_id, state) DO UPDATE SET n = n + 1;
+    UPDATE task_counts SET n = n - 1 WHERE state = OLD.state;
+    INSERT INTO task_counts (state, n) VALUES (NEW.state, 1) ON CONFLICT (state) DO UPDATE SET n = n + 1;
+    UPDATE classes SET pending = pending - 1 WHERE class_id = OLD.class_id AND OLD.state = 'PENDING';
+    UPDATE classes SET pending = pending + 1 WHERE class_id = NEW.class_id AND NEW.state = 'PENDING';
+  END;
+  CREATE TRIGGER tasks_count_delete AFTER DELETE ON tasks BEGIN
+    UPDATE job_task_counts SET n = n - 1 WHERE job_id = OLD.job_id AND state = OLD.state;
+    UPDATE task_counts SET n = n - 1 WHERE state = OLD.state;
+    UPDATE classes SET pending = pending - 1 WHERE class_id = OLD.class_id AND OLD.state = 'PENDING';
+  END;
+  CREATE TRIGGER jobs_count_insert AFTER INSERT ON jobs BEGIN
+    INSERT INTO job_counts (state, n) VALUES (COALESCE(NEW.terminal_state, 'RUNNING'), 1)
+      ON CONFLICT (state) DO UPDATE SET n = n + 1;
+  END;
+  CREATE TRIGGER jobs_count_state AFTER UPDATE OF terminal_state ON jobs
+    WHEN COALESCE(OLD.terminal_state, 'RUNNING') <> COALESCE(NEW.terminal_state, 'RUNNING') BEGIN
+    UPDATE job_counts SET n = n - 1 WHERE state = COALESCE(OLD.terminal_state, 'RUNNING');
+    INSERT INTO job_counts (state, n) VALUES (COALESCE(NEW.terminal_state, 'RUNNING'), 1)
+      ON CONFLICT (state) DO UPDATE SET n = n + 1;
+  END;
+  CREATE TRIGGER jobs_count_delete AFTER DELETE ON jobs BEGIN
+    UPDATE job_counts SET n = n - 1 WHERE state = COALESCE(OLD.terminal_state, 'RUNNING');
+  END;
+  `,
+  // 6: a renewal updates its lease instead of appending a ledger event, so a
+  // lease costs O(1) storage however long it lives (SPEC §12). Leases renewed
+  // before this keep their LEASE_RENEWED events and start counting at 0.
+  `
+  ALTER TABLE leases ADD COLUMN renewals INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE leases ADD COLUMN renewed_ms INTEGER;
+  `,
 ];
 
 /** Applies every migration newer than the recorded version, in order. */

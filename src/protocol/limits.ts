@@ -12,3 +12,7 @@ export const EVENTS_PAGE_MAX = 1000;
 /** Default and largest number of entries per dashboard list (`?limit=`). */
 export const DASHBOARD_LIMIT_DEFAULT = 25;
 export const DASHBOARD_LIMIT_MAX = 200;
+
+/** A Durable Object's storage limit (Cloudflare's documented 10 GB), and the share past which a pool warns. */
+export const OBJECT_STORAGE_LIMIT_BYTES = 10 * 1000 ** 3;
+export const STORAGE_WARNING_FRACTION = 0.8;

@@ -2,11 +2,13 @@
 // 0.0.4), pure: the pool object counts, this renders. Label values are
 // escaped, since pool names and event types come from outside.
 
+import { OBJECT_STORAGE_LIMIT_BYTES } from "../protocol/limits";
 import { TASK_STATES } from "../protocol/tasks";
 
 export interface MetricsSample {
   tasks: Record<string, number>; // by state
   leasesLive: number;
+  storageBytes: number; // the object's SQLite size
   nodesRegistered: number;
   nodesOnline: number;
   events: Record<string, number>; // by type, since the pool began
@@ -47,6 +49,10 @@ export function renderMetrics(pool: string, s: MetricsSample): string {
       [`${p},online="false"`, s.nodesRegistered - s.nodesOnline],
     ],
   );
+  metric("flashedge_storage_bytes", "gauge", "Size of the pool object's SQLite storage.", [[p, s.storageBytes]]);
+  metric("flashedge_storage_limit_bytes", "gauge", "The storage limit of one Durable Object.", [
+    [p, OBJECT_STORAGE_LIMIT_BYTES],
+  ]);
   metric(
     "flashedge_events_total",
     "counter",

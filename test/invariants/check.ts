@@ -17,6 +17,8 @@ export interface PoolSnapshot {
   events: Row[];
   /** The armed alarm, or undefined when the snapshot cannot see it. */
   alarm?: number | null;
+  /** The counter tables (SPEC §12), or undefined for a pool from before them. */
+  counters?: { job_task_counts: Row[]; task_counts: Row[]; job_counts: Row[]; classes: Row[] };
 }
 
 /** Every invariant violation in the pool, as readable sentences. */
@@ -86,10 +88,59 @@ export function violations(s: PoolSnapshot): string[] {
       out.push(`job ${j.job_id}: ${ends} terminal events`);
   }
 
+  if (s.counters) out.push(...counterViolations(s, s.counters));
+
   const liveDeadlines = s.leases.filter((l) => l.status === "live").map((l) => l.deadline_ms as number);
   if (s.alarm !== undefined && liveDeadlines.length > 0 && (s.alarm === null || s.alarm > Math.min(...liveDeadlines))) {
     out.push(`alarm ${s.alarm} is not armed by the earliest live deadline ${Math.min(...liveDeadlines)}`);
   }
+  return out;
+}
+
+/** The counters the object keeps must equal a recount of the tables (zero rows may be absent). */
+function counterViolations(s: PoolSnapshot, c: NonNullable<PoolSnapshot["counters"]>): string[] {
+  const out: string[] = [];
+  const compare = (what: string, kept: Row[], key: (r: Row) => string, recount: Map<string, number>) => {
+    const keptMap = new Map(kept.map((r) => [key(r), r.n as number]));
+    for (const k of new Set([...keptMap.keys(), ...recount.keys()])) {
+      if ((keptMap.get(k) ?? 0) !== (recount.get(k) ?? 0)) {
+        out.push(`${what} ${k}: counter ${keptMap.get(k) ?? 0} but ${recount.get(k) ?? 0} counted`);
+      }
+    }
+  };
+  const tally = (rows: Row[], key: (r: Row) => string, include: (r: Row) => boolean = () => true) => {
+    const m = new Map<string, number>();
+    for (const r of rows) if (include(r)) m.set(key(r), (m.get(key(r)) ?? 0) + 1);
+    return m;
+  };
+  compare(
+    "tasks of job and state",
+    c.job_task_counts,
+    (r) => `${r.job_id}/${r.state}`,
+    tally(s.tasks, (t) => `${t.job_id}/${t.state}`),
+  );
+  compare(
+    "tasks in state",
+    c.task_counts,
+    (r) => `${r.state}`,
+    tally(s.tasks, (t) => `${t.state}`),
+  );
+  compare(
+    "jobs in state",
+    c.job_counts,
+    (r) => `${r.state}`,
+    tally(s.jobs, (j) => `${j.terminal_state ?? "RUNNING"}`),
+  );
+  compare(
+    "pending tasks of class",
+    c.classes.map((r) => ({ ...r, n: r.pending ?? 0 })),
+    (r) => `${r.class_id}`,
+    tally(
+      s.tasks,
+      (t) => `${t.class_id}`,
+      (t) => t.state === "PENDING",
+    ),
+  );
   return out;
 }
 

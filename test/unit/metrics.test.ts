@@ -5,6 +5,7 @@ describe("metrics text", () => {
   const text = renderMetrics("team-a", {
     tasks: { PENDING: 3, COMPLETED: 2 },
     leasesLive: 1,
+    storageBytes: 123456,
     nodesRegistered: 4,
     nodesOnline: 3,
     events: { LEASE_CLAIMED: 5, TASK_COMMIT_ACCEPTED: 2, TASK_COMMIT_REJECTED: 1, LEASE_EXPIRED: 2 },
@@ -21,6 +22,8 @@ describe("metrics text", () => {
     'flashedge_nodes{pool="team-a",online="true"} 3',
     'flashedge_nodes{pool="team-a",online="false"} 1',
     'flashedge_events_total{pool="team-a",type="LEASE_CLAIMED"} 5',
+    'flashedge_storage_bytes{pool="team-a"} 123456',
+    'flashedge_storage_limit_bytes{pool="team-a"} 10000000000',
   ])("has the sample %s", (line) => {
     expect(text.split("\n")).toContain(line);
   });
@@ -33,7 +36,14 @@ describe("metrics text", () => {
   });
 
   it("escapes label values", () => {
-    const odd = renderMetrics('a"b\\c', { tasks: {}, leasesLive: 0, nodesRegistered: 0, nodesOnline: 0, events: {} });
+    const odd = renderMetrics('a"b\\c', {
+      tasks: {},
+      leasesLive: 0,
+      storageBytes: 0,
+      nodesRegistered: 0,
+      nodesOnline: 0,
+      events: {},
+    });
     expect(odd).toContain('pool="a\\"b\\\\c"');
   });
 });

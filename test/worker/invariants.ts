@@ -16,6 +16,12 @@ export async function snapshot(pool: string): Promise<PoolSnapshot> {
       leases: all("leases", "issued_ms, lease_id"),
       events: all("events", "seq"),
       alarm: await state.storage.getAlarm(),
+      counters: {
+        job_task_counts: all("job_task_counts", "job_id, state"),
+        task_counts: all("task_counts", "state"),
+        job_counts: all("job_counts", "state"),
+        classes: all("classes", "class_id"),
+      },
     };
   });
 }

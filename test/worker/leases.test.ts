@@ -77,7 +77,6 @@ describe("the agent loop", () => {
       "BACKEND_SELECTED",
       "TASK_CREATED",
       "LEASE_CLAIMED",
-      "LEASE_RENEWED",
       "TASK_COMMIT_ACCEPTED",
       "JOB_SUCCEEDED",
       "TASK_COMMIT_REJECTED",

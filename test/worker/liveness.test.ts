@@ -10,6 +10,7 @@ import { migrate } from "../../src/pool/schema";
 import type { Lease } from "../../src/protocol/tasks";
 import { jobSpec } from "../fixtures/jobspec";
 import { call, claim, freshPool, json, register, sha256, stub, upload } from "./helpers";
+import { rewindSchema } from "./schema-history";
 
 type NodeRow = { node_id: string; online: boolean; last_heartbeat_age_s: number };
 
@@ -57,9 +58,7 @@ describe("liveness", () => {
     const lease = await json<Lease>(await claim(pool, "busy"));
     const nodes = await runInDurableObject(stub(pool), (_o, state) => {
       const sql = state.storage.sql;
-      sql.exec("DROP INDEX nodes_live_until");
-      sql.exec("ALTER TABLE nodes DROP COLUMN live_until_ms");
-      sql.exec("UPDATE schema_version SET version = 3");
+      rewindSchema(sql, 3);
       state.storage.transactionSync(() => migrate(sql));
       return sql
         .exec<{ node_id: string; last_heartbeat_ms: number; live_until_ms: number }>(

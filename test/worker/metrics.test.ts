@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { MIGRATIONS, migrate } from "../../src/pool/schema";
 import type { Lease } from "../../src/protocol/tasks";
 import { call, claim, freshPool, json, register, sha256, stub, submitJob, trialsJob, upload } from "./helpers";
+import { rewindSchema } from "./schema-history";
 
 describe("GET /metrics", () => {
   it("counts tasks, leases, claims, commits and nodes in Prometheus text", async () => {
@@ -39,11 +40,7 @@ describe("GET /metrics", () => {
     await claim(pool, "n1");
     const counts = await runInDurableObject(stub(pool), (_o, state) => {
       const sql = state.storage.sql;
-      // Back to the schema of version 2: undo migrations 4 and 3.
-      sql.exec("DROP INDEX nodes_live_until");
-      sql.exec("ALTER TABLE nodes DROP COLUMN live_until_ms");
-      sql.exec("DROP TABLE event_counts");
-      sql.exec("UPDATE schema_version SET version = 2");
+      rewindSchema(sql, 2);
       state.storage.transactionSync(() => migrate(sql));
       return {
         version: sql.exec<{ version: number }>("SELECT version FROM schema_version").one().version,

@@ -189,13 +189,17 @@ describe("the invariant checker", () => {
   const corruptions: Array<[string, string, RegExp]> = [
     [
       "a second live lease",
-      "INSERT INTO leases SELECT 'ls-ffffffffffff', task_seq, node_id, attempt_number, issued_ms, deadline_ms, 'live' FROM leases LIMIT 1",
+      "INSERT INTO leases (lease_id, task_seq, node_id, attempt_number, issued_ms, deadline_ms, status) SELECT 'ls-ffffffffffff', task_seq, node_id, attempt_number, issued_ms, deadline_ms, 'live' FROM leases LIMIT 1",
       /2 live leases/,
     ],
     ["a completion without a commit", "UPDATE tasks SET state = 'COMPLETED'", /accepted commits|replay/],
     ["attempts beyond the limit", "UPDATE tasks SET attempts_used = 9", /attempts/],
     ["a lease to a node the gate refuses", "UPDATE tasks SET payload = '{\"gpus\": 4}'", /gate refuses/],
     ["an unarmed alarm", "UPDATE leases SET deadline_ms = 1", /alarm/],
+    ["a task counter that drifted", "UPDATE task_counts SET n = n + 1 WHERE state = 'LEASED'", /tasks in state LEASED/],
+    ["a job's task counter that drifted", "UPDATE job_task_counts SET n = 0", /tasks of job and state/],
+    ["a job counter that drifted", "UPDATE job_counts SET n = 7", /jobs in state RUNNING/],
+    ["a class's pending count that drifted", "UPDATE classes SET pending = 3", /pending tasks of class/],
   ];
   it.each(corruptions)("notices %s", async (_name, corrupt, expected) => {
     const pool = freshPool();

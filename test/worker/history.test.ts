@@ -1,0 +1,130 @@
+// History must not cost a pool (SPEC §12): counters instead of scans, and
+// renewals that update their lease instead of growing the ledger.
+
+import { runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { migrate } from "../../src/pool/schema";
+import type { Lease } from "../../src/protocol/tasks";
+import { trialsJob } from "../fixtures/jobspec";
+import { call, claim, freshPool, json, register, sha256, stub, submitJob, upload } from "./helpers";
+import { violations } from "./invariants";
+import { rewindSchema } from "./schema-history";
+
+async function commit(pool: string, lease: Lease) {
+  const output = '{"loss": 0.5}';
+  await upload(pool, `jobs/${lease.job_id}/${lease.task_id}/metrics.json`, output);
+  return call(pool, "POST", `/attempts/${lease.lease_id}/complete`, { output_sha256: await sha256(output) });
+}
+
+/** A pool with finished, cancelled, requeued, exhausted and running work. */
+async function busyPool() {
+  const pool = freshPool();
+  await register(pool, "n1");
+  const done = await submitJob(pool, trialsJob(3));
+  for (let i = 0; i < 3; i++)
+    expect(await json(await commit(pool, await json<Lease>(await claim(pool, "n1"))))).toEqual({ accepted: true });
+  const cancelled = await submitJob(pool, trialsJob(2));
+  await claim(pool, "n1");
+  expect((await call(pool, "POST", `/jobs/${cancelled.job_id}/cancel`)).status).toBe(200);
+  const requeued = await submitJob(pool, trialsJob(1));
+  const lost = await json<Lease>(await claim(pool, "n1"));
+  await call(pool, "POST", `/attempts/${lost.lease_id}/fail`, { reason: "boom" });
+  const exhausted = await submitJob(pool, trialsJob(1, {}, { retryPolicy: { maxTaskAttempts: 1 } }));
+  const broken = await json<Lease>(await claim(pool, "n1", exhausted.job_id));
+  await call(pool, "POST", `/attempts/${broken.lease_id}/fail`, { reason: "boom" });
+  const running = await submitJob(pool, trialsJob(4, { lease_seconds: 600 }));
+  expect((await claim(pool, "n1", running.job_id)).status).toBe(200);
+  return { pool, jobs: { done, cancelled, requeued, exhausted, running } };
+}
+
+describe("counters, not scans", () => {
+  it("task and job counters always equal a recount of the tables", async () => {
+    const { pool } = await busyPool();
+    expect(await violations(pool)).toEqual([]);
+  });
+
+  it("the dashboard and metrics read the counters", async () => {
+    const { pool } = await busyPool();
+    const dashboard = await json<{ counts: { tasks: Record<string, number>; jobs: Record<string, number> } }>(
+      await call(pool, "GET", "/dashboard"),
+    );
+    expect(dashboard.counts.tasks).toEqual({ PENDING: 4, LEASED: 1, COMPLETED: 3, FAILED: 1, CANCELLED: 2, total: 11 });
+    expect(dashboard.counts.jobs).toMatchObject({ RUNNING: 2, SUCCEEDED: 1, FAILED: 1, CANCELLED: 1 });
+    const metrics = await (await call(pool, "GET", "/metrics")).text();
+    expect(metrics).toMatch(/^flashedge_tasks\{pool="[^"]+",state="COMPLETED"\} 3$/m);
+    expect(metrics).toMatch(/^flashedge_tasks\{pool="[^"]+",state="CANCELLED"\} 2$/m);
+  });
+
+  it("a pool from before the counters has them backfilled on upgrade", async () => {
+    const { pool } = await busyPool();
+    await runInDurableObject(stub(pool), (_o, state) => {
+      rewindSchema(state.storage.sql, 4);
+      state.storage.transactionSync(() => migrate(state.storage.sql));
+    });
+    expect(await violations(pool)).toEqual([]);
+  });
+
+  it("a claim looks only at requirement classes with pending tasks", async () => {
+    const { pool } = await busyPool();
+    const plan = await runInDurableObject(stub(pool), (_o, state) =>
+      state.storage.sql
+        .exec<{ detail: string }>("EXPLAIN QUERY PLAN SELECT class_id FROM classes c WHERE c.pending > 0")
+        .toArray()
+        .map((r) => r.detail)
+        .join("\n"),
+    );
+    expect(plan).toMatch(/USING (COVERING )?INDEX classes_pending/);
+  });
+});
+
+describe("storage is visible", () => {
+  it("metrics and the dashboard report the object's SQLite size against its 10 GB limit", async () => {
+    const { pool } = await busyPool();
+    const size = await runInDurableObject(stub(pool), (_o, state) => state.storage.sql.databaseSize);
+    expect(size).toBeGreaterThan(0);
+    const metrics = await (await call(pool, "GET", "/metrics")).text();
+    const reported = Number(/^flashedge_storage_bytes\{pool="[^"]+"\} (\d+)$/m.exec(metrics)?.[1]);
+    expect(reported).toBeGreaterThan(0);
+    expect(reported).toBeLessThanOrEqual(size * 2);
+    const dashboard = await json<{ storage: { bytes: number; limit_bytes: number; warning: boolean } }>(
+      await call(pool, "GET", "/dashboard"),
+    );
+    expect(dashboard.storage).toMatchObject({ limit_bytes: 10_000_000_000, warning: false });
+    expect(dashboard.storage.bytes).toBeGreaterThan(0);
+  });
+});
+
+describe("heartbeats cost no history", () => {
+  it("a hundred renewals add no ledger row: the lease counts them", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    const job = await submitJob(pool, trialsJob(1, { lease_seconds: 600 }));
+    const lease = await json<Lease>(await claim(pool, "n1"));
+    const ledgerSize = () =>
+      runInDurableObject(
+        stub(pool),
+        (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM events").one().n,
+      );
+    const before = await ledgerSize();
+    for (let i = 0; i < 100; i++)
+      expect((await call(pool, "POST", `/attempts/${lease.lease_id}/heartbeat`)).status).toBe(200);
+    expect(await ledgerSize()).toBe(before);
+    const row = await runInDurableObject(stub(pool), (_o, state) =>
+      state.storage.sql
+        .exec<{ renewals: number; renewed_ms: number }>(
+          "SELECT renewals, renewed_ms FROM leases WHERE lease_id = ?",
+          lease.lease_id,
+        )
+        .one(),
+    );
+    expect(row.renewals).toBe(100);
+    expect(row.renewed_ms).toBeGreaterThan(0);
+    // Still counted for metrics, and the job's events read as before.
+    expect(await (await call(pool, "GET", "/metrics")).text()).toMatch(
+      /^flashedge_events_total\{pool="[^"]+",type="LEASE_RENEWED"\} 100$/m,
+    );
+    const events = await json<Array<{ type: string }>>(await call(pool, "GET", `/jobs/${job.job_id}/events`));
+    expect(events.map((e) => e.type)).toEqual(["JOB_ACCEPTED", "BACKEND_SELECTED", "TASK_CREATED", "LEASE_CLAIMED"]);
+    expect(await violations(pool)).toEqual([]);
+  });
+});

@@ -1,0 +1,30 @@
+// Takes a pool's schema back to an earlier version, so a test can check that
+// a migration upgrades a pool that was created before it (its backfill).
+// Every migration after the first two has its undo here; a test fails when
+// one is missing, so a new migration comes with the means to test it.
+
+import { MIGRATIONS } from "../../src/pool/schema";
+
+const UNDO: Record<number, string> = {
+  3: "DROP TABLE event_counts;",
+  4: "DROP INDEX nodes_live_until; ALTER TABLE nodes DROP COLUMN live_until_ms;",
+  5: `DROP TRIGGER tasks_count_insert; DROP TRIGGER tasks_count_state; DROP TRIGGER tasks_count_delete;
+      DROP TRIGGER jobs_count_insert; DROP TRIGGER jobs_count_state; DROP TRIGGER jobs_count_delete;
+      DROP INDEX classes_pending; DROP INDEX jobs_live_first;
+      DROP TABLE job_task_counts; DROP TABLE task_counts; DROP TABLE job_counts;
+      ALTER TABLE classes DROP COLUMN pending;`,
+  6: "ALTER TABLE leases DROP COLUMN renewals; ALTER TABLE leases DROP COLUMN renewed_ms;",
+};
+
+/** The versions that have an undo: every migration after the second. */
+export const UNDOABLE = Object.keys(UNDO).map(Number);
+
+/** Undoes every applied migration after `version`, newest first, and records `version`. */
+export function rewindSchema(sql: SqlStorage, version: number): void {
+  for (let v = MIGRATIONS.length; v > version; v--) {
+    const undo = UNDO[v];
+    if (undo === undefined) throw new Error(`migration ${v} has no undo in test/worker/schema-history.ts`);
+    sql.exec(undo);
+  }
+  sql.exec("UPDATE schema_version SET version = ?", version);
+}
