@@ -4,6 +4,7 @@
 
 import { taskOfKey } from "../protocol/keys";
 import { isLiveLease, type LeaseAndTask } from "../rules/leases";
+import { bindable, referenced, unreferenced } from "./collection";
 import { seen } from "./nodes";
 
 export type ArtifactRow = {
@@ -65,12 +66,22 @@ export interface StoredObject {
 
 export type BindResult =
   | { ok: true; record: ArtifactRow; replaced: string | null }
-  | { ok: false; reason: "forbidden" | "completed"; detail: string };
+  | { ok: false; reason: "forbidden" | "completed" | "expired"; detail: string };
 
 /** Points `key` at a freshly stored object, if the write is still allowed. */
 export function bind(sql: SqlStorage, now: number, key: string, stored: StoredObject, writer: Writer): BindResult {
+  if (!bindable(sql, stored.object)) {
+    return {
+      ok: false,
+      reason: "expired",
+      detail: "the upload took longer than an hour and was discarded: upload again",
+    };
+  }
   const check = checkWrite(sql, now, key, writer);
-  if (!check.ok) return check;
+  if (!check.ok) {
+    unreferenced(sql, now, stored.object); // refused bytes are collected
+    return check;
+  }
   if (writer !== null) seen(sql, now, writer); // an upload proves its node alive (SPEC §5)
   const previous = findArtifact(sql, key);
   const record = sql
@@ -87,6 +98,8 @@ export function bind(sql: SqlStorage, now: number, key: string, stored: StoredOb
       now,
     )
     .one();
+  referenced(sql, stored.object);
+  if (previous) unreferenced(sql, now, previous.object); // the bytes it replaced
   return { ok: true, record, replaced: previous?.object ?? null };
 }
 

@@ -11,6 +11,7 @@ import type { TaskSpec } from "../protocol/tasks";
 import { mayDrive } from "../rules/leases";
 import { bind, checkWrite, findArtifact, listJobArtifacts, type StoredObject, type Writer } from "./artifacts";
 import { commitManifest, latest, lostWork, markRestoreVerified, quarantine, registerPart } from "./checkpoints";
+import { collected, nextCollection, takeForCollection, unreferenced, uploadStarted } from "./collection";
 import { dashboardSummary } from "./dashboard";
 import type { EventRow } from "./events";
 import { placementReport } from "./explain";
@@ -170,8 +171,21 @@ export class PoolObject extends DurableObject<Env> {
 
   // -- artifacts -----------------------------------------------------------
 
-  checkArtifactWrite(key: string, writer: Writer) {
-    return checkWrite(this.sql, Date.now(), key, writer);
+  /**
+   * May `writer` write `key`? If so, records that bytes are about to stream
+   * into `object`, so they are collected unless a bind claims them in time.
+   */
+  beginUpload(key: string, object: string, writer: Writer) {
+    return this.change((now) => {
+      const check = checkWrite(this.sql, now, key, writer);
+      if (check.ok) uploadStarted(this.sql, now, object);
+      return check;
+    });
+  }
+
+  /** The upload into `object` failed: collect whatever reached R2. */
+  abandonUpload(object: string) {
+    return this.change((now) => unreferenced(this.sql, now, object));
   }
 
   async bindArtifact(key: string, stored: StoredObject, writer: Writer) {
@@ -242,6 +256,22 @@ export class PoolObject extends DurableObject<Env> {
   override async alarm(): Promise<void> {
     this.armedAt = undefined; // the alarm that just fired is no longer set
     await this.change((now) => sweep(this.sql, now));
+    await this.collect();
+  }
+
+  /**
+   * Deletes from R2 a batch of objects no key refers to (SPEC §12): the only
+   * place bytes are deleted. The deletes run between two transactions; an
+   * object taken here cannot be bound meanwhile, and one R2 refused is
+   * tried again later.
+   */
+  private async collect(): Promise<void> {
+    const objects = this.ctx.storage.transactionSync(() => takeForCollection(this.sql, Date.now()));
+    if (objects.length === 0) return;
+    const results = await Promise.allSettled(objects.map((object) => this.env.ARTIFACTS.delete(object)));
+    const deleted = objects.filter((_, i) => results[i]!.status === "fulfilled");
+    const refused = objects.filter((_, i) => results[i]!.status === "rejected");
+    await this.change((now) => collected(this.sql, now, deleted, refused));
   }
 
   /**
@@ -338,9 +368,11 @@ export class PoolObject extends DurableObject<Env> {
     return this.ctx.id.name ?? this.ctx.id.toString();
   }
 
-  /** Keeps the alarm at the earliest live lease deadline, or unset when none. */
+  /** Keeps the alarm at the earliest live lease deadline or collection due, or unset when neither. */
   private async arm(): Promise<void> {
-    const next = earliestDeadline(this.sql);
+    const deadline = earliestDeadline(this.sql);
+    const collection = nextCollection(this.sql);
+    const next = deadline === null ? collection : collection === null ? deadline : Math.min(deadline, collection);
     if (next === this.armedAt) return;
     // The cache is updated in the same synchronous turn as the storage call
     // is issued, so concurrent arms leave it matching the last alarm set.

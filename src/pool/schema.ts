@@ -206,6 +206,17 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE leases ADD COLUMN renewals INTEGER NOT NULL DEFAULT 0;
   ALTER TABLE leases ADD COLUMN renewed_ms INTEGER;
   `,
+  // 7: R2 objects no key refers to (SPEC §12 "Nothing leaks"): uploads in
+  // flight, and objects replaced, refused or abandoned, until the alarm has
+  // deleted them from R2.
+  `
+  CREATE TABLE unreferenced (
+    object TEXT PRIMARY KEY,
+    collect_after_ms INTEGER NOT NULL,
+    collecting INTEGER NOT NULL DEFAULT 0   -- taken by a collection run: no bind may claim it
+  );
+  CREATE INDEX unreferenced_due ON unreferenced (collect_after_ms);
+  `,
 ];
 
 /** Applies every migration newer than the recorded version, in order. */

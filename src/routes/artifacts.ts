@@ -1,8 +1,10 @@
 // Artifact routes (SPEC §7). Bytes stream from the request into a fresh,
 // never-reused R2 object while their sha256 and size are computed; only then
-// does the pool object bind the key to it. A refused bind deletes the fresh
-// object, so a refused upload leaves nothing behind and the key keeps its
-// previous bytes.
+// does the pool object bind the key to it. A refused or failed upload is
+// deleted at once, and so are bytes a bind replaced: a refused upload leaves
+// nothing behind and the key keeps its previous bytes. The object is recorded
+// before it streams, so the pool's collection deletes whatever those deletes
+// missed, and uploads that never reached a bind.
 
 import { Hono } from "hono";
 import { artifactRecord } from "../protocol/checkpoints";
@@ -24,15 +26,17 @@ export const artifacts = new Hono<AppEnv>()
       return c.json({ detail: `artifact exceeds ${maxBytes} bytes (FLASHML_MAX_ARTIFACT_MB)` }, 413);
     const stub = c.var.stub;
     const writer = writerOf(c);
-    // Checked before the body is read, so a refused writer never streams it.
-    const before = await stub.checkArtifactWrite(key, writer);
+    // Checked before the body is read, so a refused writer never streams it;
+    // the upload is recorded, so its bytes are collected if no bind claims them.
+    const object = `pools/${c.var.pool}/objects/${crypto.randomUUID()}`;
+    const before = await stub.beginUpload(key, object, writer);
     if (!before.ok) return refused(c, before);
 
-    const object = `pools/${c.var.pool}/objects/${crypto.randomUUID()}`;
     let stored: Awaited<ReturnType<typeof storeStreaming>>;
     try {
       stored = await storeStreaming(c.env.ARTIFACTS, object, c.req.raw.body, length);
     } catch {
+      await stub.abandonUpload(object);
       await c.env.ARTIFACTS.delete(object);
       return c.json({ detail: "upload failed: the body did not match its Content-Length" }, 400);
     }
@@ -68,9 +72,12 @@ export const artifacts = new Hono<AppEnv>()
  */
 const RAW_KEY_RE = /^(?:\/pools\/[^/]+)?\/v1alpha1\/artifacts(?:\/(.*))?$/s;
 
-/** A committed task's outputs are immutable (409); a write outside the caller's leases is 403. */
-function refused(c: AppContext, refusal: { reason: "forbidden" | "completed"; detail: string }): Response {
-  return c.json({ detail: refusal.detail }, refusal.reason === "completed" ? 409 : 403);
+/**
+ * A committed task's outputs are immutable (409), and so is an upload that
+ * outlived its grace (409); a write outside the caller's leases is 403.
+ */
+function refused(c: AppContext, refusal: { reason: "forbidden" | "completed" | "expired"; detail: string }): Response {
+  return c.json({ detail: refusal.detail }, refusal.reason === "forbidden" ? 403 : 409);
 }
 
 /** The client key: everything after `.../v1alpha1/artifacts/`, percent-decoded, checked. */
@@ -101,9 +108,12 @@ function maxArtifactBytes(env: Env): number {
 const BUCKET = "flashedge-artifacts";
 
 /**
- * Streams `body` into R2 at `object` while hashing it; never buffers it whole.
- * R2 needs a known length, so the bytes pass through a FixedLengthStream,
- * which also errors when the body is shorter or longer than declared.
+ * Streams `body` into R2 at `object` while hashing it, one chunk at a time:
+ * each chunk is hashed, then handed on, and the next is read only when R2
+ * has taken it, so a fast client never piles bytes up in the isolate (a
+ * tee() would buffer whatever one branch reads ahead of the other). R2 needs
+ * a known length, so the bytes pass through a FixedLengthStream, which also
+ * errors when the body is shorter or longer than declared.
  */
 async function storeStreaming(
   bucket: R2Bucket,
@@ -112,14 +122,23 @@ async function storeStreaming(
   length: number,
 ) {
   const source = body ?? new Response(new Uint8Array(0)).body!;
-  const [forHash, forStore] = source.tee();
   const digest = new crypto.DigestStream("SHA-256");
+  const hashing = digest.getWriter();
+  const hashed = new TransformStream<Uint8Array, Uint8Array>({
+    async transform(chunk, out) {
+      await hashing.write(chunk);
+      out.enqueue(chunk);
+    },
+    async flush() {
+      await hashing.close();
+    },
+  });
   const fixed = new FixedLengthStream(length);
   // Settle all three before judging, so no failure is left unobserved.
-  const [hash, piped, put] = await Promise.allSettled([
-    forHash.pipeTo(digest).then(() => digest.digest),
-    forStore.pipeTo(fixed.writable),
+  const [piped, put, hash] = await Promise.allSettled([
+    source.pipeThrough(hashed).pipeTo(fixed.writable),
     bucket.put(object, fixed.readable),
+    digest.digest,
   ]);
   if (hash.status === "rejected" || piped.status === "rejected" || put.status === "rejected" || !put.value) {
     throw new Error("upload stream failed");

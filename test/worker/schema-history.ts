@@ -14,6 +14,7 @@ const UNDO: Record<number, string> = {
       DROP TABLE job_task_counts; DROP TABLE task_counts; DROP TABLE job_counts;
       ALTER TABLE classes DROP COLUMN pending;`,
   6: "ALTER TABLE leases DROP COLUMN renewals; ALTER TABLE leases DROP COLUMN renewed_ms;",
+  7: "DROP TABLE unreferenced;",
 };
 
 /** The versions that have an undo: every migration after the second. */

@@ -1,0 +1,82 @@
+// R2 objects no key refers to, and their collection (SPEC §12 "Nothing
+// leaks"). An upload is recorded before its bytes stream, so every object the
+// Worker writes is known here until a bind makes a key refer to it. The
+// Worker deletes what it knows to be unreferenced at once (a refused or
+// failed upload, bytes a bind replaced); the alarm collects whatever that
+// delete missed and every upload never bound. Every function here runs
+// inside a transaction of the pool object.
+
+/** How long an upload may stream before its object counts as abandoned. */
+export const UPLOAD_GRACE_MS = 60 * 60 * 1000;
+/** How long after the Worker's own delete collection checks again, and waits after a refused delete. */
+export const RETRY_MS = 60 * 1000;
+/** Objects deleted per alarm run: collection never holds claims up for long. */
+export const COLLECT_BATCH = 100;
+
+/** Records an upload about to stream into `object`: collected unless a bind claims it in time. */
+export function uploadStarted(sql: SqlStorage, now: number, object: string): void {
+  sql.exec(
+    "INSERT INTO unreferenced (object, collect_after_ms) VALUES (?, ?) ON CONFLICT (object) DO NOTHING",
+    object,
+    now + UPLOAD_GRACE_MS,
+  );
+}
+
+/** A key now refers to `object`: it is no longer collected. */
+export function referenced(sql: SqlStorage, object: string): void {
+  sql.exec("DELETE FROM unreferenced WHERE object = ?", object);
+}
+
+/**
+ * No key refers to `object` any more (replaced, refused, abandoned). The
+ * Worker deletes it now; collection follows a little later, for the case
+ * where that delete failed.
+ */
+export function unreferenced(sql: SqlStorage, now: number, object: string): void {
+  sql.exec(
+    `INSERT INTO unreferenced (object, collect_after_ms) VALUES (?, ?)
+     ON CONFLICT (object) DO UPDATE SET collect_after_ms = excluded.collect_after_ms`,
+    object,
+    now + RETRY_MS,
+  );
+}
+
+/**
+ * Whether a bind may make a key refer to `object`: only an upload recorded
+ * and not being collected (an upload slower than the grace loses its object).
+ */
+export function bindable(sql: SqlStorage, object: string): boolean {
+  return sql.exec("SELECT 1 FROM unreferenced WHERE object = ? AND collecting = 0", object).toArray().length > 0;
+}
+
+/**
+ * Takes the objects due now, oldest first, at most a batch, and marks them
+ * as being collected, so no bind can claim one while R2 deletes it. A run
+ * that died midway left its objects marked and due: the next run takes them
+ * again (deleting twice is harmless).
+ */
+export function takeForCollection(sql: SqlStorage, now: number): string[] {
+  const due = sql
+    .exec<{ object: string }>(
+      "SELECT object FROM unreferenced WHERE collect_after_ms <= ? ORDER BY collect_after_ms LIMIT ?",
+      now,
+      COLLECT_BATCH,
+    )
+    .toArray()
+    .map((r) => r.object);
+  for (const object of due) sql.exec("UPDATE unreferenced SET collecting = 1 WHERE object = ?", object);
+  return due;
+}
+
+/** Forgets the objects R2 deleted; those it refused are tried again later. */
+export function collected(sql: SqlStorage, now: number, deleted: readonly string[], refused: readonly string[]): void {
+  for (const object of deleted) sql.exec("DELETE FROM unreferenced WHERE object = ?", object);
+  for (const object of refused) {
+    sql.exec("UPDATE unreferenced SET collecting = 0, collect_after_ms = ? WHERE object = ?", now + RETRY_MS, object);
+  }
+}
+
+/** When the next collection is due, or null when nothing waits. */
+export function nextCollection(sql: SqlStorage): number | null {
+  return sql.exec<{ t: number | null }>("SELECT MIN(collect_after_ms) AS t FROM unreferenced").one().t;
+}
