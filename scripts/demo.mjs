@@ -275,7 +275,12 @@ async function main() {
     while (!run.interrupted) await sleep(500);
     process.exitCode = ok ? 0 : 1; // Ctrl-C is how --keep ends: not a failure
   } else if (!options.url) {
-    say(dim(`The state stays in .wrangler/state: \`npm run dev\` and open ${url}/pools/${pool}/ to look again.`));
+    // npm run dev serves on 8787 whatever port this run used.
+    say(
+      dim(
+        `The state stays in .wrangler/state: \`npm run dev\` and open http://127.0.0.1:8787/pools/${pool}/ to look again.`,
+      ),
+    );
   }
 }
 
