@@ -264,7 +264,7 @@ it("claim+commit cycles inside one pool object, by queue depth", async () => {
             if (!r.ok) throw new Error("renew refused");
           });
           const nodeUs = timeBatch(REQUEST_BATCH, () => {
-            if (!state.storage.transactionSync(() => heartbeatNode(sql, Date.now(), "cpu-node", heartbeat)))
+            if (!state.storage.transactionSync(() => heartbeatNode(sql, Date.now(), "cpu-node", heartbeat)).ok)
               throw new Error("heartbeat refused");
           });
           const idleUs = timeBatch(REQUEST_BATCH, () => {

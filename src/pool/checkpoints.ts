@@ -11,9 +11,11 @@ import type {
   CommitCheckpointRequest,
   RegisterPartRequest,
 } from "../protocol/checkpoints";
-import { randomHex12 } from "../protocol/ids";
+import { mintId } from "../protocol/ids";
 import type { JsonObject } from "../protocol/json";
+import { MAX_STORED_TEXT_BYTES } from "../protocol/limits";
 import { commitProblems } from "../rules/checkpoints";
+import { truncateList, truncateUtf8 } from "../rules/text";
 import { holdsLiveLease, type Writer } from "./artifacts";
 import { emit, iso } from "./events";
 import { seen } from "./nodes";
@@ -97,7 +99,9 @@ export function registerPart(
     part.size_bytes,
     now,
   );
-  emit(sql, now, jobId, "CHECKPOINT_PARTS_REGISTERED", `checkpoint part ${part.key} of step ${step} registered`, {
+  // The key is any string: the message keeps a bounded copy, the data the key itself.
+  const message = truncateUtf8(`checkpoint part ${part.key} of step ${step} registered`, MAX_STORED_TEXT_BYTES);
+  emit(sql, now, jobId, "CHECKPOINT_PARTS_REGISTERED", message, {
     ...scope(taskId, writer),
     attempt_id,
     step,
@@ -148,11 +152,12 @@ export function commitManifest(
   );
   const problems = commitProblems(registered, request.expected_parts);
   if (problems.length > 0) {
+    // The answer lists every problem; the ledger keeps the first few (SPEC §12: bounded rows).
     emit(sql, now, jobId, "CHECKPOINT_REJECTED", `checkpoint of step ${step} refused: ${problems.length} problem(s)`, {
       ...scope(taskId, writer),
       attempt_id,
       step,
-      problems,
+      problems: truncateList(problems, MAX_STORED_TEXT_BYTES),
     });
     return { ok: false, reason: "rejected", problems };
   }
@@ -176,7 +181,7 @@ export function commitManifest(
       `INSERT INTO checkpoint_manifests (manifest_id, job_id, task_id, attempt_id, step, framework, strategy_family,
          world_size, storage_prefix, parts, validation, created_ms)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'hash_verified', ?) RETURNING *`,
-      newManifestId(),
+      newManifestId(sql),
       jobId,
       taskId,
       attempt_id,
@@ -297,7 +302,9 @@ export function markRestoreVerified(
  * the reason. Final: nothing makes it valid again. The event is
  * CHECKPOINT_REJECTED with the manifest_id and reason (the EventType enum
  * is closed: the Python client parses it). Quarantining twice keeps the
- * first reason and emits nothing.
+ * first reason and emits nothing. Any reason is accepted; the stored reason
+ * and the event message each keep at most MAX_STORED_TEXT_BYTES of it,
+ * marked where it was cut (SPEC §12).
  */
 export function quarantine(
   sql: SqlStorage,
@@ -311,19 +318,21 @@ export function quarantine(
   if (!found.ok) return found;
   const row = found.row;
   if (row.validation === "invalid") return { ok: true, manifest: manifestRecord(row) };
+  const kept = truncateUtf8(reason, MAX_STORED_TEXT_BYTES);
   const updated = sql
     .exec<ManifestRow>(
       "UPDATE checkpoint_manifests SET validation = 'invalid', invalid_reason = ? WHERE seq = ? RETURNING *",
-      reason,
+      kept,
       row.seq,
     )
     .one();
-  emit(sql, now, jobId, "CHECKPOINT_REJECTED", `checkpoint ${manifestId} of step ${row.step} quarantined: ${reason}`, {
+  const message = `checkpoint ${manifestId} of step ${row.step} quarantined: ${reason}`;
+  emit(sql, now, jobId, "CHECKPOINT_REJECTED", truncateUtf8(message, MAX_STORED_TEXT_BYTES), {
     task_id: taskId,
     manifest_id: manifestId,
     attempt_id: row.attempt_id,
     step: row.step,
-    reason,
+    reason: kept,
   });
   return { ok: true, manifest: manifestRecord(updated) };
 }
@@ -366,7 +375,14 @@ function manifestRecord(row: ManifestRow): CheckpointManifest {
   };
 }
 
-/** "ck-" + 12 lowercase hex digits (SPEC §3.4). */
-function newManifestId(): string {
-  return `ck-${randomHex12()}`;
+/**
+ * "ck-" + 12 lowercase hex digits (SPEC §3.4) that no manifest of this pool
+ * has (SPEC §12: an id collision is retried, never a 500). Looked up in the
+ * caller's transaction; `draw` is the randomness, a parameter only so a test
+ * can force collisions.
+ */
+export function newManifestId(sql: SqlStorage, draw?: () => string): string {
+  const taken = (id: string) =>
+    sql.exec("SELECT 1 FROM checkpoint_manifests WHERE manifest_id = ?", id).toArray().length > 0;
+  return mintId("ck-", taken, draw);
 }

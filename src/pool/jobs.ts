@@ -4,6 +4,7 @@
 
 import { type JobSpec, type JobState, TERMINAL_JOB_STATES } from "../protocol/jobs";
 import type { JsonObject } from "../protocol/json";
+import { fillPage } from "../protocol/paging";
 import type { TaskSpec } from "../protocol/tasks";
 import { deriveJobState, emptyTaskCounts, type TaskCounts } from "../rules/job-state";
 import { isLiveLease, type LeaseAndTask } from "../rules/leases";
@@ -54,14 +55,20 @@ type JobRow = {
   finished_ms: number | null;
 };
 
-/** Inserts a job and all its tasks; the caller's transaction makes it all-or-nothing. */
+/**
+ * Inserts a job and all its tasks; the caller's transaction makes it
+ * all-or-nothing. False, writing nothing, when the pool already knows the
+ * job id (a job, its tasks or its ledger): ids are random, so the caller
+ * mints another.
+ */
 export function insertJob(
   sql: SqlStorage,
   now: number,
   jobId: string,
   spec: JobSpec,
   tasks: readonly TaskSpec[],
-): void {
+): boolean {
+  if (jobIdTaken(sql, jobId)) return false;
   const seq = sql.exec<{ n: number }>("SELECT COALESCE(MAX(seq), 0) + 1 AS n FROM jobs").one().n;
   sql.exec(
     "INSERT INTO jobs (job_id, seq, spec, workload_type, created_ms) VALUES (?, ?, ?, ?, ?)",
@@ -78,6 +85,17 @@ export function insertJob(
   const added = addTasks(sql, now, tasks, { outputJson: spec.spec.workload.type === "command" });
   // Job ids are fresh, so a duplicate is a bug in expansion: abort the transaction.
   if (!added.ok) throw new Error(`duplicate task ids in expansion: ${added.duplicates.slice(0, 3).join(", ")}`);
+  return true;
+}
+
+/** Whether any row of the pool carries `jobId`: three index seeks. */
+function jobIdTaken(sql: SqlStorage, jobId: string): boolean {
+  const taken = sql.exec<{ taken: number }>(
+    `SELECT EXISTS (SELECT 1 FROM jobs WHERE job_id = ?1) OR EXISTS (SELECT 1 FROM tasks WHERE job_id = ?1)
+       OR EXISTS (SELECT 1 FROM events WHERE job_id = ?1) AS taken`,
+    jobId,
+  );
+  return taken.one().taken === 1;
 }
 
 /** Cancels every non-terminal task; live leases die with them. Idempotent. */
@@ -121,11 +139,19 @@ export function jobRecord(sql: SqlStorage, row: JobRow, pool: string) {
   };
 }
 
-export function listJobs(sql: SqlStorage, pool: string) {
-  return sql
-    .exec<JobRow>("SELECT * FROM jobs ORDER BY seq")
-    .toArray()
-    .map((row) => jobRecord(sql, row, pool));
+/**
+ * One page of GET /jobs in submission order: the jobs after submission
+ * number `after`, at most `limit` of them and fewer once the page's body
+ * passes `maxBytes`. `next` is the key to continue after, null on the last
+ * page. Rows are read one at a time through the seq index and stop being
+ * read once the page is full: a page costs its own rows, never the pool's.
+ */
+export function listJobs(sql: SqlStorage, pool: string, after: number, limit: number, maxBytes: number) {
+  const rows = sql.exec<JobRow>("SELECT * FROM jobs WHERE seq > ? ORDER BY seq LIMIT ?", after, limit);
+  const { items, last } = fillPage(rows, maxBytes, (row) => jobRecord(sql, row, pool));
+  const more =
+    last !== undefined && sql.exec("SELECT 1 FROM jobs WHERE seq > ? LIMIT 1", last.seq).toArray().length > 0;
+  return { items, next: more ? last.seq : null };
 }
 
 /** One row per task, sorted by task_id (SPEC §6); `deadline` only for a live lease. */

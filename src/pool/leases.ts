@@ -3,11 +3,13 @@
 // object and must never await: a claim can then never interleave with
 // another claim, a commit or a sweep.
 
-import { randomHex12 } from "../protocol/ids";
+import { mintId } from "../protocol/ids";
 import type { JsonObject } from "../protocol/json";
+import { MAX_STORED_TEXT_BYTES } from "../protocol/limits";
 import { type Lease, parseEvidence } from "../protocol/tasks";
 import { isLiveLease, mayDrive } from "../rules/leases";
 import { eligible } from "../rules/placement";
+import { truncateUtf8 } from "../rules/text";
 import { emit, iso, tally } from "./events";
 import { settleJob } from "./jobs";
 import { findNode, nodeView, seen } from "./nodes";
@@ -88,7 +90,7 @@ export function claim(sql: SqlStorage, now: number, nodeId: string, jobId: strin
   const task = sql
     .exec<TaskRow>(
       "UPDATE tasks SET state = 'LEASED', attempts_used = attempts_used + 1, lease_id = ? WHERE seq = ? RETURNING *",
-      newLeaseId(),
+      newLeaseId(sql),
       best,
     )
     .one();
@@ -141,7 +143,11 @@ export function renew(sql: SqlStorage, now: number, leaseId: string, caller: str
   return { ok: true, lease: leaseRecord({ ...row, deadline_ms: deadline }) };
 }
 
-/** The worker gave up: requeue or exhaust. Only a live lease can fail, only by its holder. */
+/**
+ * The worker gave up: requeue or exhaust. Only a live lease can fail, only
+ * by its holder. Any reason is accepted; its event message keeps at most
+ * MAX_STORED_TEXT_BYTES of it, marked where it was cut (SPEC §12).
+ */
 export function failAttempt(
   sql: SqlStorage,
   now: number,
@@ -154,7 +160,8 @@ export function failAttempt(
   if (!mayDrive(row?.node_id, caller)) return { ok: false, reason: "not_holder" };
   if (!row || !isLiveLease(row, now)) return { ok: false, reason: "gone" };
   seen(sql, now, row.node_id);
-  endAttempt(sql, now, row, "failed", "TASK_ATTEMPT_FAILED", `attempt ${row.attempt_number} failed: ${reason}`);
+  const message = truncateUtf8(`attempt ${row.attempt_number} failed: ${reason}`, MAX_STORED_TEXT_BYTES);
+  endAttempt(sql, now, row, "failed", "TASK_ATTEMPT_FAILED", message);
   return { ok: true };
 }
 
@@ -278,6 +285,12 @@ function leaseRecord(row: Joined): WireLease {
   };
 }
 
-function newLeaseId(): string {
-  return `ls-${randomHex12()}`;
+/**
+ * "ls-" + 12 lowercase hex digits that no lease of this pool has (SPEC §12:
+ * an id collision is retried, never a 500). Looked up in the caller's
+ * transaction, so no other change can take the id before it is inserted.
+ * `draw` is the randomness, a parameter only so a test can force collisions.
+ */
+export function newLeaseId(sql: SqlStorage, draw?: () => string): string {
+  return mintId("ls-", (id) => sql.exec("SELECT 1 FROM leases WHERE lease_id = ?", id).toArray().length > 0, draw);
 }

@@ -2,7 +2,8 @@
 // the placement gate reads. Registration JSON is stored as parsed (defaults
 // applied), so the view is built from exactly what the node declared.
 
-import type { NodeHeartbeat, NodeRegistration } from "../protocol/nodes";
+import { type NodeHeartbeat, type NodeRegistration, registrationFits } from "../protocol/nodes";
+import { fillPage } from "../protocol/paging";
 import { claimView, type NodeView } from "../rules/placement";
 
 /**
@@ -35,20 +36,28 @@ export function registerNode(sql: SqlStorage, now: number, registration: NodeReg
   );
 }
 
-/** Records a heartbeat on the coordinator's clock; false for an unknown node. */
-export function heartbeatNode(sql: SqlStorage, now: number, nodeId: string, hb: NodeHeartbeat): boolean {
+/** Why a node heartbeat changed nothing: an unknown node, or pools that would outgrow the registration's row. */
+export type HeartbeatResult = { ok: true } | { ok: false; reason: "unknown" | "too_large" };
+
+/**
+ * Records a heartbeat on the coordinator's clock. A heartbeat whose `pools`
+ * would grow the stored registration past its bound (SPEC §12) is refused
+ * whole: no status, no pools, no liveness.
+ */
+export function heartbeatNode(sql: SqlStorage, now: number, nodeId: string, hb: NodeHeartbeat): HeartbeatResult {
   const row = findNode(sql, nodeId);
-  if (!row) return false;
+  if (!row) return { ok: false, reason: "unknown" };
   let registration = row.registration;
   if (hb.pools != null) {
     // A non-null list replaces the team pools wholesale; null says nothing.
     const reg = JSON.parse(registration) as NodeRegistration;
     reg.capabilities = { ...reg.capabilities, pools: [...hb.pools] };
+    if (!registrationFits(reg)) return { ok: false, reason: "too_large" };
     registration = JSON.stringify(reg);
   }
   sql.exec("UPDATE nodes SET status = ?, registration = ? WHERE node_id = ?", hb.status, registration, nodeId);
   seen(sql, now, nodeId);
-  return true;
+  return { ok: true };
 }
 
 /**
@@ -75,19 +84,30 @@ export function nodeView(registrationJson: string): NodeView {
   return claimView(JSON.parse(registrationJson) as NodeRegistration);
 }
 
-/** GET /nodes: registration fields plus liveness, sorted by node_id. */
-export function listNodes(sql: SqlStorage, now: number) {
-  return sql
-    .exec<NodeRow>("SELECT * FROM nodes ORDER BY node_id")
-    .toArray()
-    .map((row) => {
-      const age = Math.max(0, now - row.last_heartbeat_ms);
-      return {
-        ...(JSON.parse(row.registration) as NodeRegistration),
-        status: row.status,
-        online: row.live_until_ms > now,
-        last_heartbeat_age_s: Math.round(age / 100) / 10,
-        accepted_tasks: row.accepted_tasks,
-      };
-    });
+/**
+ * One page of GET /nodes: registration fields plus liveness, sorted by
+ * node_id, after the node `after` (from the first when null), at most
+ * `limit` of them and fewer once the page's body passes `maxBytes`. `next`
+ * is the node to continue after, null on the last page. Rows are read one
+ * at a time through the primary key and stop being read once the page is full.
+ */
+export function listNodes(sql: SqlStorage, now: number, after: string | null, limit: number, maxBytes: number) {
+  // No text sorts before '', but a node_id may be '': the first page has no bound.
+  const rows =
+    after === null
+      ? sql.exec<NodeRow>("SELECT * FROM nodes ORDER BY node_id LIMIT ?", limit)
+      : sql.exec<NodeRow>("SELECT * FROM nodes WHERE node_id > ? ORDER BY node_id LIMIT ?", after, limit);
+  const { items, last } = fillPage(rows, maxBytes, (row) => {
+    const age = Math.max(0, now - row.last_heartbeat_ms);
+    return {
+      ...(JSON.parse(row.registration) as NodeRegistration),
+      status: row.status,
+      online: row.live_until_ms > now,
+      last_heartbeat_age_s: Math.round(age / 100) / 10,
+      accepted_tasks: row.accepted_tasks,
+    };
+  });
+  const more =
+    last !== undefined && sql.exec("SELECT 1 FROM nodes WHERE node_id > ? LIMIT 1", last.node_id).toArray().length > 0;
+  return { items, next: more ? last.node_id : null };
 }

@@ -6,6 +6,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { CommitCheckpointRequest, RegisterPartRequest } from "../protocol/checkpoints";
 import type { JobSpec } from "../protocol/jobs";
+import { LIST_PAGE_MAX_BYTES } from "../protocol/limits";
 import type { NodeHeartbeat, NodeRegistration } from "../protocol/nodes";
 import type { TaskSpec } from "../protocol/tasks";
 import { mayDrive } from "../rules/leases";
@@ -57,14 +58,15 @@ export class PoolObject extends DurableObject<Env> {
     if (this.logging()) logLine({ pool: this.poolName(), event: "NODE_REGISTERED", node_id: registration.node_id });
   }
 
-  heartbeatNode(nodeId: string, heartbeat: NodeHeartbeat): boolean {
+  heartbeatNode(nodeId: string, heartbeat: NodeHeartbeat) {
     const now = Date.now();
     // Liveness, not a state change worth a log line every few seconds per node.
     return this.ctx.storage.transactionSync(() => heartbeatNode(this.sql, now, nodeId, heartbeat));
   }
 
-  listNodes() {
-    return listNodes(this.sql, Date.now());
+  /** One page of GET /nodes, after the node `after` (null: the first page). */
+  listNodes(after: string | null, limit: number) {
+    return listNodes(this.sql, Date.now(), after, limit, LIST_PAGE_MAX_BYTES);
   }
 
   // -- tasks and leases ----------------------------------------------------
@@ -78,6 +80,10 @@ export class PoolObject extends DurableObject<Env> {
    * drops them, and the Worker answers a dropped claim with 204.
    */
   async claim(nodeId: string, jobId: string | null, waitMs = 0): Promise<ClaimResult> {
+    // A node that claims again has given up on its earlier claim (its client
+    // timed out): answer that one now, so no lease goes to a closed connection.
+    const earlier = this.held.find((held) => held.nodeId === nodeId);
+    if (earlier) this.release(earlier, { ok: false, reason: "nothing" });
     const result = await this.change((now) => claim(this.sql, now, nodeId, jobId));
     if (result.ok || result.reason !== "nothing" || waitMs <= 0) return result;
     return new Promise((resolve) => {
@@ -136,16 +142,21 @@ export class PoolObject extends DurableObject<Env> {
 
   // -- jobs ------------------------------------------------------------------
 
-  /** Records a job and queues all its tasks in one transaction: all or nothing. */
+  /**
+   * Records a job and queues all its tasks in one transaction: all or
+   * nothing. A job id the pool already knows is refused, writing nothing:
+   * the caller mints another (SPEC §12: an id collision is retried).
+   */
   submitJob(jobId: string, spec: JobSpec, tasks: TaskSpec[], pool: string) {
     return this.change((now) => {
-      insertJob(this.sql, now, jobId, spec, tasks);
-      return jobRecord(this.sql, findJob(this.sql, jobId)!, pool);
+      if (!insertJob(this.sql, now, jobId, spec, tasks)) return { ok: false as const, reason: "job_id_taken" as const };
+      return { ok: true as const, job: jobRecord(this.sql, findJob(this.sql, jobId)!, pool) };
     });
   }
 
-  listJobs(pool: string) {
-    return listJobs(this.sql, pool);
+  /** One page of GET /jobs, after the job with submission number `after` (0: the first page). */
+  listJobs(pool: string, after: number, limit: number) {
+    return listJobs(this.sql, pool, after, limit, LIST_PAGE_MAX_BYTES);
   }
 
   getJob(jobId: string, pool: string) {

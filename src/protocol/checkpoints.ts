@@ -1,10 +1,20 @@
 // Artifact records and the checkpoint catalog's wire models (SPEC §3.4, §8).
 // A checkpoint is a manifest proving its parts exist with the right hashes;
-// these schemas only check shapes — "zero parts", "part never registered"
-// and "hash differs" are 409s decided by the pool, never 422s from here.
+// these schemas only check shapes (a sha256 is 64 lowercase hex characters)
+// — "zero parts", "part never registered" and "hash differs" are 409s
+// decided by the pool, never 422s from here.
 
 import { z } from "zod";
 import { IsoDateTimeSchema, int, SchemaVersionSchema } from "./primitives";
+
+/** A sha256 digest as the wire carries it: exactly 64 lowercase hex characters. */
+export const SHA256_RE = /^[0-9a-f]{64}$/;
+
+/**
+ * Every sha256 field (SPEC §12, "Bounded rows"): anything but 64 lowercase
+ * hex characters is a 422 — never stored, never compared.
+ */
+export const Sha256Schema = z.string().regex(SHA256_RE);
 
 /** A stored artifact. `backend` is always "local" (the coordinator hosts it; closed in v1alpha1). */
 export const ArtifactRecordSchema = z.object({
@@ -14,7 +24,7 @@ export const ArtifactRecordSchema = z.object({
   bucket: z.string(),
   object_key: z.string(),
   etag: z.string().nullable().default(null),
-  sha256: z.string().nullable().default(null),
+  sha256: Sha256Schema.nullable().default(null),
   size_bytes: int().min(0).nullable().default(null),
   created_at: IsoDateTimeSchema,
 });
@@ -41,7 +51,7 @@ export function artifactRecord(
 /** One uploaded file of a checkpoint, keyed relative to the manifest's prefix. */
 export const CheckpointPartSchema = z.object({
   key: z.string(),
-  sha256: z.string(),
+  sha256: Sha256Schema,
   size_bytes: int().min(0),
 });
 export type CheckpointPart = z.infer<typeof CheckpointPartSchema>;

@@ -10,3 +10,19 @@ export function hex(bytes: Uint8Array): string {
 export function randomHex12(): string {
   return hex(crypto.getRandomValues(new Uint8Array(6)));
 }
+
+/** Draws before giving up on finding an unused id: with 48 random bits, more than one means a broken source. */
+const ID_DRAWS = 8;
+
+/**
+ * `prefix` + a fresh 12-hex id that `isTaken` does not know (SPEC §12: a
+ * collision is drawn again, never a 500). Throws only when the random
+ * source keeps repeating itself.
+ */
+export function mintId(prefix: string, isTaken: (id: string) => boolean, draw: () => string = randomHex12): string {
+  for (let i = 0; i < ID_DRAWS; i++) {
+    const id = `${prefix}${draw()}`;
+    if (!isTaken(id)) return id;
+  }
+  throw new Error(`no unused ${prefix}… id in ${ID_DRAWS} draws`);
+}

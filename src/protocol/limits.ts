@@ -1,13 +1,38 @@
-// The sizes the API promises: page sizes of the list routes and the JSON body
-// limit (SPEC §6, §10, §11). The routes enforce them, the pool object pages
-// by them, the dashboard page asks within them: one definition for all.
+// The sizes the API promises: page sizes of the list routes, the JSON body
+// limit and the bounds on stored rows (SPEC §6, §10, §11, §12). The routes
+// enforce them, the pool object pages by them, the dashboard page asks within
+// them: one definition for all.
 
 /** JSON bodies (everything but artifacts) are limited to this (SPEC §10). */
 export const MAX_JSON_BODY_BYTES = 1024 * 1024;
 
+/**
+ * A node registration, as sent and as stored (defaults applied, after a
+ * heartbeat's `pools`), is at most this: a stored row never nears the
+ * platform's 2 MB row limit (SPEC §12, "Bounded rows").
+ */
+export const MAX_REGISTRATION_BYTES = 64 * 1024;
+
+/**
+ * Free text kept in storage (fail and quarantine reasons, evidence) is
+ * truncated to this, its truncation marker included (SPEC §12).
+ */
+export const MAX_STORED_TEXT_BYTES = 4 * 1024;
+
 /** Default and largest page of a job's events (`?limit=`). */
 export const EVENTS_PAGE_DEFAULT = 100;
 export const EVENTS_PAGE_MAX = 1000;
+
+/** Events per call the events route pulls from the pool while it streams a whole ledger (no query). */
+export const EVENTS_STREAM_PAGE = 1000;
+
+/**
+ * Default and largest page of GET /jobs and GET /nodes (`?limit=`), and the
+ * body size past which a page ends early, its Link continuing it (SPEC §12).
+ */
+export const LIST_PAGE_DEFAULT = 100;
+export const LIST_PAGE_MAX = 1000;
+export const LIST_PAGE_MAX_BYTES = 4 * 1024 * 1024;
 
 /** Default and largest number of entries per dashboard list (`?limit=`). */
 export const DASHBOARD_LIMIT_DEFAULT = 25;

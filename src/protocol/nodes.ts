@@ -5,6 +5,8 @@
 // loosened: the placement gate trusts them.
 
 import { z } from "zod";
+import { utf8Length } from "../rules/text";
+import { MAX_REGISTRATION_BYTES } from "./limits";
 import { int, SchemaVersionSchema, StringMapSchema } from "./primitives";
 
 /** One GPU as the host's driver reports it. Only `index` is required. */
@@ -57,6 +59,18 @@ export const NodeRegistrationSchema = z.object({
   agent_version: z.string().default(""),
 });
 export type NodeRegistration = z.infer<typeof NodeRegistrationSchema>;
+
+/**
+ * Whether a registration fits its stored row: its JSON, defaults applied, is
+ * at most MAX_REGISTRATION_BYTES of UTF-8 (SPEC §12, "Bounded rows"). Both a
+ * registration and a heartbeat that replaces its pools must keep it so.
+ */
+export function registrationFits(registration: NodeRegistration): boolean {
+  return utf8Length(JSON.stringify(registration)) <= MAX_REGISTRATION_BYTES;
+}
+
+/** The 413 detail for a registration that does not fit. */
+export const REGISTRATION_TOO_LARGE = `a node registration is limited to ${MAX_REGISTRATION_BYTES} bytes of JSON`;
 
 export const NODE_STATUSES = ["online", "draining", "terminating"] as const;
 export const NodeStatusSchema = z.enum(NODE_STATUSES);

@@ -23,7 +23,11 @@ import {
   DASHBOARD_LIMIT_MAX,
   EVENTS_PAGE_DEFAULT,
   EVENTS_PAGE_MAX,
+  LIST_PAGE_DEFAULT,
+  LIST_PAGE_MAX,
+  LIST_PAGE_MAX_BYTES,
   MAX_JSON_BODY_BYTES,
+  MAX_REGISTRATION_BYTES,
 } from "./limits";
 import {
   GpuInfoSchema,
@@ -300,7 +304,7 @@ const HAND = {
 
 // -- routes ------------------------------------------------------------------------
 
-type Refusals = Partial<Record<400 | 401 | 403 | 404 | 409 | 410 | 411 | 413 | 422, string | ResponseObject>>;
+type Refusals = Partial<Record<400 | 401 | 403 | 404 | 409 | 410 | 411 | 413 | 422 | 503, string | ResponseObject>>;
 
 type Route = {
   method: Method;
@@ -338,6 +342,31 @@ const OPERATOR_ONLY = "When tokens are configured, an operator token is required
 const NOT_AN_OPERATOR = "A node token: an operator token is required for this route.";
 const NO_NODE_IDENTITY = "An operator credential that names no node in X-FlashML-On-Behalf-Of.";
 const checkpointsOf = "/jobs/{job_id}/tasks/{task_id}/checkpoints";
+const MISCONFIGURED = "The coordinator's settings cannot be trusted: it refuses every request.";
+
+// GET /jobs and GET /nodes (SPEC §12): the body is the plain list, a Link header continues it.
+const PAGED = `One page of the list: \`limit\` rows, fewer once the body passes ${LIST_PAGE_MAX_BYTES} bytes. When more rows exist, a \`Link: <URL>; rel="next"\` header (RFC 8288) gives the URL of the next page; the last page has none.`;
+const pageParameters = [
+  query("limit", "Rows per page.", { type: "integer", minimum: 1, maximum: LIST_PAGE_MAX, default: LIST_PAGE_DEFAULT }),
+  query(
+    "cursor",
+    'Where the previous page ended: opaque, taken from its `Link: rel="next"` URL. None for the first page.',
+    { type: "string" },
+  ),
+];
+const pageOf = (item: Reference, description: string): ResponseObject => ({
+  ...jsonBody(list(item), description),
+  headers: {
+    Link: {
+      description:
+        'The next page, `<URL>; rel="next"` (the URL carries `cursor` and `limit`); absent on the last page.',
+      schema: string,
+    },
+  },
+});
+const badPage = validation(
+  `\`limit\` is not an integer in [1, ${LIST_PAGE_MAX}], or \`cursor\` is not one this coordinator handed out.`,
+);
 const noCheckpointWriter = "The caller holds no live lease on this task.";
 
 const ROUTES: Route[] = [
@@ -401,7 +430,11 @@ const ROUTES: Route[] = [
     parameters: [parameter("joinCode"), parameter("onBehalfOf")],
     body: request("NodeRegistration"),
     ok: { 200: jsonBody(own("NodeRegistered"), "Registered.") },
-    refusals: { 401: NO_NODE_IDENTITY, 403: "The join code is missing or wrong (FLASHML_JOIN_CODE is set)." },
+    refusals: {
+      401: NO_NODE_IDENTITY,
+      403: "The join code is missing or wrong (FLASHML_JOIN_CODE is set).",
+      413: `The registration, as sent or as stored with its defaults, is larger than ${MAX_REGISTRATION_BYTES} bytes.`,
+    },
   },
   {
     method: "post",
@@ -416,6 +449,7 @@ const ROUTES: Route[] = [
       401: NO_NODE_IDENTITY,
       403: "A node may only heartbeat itself.",
       404: "Unknown node: register first.",
+      413: `The \`pools\` would make the node's stored registration larger than ${MAX_REGISTRATION_BYTES} bytes; nothing is recorded.`,
     },
   },
   {
@@ -424,7 +458,10 @@ const ROUTES: Route[] = [
     id: "listNodes",
     tag: "nodes",
     summary: "The pool's nodes, with liveness and accepted-task counts",
-    ok: { 200: jsonBody(list(served("RegisteredNode")), "Every registered node, sorted by node_id.") },
+    description: PAGED,
+    parameters: pageParameters,
+    ok: { 200: pageOf(served("RegisteredNode"), "A page of the registered nodes, sorted by node_id.") },
+    refusals: { 422: badPage },
   },
   {
     method: "post",
@@ -665,6 +702,7 @@ const ROUTES: Route[] = [
         { anyOf: [own("HTTPValidationError"), own("Refusal")] },
         "The spec does not fit its schema or names another backend (a `{loc, msg, type}` list), or cannot be expanded into tasks (one message listing every problem).",
       ),
+      503: "Every fresh job id tried was already used in the pool: nothing was queued, submit again.",
     },
   },
   {
@@ -673,7 +711,10 @@ const ROUTES: Route[] = [
     id: "listJobs",
     tag: "jobs",
     summary: "The pool's jobs",
-    ok: { 200: jsonBody(list(served("JobRecord")), "Every job, oldest first.") },
+    description: PAGED,
+    parameters: pageParameters,
+    ok: { 200: pageOf(served("JobRecord"), "A page of the jobs, oldest first.") },
+    refusals: { 422: badPage },
   },
   {
     method: "get",
@@ -690,16 +731,22 @@ const ROUTES: Route[] = [
     id: "listJobEvents",
     tag: "jobs",
     summary: "A job's event ledger, in order, paged by each event's `seq`",
+    description:
+      "With neither `after` nor `limit`, the whole ledger as one JSON array, streamed (as the reference CLI reads it). With either, one page: `after` defaults to 0 and `limit` to " +
+      `${EVENTS_PAGE_DEFAULT}; the next page is \`after\` = the last event's \`seq\`.`,
     parameters: [
-      query("after", "Only events with a greater `seq`.", { type: "integer", minimum: 0, default: 0 }),
-      query("limit", "Events per page.", {
+      query("after", "Only events with a greater `seq`. Given alone, pages by the default `limit`.", {
         type: "integer",
-        minimum: 1,
-        maximum: EVENTS_PAGE_MAX,
-        default: EVENTS_PAGE_DEFAULT,
+        minimum: 0,
+        default: 0,
       }),
+      query(
+        "limit",
+        `Events per page: ${EVENTS_PAGE_DEFAULT} when only \`after\` is given; every event when neither is.`,
+        { type: "integer", minimum: 1, maximum: EVENTS_PAGE_MAX },
+      ),
     ],
-    ok: { 200: jsonBody(list(served("Event")), "The page of events.") },
+    ok: { 200: jsonBody(list(served("Event")), "The page of events, or with no query every event.") },
     refusals: {
       404: "Unknown job.",
       422: validation(`\`after\` or \`limit\` is not an integer in range (limit ≤ ${EVENTS_PAGE_MAX}).`),
@@ -786,7 +833,8 @@ function operation(route: Route, pooled: boolean): Operation {
   }
   if (pooled) addRefusal(responses, 404, "The pool name is invalid.");
   responses[500] = { $ref: "#/components/responses/InternalError" };
-  responses[503] = { $ref: "#/components/responses/Misconfigured" };
+  if (responses[503] === undefined) responses[503] = { $ref: "#/components/responses/Misconfigured" };
+  else addRefusal(responses, 503, `Or, for every route: ${MISCONFIGURED.toLowerCase()}`);
 
   const pathNames = [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!).filter((name) => name !== "pool");
   const parameters: (ParameterObject | Reference)[] = [
@@ -960,7 +1008,7 @@ export function openApiDocument(): OpenApiDocument {
           own("InternalError"),
           "Unexpected: nothing internal is shown; the request id is logged.",
         ),
-        Misconfigured: refusal("The coordinator's settings cannot be trusted: it refuses every request."),
+        Misconfigured: refusal(MISCONFIGURED),
       },
       securitySchemes: {
         bearer: {

@@ -1,9 +1,12 @@
 // Tasks, leases and the attempt request bodies (SPEC §3.2, §5). The task
 // payload is arbitrary JSON and is never validated here — the placement
 // gate narrows it. Execution evidence is never a reason to refuse a commit:
-// a block that does not fit is recorded as absent.
+// a block that does not fit is recorded as absent, a huge one is cut short.
 
 import { z } from "zod";
+import { truncateUtf8 } from "../rules/text";
+import { Sha256Schema } from "./checkpoints";
+import { MAX_STORED_TEXT_BYTES } from "./limits";
 import { IsoDateTimeSchema, int, JsonObjectSchema, SchemaVersionSchema } from "./primitives";
 
 /** Longest lease a task may ask for, in seconds (SPEC §5). */
@@ -74,11 +77,14 @@ export type ExecutionEvidence = z.infer<typeof ExecutionEvidenceSchema>;
  * The evidence block of a complete request as it will be recorded: the
  * parsed block, or null when it is absent, null or does not fit the types —
  * a badly typed block is recorded as absent, never a refusal (SPEC §3.2).
+ * Its one free-text field, `image_digest`, is kept to MAX_STORED_TEXT_BYTES
+ * with a truncation marker (SPEC §12): a huge one is cut, never refused.
  */
 export function parseEvidence(value: unknown): ExecutionEvidence | null {
   if (value === undefined || value === null) return null;
   const parsed = ExecutionEvidenceSchema.safeParse(value);
-  return parsed.success ? parsed.data : null;
+  if (!parsed.success) return null;
+  return { ...parsed.data, image_digest: truncateUtf8(parsed.data.image_digest, MAX_STORED_TEXT_BYTES) };
 }
 
 /** `POST /v1alpha1/leases/claim`: optionally only tasks of one job. */
@@ -89,16 +95,21 @@ export const ClaimRequestSchema = z.object({
 export type ClaimRequest = z.infer<typeof ClaimRequestSchema>;
 
 /**
- * `POST /v1alpha1/attempts/{lease_id}/complete`. `evidence` passes through
+ * `POST /v1alpha1/attempts/{lease_id}/complete`. `output_sha256` is 64
+ * lowercase hex characters (else 422); `evidence` passes through
  * unvalidated on purpose; read it with parseEvidence.
  */
 export const CompleteRequestSchema = z.object({
-  output_sha256: z.string(),
+  output_sha256: Sha256Schema,
   evidence: z.unknown().optional(),
 });
 export type CompleteRequest = z.infer<typeof CompleteRequestSchema>;
 
-/** `POST /v1alpha1/attempts/{lease_id}/fail`. `reason` is required, as in the reference. */
+/**
+ * `POST /v1alpha1/attempts/{lease_id}/fail`. `reason` is required, as in the
+ * reference, and any length is accepted: the pool keeps at most
+ * MAX_STORED_TEXT_BYTES of it (SPEC §12).
+ */
 export const FailRequestSchema = z.object({
   reason: z.string(),
 });

@@ -25,23 +25,28 @@ export type AppContext = Context<AppEnv>;
 export type Parsed<T> = { ok: true; value: T } | { ok: false; response: Response };
 
 /**
- * Reads and validates a JSON body: 413 past the limit, 415 for a non-JSON
- * content type, 422 with `[{loc, msg, type}]` for malformed JSON, a body
- * nested too deep or holding a lone surrogate, or a body the schema
- * refuses. Never throws for anything a client can send.
+ * Reads and validates a JSON body: 413 past the limit (MAX_JSON_BODY_BYTES
+ * unless the route sets a smaller `maxBytes`), 415 for a non-JSON content
+ * type, 422 with `[{loc, msg, type}]` for malformed JSON, a body nested too
+ * deep or holding a lone surrogate, or a body the schema refuses. Never
+ * throws for anything a client can send.
  */
-export async function readJson<S extends z.ZodType>(c: AppContext, schema: S): Promise<Parsed<z.output<S>>> {
+export async function readJson<S extends z.ZodType>(
+  c: AppContext,
+  schema: S,
+  { maxBytes = MAX_JSON_BODY_BYTES }: { maxBytes?: number } = {},
+): Promise<Parsed<z.output<S>>> {
   const type = c.req.header("content-type");
   if (type !== undefined && !/^application\/([\w.+-]*\+)?json\s*(;|$)/i.test(type.trim())) {
     return fail(c.json({ detail: `unsupported content type '${type}': send application/json` }, 415));
   }
   const declared = Number(c.req.header("content-length") ?? "0");
-  if (declared > MAX_JSON_BODY_BYTES) return fail(tooLarge(c));
+  if (declared > maxBytes) return fail(tooLarge(c, maxBytes));
   let text: string;
   try {
-    text = await readLimited(c.req.raw, MAX_JSON_BODY_BYTES);
+    text = await readLimited(c.req.raw, maxBytes);
   } catch (e) {
-    if (e instanceof BodyTooLarge) return fail(tooLarge(c));
+    if (e instanceof BodyTooLarge) return fail(tooLarge(c, maxBytes));
     return fail(c.json({ detail: "could not read the request body" }, 400));
   }
   let body: unknown;
@@ -84,8 +89,8 @@ function fail(response: Response): { ok: false; response: Response } {
   return { ok: false, response };
 }
 
-function tooLarge(c: AppContext): Response {
-  return c.json({ detail: `request body exceeds ${MAX_JSON_BODY_BYTES} bytes` }, 413);
+function tooLarge(c: AppContext, limit: number): Response {
+  return c.json({ detail: `request body exceeds ${limit} bytes` }, 413);
 }
 
 class BodyTooLarge extends Error {}

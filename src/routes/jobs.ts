@@ -1,12 +1,23 @@
-// Job routes (SPEC §6, §7): submission, reads, cancel, and the job's artifacts.
+// Job routes (SPEC §6, §7, §12): submission, reads (the list paged, the
+// whole ledger streamed), cancel, and the job's artifacts.
 
 import { Hono } from "hono";
 import { randomHex12 } from "../protocol/ids";
 import { JobSpecSchema } from "../protocol/jobs";
-import { EVENTS_PAGE_DEFAULT, EVENTS_PAGE_MAX } from "../protocol/limits";
+import {
+  EVENTS_PAGE_DEFAULT,
+  EVENTS_PAGE_MAX,
+  EVENTS_STREAM_PAGE,
+  LIST_PAGE_DEFAULT,
+  LIST_PAGE_MAX,
+} from "../protocol/limits";
+import { decodeJobCursor, encodeJobCursor, nextLink } from "../protocol/paging";
 import { expandJob } from "../recipes";
 import { type AppContext, type AppEnv, queryInt, readJson } from "./context";
 import { requireOperator } from "./identity";
+
+/** Fresh job ids tried before a submission is refused (48 random bits: a retry is already rare). */
+const JOB_ID_ATTEMPTS = 5;
 
 export const jobs = new Hono<AppEnv>()
   .post("/", async (c) => {
@@ -29,12 +40,30 @@ export const jobs = new Hono<AppEnv>()
         422,
       );
     }
-    const jobId = randomHex12(); // SPEC §3.3: 12 lowercase hex
-    const expansion = expandJob(spec, jobId, { allowUnsandboxedArgv: c.env.FLASHML_ALLOW_UNSANDBOXED_ARGV === "1" });
-    if (!expansion.ok) return c.json({ detail: `job cannot be expanded: ${expansion.problems.join("; ")}` }, 422);
-    return c.json(await c.var.stub.submitJob(jobId, spec, expansion.tasks, c.var.pool), 201);
+    // A job id the pool already has is refused by the object; mint another
+    // (SPEC §12). Its tasks carry the id, so each try expands the spec anew.
+    for (let attempt = 0; attempt < JOB_ID_ATTEMPTS; attempt++) {
+      const jobId = randomHex12(); // SPEC §3.3: 12 lowercase hex
+      const expansion = expandJob(spec, jobId, { allowUnsandboxedArgv: c.env.FLASHML_ALLOW_UNSANDBOXED_ARGV === "1" });
+      if (!expansion.ok) return c.json({ detail: `job cannot be expanded: ${expansion.problems.join("; ")}` }, 422);
+      const submitted = await c.var.stub.submitJob(jobId, spec, expansion.tasks, c.var.pool);
+      if (submitted.ok) return c.json(submitted.job, 201);
+    }
+    return c.json(
+      { detail: `no unused job id found in ${JOB_ID_ATTEMPTS} tries; nothing was queued: submit the job again` },
+      503,
+    );
   })
-  .get("/", async (c) => c.json(await c.var.stub.listJobs(c.var.pool)))
+  .get("/", async (c) => {
+    const limit = queryInt(c, "limit", { min: 1, max: LIST_PAGE_MAX });
+    if (!limit.ok) return limit.response;
+    const cursor = decodeJobCursor(c.req.query("cursor"));
+    if (!cursor.ok) return c.json({ detail: cursor.detail }, 422);
+    const size = limit.value ?? LIST_PAGE_DEFAULT;
+    const page = await c.var.stub.listJobs(c.var.pool, cursor.after ?? 0, size);
+    if (page.next !== null) c.header("link", nextLink(c.req.url, encodeJobCursor(page.next), size));
+    return c.json(page.items);
+  })
   .get("/:job_id", async (c) => {
     const job = await c.var.stub.getJob(c.req.param("job_id"), c.var.pool);
     return job ? c.json(job) : unknownJob(c);
@@ -44,11 +73,18 @@ export const jobs = new Hono<AppEnv>()
     if (!after.ok) return after.response;
     const limit = queryInt(c, "limit", { min: 1, max: EVENTS_PAGE_MAX });
     if (!limit.ok) return limit.response;
-    const events = await c.var.stub.jobEvents(
-      c.req.param("job_id"),
-      after.value ?? 0,
-      limit.value ?? EVENTS_PAGE_DEFAULT,
-    );
+    const jobId = c.req.param("job_id");
+    if (after.value === null && limit.value === null) {
+      // The whole ledger, as the reference CLI reads it (SPEC §6). The first
+      // page decides the status before any byte is sent; a ledger that fits
+      // in it is answered as is, a longer one streamed a page at a time.
+      const first = await c.var.stub.jobEvents(jobId, 0, EVENTS_STREAM_PAGE);
+      if (!first) return unknownJob(c);
+      if (first.length < EVENTS_STREAM_PAGE) return c.json(first);
+      const rest = (seq: number) => c.var.stub.jobEvents(jobId, seq, EVENTS_STREAM_PAGE);
+      return c.body(ledgerStream(first, rest, c.req.path), 200, { "content-type": "application/json" });
+    }
+    const events = await c.var.stub.jobEvents(jobId, after.value ?? 0, limit.value ?? EVENTS_PAGE_DEFAULT);
     return events ? c.json(events) : unknownJob(c);
   })
   .get("/:job_id/tasks", async (c) => {
@@ -70,4 +106,45 @@ export const jobs = new Hono<AppEnv>()
 
 function unknownJob(c: AppContext) {
   return c.json({ detail: `unknown job ${c.req.param("job_id")}` }, 404);
+}
+
+/**
+ * A JSON array of every event, written page by page as the client reads:
+ * `first`, then each page after the last seq served, until a page comes
+ * back short. The bytes are those of `JSON.stringify(allEvents)`; the
+ * Worker holds one page at a time. The 200 is already sent, so a failure
+ * mid-way errors the body: the client sees it cut short, never a
+ * well-formed list missing events.
+ */
+function ledgerStream<E extends { seq: number }>(
+  first: readonly E[],
+  rest: (after: number) => Promise<readonly E[] | null>,
+  path: string,
+): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  let page = first;
+  let opened = false;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      let chunk = opened ? "" : "[";
+      for (const event of page) {
+        chunk += `${opened ? "," : ""}${JSON.stringify(event)}`;
+        opened = true;
+      }
+      if (page.length < EVENTS_STREAM_PAGE) {
+        controller.enqueue(encoder.encode(`${chunk}]`));
+        controller.close();
+        return;
+      }
+      controller.enqueue(encoder.encode(chunk));
+      try {
+        const next = await rest(page[page.length - 1]!.seq);
+        if (next === null) throw new Error("the job disappeared while its ledger was streamed");
+        page = next;
+      } catch (err) {
+        console.error(JSON.stringify({ level: "error", path, error: String(err) }));
+        controller.error(err);
+      }
+    },
+  });
 }

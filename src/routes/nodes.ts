@@ -1,8 +1,15 @@
 // Node registry routes (SPEC §3.1, §5): register, heartbeat, list.
 
 import { Hono } from "hono";
-import { NodeHeartbeatSchema, NodeRegistrationSchema } from "../protocol/nodes";
-import { type AppEnv, readJson } from "./context";
+import { LIST_PAGE_DEFAULT, LIST_PAGE_MAX, MAX_REGISTRATION_BYTES } from "../protocol/limits";
+import {
+  NodeHeartbeatSchema,
+  NodeRegistrationSchema,
+  REGISTRATION_TOO_LARGE,
+  registrationFits,
+} from "../protocol/nodes";
+import { decodeNodeCursor, encodeNodeCursor, nextLink } from "../protocol/paging";
+import { type AppEnv, queryInt, readJson } from "./context";
 import { actingNode } from "./identity";
 
 export const nodes = new Hono<AppEnv>()
@@ -11,13 +18,15 @@ export const nodes = new Hono<AppEnv>()
     if (joinCode && c.req.header("x-flashml-join-code") !== joinCode) {
       return c.json({ detail: "invalid or missing join code" }, 403);
     }
-    const body = await readJson(c, NodeRegistrationSchema);
+    const body = await readJson(c, NodeRegistrationSchema, { maxBytes: MAX_REGISTRATION_BYTES });
     if (!body.ok) return body.response;
     // Identity comes from the credential, never the body; the URL names the
     // pool, not the body's `pool` (the agent defaults it to "local").
     const acting = actingNode(c, body.value.node_id);
     if (!acting.ok) return acting.response;
     const registration = { ...body.value, node_id: acting.value, pool: c.var.pool };
+    // The body fits, but defaults can grow it (SPEC §12): measured as stored.
+    if (!registrationFits(registration)) return c.json({ detail: REGISTRATION_TOO_LARGE }, 413);
     await c.var.stub.register(registration);
     return c.json({ node_id: registration.node_id, status: "registered" });
   })
@@ -30,9 +39,20 @@ export const nodes = new Hono<AppEnv>()
     }
     const body = await readJson(c, NodeHeartbeatSchema);
     if (!body.ok) return body.response;
-    if (!(await c.var.stub.heartbeatNode(nodeId, body.value))) {
-      return c.json({ detail: `unknown node ${nodeId} — register first` }, 404);
+    const result = await c.var.stub.heartbeatNode(nodeId, body.value);
+    if (result.ok) return c.json({ status: "ok" });
+    if (result.reason === "too_large") {
+      return c.json({ detail: `these pools would make the registration too large: ${REGISTRATION_TOO_LARGE}` }, 413);
     }
-    return c.json({ status: "ok" });
+    return c.json({ detail: `unknown node ${nodeId} — register first` }, 404);
   })
-  .get("/", async (c) => c.json(await c.var.stub.listNodes()));
+  .get("/", async (c) => {
+    const limit = queryInt(c, "limit", { min: 1, max: LIST_PAGE_MAX });
+    if (!limit.ok) return limit.response;
+    const cursor = decodeNodeCursor(c.req.query("cursor"));
+    if (!cursor.ok) return c.json({ detail: cursor.detail }, 422);
+    const size = limit.value ?? LIST_PAGE_DEFAULT;
+    const page = await c.var.stub.listNodes(cursor.after, size);
+    if (page.next !== null) c.header("link", nextLink(c.req.url, encodeNodeCursor(page.next), size));
+    return c.json(page.items);
+  });

@@ -34,6 +34,19 @@ const NOT_STRING_LIST = ["a", 1, {}, [1], [null], [["a"]], [true], raw("1e308")]
 const NOT_OBJECT = [null, [], "x", 1, true, raw("-0")];
 const NOT_STRING_MAP = [{ a: 1 }, { a: null }, { a: [] }, { a: {} }, [], "x", 1, null];
 const NOT_SCHEMA_VERSION = ["v1", "v1alpha2", "V1ALPHA1", "", 1, null];
+/** Wrong for a sha256 field (SPEC §12): anything but exactly 64 lowercase hex characters. */
+const NOT_SHA256 = [
+  ...NOT_STRING_NOT_NULL,
+  "",
+  "0",
+  "sha-good",
+  "a".repeat(63),
+  "a".repeat(65),
+  "A".repeat(64),
+  `${"a".repeat(63)}g`,
+  `sha256:${"a".repeat(64)}`,
+  `${"a".repeat(64)}\n`,
+];
 
 export type Field = { path: string[]; bad: readonly unknown[]; required?: boolean };
 
@@ -88,7 +101,7 @@ export const CLAIM_FIELDS: Field[] = [
   { path: ["job_id"], bad: NOT_STRING },
 ];
 
-export const COMPLETE_FIELDS: Field[] = [{ path: ["output_sha256"], bad: NOT_STRING_NOT_NULL, required: true }];
+export const COMPLETE_FIELDS: Field[] = [{ path: ["output_sha256"], bad: NOT_SHA256, required: true }];
 export const FAIL_FIELDS: Field[] = [{ path: ["reason"], bad: NOT_STRING_NOT_NULL, required: true }];
 export const QUARANTINE_FIELDS: Field[] = [
   { path: ["reason"], bad: ["", "   ", "\n\t", ...NOT_STRING_NOT_NULL], required: true },
@@ -96,7 +109,7 @@ export const QUARANTINE_FIELDS: Field[] = [
 
 const PART_FIELDS = (at: string[]): Field[] => [
   { path: [...at, "key"], bad: NOT_STRING_NOT_NULL, required: true },
-  { path: [...at, "sha256"], bad: NOT_STRING_NOT_NULL, required: true },
+  { path: [...at, "sha256"], bad: NOT_SHA256, required: true },
   { path: [...at, "size_bytes"], bad: NOT_INT_MIN0, required: true },
 ];
 

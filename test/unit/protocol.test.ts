@@ -385,19 +385,27 @@ describe("attempt request bodies", () => {
     expect(refusal(ClaimRequestSchema, body)).toEqual([{ loc, msg: expect.any(String), type }]);
   });
 
+  const sha = "0123456789abcdef".repeat(4);
+
   it("accepts a complete whose evidence block is badly typed: evidence never refuses a commit", () => {
-    const req = parsed(CompleteRequestSchema, { output_sha256: "ab12", evidence: { wall_seconds: "fast" } });
-    expect(req.output_sha256).toBe("ab12");
+    const req = parsed(CompleteRequestSchema, { output_sha256: sha, evidence: { wall_seconds: "fast" } });
+    expect(req.output_sha256).toBe(sha);
     expect(parseEvidence(req.evidence)).toBeNull();
   });
 
   it("accepts a complete without evidence, as every older agent sends it", () => {
-    expect(parsed(CompleteRequestSchema, { output_sha256: "ab12" }).evidence).toBeUndefined();
+    expect(parsed(CompleteRequestSchema, { output_sha256: sha }).evidence).toBeUndefined();
   });
 
   it.each([
     ["no output_sha256", {}, "missing"],
     ["a numeric output_sha256", { output_sha256: 123 }, "string_type"],
+    ["a 63-character output_sha256", { output_sha256: sha.slice(1) }, "string_pattern_mismatch"],
+    ["a 65-character output_sha256", { output_sha256: `${sha}0` }, "string_pattern_mismatch"],
+    ["an uppercase output_sha256", { output_sha256: sha.toUpperCase() }, "string_pattern_mismatch"],
+    ["a non-hex output_sha256", { output_sha256: `${sha.slice(1)}g` }, "string_pattern_mismatch"],
+    ["a prefixed output_sha256", { output_sha256: `sha256:${sha}` }, "string_pattern_mismatch"],
+    ["an empty output_sha256", { output_sha256: "" }, "string_pattern_mismatch"],
   ])("refuses a complete with %s", (_name, body, type) => {
     expect(refusal(CompleteRequestSchema, body)).toEqual([
       { loc: ["body", "output_sha256"], msg: expect.any(String), type },

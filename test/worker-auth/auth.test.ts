@@ -145,7 +145,7 @@ const ROWS: Row[] = [
   ],
   [
     "complete of an unknown lease",
-    (p, _l, h) => send(TOKENS, p, "POST", "/attempts/ls-000000000000/complete", h, { output_sha256: "0" }),
+    (p, _l, h) => send(TOKENS, p, "POST", "/attempts/ls-000000000000/complete", h, { output_sha256: "0".repeat(64) }),
     {
       "no token": 401,
       "bad token": 401,

@@ -32,9 +32,18 @@ async function manifestCount(pool: string): Promise<number> {
 
 const base = (jobId: string, taskId: string) => `/jobs/${jobId}/tasks/${taskId}/checkpoints`;
 
+/**
+ * A stand-in hash, well-formed (64 lowercase hex characters) and distinct
+ * per content: the catalog compares hashes, it never reads bytes.
+ */
+function hashOf(content: string): string {
+  const hex = Array.from(new TextEncoder().encode(content), (b) => b.toString(16).padStart(2, "0")).join("");
+  if (hex.length > 64) throw new Error(`content too long for a stand-in hash: ${content}`);
+  return hex.padEnd(64, "0");
+}
+
 function part(key: string, content = key): CheckpointPart {
-  // A stand-in hash: the catalog compares strings, it never reads bytes.
-  return { key, sha256: `sha-${content}`, size_bytes: content.length };
+  return { key, sha256: hashOf(content), size_bytes: content.length };
 }
 
 function registerPart(pool: string, jobId: string, taskId: string, attemptId: string, step: number, p: CheckpointPart) {
@@ -156,9 +165,11 @@ describe("parts first, manifest last", () => {
   it("a hash different from the registered one is refused", async () => {
     const { pool, job } = await withJob();
     await registerPart(pool, job, T0, "att-1", 100, part("model.pt", "good"));
-    const r = await commit(pool, job, T0, "att-1", 100, [{ ...part("model.pt", "good"), sha256: "sha-corrupt" }]);
+    const r = await commit(pool, job, T0, "att-1", 100, [{ ...part("model.pt", "good"), sha256: hashOf("corrupt") }]);
     expect(r.status).toBe(409);
-    expect(await json(r)).toEqual({ detail: ["part 'model.pt' has sha256 sha-corrupt, but sha-good was registered"] });
+    expect(await json(r)).toEqual({
+      detail: [`part 'model.pt' has sha256 ${hashOf("corrupt")}, but ${hashOf("good")} was registered`],
+    });
     expect(await latest(pool, job, T0)).toHaveProperty("status", 404);
   });
 
@@ -168,7 +179,7 @@ describe("parts first, manifest last", () => {
     await registerPart(pool, job, T0, "att-1", 5, part("b"));
     await registerPart(pool, job, T0, "att-1", 5, part("c"));
     const r = await commit(pool, job, T0, "att-1", 5, [
-      { ...part("a"), sha256: "sha-x" },
+      { ...part("a"), sha256: hashOf("x") },
       part("missing"),
       part("b"),
       { ...part("c"), size_bytes: 999 },
@@ -176,7 +187,7 @@ describe("parts first, manifest last", () => {
     ]);
     expect(r.status).toBe(409);
     expect((await json<{ detail: string[] }>(r)).detail).toEqual([
-      "part 'a' has sha256 sha-x, but sha-a was registered",
+      `part 'a' has sha256 ${hashOf("x")}, but ${hashOf("a")} was registered`,
       "part 'missing' was never registered for this attempt and step",
       "part 'c' has size_bytes 999, but 1 was registered",
       "part 'b' is listed more than once",
@@ -560,7 +571,14 @@ describe("events", () => {
     expect(ev).toEqual([
       {
         type: "CHECKPOINT_PARTS_REGISTERED",
-        data: { task_id: T0, attempt_id: "att-1", step: 100, key: "model.pt", sha256: "sha-model.pt", size_bytes: 8 },
+        data: {
+          task_id: T0,
+          attempt_id: "att-1",
+          step: 100,
+          key: "model.pt",
+          sha256: hashOf("model.pt"),
+          size_bytes: 8,
+        },
       },
       {
         type: "CHECKPOINT_REJECTED",

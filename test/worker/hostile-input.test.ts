@@ -25,8 +25,9 @@ type Case = {
 };
 
 const CLAIM = '{"node_id": "n1"}';
+const SHA = "ab".repeat(32);
 const PART = (step: string, size = "3") =>
-  `{"attempt_id": "a", "step": ${step}, "part": {"key": "k", "sha256": "s", "size_bytes": ${size}}}`;
+  `{"attempt_id": "a", "step": ${step}, "part": {"key": "k", "sha256": "${SHA}", "size_bytes": ${size}}}`;
 const COMMIT = (worldSize: string) =>
   `{"attempt_id": "a", "step": 1, "expected_parts": [], "storage_prefix": "p", "world_size": ${worldSize}}`;
 const JOB = (parameters: string) =>
@@ -242,7 +243,7 @@ const CASES: Case[] = [
     name: "10,000 nested arrays in evidence are 422, not 500",
     method: "POST",
     path: "/attempts/ls-000000000000/complete",
-    body: `{"output_sha256": "x", "evidence": ${nestedArrays(10_000)}}`,
+    body: `{"output_sha256": "${SHA}", "evidence": ${nestedArrays(10_000)}}`,
     status: 422,
     detail: "json_invalid",
   },

@@ -111,7 +111,8 @@ describe("the agent loop", () => {
 
   it("an unknown lease id is 404 on complete and 410 on heartbeat and fail", async () => {
     const pool = freshPool();
-    expect((await call(pool, "POST", "/attempts/ls-000000000000/complete", { output_sha256: "x" })).status).toBe(404);
+    const unknown = { output_sha256: "0".repeat(64) };
+    expect((await call(pool, "POST", "/attempts/ls-000000000000/complete", unknown)).status).toBe(404);
     expect((await call(pool, "POST", "/attempts/ls-000000000000/heartbeat")).status).toBe(410);
     expect((await call(pool, "POST", "/attempts/ls-000000000000/fail", { reason: "x" })).status).toBe(410);
   });

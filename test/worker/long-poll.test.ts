@@ -137,6 +137,17 @@ describe("long-poll claims", () => {
     expect(await violations(pool)).toEqual([]);
   });
 
+  it("a node that claims again while its claim is held gets the task; the earlier claim answers 204", async () => {
+    const { pool, submit, claim } = await setUp(["n1"]);
+    const first = claim("n1", 10);
+    await sleep(50);
+    const second = claim("n1", 10);
+    expect((await first).status).toBe(204); // superseded at once, not at the end of its hold
+    await submit(searchJob(1));
+    expect(await json<Lease>(await second)).toMatchObject({ node_id: "n1", task_id: "trial-000" });
+    expect(await violations(pool)).toEqual([]);
+  });
+
   it("a draining node's claim answers 204 at once", async () => {
     const { pool, claim } = await setUp(["n1"]);
     await send(pool, 0, "POST", "/nodes/n1/heartbeat", { node_id: "n1", status: "draining" });

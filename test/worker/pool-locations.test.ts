@@ -40,7 +40,7 @@ function send(settings: Record<string, unknown>, path: string, body?: unknown) {
 
 function nodesIn(pool: string) {
   return runInDurableObject(env.POOL.get(env.POOL.idFromName(pool)), (object) =>
-    object.listNodes().map((n) => n.node_id),
+    object.listNodes(null, 1000).items.map((n) => n.node_id),
   );
 }
 
