@@ -16,6 +16,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { it } from "vitest";
 import { bind } from "../src/pool/artifacts";
+import { uploadStarted } from "../src/pool/collection";
 import { claim, commit, renew, type WireLease } from "../src/pool/leases";
 import { heartbeatNode } from "../src/pool/nodes";
 import type { PoolObject } from "../src/pool/object";
@@ -199,7 +200,11 @@ it("claim+commit cycles inside one pool object, by queue depth", async () => {
           const perCommit = timeBatch(BATCH, (i) => {
             const lease = leases[i]!;
             const { key, stored } = upload(lease);
-            const bound = state.storage.transactionSync(() => bind(sql, Date.now(), key, stored, lease.node_id));
+            // The upload is recorded before its bytes stream (beginUpload), then bound.
+            const bound = state.storage.transactionSync(() => {
+              uploadStarted(sql, Date.now(), stored.object);
+              return bind(sql, Date.now(), key, stored, lease.node_id);
+            });
             if (!bound.ok) throw new Error(`bind: ${bound.detail}`);
             const outcome = state.storage.transactionSync(() =>
               commit(sql, Date.now(), lease.lease_id, SHA, stored.object, null, lease.node_id),
@@ -238,6 +243,7 @@ it("claim+commit cycles inside one pool object, by queue depth", async () => {
             const result = await instance.claim(nodeId, null);
             if (!result.ok) throw new Error(`claim: ${result.reason}`);
             const { key, stored } = upload(result.lease);
+            await instance.beginUpload(key, stored.object, nodeId);
             const bound = await instance.bindArtifact(key, stored, nodeId);
             if (!bound.ok) throw new Error(`bind: ${bound.detail}`);
             const outcome = await instance.completeLease(result.lease.lease_id, SHA, null, nodeId);
@@ -304,8 +310,8 @@ it("claim+commit cycles inside one pool object, by queue depth", async () => {
 });
 
 /**
- * The cycle as the Worker drives it: three RPCs (claim, bindArtifact,
- * completeLease) from outside the object, with 1 and with 8 callers at once,
+ * The cycle as the Worker drives it: four RPCs (claim, beginUpload,
+ * bindArtifact, completeLease) from outside the object, with 1 and with 8 callers at once,
  * R2 and HTTP left out. The object serializes them, so the rate here is the
  * object's own ceiling per request in this runtime, RPC dispatch included.
  */
@@ -323,11 +329,9 @@ async function rpcCycles(stub: DurableObjectStub<PoolObject>, pool: string, topU
           if (!result.ok) throw new Error(`rpc claim: ${result.reason}`);
           const object = `pools/${pool}/objects/rpc-${++uploads}`;
           const stored = { object, sha256: SHA, size_bytes: 2, etag: "e" };
-          const bound = await stub.bindArtifact(
-            `jobs/${result.lease.job_id}/${result.lease.task_id}/metrics.json`,
-            stored,
-            nodeId,
-          );
+          const key = `jobs/${result.lease.job_id}/${result.lease.task_id}/metrics.json`;
+          await stub.beginUpload(key, object, nodeId);
+          const bound = await stub.bindArtifact(key, stored, nodeId);
           if (!bound.ok) throw new Error("rpc bind refused");
           const outcome = await stub.completeLease(result.lease.lease_id, SHA, null, nodeId);
           if (outcome.status !== "accepted") throw new Error(`rpc commit: ${outcome.status}`);

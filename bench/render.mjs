@@ -10,6 +10,8 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ROOT, readResult, round } from "./lib.mjs";
 
+/** RPCs in one claim → upload → commit cycle as the Worker drives it (section 1, "via RPC"). */
+const RPCS_PER_CYCLE = 4;
 /** Cloudflare's documented soft limit for one Durable Object. */
 const SOFT_LIMIT = 1000;
 /** The Python reference, measured by the issue on this kind of machine (claim+commit/s). */
@@ -105,7 +107,7 @@ function capacity(inObject, http, agents) {
   /** @typedef {(typeof rows)[number]} Row */
   // One row per scenario: short, one-minute and ten-minute tasks.
   const [short, mid, long] = /** @type {[Row, Row, Row]} */ (rows);
-  const rpcRate = deep.rpc.callers_8.cycles_per_s * 3;
+  const rpcRate = deep.rpc.callers_8.cycles_per_s * RPCS_PER_CYCLE;
   const httpBest = http ? Math.max(...http.agents.map((a) => a.requests_per_s)) : null;
   const shallow = /** @type {DepthSummary} */ (inObject.summary[0]);
   const held = agents ? heldRun(agents) : null;
@@ -370,9 +372,9 @@ function render() {
     out.push("");
     out.push(
       '"Via object methods" adds what the RPC methods do around the transactions: re-arming the alarm after every claim and ' +
-        'commit, the lease lookups of `completeLease`, and an `await` (a storage commit) per call. "Via RPC" is three RPCs ' +
-        "per cycle (`claim`, `bindArtifact`, `completeLease`; no R2, no HTTP): in this local runtime one RPC round trip costs about " +
-        `${round(1000 / (3 * first.rpc.callers_1.cycles_per_s), 1)} ms, an order of magnitude more than the object's work, ` +
+        'commit, the lease lookups of `completeLease`, and an `await` (a storage commit) per call. "Via RPC" is four RPCs ' +
+        "per cycle (`claim`, `beginUpload`, `bindArtifact`, `completeLease`; no R2, no HTTP): in this local runtime one RPC round trip costs about " +
+        `${round(1000 / (RPCS_PER_CYCLE * first.rpc.callers_1.cycles_per_s), 1)} ms, an order of magnitude more than the object's work, ` +
         "and it does not depend on depth either.",
     );
     out.push("");
