@@ -9,7 +9,7 @@
 
 import { JOB_STATES, type JobState } from "../protocol/jobs";
 import type { NodeRegistration } from "../protocol/nodes";
-import { TASK_STATES, type TaskState } from "../protocol/tasks";
+import { TASK_STATES } from "../protocol/tasks";
 import { summarizePlacement } from "../rules/explanations";
 import { deriveJobState, emptyTaskCounts, type TaskCounts } from "../rules/job-state";
 import { eligible } from "../rules/placement";
@@ -17,7 +17,7 @@ import { storageReport } from "../rules/storage";
 import { shorten } from "../rules/text";
 import { iso } from "./events";
 import { placementOn, type RegisteredNode } from "./explain";
-import { taskCounts } from "./jobs";
+import { poolTaskCounts, taskCounts } from "./jobs";
 import { nodeView, ONLINE_WINDOW_MS } from "./nodes";
 
 /** Requirement classes with pending tasks checked against the online nodes, earliest first. */
@@ -113,9 +113,7 @@ export type DashboardSummary = {
 export function dashboardSummary(sql: SqlStorage, now: number, pool: string, limit: number): DashboardSummary {
   const stuck = stuckTasks(sql, now, limit);
   const jobs = jobsPage(sql, limit, stuck.byJob);
-  const taskTotals = emptyTaskCounts();
-  for (const r of sql.exec<{ state: TaskState; n: number }>("SELECT state, n FROM task_counts"))
-    taskTotals[r.state] = r.n;
+  const taskTotals = poolTaskCounts(sql);
   const nodeCounts = sql
     .exec<{ total: number; online: number; not_accepting: number }>(
       "SELECT COUNT(*) AS total, TOTAL(live_until_ms > ?) AS online, TOTAL(status <> 'online') AS not_accepting FROM nodes",

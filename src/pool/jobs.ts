@@ -11,6 +11,21 @@ import { isLiveLease, type LeaseAndTask } from "../rules/leases";
 import { type EventRow, emit, eventRecord, iso } from "./events";
 import { addTasks } from "./tasks";
 
+/** The pool's tasks by state, from the counters kept by the schema's triggers (no scan). */
+export function poolTaskCounts(sql: SqlStorage): TaskCounts {
+  const counts = emptyTaskCounts();
+  for (const r of sql.exec<{ state: keyof TaskCounts; n: number }>("SELECT state, n FROM task_counts")) {
+    counts[r.state] = r.n;
+  }
+  return counts;
+}
+
+/** Whether a job has a task PENDING or LEASED: work may still come from it. */
+export function jobOpen(sql: SqlStorage, jobId: string): boolean {
+  const counts = taskCounts(sql, jobId);
+  return counts.PENDING + counts.LEASED > 0;
+}
+
 /** A job's tasks by state, from the counters kept by the schema's triggers (no scan). */
 export function taskCounts(sql: SqlStorage, jobId: string): TaskCounts {
   const counts = emptyTaskCounts();
@@ -33,11 +48,7 @@ export function settleJob(sql: SqlStorage, now: number, jobId: string): void {
     .exec<{ terminal_state: string | null }>("SELECT terminal_state FROM jobs WHERE job_id = ?", jobId)
     .toArray()[0];
   if (!job || job.terminal_state !== null) return;
-  // Runs on every accepted commit: one index seek while the job still has
-  // live work, so a commit never counts a 10,000-task job. Only the last
-  // settling commit pays for the full count.
-  const live = sql.exec("SELECT 1 FROM tasks WHERE job_id = ? AND state IN ('PENDING', 'LEASED') LIMIT 1", jobId);
-  if (live.toArray().length > 0) return;
+  // Runs on every accepted commit: the job's counters, never its tasks.
   const state = deriveJobState(taskCounts(sql, jobId));
   if (!TERMINAL_JOB_STATES.includes(state)) return;
   sql.exec("UPDATE jobs SET terminal_state = ?, finished_ms = ? WHERE job_id = ?", state, now, jobId);

@@ -11,7 +11,7 @@ import { isLiveLease, mayDrive } from "../rules/leases";
 import { eligible } from "../rules/placement";
 import { truncateUtf8 } from "../rules/text";
 import { emit, iso, tally } from "./events";
-import { settleJob } from "./jobs";
+import { jobOpen, settleJob } from "./jobs";
 import { findNode, nodeView, seen } from "./nodes";
 import type { TaskRow } from "./tasks";
 
@@ -71,17 +71,8 @@ export function claim(sql: SqlStorage, now: number, nodeId: string, jobId: strin
   // runs in that order and the first class it accepts holds the answer, so
   // classes with nothing pending, or queued behind the answer, cost no gate
   // evaluation.
-  const jobFilter = jobId === null ? "" : "AND t.job_id = ?";
   const heads = sql
-    .exec<{ requirement: string; head: number }>(
-      `WITH heads AS MATERIALIZED (
-         SELECT c.requirement,
-                (SELECT t.seq FROM tasks t WHERE t.state = 'PENDING' AND t.class_id = c.class_id ${jobFilter}
-                 ORDER BY t.seq LIMIT 1) AS head
-         FROM classes c WHERE c.pending > 0)
-       SELECT requirement, head FROM heads WHERE head IS NOT NULL ORDER BY head`,
-      ...(jobId === null ? [] : [jobId]),
-    )
+    .exec<{ requirement: string; head: number }>(claimHeadsSql(jobId !== null), ...(jobId === null ? [] : [jobId]))
     .toArray();
   const best = heads.find((c) => eligible(JSON.parse(c.requirement), view))?.head;
   if (best === undefined)
@@ -247,12 +238,20 @@ export function endAttempt(
   }
 }
 
-/** Whether a job has a task that is PENDING or LEASED (work may still come from it). */
-function jobOpen(sql: SqlStorage, jobId: string): boolean {
-  return (
-    sql.exec("SELECT 1 FROM tasks WHERE job_id = ? AND state IN ('PENDING', 'LEASED') LIMIT 1", jobId).toArray()
-      .length > 0
-  );
+/**
+ * The claim's one statement: the earliest PENDING task of every requirement
+ * class with pending tasks (optionally of one job, the statement's one
+ * parameter), earliest first. Only classes whose counter says they have
+ * pending tasks are read (the classes_pending index): history costs nothing.
+ */
+export function claimHeadsSql(forOneJob: boolean): string {
+  const jobFilter = forOneJob ? "AND t.job_id = ?" : "";
+  return `WITH heads AS MATERIALIZED (
+      SELECT c.requirement,
+             (SELECT t.seq FROM tasks t WHERE t.state = 'PENDING' AND t.class_id = c.class_id ${jobFilter}
+              ORDER BY t.seq LIMIT 1) AS head
+      FROM classes c WHERE c.pending > 0)
+    SELECT requirement, head FROM heads WHERE head IS NOT NULL ORDER BY head`;
 }
 
 /** The earliest live deadline: where the alarm must be. */

@@ -3,10 +3,10 @@
 // the tasks or the ledger.
 
 import type { MetricsSample } from "../rules/metrics";
+import { poolTaskCounts } from "./jobs";
 
 export function metricsSample(sql: SqlStorage, now: number): MetricsSample {
-  const tasks: Record<string, number> = {};
-  for (const r of sql.exec<{ state: string; n: number }>("SELECT state, n FROM task_counts")) tasks[r.state] = r.n;
+  const tasks = poolTaskCounts(sql);
   const events: Record<string, number> = {};
   for (const r of sql.exec<{ type: string; n: number }>("SELECT type, n FROM event_counts")) events[r.type] = r.n;
   const count = (query: string, ...args: number[]) => sql.exec<{ n: number }>(query, ...args).one().n;

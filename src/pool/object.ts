@@ -16,7 +16,7 @@ import { collected, nextCollection, takeForCollection, unreferenced, uploadStart
 import { dashboardSummary } from "./dashboard";
 import type { EventRow } from "./events";
 import { placementReport } from "./explain";
-import { cancelJob, findJob, insertJob, jobEvents, jobRecord, jobTasks, listJobs } from "./jobs";
+import { cancelJob, findJob, insertJob, jobEvents, jobRecord, jobTasks, listJobs, poolTaskCounts } from "./jobs";
 import { type ClaimResult, claim, commit, earliestDeadline, failAttempt, findLease, renew, sweep } from "./leases";
 import { logEvent, logLine } from "./log";
 import { metricsSample } from "./metrics";
@@ -271,10 +271,10 @@ export class PoolObject extends DurableObject<Env> {
   }
 
   /**
-   * Deletes from R2 a batch of objects no key refers to (SPEC §12): the only
-   * place bytes are deleted. The deletes run between two transactions; an
-   * object taken here cannot be bound meanwhile, and one R2 refused is
-   * tried again later.
+   * Deletes from R2 a batch of objects no key refers to (SPEC §12): whatever
+   * the Worker's own deletes missed, and uploads never bound. The deletes run
+   * between two transactions; an object taken here cannot be bound
+   * meanwhile, and one R2 refused is tried again later.
    */
   private async collect(): Promise<void> {
     const objects = this.ctx.storage.transactionSync(() => takeForCollection(this.sql, Date.now()));
@@ -355,7 +355,7 @@ export class PoolObject extends DurableObject<Env> {
   }
 
   private pendingLeft(): boolean {
-    return this.sql.exec("SELECT 1 FROM tasks WHERE state = 'PENDING' LIMIT 1").toArray().length > 0;
+    return poolTaskCounts(this.sql).PENDING > 0;
   }
 
   /** Answers a held claim when its wait ends, unless it was answered already. */

@@ -6,7 +6,8 @@ import type { z } from "zod";
 import type { PoolObject } from "../pool/object";
 import { jsonInvalidDetail, parseRequest } from "../protocol/errors";
 import { jsonShapeProblem } from "../protocol/json";
-import { MAX_JSON_BODY_BYTES } from "../protocol/limits";
+import { LIST_PAGE_DEFAULT, LIST_PAGE_MAX, MAX_JSON_BODY_BYTES } from "../protocol/limits";
+import { type DecodedCursor, nextLink } from "../protocol/paging";
 import type { Caller } from "../rules/auth";
 import type { PoolLocationRule } from "../rules/pool-location";
 
@@ -83,6 +84,26 @@ export function queryInt(
   if (bounds.max !== undefined && value > bounds.max)
     return refuse(`Input should be less than or equal to ${bounds.max}`, "less_than_equal");
   return { ok: true, value };
+}
+
+/**
+ * A paged list route (SPEC §12): reads `?limit=` and the opaque `?cursor=`,
+ * fetches one page, and answers its items as the plain list the reference
+ * returns, with a `Link: rel="next"` header when more rows exist.
+ */
+export async function pagedList<K>(
+  c: AppContext,
+  cursor: { decode: (raw: string | undefined) => DecodedCursor<K>; encode: (key: K) => string },
+  fetchPage: (after: K | null, limit: number) => Promise<{ items: unknown[]; next: K | null }>,
+): Promise<Response> {
+  const limit = queryInt(c, "limit", { min: 1, max: LIST_PAGE_MAX });
+  if (!limit.ok) return limit.response;
+  const after = cursor.decode(c.req.query("cursor"));
+  if (!after.ok) return c.json({ detail: after.detail }, 422);
+  const size = limit.value ?? LIST_PAGE_DEFAULT;
+  const page = await fetchPage(after.after, size);
+  if (page.next !== null) c.header("link", nextLink(c.req.url, cursor.encode(page.next), size));
+  return c.json(page.items);
 }
 
 function fail(response: Response): { ok: false; response: Response } {

@@ -4,16 +4,10 @@
 import { Hono } from "hono";
 import { randomHex12 } from "../protocol/ids";
 import { JobSpecSchema } from "../protocol/jobs";
-import {
-  EVENTS_PAGE_DEFAULT,
-  EVENTS_PAGE_MAX,
-  EVENTS_STREAM_PAGE,
-  LIST_PAGE_DEFAULT,
-  LIST_PAGE_MAX,
-} from "../protocol/limits";
-import { decodeJobCursor, encodeJobCursor, nextLink } from "../protocol/paging";
+import { EVENTS_PAGE_DEFAULT, EVENTS_PAGE_MAX, EVENTS_STREAM_PAGE } from "../protocol/limits";
+import { decodeJobCursor, encodeJobCursor } from "../protocol/paging";
 import { expandJob } from "../recipes";
-import { type AppContext, type AppEnv, queryInt, readJson } from "./context";
+import { type AppContext, type AppEnv, pagedList, queryInt, readJson } from "./context";
 import { requireOperator } from "./identity";
 
 /** Fresh job ids tried before a submission is refused (48 random bits: a retry is already rare). */
@@ -54,16 +48,11 @@ export const jobs = new Hono<AppEnv>()
       503,
     );
   })
-  .get("/", async (c) => {
-    const limit = queryInt(c, "limit", { min: 1, max: LIST_PAGE_MAX });
-    if (!limit.ok) return limit.response;
-    const cursor = decodeJobCursor(c.req.query("cursor"));
-    if (!cursor.ok) return c.json({ detail: cursor.detail }, 422);
-    const size = limit.value ?? LIST_PAGE_DEFAULT;
-    const page = await c.var.stub.listJobs(c.var.pool, cursor.after ?? 0, size);
-    if (page.next !== null) c.header("link", nextLink(c.req.url, encodeJobCursor(page.next), size));
-    return c.json(page.items);
-  })
+  .get("/", (c) =>
+    pagedList(c, { decode: decodeJobCursor, encode: encodeJobCursor }, (after, limit) =>
+      c.var.stub.listJobs(c.var.pool, after ?? 0, limit),
+    ),
+  )
   .get("/:job_id", async (c) => {
     const job = await c.var.stub.getJob(c.req.param("job_id"), c.var.pool);
     return job ? c.json(job) : unknownJob(c);

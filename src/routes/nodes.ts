@@ -1,15 +1,15 @@
 // Node registry routes (SPEC §3.1, §5): register, heartbeat, list.
 
 import { Hono } from "hono";
-import { LIST_PAGE_DEFAULT, LIST_PAGE_MAX, MAX_REGISTRATION_BYTES } from "../protocol/limits";
+import { MAX_REGISTRATION_BYTES } from "../protocol/limits";
 import {
   NodeHeartbeatSchema,
   NodeRegistrationSchema,
   REGISTRATION_TOO_LARGE,
   registrationFits,
 } from "../protocol/nodes";
-import { decodeNodeCursor, encodeNodeCursor, nextLink } from "../protocol/paging";
-import { type AppEnv, queryInt, readJson } from "./context";
+import { decodeNodeCursor, encodeNodeCursor } from "../protocol/paging";
+import { type AppEnv, pagedList, readJson } from "./context";
 import { actingNode } from "./identity";
 
 export const nodes = new Hono<AppEnv>()
@@ -46,13 +46,8 @@ export const nodes = new Hono<AppEnv>()
     }
     return c.json({ detail: `unknown node ${nodeId} — register first` }, 404);
   })
-  .get("/", async (c) => {
-    const limit = queryInt(c, "limit", { min: 1, max: LIST_PAGE_MAX });
-    if (!limit.ok) return limit.response;
-    const cursor = decodeNodeCursor(c.req.query("cursor"));
-    if (!cursor.ok) return c.json({ detail: cursor.detail }, 422);
-    const size = limit.value ?? LIST_PAGE_DEFAULT;
-    const page = await c.var.stub.listNodes(cursor.after, size);
-    if (page.next !== null) c.header("link", nextLink(c.req.url, encodeNodeCursor(page.next), size));
-    return c.json(page.items);
-  });
+  .get("/", (c) =>
+    pagedList(c, { decode: decodeNodeCursor, encode: encodeNodeCursor }, (after, limit) =>
+      c.var.stub.listNodes(after, limit),
+    ),
+  );

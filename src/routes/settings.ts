@@ -1,9 +1,8 @@
 // The coordinator's settings, checked before anything is served. A setting
 // that cannot be read (tokens, SPEC §9; pool locations, SPEC §2; the claim
-// hold, SPEC §5) refuses
-// every request, /healthz included, with a 503 naming the problem and never
-// a token: a coordinator that would serve the wrong pools, or serve them
-// open, must not look healthy.
+// hold, SPEC §5) refuses every request, /healthz included, with a 503 naming
+// the problem and never a token: a coordinator that would serve the wrong
+// pools, or serve them open, must not look healthy.
 
 import type { MiddlewareHandler } from "hono";
 import type { PoolObject } from "../pool/object";

@@ -3,6 +3,7 @@
 
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { claimHeadsSql } from "../../src/pool/leases";
 import { migrate } from "../../src/pool/schema";
 import type { Lease } from "../../src/protocol/tasks";
 import { trialsJob } from "../fixtures/jobspec";
@@ -64,17 +65,24 @@ describe("counters, not scans", () => {
     expect(await violations(pool)).toEqual([]);
   });
 
-  it("a claim looks only at requirement classes with pending tasks", async () => {
-    const { pool } = await busyPool();
-    const plan = await runInDurableObject(stub(pool), (_o, state) =>
-      state.storage.sql
-        .exec<{ detail: string }>("EXPLAIN QUERY PLAN SELECT class_id FROM classes c WHERE c.pending > 0")
-        .toArray()
-        .map((r) => r.detail)
-        .join("\n"),
-    );
-    expect(plan).toMatch(/USING (COVERING )?INDEX classes_pending/);
-  });
+  it.each([false, true])(
+    "the claim's statement reads only classes with pending tasks (for one job: %s)",
+    async (forOneJob) => {
+      const { pool } = await busyPool();
+      const plan = await runInDurableObject(stub(pool), (_o, state) =>
+        state.storage.sql
+          .exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${claimHeadsSql(forOneJob)}`, ...(forOneJob ? ["job"] : []))
+          .toArray()
+          .map((r) => r.detail)
+          .join("\n"),
+      );
+      // Classes are found through the partial index of classes with pending tasks, never scanned.
+      expect(plan).toMatch(
+        /SCAN c USING (COVERING )?INDEX classes_pending|SEARCH c USING (COVERING )?INDEX classes_pending/,
+      );
+      expect(plan).not.toMatch(/SCAN c\b(?! USING)/);
+    },
+  );
 });
 
 describe("storage is visible", () => {
