@@ -42,6 +42,8 @@ const RUNS = Number(option("runs", "3"));
 const NODE_COUNTS = option("nodes", "1,8,32").split(",").map(Number);
 const CYCLES = Number(option("cycles", "900"));
 const EXPIRY_SAMPLES = Number(option("expiry-samples", "8"));
+/** The expiry samples' lease: the shortest the coordinator accepts (MIN_LEASE_SECONDS). */
+const EXPIRY_LEASE_SECONDS = 5;
 const DEPTHS = [1000, 10000];
 const AUTH_ONLY = flag("auth-only");
 const AUTH_NODES = option("auth-nodes", "1,8").split(",").map(Number);
@@ -344,7 +346,7 @@ async function agentRun(api, pool, nodes, cycles) {
 async function expirySample(api, index) {
   const pool = `expiry-${index}-${Date.now().toString(36)}`;
   await api.register(pool, "lost-node");
-  const { jobId } = await api.submit(pool, 1, { lease_seconds: 2 });
+  const { jobId } = await api.submit(pool, 1, { lease_seconds: EXPIRY_LEASE_SECONDS });
   const lease = await api.claim(pool, "lost-node");
   if (lease === null) throw new Error("expiry: nothing to claim");
   const deadline = Date.parse(lease.deadline);
@@ -723,7 +725,7 @@ async function requestCosts() {
         noise: spread(submissions.map(Math.round)),
       },
       expiry: {
-        lease_seconds: 2,
+        lease_seconds: EXPIRY_LEASE_SECONDS,
         poll_interval_ms: 20,
         samples: expiry,
         median_ms: median(detected),

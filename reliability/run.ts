@@ -56,7 +56,7 @@ export async function reliabilityRun(options: RunOptions): Promise<RunReport> {
           jobSpec(
             {
               type: "hyperparameter_search",
-              parameters: { trials: Array.from({ length: count }, (_, i) => ({ i: first + i })), lease_seconds: 3 },
+              parameters: { trials: Array.from({ length: count }, (_, i) => ({ i: first + i })), lease_seconds: 5 },
             },
             { retryPolicy: { maxTaskAttempts: options.maxAttempts } },
             "reliability",

@@ -41,3 +41,12 @@ export const DASHBOARD_LIMIT_MAX = 200;
 /** A Durable Object's storage limit (Cloudflare's documented 10 GB), and the share past which a pool warns. */
 export const OBJECT_STORAGE_LIMIT_BYTES = 10 * 1000 ** 3;
 export const STORAGE_WARNING_FRACTION = 0.8;
+
+/**
+ * The shortest lease a task may ask for, in seconds (SPEC §5, §12 "Nothing
+ * leaks"). A lease must outlive at least one heartbeat round trip of an agent
+ * that renews every third of its lease: at 5 s a renewal has over 3 s to
+ * arrive. Shorter, one slow request lets it expire under a healthy node, and
+ * its task is requeued again and again until its attempts run out.
+ */
+export const MIN_LEASE_SECONDS = 5;

@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { truncateUtf8 } from "../rules/text";
 import { Sha256Schema } from "./checkpoints";
-import { MAX_STORED_TEXT_BYTES } from "./limits";
+import { MAX_STORED_TEXT_BYTES, MIN_LEASE_SECONDS } from "./limits";
 import { IsoDateTimeSchema, int, JsonObjectSchema, SchemaVersionSchema } from "./primitives";
 
 /** Longest lease a task may ask for, in seconds (SPEC §5). */
@@ -14,7 +14,8 @@ export const MAX_LEASE_SECONDS = 3600;
 
 /**
  * A lease length the coordinator will honour: at most MAX_LEASE_SECONDS.
- * The caller must already have refused anything not finite and > 0.
+ * The caller must already have refused anything not finite or below
+ * MIN_LEASE_SECONDS.
  */
 export function clampLeaseSeconds(n: number): number {
   return Math.min(n, MAX_LEASE_SECONDS);
@@ -30,7 +31,8 @@ export const TERMINAL_TASK_STATES: readonly TaskState[] = ["COMPLETED", "FAILED"
 /**
  * One unit of independent work. `commit_key` is the idempotency anchor:
  * exactly one accepted output may ever exist under it. `lease_seconds` must
- * be finite and > 0; clamping to MAX_LEASE_SECONDS is the caller's job.
+ * be finite and at least MIN_LEASE_SECONDS; clamping to MAX_LEASE_SECONDS is
+ * the caller's job.
  */
 export const TaskSpecSchema = z.object({
   schema_version: SchemaVersionSchema,
@@ -39,7 +41,7 @@ export const TaskSpecSchema = z.object({
   payload: JsonObjectSchema.default(() => ({})),
   commit_key: z.string(),
   max_attempts: int().min(1).default(3),
-  lease_seconds: z.number().positive().default(60),
+  lease_seconds: z.number().min(MIN_LEASE_SECONDS).default(60),
 });
 export type TaskSpec = z.infer<typeof TaskSpecSchema>;
 

@@ -8,6 +8,7 @@
 // spec or another task, and its size is known before the pool stores it.
 
 import type { JobSpec } from "../protocol/jobs";
+import { MIN_LEASE_SECONDS } from "../protocol/limits";
 import { clampLeaseSeconds, type TaskSpec } from "../protocol/tasks";
 import { describe, given, type Parameters } from "./parameters";
 import type { TaskDraft } from "./recipe";
@@ -21,14 +22,21 @@ export type LeaseSeconds = { ok: true; seconds: number } | { ok: false; problem:
 
 /**
  * The workload's `lease_seconds`: a finite number > 0 (a boolean or a
- * numeric string is a wrong type, not a number), clamped to the §5 maximum;
- * the recipe's default when not given.
+ * numeric string is a wrong type, not a number) and at least
+ * MIN_LEASE_SECONDS, clamped to the §5 maximum; the recipe's default when
+ * not given.
  */
 export function readLeaseSeconds(parameters: Parameters, defaultSeconds: number): LeaseSeconds {
   const value = given(parameters, "lease_seconds");
   if (value === undefined) return { ok: true, seconds: defaultSeconds };
   if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
     return { ok: false, problem: `'lease_seconds' must be a finite number > 0, got ${describe(value)}` };
+  }
+  if (value < MIN_LEASE_SECONDS) {
+    return {
+      ok: false,
+      problem: `'lease_seconds' must be at least ${MIN_LEASE_SECONDS} seconds (a lease shorter than that cannot be renewed in time), got ${describe(value)}`,
+    };
   }
   return { ok: true, seconds: clampLeaseSeconds(value) };
 }

@@ -159,7 +159,10 @@ export const JOB_FIELDS: Field[] = [
   },
   { path: ["spec", "workload", "parameters"], bad: NOT_OBJECT },
   { path: ["spec", "workload", "parameters", "trials"], bad: ["x", 1, [1], null, {}, [[]]], required: true },
-  { path: ["spec", "workload", "parameters", "lease_seconds"], bad: [0, -1, "60", raw("1e400"), raw("-0"), true, []] },
+  {
+    path: ["spec", "workload", "parameters", "lease_seconds"],
+    bad: [0, -1, 4.9, "60", raw("1e400"), raw("-0"), true, []],
+  },
   { path: ["spec", "workload", "parameters", "module"], bad: ["os.system", "", 1] },
   { path: ["spec", "resources", "minimumWorkers"], bad: NOT_INT_MIN1 },
   { path: ["spec", "resources", "maximumWorkers"], bad: [...NOT_INT_MIN1, 1] },

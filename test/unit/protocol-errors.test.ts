@@ -86,7 +86,7 @@ describe("validationDetail", () => {
 
   it.each([
     [{ max_attempts: 0 }, "greater_than_equal", "Input should be greater than or equal to 1"],
-    [{ lease_seconds: 0 }, "greater_than", "Input should be greater than 0"],
+    [{ lease_seconds: 4.9 }, "greater_than_equal", "Input should be greater than or equal to 5"],
     [{ max_attempts: 1.5 }, "int_from_float", "Input should be a valid integer, got a number with a fractional part"],
     [{ max_attempts: "3" }, "int_type", "Input should be a valid integer"],
     [{ lease_seconds: "60" }, "float_type", "Input should be a valid number"],

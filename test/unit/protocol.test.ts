@@ -321,8 +321,9 @@ describe("tasks and leases", () => {
     ['"max_attempts": 0', { max_attempts: 0 }, ["body", "max_attempts"], "greater_than_equal"],
     ['"max_attempts": 2.5', { max_attempts: 2.5 }, ["body", "max_attempts"], "int_from_float"],
     ['"max_attempts": true', { max_attempts: true }, ["body", "max_attempts"], "int_type"],
-    ['"lease_seconds": 0', { lease_seconds: 0 }, ["body", "lease_seconds"], "greater_than"],
-    ['"lease_seconds": -5', { lease_seconds: -5 }, ["body", "lease_seconds"], "greater_than"],
+    ['"lease_seconds": 0', { lease_seconds: 0 }, ["body", "lease_seconds"], "greater_than_equal"],
+    ['"lease_seconds": -5', { lease_seconds: -5 }, ["body", "lease_seconds"], "greater_than_equal"],
+    ['"lease_seconds": 4.9 (below the floor)', { lease_seconds: 4.9 }, ["body", "lease_seconds"], "greater_than_equal"],
     ['"lease_seconds": "60"', { lease_seconds: "60" }, ["body", "lease_seconds"], "float_type"],
     ['"payload": []', { payload: [] }, ["body", "payload"], "dict_type"],
     ['"payload": null', { payload: null }, ["body", "payload"], "dict_type"],
@@ -331,9 +332,13 @@ describe("tasks and leases", () => {
     expect(refusal(TaskSpecSchema, { ...task, ...patch })).toEqual([{ loc, msg: expect.any(String), type }]);
   });
 
+  it("accepts a lease of exactly the 5-second floor", () => {
+    expect(parsed(TaskSpecSchema, { ...task, lease_seconds: 5 }).lease_seconds).toBe(5);
+  });
+
   it.each([
-    [1, 1],
-    [0.5, 0.5],
+    [5, 5],
+    [60, 60],
     [3600, 3600],
     [3601, 3600],
     [1e9, 3600],

@@ -2,6 +2,7 @@
 // the per-job limits, and payloads that never alias the spec.
 
 import { describe, expect, it } from "vitest";
+import { MIN_LEASE_SECONDS } from "../../src/protocol/limits";
 import {
   expandJob,
   MAX_JOB_PAYLOAD_BYTES,
@@ -114,7 +115,8 @@ describe("lease_seconds", () => {
 
   it.each([
     [90, 90],
-    [0.5, 0.5],
+    [5, 5],
+    [5.5, 5.5],
     [3600, 3600],
     [3601, 3600],
     [1e9, 3600],
@@ -149,6 +151,25 @@ describe("lease_seconds", () => {
     expect(problemsOf(expandJob(specOf(recipe, { lease_seconds: 0 }), JOB_ID, STRICT))).toEqual([
       "'lease_seconds' must be a finite number > 0, got the number 0",
     ]);
+  });
+
+  it.each([
+    [4.9, "the number 4.9"],
+    [1, "the number 1"],
+    [0.5, "the number 0.5"],
+    [Number.MIN_VALUE, "the number 5e-324"],
+  ])("refuses %j: too short to ever be renewed", (given, shown) => {
+    const spec = commandSpec({ command: ["x"], lease_seconds: given });
+    expect(problemsOf(expandJob(spec, JOB_ID, STRICT))).toEqual([
+      `'lease_seconds' must be at least ${MIN_LEASE_SECONDS} seconds (a lease shorter than that cannot be renewed in time), got ${shown}`,
+    ]);
+  });
+
+  it.each(RECIPES)("holds a $type lease to the same floor", (recipe) => {
+    expect(problemsOf(expandJob(specOf(recipe, { lease_seconds: 4.9 }), JOB_ID, STRICT))).toEqual([
+      "'lease_seconds' must be at least 5 seconds (a lease shorter than that cannot be renewed in time), got the number 4.9",
+    ]);
+    expect(tasksOf(expandJob(specOf(recipe, { lease_seconds: 5 }), JOB_ID, STRICT))[0]?.lease_seconds).toBe(5);
   });
 });
 

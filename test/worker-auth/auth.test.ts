@@ -3,7 +3,7 @@ import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import app from "../../src/index";
 import type { Lease } from "../../src/protocol/tasks";
-import { freshPool, registration, sha256, storedObjects, stub, trialsJob } from "../worker/helpers";
+import { expireLeases, freshPool, registration, sha256, storedObjects, stub, trialsJob } from "../worker/helpers";
 
 // This project's environment configures these (vitest.config.ts).
 const TOKENS = { FLASHML_NODE_TOKENS: "n1:tok-n1, n2:tok-n2", FLASHML_OPERATOR_TOKENS: "ops:tok-ops" };
@@ -296,7 +296,7 @@ describe("attack stories", () => {
   it("a slow upload that outlives its lease does not land", async () => {
     const pool = freshPool();
     await send(TOKENS, pool, "POST", "/nodes/register", bearer("tok-n1"), registration("n1"));
-    await submitAsOperator(pool, trialsJob(1, { lease_seconds: 0.3 }));
+    await submitAsOperator(pool, trialsJob(1, { lease_seconds: 5 }));
     const lease = await claimAs(pool, "tok-n1", "n1");
     let feed!: ReadableStreamDefaultController<Uint8Array>;
     const body = new ReadableStream<Uint8Array>({
@@ -313,7 +313,16 @@ describe("attack stories", () => {
       } as RequestInit),
     );
     feed.enqueue(new Uint8Array([1, 2]));
-    await new Promise((r) => setTimeout(r, 450)); // the lease dies mid-upload
+    // The write check passed and the bytes are streaming: the upload is recorded.
+    await expect
+      .poll(() =>
+        runInDurableObject(
+          stub(pool),
+          (_o, s) => s.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM unreferenced").one().n,
+        ),
+      )
+      .toBe(1);
+    expect(await expireLeases(pool)).toBe(true); // the lease dies mid-upload
     feed.enqueue(new Uint8Array([3, 4]));
     feed.close();
     const r = await put;

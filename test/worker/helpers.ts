@@ -1,7 +1,7 @@
 // Test-side helpers: talk to the Worker over its real fetch handler, exactly
 // as an agent would, and reach a pool's object for what HTTP cannot show.
 
-import { runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { addTasks as queueTasks } from "../../src/pool/tasks";
 import type { TaskSpec } from "../../src/protocol/tasks";
@@ -111,6 +111,36 @@ export async function storedObjects(pool: string): Promise<string[]> {
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Moves the deadline of live leases — all of the pool's, or only those in
+ * `leaseIds` — to `deadlineMs` (by default just past), as if that much time
+ * had gone by: leases are at least 5 seconds long and tests do not sleep
+ * through them. Nothing else changes; the alarm stays where it was armed, so
+ * only a sweep (a claim, a commit, or the alarm run by hand) expires them.
+ */
+export async function moveDeadlines(pool: string, options: { leaseIds?: string[]; deadlineMs?: number } = {}) {
+  const deadline = options.deadlineMs ?? Date.now() - 1;
+  await runInDurableObject(stub(pool), (_o, state) => {
+    if (options.leaseIds === undefined) {
+      state.storage.sql.exec("UPDATE leases SET deadline_ms = ? WHERE status = 'live'", deadline);
+      return;
+    }
+    for (const id of options.leaseIds) {
+      state.storage.sql.exec("UPDATE leases SET deadline_ms = ? WHERE status = 'live' AND lease_id = ?", deadline, id);
+    }
+  });
+}
+
+/**
+ * Lets live leases (all, or only `leaseIds`) run out now and the pool's own
+ * alarm expire them, exactly as when their deadline passes in production.
+ * Answers whether an alarm was armed to run.
+ */
+export async function expireLeases(pool: string, leaseIds?: string[]): Promise<boolean> {
+  await moveDeadlines(pool, leaseIds === undefined ? {} : { leaseIds });
+  return runDurableObjectAlarm(stub(pool));
+}
 
 /** A job's ledger straight from the object's table: each event's type and data. */
 export async function ledger(

@@ -12,6 +12,7 @@ import {
   register,
   sha256,
   submitJob,
+  trialsJob,
   upload,
 } from "./helpers";
 
@@ -163,6 +164,31 @@ describe("job submission", () => {
     for (const missing of ["local_steps", "batch_size", "seed", "in_dim", "hidden", "out_dim", "dataset_size"])
       expect(detail).toContain(missing);
     expect(await json(await call(pool, "GET", "/jobs"))).toEqual([]);
+  });
+
+  it("a lease too short to ever be renewed is one 422 naming the floor, and queues nothing", async () => {
+    const pool = freshPool();
+    await submit(pool, trials(1));
+    const before = await json(await call(pool, "GET", "/jobs"));
+    const r = await call(pool, "POST", "/jobs", trialsJob(1, { lease_seconds: 4.9 }));
+    expect(r.status).toBe(422);
+    expect(await r.json()).toEqual({
+      detail:
+        "job cannot be expanded: 'lease_seconds' must be at least 5 seconds (a lease shorter than that cannot be renewed in time), got the number 4.9",
+    });
+    expect(await json(await call(pool, "GET", "/jobs"))).toEqual(before);
+  });
+
+  it("a lease of exactly the 5-second floor is accepted and granted", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    const job = await submit(pool, trialsJob(1, { lease_seconds: 5 }));
+    const claimed = Date.now();
+    const lease = await json<Lease>(await claim(pool, "n1"));
+    expect(lease).toMatchObject({ job_id: job.job_id, attempt_number: 1 });
+    const granted = Date.parse(lease.deadline) - claimed;
+    expect(granted).toBeGreaterThanOrEqual(4900);
+    expect(granted).toBeLessThan(6000);
   });
 
   it("a 10,000-task job is accepted and 10,001 is refused with the limit in the message", async () => {

@@ -1,4 +1,4 @@
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Lease } from "../../src/protocol/tasks";
 import {
@@ -7,11 +7,12 @@ import {
   claim,
   commandJob,
   ledger as events,
+  expireLeases,
   freshPool,
   json,
+  moveDeadlines,
   register,
   sha256,
-  sleep,
   stub,
   submitJob,
   trialsJob,
@@ -123,15 +124,12 @@ describe("expiry", () => {
     const pool = freshPool();
     await register(pool, "n1");
     await register(pool, "n2");
-    const job = await submitJob(pool, trialsJob(1, { lease_seconds: 0.2 }));
+    const job = await submitJob(pool, trialsJob(1, { lease_seconds: 5 }));
     const first = await json<Lease>(await claim(pool, "n1"));
-    // Nobody polls: only the object's own alarm can requeue the task.
-    await expect
-      .poll(() => taskState(pool, job.job_id, "trial-000"), { timeout: 2000, interval: 50 })
-      .toEqual({
-        state: "PENDING",
-        attempts_used: 1,
-      });
+    expect(await taskState(pool, job.job_id, "trial-000")).toEqual({ state: "LEASED", attempts_used: 1 });
+    // Nobody polls: only the object's own alarm, armed by the claim, can requeue the task.
+    expect(await expireLeases(pool)).toBe(true);
+    expect(await taskState(pool, job.job_id, "trial-000")).toEqual({ state: "PENDING", attempts_used: 1 });
 
     const second = await json<Lease>(await claim(pool, "n2"));
     expect(second).toMatchObject({ task_id: "trial-000", node_id: "n2", attempt_number: 2 });
@@ -163,10 +161,9 @@ describe("expiry", () => {
   it("a duplicated alarm changes nothing", async () => {
     const pool = freshPool();
     await register(pool, "n1");
-    const job = await submitJob(pool, trialsJob(1, { lease_seconds: 0.1 }));
+    const job = await submitJob(pool, trialsJob(1, { lease_seconds: 5 }));
     expect((await claim(pool, "n1")).status).toBe(200);
-    await sleep(150);
-    await runDurableObjectAlarm(stub(pool));
+    expect(await expireLeases(pool)).toBe(true);
     const after = await events(pool, job.job_id);
     expect(after.map((e) => e.type)).toContain("LEASE_EXPIRED");
     await runInDurableObject(stub(pool), (o) => o.alarm());
@@ -177,9 +174,10 @@ describe("expiry", () => {
     const pool = freshPool();
     await register(pool, "n1");
     await register(pool, "n2");
-    await submitJob(pool, trialsJob(1, { lease_seconds: 0.1 }));
+    await submitJob(pool, trialsJob(1, { lease_seconds: 5 }));
     expect((await claim(pool, "n1")).status).toBe(200);
-    await sleep(150);
+    // Past its deadline, the alarm still seconds away.
+    await moveDeadlines(pool);
     const r = await json<Lease>(await claim(pool, "n2"));
     expect(r).toMatchObject({ node_id: "n2", attempt_number: 2 });
   });

@@ -98,7 +98,7 @@ describe("liveness", () => {
   });
 
   it("a refused request proves nothing: a heartbeat on a dead lease leaves a silent node offline", async () => {
-    const pool = await setUp(1);
+    const pool = await setUp(5);
     const lease = await json<Lease>(await claim(pool, "busy"));
     await age(pool, "busy", 60_000);
     expect((await call(pool, "POST", `/attempts/${lease.lease_id}/heartbeat`)).status).toBe(410);

@@ -14,9 +14,9 @@ import {
   commandJob,
   freshPool,
   json,
+  moveDeadlines,
   register,
   sha256,
-  sleep,
   stub,
   submitJob,
   trialsJob,
@@ -103,7 +103,7 @@ describe("races", () => {
     const pool = freshPool();
     await Promise.all(["a", "b"].map((n) => register(pool, n)));
     // Leases that expire while their commits are in flight, and leases that cannot.
-    const short = await submitJob(pool, trialsJob(10, { lease_seconds: 0.05 }));
+    const short = await submitJob(pool, trialsJob(10, { lease_seconds: 5 }));
     const long = await submitJob(pool, trialsJob(5, { lease_seconds: 60 }));
     const leases = await Promise.all(
       Array.from({ length: 15 }, async () => {
@@ -112,8 +112,10 @@ describe("races", () => {
         return json<Lease>(r);
       }),
     );
-    expect(leases.filter((l) => l.job_id === short.job_id)).toHaveLength(10);
-    await sleep(40);
+    const shortLeases = leases.filter((l) => l.job_id === short.job_id);
+    expect(shortLeases).toHaveLength(10);
+    // The short leases run out 10 ms from now, while their commits are in flight.
+    await moveDeadlines(pool, { leaseIds: shortLeases.map((l) => l.lease_id), deadlineMs: Date.now() + 10 });
     const [answers, , retakes] = await Promise.all([
       Promise.all(leases.map((l) => commit(pool, l))),
       runDurableObjectAlarm(stub(pool)),
@@ -216,9 +218,9 @@ describe("alarm faults", () => {
   it("a late alarm, after a claim already swept, changes nothing", async () => {
     const pool = freshPool();
     await Promise.all(["a", "b"].map((n) => register(pool, n)));
-    await submitJob(pool, trialsJob(1, { lease_seconds: 0.05 }));
+    await submitJob(pool, trialsJob(1, { lease_seconds: 5 }));
     expect((await claim(pool, "a")).status).toBe(200);
-    await sleep(60);
+    await moveDeadlines(pool);
     expect((await json<Lease>(await claim(pool, "b"))).attempt_number).toBe(2);
     const before = await runInDurableObject(stub(pool), (_o, s) =>
       s.storage.sql.exec("SELECT * FROM events").toArray(),
@@ -233,10 +235,10 @@ describe("alarm faults", () => {
   it("an alarm lost entirely is recovered by the next claim's sweep", async () => {
     const pool = freshPool();
     await Promise.all(["a", "b"].map((n) => register(pool, n)));
-    await submitJob(pool, trialsJob(1, { lease_seconds: 0.05 }));
+    await submitJob(pool, trialsJob(1, { lease_seconds: 5 }));
     expect((await claim(pool, "a")).status).toBe(200);
     await runInDurableObject(stub(pool), (_o, s) => s.storage.deleteAlarm());
-    await sleep(80);
+    await moveDeadlines(pool);
     const state = await runInDurableObject(
       stub(pool),
       (_o, s) => s.storage.sql.exec<{ state: string }>("SELECT state FROM tasks").one().state,
@@ -249,11 +251,11 @@ describe("alarm faults", () => {
   it("an alarm that runs twice concurrently expires each lease once", async () => {
     const pool = freshPool();
     await register(pool, "a");
-    await submitJob(pool, trialsJob(5, { lease_seconds: 0.05 }, { retryPolicy: { maxTaskAttempts: 5 } }));
+    await submitJob(pool, trialsJob(5, { lease_seconds: 5 }, { retryPolicy: { maxTaskAttempts: 5 } }));
     const claims = await Promise.all(Array.from({ length: 5 }, () => claim(pool, "a")));
     expect(claims.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
     await runInDurableObject(stub(pool), (_o, s) => s.storage.deleteAlarm());
-    await sleep(60);
+    await moveDeadlines(pool);
     await runInDurableObject(stub(pool), (o) => Promise.all([o.alarm(), o.alarm()]));
     const expired = await runInDurableObject(
       stub(pool),
