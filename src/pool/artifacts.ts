@@ -2,9 +2,11 @@
 // fresh object; only a bind here makes them visible under a key, and the
 // bind re-checks everything the write depends on in the same transaction.
 
+import { jobOfKey } from "../protocol/archive";
 import { taskOfKey } from "../protocol/keys";
 import { isLiveLease, type LeaseAndTask } from "../rules/leases";
 import { bindable, referenced, unreferenced } from "./collection";
+import { archiveState } from "./jobs";
 import { seen } from "./nodes";
 
 export type ArtifactRow = {
@@ -23,9 +25,14 @@ export type WriteCheck = { ok: true } | { ok: false; reason: "forbidden" | "comp
 
 /**
  * May `writer` bind `key` now? An accepted task's prefix is immutable for
- * everyone; a scoped writer needs a live lease on the key's task.
+ * everyone, and so is everything under an archived job's; a scoped writer
+ * needs a live lease on the key's task.
  */
 export function checkWrite(sql: SqlStorage, now: number, key: string, writer: Writer): WriteCheck {
+  const job = jobOfKey(key);
+  if (job !== null && archiveState(sql, job) !== null) {
+    return { ok: false, reason: "completed", detail: `job ${job} is archived; its artifacts are read-only` };
+  }
   const owner = taskOfKey(key);
   if (owner) {
     const done = sql

@@ -18,10 +18,11 @@ import { commitProblems } from "../rules/checkpoints";
 import { truncateList, truncateUtf8 } from "../rules/text";
 import { holdsLiveLease, type Writer } from "./artifacts";
 import { emit, iso } from "./events";
+import { archiveState } from "./jobs";
 import { seen } from "./nodes";
 import { findTask } from "./tasks";
 
-type ManifestRow = {
+export type ManifestRow = {
   seq: number;
   manifest_id: string;
   job_id: string;
@@ -37,8 +38,8 @@ type ManifestRow = {
   created_ms: number;
 };
 
-/** Why a write was refused before anything was checked: no lease, no such task. */
-export type Refusal = { ok: false; reason: "forbidden" | "unknown_task" };
+/** Why a write was refused before anything was checked: no lease, no such task, an archived job (read-only). */
+export type Refusal = { ok: false; reason: "forbidden" | "unknown_task" | "archived" };
 
 export type RegisterPartResult = { ok: true; key: string } | Refusal;
 
@@ -55,7 +56,7 @@ export type LostWorkResult =
 
 export type MarkResult =
   | { ok: true; manifest: CheckpointManifest }
-  | { ok: false; reason: "unknown_task" | "unknown_manifest" | "invalid" };
+  | { ok: false; reason: "unknown_task" | "unknown_manifest" | "invalid" | "archived" };
 
 /**
  * May `writer` write checkpoints of (job, task)? A scoped writer needs a live
@@ -64,6 +65,7 @@ export type MarkResult =
  */
 function authorize(sql: SqlStorage, now: number, jobId: string, taskId: string, writer: Writer): Refusal | null {
   if (writer !== null && !holdsLiveLease(sql, now, writer, jobId, taskId)) return { ok: false, reason: "forbidden" };
+  if (archiveState(sql, jobId) !== null) return { ok: false, reason: "archived" };
   if (!findTask(sql, jobId, taskId)) return { ok: false, reason: "unknown_task" };
   return null;
 }
@@ -342,7 +344,8 @@ function findManifest(
   jobId: string,
   taskId: string,
   manifestId: string,
-): { ok: true; row: ManifestRow } | { ok: false; reason: "unknown_task" | "unknown_manifest" } {
+): { ok: true; row: ManifestRow } | { ok: false; reason: "unknown_task" | "unknown_manifest" | "archived" } {
+  if (archiveState(sql, jobId) !== null) return { ok: false, reason: "archived" };
   if (!findTask(sql, jobId, taskId)) return { ok: false, reason: "unknown_task" };
   const row = sql
     .exec<ManifestRow>(
@@ -356,7 +359,7 @@ function findManifest(
 }
 
 /** The wire form (SPEC §3.4). */
-function manifestRecord(row: ManifestRow): CheckpointManifest {
+export function manifestRecord(row: ManifestRow): CheckpointManifest {
   return {
     schema_version: "v1alpha1",
     manifest_id: row.manifest_id,

@@ -80,7 +80,12 @@ export function insertJob(
   tasks: readonly TaskSpec[],
 ): boolean {
   if (jobIdTaken(sql, jobId)) return false;
-  const seq = sql.exec<{ n: number }>("SELECT COALESCE(MAX(seq), 0) + 1 AS n FROM jobs").one().n;
+  // Submission numbers are never reused, archived jobs' included (a GET /jobs cursor is one).
+  const seq = sql
+    .exec<{ n: number }>(
+      "SELECT MAX(COALESCE((SELECT MAX(seq) FROM jobs), 0), COALESCE((SELECT MAX(seq) FROM archived_jobs), 0)) + 1 AS n",
+    )
+    .one().n;
   sql.exec(
     "INSERT INTO jobs (job_id, seq, spec, workload_type, created_ms) VALUES (?, ?, ?, ?, ?)",
     jobId,
@@ -99,11 +104,12 @@ export function insertJob(
   return true;
 }
 
-/** Whether any row of the pool carries `jobId`: three index seeks. */
+/** Whether any row of the pool carries `jobId`, archived jobs included: four index seeks. */
 function jobIdTaken(sql: SqlStorage, jobId: string): boolean {
   const taken = sql.exec<{ taken: number }>(
     `SELECT EXISTS (SELECT 1 FROM jobs WHERE job_id = ?1) OR EXISTS (SELECT 1 FROM tasks WHERE job_id = ?1)
-       OR EXISTS (SELECT 1 FROM events WHERE job_id = ?1) AS taken`,
+       OR EXISTS (SELECT 1 FROM events WHERE job_id = ?1) OR EXISTS (SELECT 1 FROM archived_jobs WHERE job_id = ?1)
+       AS taken`,
     jobId,
   );
   return taken.one().taken === 1;
@@ -125,6 +131,18 @@ export function cancelJob(sql: SqlStorage, now: number, jobId: string): boolean 
     sql.exec("UPDATE jobs SET terminal_state = 'CANCELLED', finished_ms = ? WHERE job_id = ?", now, jobId);
   }
   return true;
+}
+
+/**
+ * Whether a job is being archived (read-only: writes refused, its leases
+ * unknown, its rows still here) or archived (in R2 only); null for neither.
+ */
+export function archiveState(sql: SqlStorage, jobId: string): "archiving" | "archived" | null {
+  const row = sql
+    .exec<{ archived_ms: number | null }>("SELECT archived_ms FROM archived_jobs WHERE job_id = ?", jobId)
+    .toArray()[0];
+  if (!row) return null;
+  return row.archived_ms === null ? "archiving" : "archived";
 }
 
 export function findJob(sql: SqlStorage, jobId: string): JobRow | undefined {
@@ -165,35 +183,42 @@ export function listJobs(sql: SqlStorage, pool: string, after: number, limit: nu
   return { items, next: more ? last.seq : null };
 }
 
+/** A task row joined with its latest lease: what GET .../tasks answers from. */
+export type TaskLeaseRow = {
+  task_id: string;
+  state: string;
+  attempts_used: number;
+  max_attempts: number;
+  current_lease_id: string | null;
+  lease_id: string | null; // the lease columns are all null for a task never leased
+  node_id: string | null;
+  deadline_ms: number | null;
+  status: string | null;
+};
+
+/** The query behind GET .../tasks: `SELECT {TASKS_WITH_LEASE} WHERE t.job_id = ?`, extra columns allowed. */
+export const TASKS_WITH_LEASE = `t.task_id, t.state, t.attempts_used, t.max_attempts, t.lease_id AS current_lease_id,
+       l.lease_id, l.node_id, l.deadline_ms, l.status
+  FROM tasks t LEFT JOIN leases l ON l.lease_id = t.lease_id`;
+
 /** One row per task, sorted by task_id (SPEC §6); `deadline` only for a live lease. */
 export function jobTasks(sql: SqlStorage, now: number, jobId: string) {
   return sql
-    .exec<{
-      task_id: string;
-      state: string;
-      attempts_used: number;
-      max_attempts: number;
-      current_lease_id: string | null;
-      lease_id: string | null; // the lease columns are all null for a task never leased
-      node_id: string | null;
-      deadline_ms: number | null;
-      status: string | null;
-    }>(
-      `SELECT t.task_id, t.state, t.attempts_used, t.max_attempts, t.lease_id AS current_lease_id,
-              l.lease_id, l.node_id, l.deadline_ms, l.status
-       FROM tasks t LEFT JOIN leases l ON l.lease_id = t.lease_id
-       WHERE t.job_id = ? ORDER BY t.task_id`,
-      jobId,
-    )
+    .exec<TaskLeaseRow>(`SELECT ${TASKS_WITH_LEASE} WHERE t.job_id = ? ORDER BY t.task_id`, jobId)
     .toArray()
-    .map((r) => ({
-      task_id: r.task_id,
-      state: r.state,
-      attempts: r.attempts_used,
-      max_attempts: r.max_attempts,
-      node_id: r.node_id,
-      deadline: r.lease_id !== null && isLiveLease(r as LeaseAndTask, now) ? iso(r.deadline_ms!) : null,
-    }));
+    .map((r) => taskAnswer(r, now));
+}
+
+/** A task as GET .../tasks answers it. */
+export function taskAnswer(r: TaskLeaseRow, now: number) {
+  return {
+    task_id: r.task_id,
+    state: r.state,
+    attempts: r.attempts_used,
+    max_attempts: r.max_attempts,
+    node_id: r.node_id,
+    deadline: r.lease_id !== null && isLiveLease(r as LeaseAndTask, now) ? iso(r.deadline_ms!) : null,
+  };
 }
 
 /** A job's ledger in order, after the `after` cursor (an event's `seq`). */

@@ -259,13 +259,14 @@ export function earliestDeadline(sql: SqlStorage): number | null {
   return sql.exec<{ d: number | null }>("SELECT MIN(deadline_ms) AS d FROM leases WHERE status = 'live'").one().d;
 }
 
-/** A lease ever issued here, with its task's columns. */
+/** A lease issued here, with its task's columns; a lease of a job being archived is forgotten (SPEC §12). */
 export function findLease(sql: SqlStorage, leaseId: string): Joined | undefined {
   return sql
     .exec<Joined>(
       `SELECT l.*, t.job_id, t.task_id, t.class_id, t.payload, t.commit_key, t.max_attempts, t.lease_seconds,
               t.output_json, t.state, t.attempts_used, t.accepted_object, t.lease_id AS current_lease_id
-       FROM leases l JOIN tasks t ON t.seq = l.task_seq WHERE l.lease_id = ?`,
+       FROM leases l JOIN tasks t ON t.seq = l.task_seq
+       WHERE l.lease_id = ? AND NOT EXISTS (SELECT 1 FROM archived_jobs a WHERE a.job_id = t.job_id)`,
       leaseId,
     )
     .toArray()[0];

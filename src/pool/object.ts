@@ -4,24 +4,40 @@
 // instance field (the object may be evicted between any two requests).
 
 import { DurableObject } from "cloudflare:workers";
+import { jobOfKey } from "../protocol/archive";
 import type { CommitCheckpointRequest, RegisterPartRequest } from "../protocol/checkpoints";
 import type { JobSpec } from "../protocol/jobs";
 import { LIST_PAGE_MAX_BYTES } from "../protocol/limits";
 import type { NodeHeartbeat, NodeRegistration } from "../protocol/nodes";
 import type { TaskSpec } from "../protocol/tasks";
 import { mayDrive } from "../rules/leases";
+import { jobRetentionMs } from "../rules/retention";
+import { ARCHIVE_BATCH_TASKS, archiveObjects, finishArchive, nextArchive, startArchive } from "./archive";
 import { bind, checkWrite, findArtifact, listJobArtifacts, type StoredObject, type Writer } from "./artifacts";
 import { commitManifest, latest, lostWork, markRestoreVerified, quarantine, registerPart } from "./checkpoints";
 import { collected, nextCollection, takeForCollection, unreferenced, uploadStarted } from "./collection";
 import { dashboardSummary } from "./dashboard";
 import type { EventRow } from "./events";
 import { placementReport } from "./explain";
-import { cancelJob, findJob, insertJob, jobEvents, jobRecord, jobTasks, listJobs, poolTaskCounts } from "./jobs";
+import {
+  archiveState,
+  cancelJob,
+  findJob,
+  insertJob,
+  jobEvents,
+  jobRecord,
+  jobTasks,
+  listJobs,
+  poolTaskCounts,
+} from "./jobs";
 import { type ClaimResult, claim, commit, earliestDeadline, failAttempt, findLease, renew, sweep } from "./leases";
 import { logEvent, logLine } from "./log";
 import { metricsSample } from "./metrics";
 import { heartbeatNode, listNodes, registerNode } from "./nodes";
 import { migrate } from "./schema";
+
+/** How long archiving waits after R2 refused an archive write. */
+const ARCHIVE_RETRY_MS = 60 * 1000;
 
 /** Outputs that must parse as JSON are small; larger ones fail validation unread. */
 export const MAX_JSON_OUTPUT_BYTES = 1024 * 1024;
@@ -42,6 +58,9 @@ export class PoolObject extends DurableObject<Env> {
   // A cache of the alarm time last set, rebuilt from SQL after eviction
   // (undefined = unknown). Only saves redundant setAlarm calls.
   private armedAt: number | null | undefined;
+  // After a failed archive write, no archiving before this (a backoff, not
+  // state: losing it only retries sooner).
+  private archiveRetryAt = 0;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -149,6 +168,8 @@ export class PoolObject extends DurableObject<Env> {
    */
   submitJob(jobId: string, spec: JobSpec, tasks: TaskSpec[], pool: string) {
     return this.change((now) => {
+      // The archive lives under the pool's name as the Worker routes it.
+      this.sql.exec("INSERT INTO pool_name (name) SELECT ? WHERE NOT EXISTS (SELECT 1 FROM pool_name)", pool);
       if (!insertJob(this.sql, now, jobId, spec, tasks)) return { ok: false as const, reason: "job_id_taken" as const };
       return { ok: true as const, job: jobRecord(this.sql, findJob(this.sql, jobId)!, pool) };
     });
@@ -159,25 +180,35 @@ export class PoolObject extends DurableObject<Env> {
     return listJobs(this.sql, pool, after, limit, LIST_PAGE_MAX_BYTES);
   }
 
+  // Reads of a job answer "archived" once it lives in R2 only (SPEC §12):
+  // the Worker then reads its archive. null is a job the pool never had.
+
   getJob(jobId: string, pool: string) {
     const row = findJob(this.sql, jobId);
-    return row ? jobRecord(this.sql, row, pool) : null;
+    return row ? jobRecord(this.sql, row, pool) : this.archivedOrNull(jobId);
   }
 
   jobEvents(jobId: string, after: number, limit: number) {
-    return findJob(this.sql, jobId) ? jobEvents(this.sql, jobId, after, limit) : null;
+    return findJob(this.sql, jobId) ? jobEvents(this.sql, jobId, after, limit) : this.archivedOrNull(jobId);
   }
 
   jobTasks(jobId: string) {
-    return findJob(this.sql, jobId) ? jobTasks(this.sql, Date.now(), jobId) : null;
+    return findJob(this.sql, jobId) ? jobTasks(this.sql, Date.now(), jobId) : this.archivedOrNull(jobId);
   }
 
   cancelJob(jobId: string, pool: string) {
     // A cancel records no event, so held claims for the job are told directly.
     return this.change(
-      (now) => (cancelJob(this.sql, now, jobId) ? jobRecord(this.sql, findJob(this.sql, jobId)!, pool) : null),
+      (now) =>
+        cancelJob(this.sql, now, jobId)
+          ? jobRecord(this.sql, findJob(this.sql, jobId)!, pool)
+          : this.archivedOrNull(jobId),
       { closesJobs: true },
     );
+  }
+
+  private archivedOrNull(jobId: string | null): "archived" | null {
+    return jobId !== null && archiveState(this.sql, jobId) === "archived" ? "archived" : null;
   }
 
   // -- artifacts -----------------------------------------------------------
@@ -209,11 +240,11 @@ export class PoolObject extends DurableObject<Env> {
   }
 
   resolveArtifact(key: string) {
-    return findArtifact(this.sql, key) ?? null;
+    return findArtifact(this.sql, key) ?? this.archivedOrNull(jobOfKey(key));
   }
 
   listJobArtifacts(jobId: string) {
-    return listJobArtifacts(this.sql, jobId);
+    return this.archivedOrNull(jobId) ?? listJobArtifacts(this.sql, jobId);
   }
 
   // -- checkpoints -----------------------------------------------------------
@@ -229,11 +260,11 @@ export class PoolObject extends DurableObject<Env> {
   }
 
   latestCheckpoint(jobId: string, taskId: string, worldSize: number | null) {
-    return latest(this.sql, jobId, taskId, worldSize);
+    return this.archivedOrNull(jobId) ?? latest(this.sql, jobId, taskId, worldSize);
   }
 
   checkpointLostWork(jobId: string, taskId: string, failedAtStep: number) {
-    return lostWork(this.sql, jobId, taskId, failedAtStep);
+    return this.archivedOrNull(jobId) ?? lostWork(this.sql, jobId, taskId, failedAtStep);
   }
 
   verifyCheckpoint(jobId: string, taskId: string, manifestId: string) {
@@ -268,6 +299,40 @@ export class PoolObject extends DurableObject<Env> {
     this.armedAt = undefined; // the alarm that just fired is no longer set
     await this.change((now) => sweep(this.sql, now));
     await this.collect();
+    await this.archive();
+  }
+
+  /**
+   * Archives jobs past retention to R2 (SPEC §12), oldest first, about a
+   * batch of tasks per run: each job's objects are written one at a time
+   * (other requests run meanwhile), then its rows deleted in one
+   * transaction. A failed write leaves the job marked: the next run, armed
+   * at once, writes it again. An unreadable retention setting archives nothing.
+   */
+  private async archive(): Promise<void> {
+    const retention = jobRetentionMs(this.env.FLASHML_JOB_RETENTION_SECONDS);
+    const pool = this.storedPoolName();
+    if (typeof retention === "string" || pool === null || Date.now() < this.archiveRetryAt) return;
+    let tasks = 0;
+    while (tasks < ARCHIVE_BATCH_TASKS) {
+      const jobId = this.ctx.storage.transactionSync(() => startArchive(this.sql, Date.now(), retention));
+      if (jobId === null) return;
+      try {
+        for (const object of archiveObjects(this.sql, pool, jobId)) {
+          await this.env.ARTIFACTS.put(object.key, object.body, { httpMetadata: { contentType: "application/json" } });
+        }
+      } catch (err) {
+        console.error(
+          JSON.stringify({ level: "error", pool, event: "ARCHIVE_FAILED", job_id: jobId, error: String(err) }),
+        );
+        this.archiveRetryAt = Date.now() + ARCHIVE_RETRY_MS;
+        await this.arm();
+        return;
+      }
+      const archived = await this.change((now) => finishArchive(this.sql, now, jobId));
+      if (this.logging()) logLine({ pool, event: "JOB_ARCHIVED", job_id: jobId, tasks: archived });
+      tasks += archived;
+    }
   }
 
   /**
@@ -374,16 +439,24 @@ export class PoolObject extends DurableObject<Env> {
     return this.env.FLASHML_LOG_STATE_CHANGES !== "0";
   }
 
+  /** The pool's name as the Worker routes it, recorded by the first job; null before any job. */
+  private storedPoolName(): string | null {
+    return this.sql.exec<{ name: string }>("SELECT name FROM pool_name").toArray()[0]?.name ?? null;
+  }
+
   /** The pool's name for logs (the object's id when the runtime does not know the name). */
   private poolName(): string {
     return this.ctx.id.name ?? this.ctx.id.toString();
   }
 
-  /** Keeps the alarm at the earliest live lease deadline or collection due, or unset when neither. */
+  /** Keeps the alarm at the earliest live lease deadline, collection or archiving due, or unset when none is. */
   private async arm(): Promise<void> {
     const deadline = earliestDeadline(this.sql);
-    const collection = nextCollection(this.sql);
-    const next = deadline === null ? collection : collection === null ? deadline : Math.min(deadline, collection);
+    const retention = jobRetentionMs(this.env.FLASHML_JOB_RETENTION_SECONDS);
+    const due = typeof retention === "string" ? null : nextArchive(this.sql, Date.now(), retention);
+    const archive = due === null ? null : Math.max(due, this.archiveRetryAt);
+    const times = [deadline, nextCollection(this.sql), archive].filter((t): t is number => t !== null);
+    const next = times.length === 0 ? null : Math.min(...times);
     if (next === this.armedAt) return;
     // The cache is updated in the same synchronous turn as the storage call
     // is issued, so concurrent arms leave it matching the last alarm set.

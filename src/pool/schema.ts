@@ -217,6 +217,23 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX unreferenced_due ON unreferenced (collect_after_ms);
   `,
+  // 8: jobs archived to R2 past retention (SPEC §12). An archived job's rows
+  // are gone; its id stays here, so it is never minted again, its reads go to
+  // R2 and its writes are refused. archived_ms is null while it is archived.
+  // Bounded work: new tables, and one index over the jobs (not their tasks).
+  `
+  CREATE TABLE archived_jobs (
+    job_id TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL,                  -- its submission number, never reused
+    started_ms INTEGER NOT NULL,           -- when it became read-only (the archive's archived_at)
+    archived_ms INTEGER
+  );
+  CREATE INDEX archived_jobs_seq ON archived_jobs (seq);
+  CREATE INDEX archived_jobs_open ON archived_jobs (job_id) WHERE archived_ms IS NULL;
+  CREATE INDEX jobs_finished ON jobs (finished_ms) WHERE terminal_state IS NOT NULL;
+  -- The pool's name, as the Worker routes it: the archive lives under it.
+  CREATE TABLE pool_name (name TEXT NOT NULL);
+  `,
 ];
 
 /** Applies every migration newer than the recorded version, in order. */

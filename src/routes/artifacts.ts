@@ -7,9 +7,11 @@
 // missed, and uploads that never reached a bind.
 
 import { Hono } from "hono";
+import { jobOfKey } from "../protocol/archive";
 import { artifactRecord } from "../protocol/checkpoints";
 import { hex } from "../protocol/ids";
 import { artifactKeyProblem } from "../protocol/keys";
+import { archiveOf } from "./archive";
 import type { AppContext, AppEnv } from "./context";
 import { writerOf } from "./identity";
 
@@ -51,7 +53,9 @@ export const artifacts = new Hono<AppEnv>()
   .get("/*", async (c) => {
     const key = artifactKey(c);
     if (typeof key !== "string") return key;
-    const row = await c.var.stub.resolveArtifact(key);
+    const resolved = await c.var.stub.resolveArtifact(key);
+    // A key of an archived job names its object in the job's archive (SPEC §12).
+    const row = resolved === "archived" ? await archiveOf(c, jobOfKey(key)!).artifact(key) : resolved;
     const body = row ? await c.env.ARTIFACTS.get(row.object) : null;
     if (!row || !body) return c.json({ detail: `no artifact at ${key}` }, 404);
     return new Response(body.body, {

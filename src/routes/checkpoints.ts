@@ -13,6 +13,8 @@ import {
   QuarantineCheckpointRequestSchema,
   RegisterPartRequestSchema,
 } from "../protocol/checkpoints";
+import { latestManifest } from "../rules/checkpoints";
+import { archiveOf } from "./archive";
 import { type AppContext, type AppEnv, queryInt, readJson } from "./context";
 import { requireOperator, writerOf } from "./identity";
 
@@ -41,6 +43,12 @@ export const checkpoints = new Hono<AppEnv>()
     const worldSize = queryInt(c, "world_size", { min: 1 });
     if (!worldSize.ok) return worldSize.response;
     const result = await c.var.stub.latestCheckpoint(jobId, taskId, worldSize.value);
+    if (result === "archived") {
+      const manifests = await archiveOf(c, jobId).manifests(taskId);
+      if (!manifests) return unknownTask(c);
+      const manifest = latestManifest(manifests, worldSize.value);
+      return manifest ? c.json(manifest) : c.json({ detail: "no valid checkpoint" }, 404);
+    }
     if (!result.ok) return unknownTask(c);
     if (!result.manifest) return c.json({ detail: "no valid checkpoint" }, 404);
     return c.json(result.manifest);
@@ -53,6 +61,13 @@ export const checkpoints = new Hono<AppEnv>()
       return c.json({ detail: [{ loc: ["query", "failed_at_step"], msg: "Field required", type: "missing" }] }, 422);
     }
     const result = await c.var.stub.checkpointLostWork(jobId, taskId, failedAt.value);
+    if (result === "archived") {
+      const manifests = await archiveOf(c, jobId).manifests(taskId);
+      if (!manifests) return unknownTask(c);
+      const latest = latestManifest(manifests, null);
+      const lost = latest === null ? null : Math.max(0, failedAt.value - latest.step);
+      return c.json({ lost_steps: lost, latest_step: latest?.step ?? null });
+    }
     if (!result.ok) return unknownTask(c);
     return c.json({ lost_steps: result.lost_steps, latest_step: result.latest_step });
   })
@@ -67,6 +82,7 @@ export const checkpoints = new Hono<AppEnv>()
     if (result.reason === "invalid") {
       return c.json({ detail: `checkpoint ${manifestId} is quarantined; it can never be restore-verified` }, 409);
     }
+    if (result.reason === "archived") return archived(c);
     return result.reason === "unknown_task" ? unknownTask(c) : unknownManifest(c, manifestId);
   })
   .post("/:manifest_id/quarantine", async (c) => {
@@ -78,6 +94,7 @@ export const checkpoints = new Hono<AppEnv>()
     if (!body.ok) return body.response;
     const result = await c.var.stub.quarantineCheckpoint(jobId, taskId, manifestId, body.value.reason);
     if (result.ok) return c.json(result.manifest);
+    if (result.reason === "archived") return archived(c);
     return result.reason === "unknown_task" ? unknownTask(c) : unknownManifest(c, manifestId);
   });
 
@@ -91,10 +108,16 @@ function taskOf(c: AppContext): { jobId: string; taskId: string } {
   return { jobId, taskId };
 }
 
-function refusal(c: AppContext, reason: "forbidden" | "unknown_task", writer: Writer) {
+function refusal(c: AppContext, reason: "forbidden" | "unknown_task" | "archived", writer: Writer) {
   if (reason === "unknown_task") return unknownTask(c);
+  if (reason === "archived") return archived(c);
   const { jobId, taskId } = taskOf(c);
   return c.json({ detail: `node ${writer ?? "?"} holds no live lease on task ${jobId}/${taskId}` }, 403);
+}
+
+/** SPEC §12: an archived job is read-only (409, as for any write a finished job refuses). */
+function archived(c: AppContext) {
+  return c.json({ detail: `job ${taskOf(c).jobId} is archived; its checkpoints are read-only` }, 409);
 }
 
 function unknownTask(c: AppContext) {

@@ -1,5 +1,6 @@
 // Job routes (SPEC §6, §7, §12): submission, reads (the list paged, the
-// whole ledger streamed), cancel, and the job's artifacts.
+// whole ledger streamed, an archived job's from its archive), cancel, and
+// the job's artifacts.
 
 import { Hono } from "hono";
 import { randomHex12 } from "../protocol/ids";
@@ -7,6 +8,7 @@ import { JobSpecSchema } from "../protocol/jobs";
 import { EVENTS_PAGE_DEFAULT, EVENTS_PAGE_MAX, EVENTS_STREAM_PAGE } from "../protocol/limits";
 import { decodeJobCursor, encodeJobCursor } from "../protocol/paging";
 import { expandJob } from "../recipes";
+import { archiveOf, type JobArchive } from "./archive";
 import { type AppContext, type AppEnv, pagedList, queryInt, readJson } from "./context";
 import { requireOperator } from "./identity";
 
@@ -55,6 +57,7 @@ export const jobs = new Hono<AppEnv>()
   )
   .get("/:job_id", async (c) => {
     const job = await c.var.stub.getJob(c.req.param("job_id"), c.var.pool);
+    if (job === "archived") return c.json(await archiveOf(c, jobIdOf(c)).job());
     return job ? c.json(job) : unknownJob(c);
   })
   .get("/:job_id/events", async (c) => {
@@ -63,27 +66,40 @@ export const jobs = new Hono<AppEnv>()
     const limit = queryInt(c, "limit", { min: 1, max: EVENTS_PAGE_MAX });
     if (!limit.ok) return limit.response;
     const jobId = c.req.param("job_id");
+    // The ledger comes from the pool, or from the archive once the pool says
+    // the job is archived (then it stays archived: archiving is final).
+    let archive: JobArchive | null = null;
+    const read = async (after: number, limit: number) => {
+      if (archive) return archive.events(after, limit);
+      const events = await c.var.stub.jobEvents(jobId, after, limit);
+      if (events !== "archived") return events;
+      archive = archiveOf(c, jobId);
+      return archive.events(after, limit);
+    };
     if (after.value === null && limit.value === null) {
       // The whole ledger, as the reference CLI reads it (SPEC §6). The first
       // page decides the status before any byte is sent; a ledger that fits
       // in it is answered as is, a longer one streamed a page at a time.
-      const first = await c.var.stub.jobEvents(jobId, 0, EVENTS_STREAM_PAGE);
+      const first = await read(0, EVENTS_STREAM_PAGE);
       if (!first) return unknownJob(c);
       if (first.length < EVENTS_STREAM_PAGE) return c.json(first);
-      const rest = (seq: number) => c.var.stub.jobEvents(jobId, seq, EVENTS_STREAM_PAGE);
+      const rest = (seq: number) => read(seq, EVENTS_STREAM_PAGE);
       return c.body(ledgerStream(first, rest, c.req.path), 200, { "content-type": "application/json" });
     }
-    const events = await c.var.stub.jobEvents(jobId, after.value ?? 0, limit.value ?? EVENTS_PAGE_DEFAULT);
+    const events = await read(after.value ?? 0, limit.value ?? EVENTS_PAGE_DEFAULT);
     return events ? c.json(events) : unknownJob(c);
   })
   .get("/:job_id/tasks", async (c) => {
     const tasks = await c.var.stub.jobTasks(c.req.param("job_id"));
+    if (tasks === "archived") return c.json(await archiveOf(c, jobIdOf(c)).tasks());
     return tasks ? c.json(tasks) : unknownJob(c);
   })
   .post("/:job_id/cancel", async (c) => {
     const refused = requireOperator(c);
     if (refused) return refused;
     const job = await c.var.stub.cancelJob(c.req.param("job_id"), c.var.pool);
+    // Cancelling a finished job changes nothing and answers it; so for an archived one.
+    if (job === "archived") return c.json(await archiveOf(c, jobIdOf(c)).job());
     return job ? c.json(job) : unknownJob(c);
   })
   .get("/:job_id/logs", async (c) => {
@@ -91,7 +107,14 @@ export const jobs = new Hono<AppEnv>()
     const job = await c.var.stub.getJob(c.req.param("job_id"), c.var.pool);
     return job ? c.json({ logs: "" }) : unknownJob(c);
   })
-  .get("/:job_id/artifacts", async (c) => c.json(await c.var.stub.listJobArtifacts(c.req.param("job_id"))));
+  .get("/:job_id/artifacts", async (c) => {
+    const artifacts = await c.var.stub.listJobArtifacts(c.req.param("job_id"));
+    return c.json(artifacts === "archived" ? await archiveOf(c, jobIdOf(c)).artifacts() : artifacts);
+  });
+
+function jobIdOf(c: AppContext): string {
+  return c.req.param("job_id")!;
+}
 
 function unknownJob(c: AppContext) {
   return c.json({ detail: `unknown job ${c.req.param("job_id")}` }, 404);

@@ -9,6 +9,7 @@ import type { PoolObject } from "../pool/object";
 import { authConfig } from "../rules/auth";
 import { claimWaitMs } from "../rules/long-poll";
 import { type PoolLocationRule, parsePoolLocations, poolLocation } from "../rules/pool-location";
+import { jobRetentionMs } from "../rules/retention";
 import type { AppEnv } from "./context";
 
 export const refuseMisconfigured: MiddlewareHandler<AppEnv> = async (c, next) => {
@@ -18,6 +19,8 @@ export const refuseMisconfigured: MiddlewareHandler<AppEnv> = async (c, next) =>
   if (typeof locations === "string") return c.json({ detail: `coordinator refuses to serve: ${locations}` }, 503);
   const claimWait = claimWaitMs(c.env.FLASHML_CLAIM_WAIT_SECONDS);
   if (typeof claimWait === "string") return c.json({ detail: `coordinator refuses to serve: ${claimWait}` }, 503);
+  const retention = jobRetentionMs(c.env.FLASHML_JOB_RETENTION_SECONDS);
+  if (typeof retention === "string") return c.json({ detail: `coordinator refuses to serve: ${retention}` }, 503);
   c.set("poolLocations", locations);
   c.set("claimWaitMs", claimWait);
   await next();

@@ -2,7 +2,7 @@
 // names against the parts registered for its attempt and step. The pool
 // object reads the registered parts; this judges them.
 
-import type { CheckpointPart } from "../protocol/checkpoints";
+import type { CheckpointManifest, CheckpointPart } from "../protocol/checkpoints";
 
 /**
  * Every reason the expected parts do not match the registered ones, in the
@@ -33,4 +33,26 @@ export function commitProblems(
     }
   }
   return problems;
+}
+
+/**
+ * The manifest to restore from (SPEC §8), among one task's manifests in
+ * commit order: the highest step that is not invalid (at `worldSize` when
+ * given); ties prefer restore_verified, then the newest. The catalog's
+ * SQL picks the same for a live job; this answers for an archived one.
+ */
+export function latestManifest(
+  manifests: readonly CheckpointManifest[],
+  worldSize: number | null,
+): CheckpointManifest | null {
+  let best: CheckpointManifest | null = null;
+  for (const m of manifests) {
+    if (m.validation === "invalid" || (worldSize !== null && m.world_size !== worldSize)) continue;
+    const better =
+      best === null ||
+      m.step > best.step ||
+      (m.step === best.step && (m.validation === "restore_verified" || best.validation !== "restore_verified"));
+    if (better) best = m;
+  }
+  return best;
 }
