@@ -104,7 +104,7 @@ export function* archiveObjects(sql: SqlStorage, pool: string, jobId: string): G
  */
 export function finishArchive(sql: SqlStorage, now: number, jobId: string): number {
   const tasks = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE job_id = ?", jobId).one().n;
-  sql.exec(`DELETE FROM leases WHERE lease_id IN (SELECT ${CLAIMED_LEASE} FROM events e ${CLAIMS_OF_JOB})`, jobId);
+  sql.exec("DELETE FROM leases WHERE task_seq IN (SELECT seq FROM tasks WHERE job_id = ?)", jobId);
   sql.exec("DELETE FROM events WHERE job_id = ?", jobId);
   sql.exec("DELETE FROM tasks WHERE job_id = ?", jobId);
   sql.exec("DELETE FROM job_task_counts WHERE job_id = ?", jobId);
@@ -115,12 +115,6 @@ export function finishArchive(sql: SqlStorage, now: number, jobId: string): numb
   sql.exec("UPDATE archived_jobs SET archived_ms = ? WHERE job_id = ?", now, jobId);
   return tasks;
 }
-
-// Every lease is issued with its LEASE_CLAIMED event, in one transaction: a
-// job's ledger finds its leases through the events index, with no index on
-// the lease history (which a migration would have to build over all of it).
-const CLAIMS_OF_JOB = "WHERE e.job_id = ? AND e.type = 'LEASE_CLAIMED'";
-const CLAIMED_LEASE = "json_extract(e.data, '$.lease_id')";
 
 // -- the sections: each reads one page of rows after a cursor, in a fixed order
 
@@ -168,10 +162,10 @@ const SECTIONS: Record<ArchiveSection, Section> = {
   leases: (sql, jobId, after) =>
     sql
       .exec<Record<string, SqlStorageValue> & { claimed: number }>(
-        `SELECT e.seq AS claimed, l.lease_id, t.task_id, l.node_id, l.attempt_number, l.issued_ms, l.deadline_ms,
+        `SELECT l.rowid AS claimed, l.lease_id, t.task_id, l.node_id, l.attempt_number, l.issued_ms, l.deadline_ms,
                 l.status, l.renewals, l.renewed_ms
-         FROM events e JOIN leases l ON l.lease_id = ${CLAIMED_LEASE} JOIN tasks t ON t.seq = l.task_seq
-         ${CLAIMS_OF_JOB} AND e.seq > ? ORDER BY e.seq LIMIT ?`,
+         FROM tasks t JOIN leases l ON l.task_seq = t.seq
+         WHERE t.job_id = ? AND l.rowid > ? ORDER BY l.rowid LIMIT ?`,
         jobId,
         after ?? 0,
         ARCHIVE_PAGE_ROWS,

@@ -220,7 +220,7 @@ export const MIGRATIONS: readonly string[] = [
   // 8: jobs archived to R2 past retention (SPEC §12). An archived job's rows
   // are gone; its id stays here, so it is never minted again, its reads go to
   // R2 and its writes are refused. archived_ms is null while it is archived.
-  // Bounded work: new tables, and one index over the jobs (not their tasks).
+  // Indexes over the jobs and the lease history are built once, here.
   `
   CREATE TABLE archived_jobs (
     job_id TEXT PRIMARY KEY,
@@ -231,6 +231,9 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX archived_jobs_seq ON archived_jobs (seq);
   CREATE INDEX archived_jobs_open ON archived_jobs (job_id) WHERE archived_ms IS NULL;
   CREATE INDEX jobs_finished ON jobs (finished_ms) WHERE terminal_state IS NOT NULL;
+  -- A job's leases, found and deleted by task; also what the foreign key
+  -- check of a task's delete seeks (without it, a scan of every lease).
+  CREATE INDEX leases_task ON leases (task_seq);
   -- The pool's name, as the Worker routes it: the archive lives under it.
   CREATE TABLE pool_name (name TEXT NOT NULL);
   `,

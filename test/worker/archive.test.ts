@@ -325,4 +325,18 @@ describe("retention and archive", () => {
     expect((await call(pool, "GET", "/nodes")).status).toBe(200);
     expect(await json(await call(pool, "GET", "/nodes"))).toEqual([]);
   });
+
+  it("deleting a job's tasks seeks its leases by index (the foreign key check), never scans the lease history", async () => {
+    const pool = freshPool();
+    const plan = await runInDurableObject(stub(pool), (_o, state) =>
+      state.storage.sql
+        .exec<{ detail: string }>(
+          "EXPLAIN QUERY PLAN DELETE FROM leases WHERE task_seq IN (SELECT seq FROM tasks WHERE job_id = 'j')",
+        )
+        .toArray()
+        .map((r) => r.detail)
+        .join("\n"),
+    );
+    expect(plan).toMatch(/SEARCH leases USING (COVERING )?INDEX leases_task/);
+  });
 });

@@ -15,7 +15,7 @@ const UNDO: Record<number, string> = {
       ALTER TABLE classes DROP COLUMN pending;`,
   6: "ALTER TABLE leases DROP COLUMN renewals; ALTER TABLE leases DROP COLUMN renewed_ms;",
   7: "DROP TABLE unreferenced;",
-  8: `DROP TABLE archived_jobs; DROP INDEX jobs_finished; DROP TABLE pool_name;`,
+  8: `DROP TABLE archived_jobs; DROP INDEX jobs_finished; DROP INDEX leases_task; DROP TABLE pool_name;`,
 };
 
 /** The versions that have an undo: every migration after the second. */
