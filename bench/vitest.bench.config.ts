@@ -19,6 +19,7 @@ export default defineConfig({
         bindings: {
           BENCH_QUICK: process.env.BENCH_QUICK ?? "",
           BENCH_DEPTHS: process.env.BENCH_DEPTHS ?? "",
+          BENCH_MARKS: process.env.BENCH_MARKS ?? "",
           FLASHML_LOG_STATE_CHANGES: "0",
         },
       },

@@ -1,7 +1,11 @@
 // The pool object's SQLite schema, as an ordered list of migrations. Each
 // step runs once, in order, inside the constructor's blockConcurrencyWhile;
 // the applied version is recorded so a deployed object upgrades in place.
-// Never edit a shipped step: append a new one.
+// Never edit a shipped step: append a new one. A step's work over existing
+// rows is paid once, while the object serves nothing, by a pool created
+// before it (SPEC §12 asks for bounded work here): steps 3 and 5 count the
+// ledger and the tasks, step 8 indexes the lease history. A new step that
+// must fill rows from history leaves that to batches run after it.
 
 export const MIGRATIONS: readonly string[] = [
   // 1: nodes, jobs, tasks, requirement classes, leases, events, artifacts.
