@@ -13,22 +13,8 @@
 // not) and, outside --quick, when the bar is missed.
 // @ts-check
 
-import { spawn } from "node:child_process";
 import os from "node:os";
-import { join } from "node:path";
-import {
-  flag,
-  machine,
-  median,
-  option,
-  percentile,
-  ROOT,
-  round,
-  spread,
-  stripAnsi,
-  today,
-  writeResult,
-} from "./lib.mjs";
+import { flag, machine, median, option, percentile, round, runBenchFile, spread, today, writeResult } from "./lib.mjs";
 
 const QUICK = flag("quick");
 const RUNS = Number(option("runs", QUICK ? "1" : "3"));
@@ -95,48 +81,17 @@ const medianOf = (values) => /** @type {number} */ (median(values));
  * @param {string} depths
  * @returns {Promise<RunRecords>}
  */
-function runOnce(depths) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      [
-        join(ROOT, "node_modules/vitest/vitest.mjs"),
-        "run",
-        "--config",
-        "bench/vitest.bench.config.ts",
-        "bench/in-object.bench.test.ts",
-      ],
-      {
-        cwd: ROOT,
-        detached: true,
-        stdio: ["ignore", "pipe", "pipe"],
-        env: { ...process.env, BENCH_QUICK: QUICK ? "1" : "", BENCH_DEPTHS: depths, WRANGLER_SEND_METRICS: "false" },
-      },
-    );
-    let out = "";
-    child.stdout.on("data", (d) => (out += d));
-    child.stderr.on("data", (d) => (out += d));
-    const timer = setTimeout(() => {
-      try {
-        process.kill(-(/** @type {number} */ (child.pid)), "SIGKILL");
-      } catch {
-        // already gone
-      }
-    }, RUN_TIMEOUT_MS);
-    child.on("close", (code, signal) => {
-      clearTimeout(timer);
-      /** @type {(DepthRecord | ClassesRecord)[]} */
-      const lines = stripAnsi(out)
-        .split("\n")
-        .filter((line) => line.startsWith("BENCH "))
-        .map((line) => JSON.parse(line.slice(6)));
-      const records = /** @type {RunRecords} */ (lines.filter((r) => r.bench === "in-object"));
-      records.classes = lines.filter((r) => r.bench === "classes");
-      if (code !== 0 || records.length === 0) {
-        reject(new Error(`bench run failed (exit ${code ?? signal}):\n${stripAnsi(out).slice(-4000)}`));
-      } else resolve(records);
-    });
-  });
+async function runOnce(depths) {
+  /** @type {(DepthRecord | ClassesRecord)[]} */
+  const lines = await runBenchFile(
+    "bench/in-object.bench.test.ts",
+    { BENCH_QUICK: QUICK ? "1" : "", BENCH_DEPTHS: depths },
+    RUN_TIMEOUT_MS,
+  );
+  const records = /** @type {RunRecords} */ (lines.filter((r) => r.bench === "in-object"));
+  records.classes = lines.filter((r) => r.bench === "classes");
+  if (records.length === 0) throw new Error("the bench printed no in-object records");
+  return records;
 }
 
 /**

@@ -289,3 +289,48 @@ export async function startWrangler(vars = {}) {
 export function stopAll() {
   return Promise.all([...running].map((s) => s.stop()));
 }
+
+/**
+ * Runs one in-workerd bench file (bench/*.bench.test.ts) in its own vitest
+ * process and resolves with the records it printed as `BENCH {json}` lines.
+ * Rejects, with the end of its output, when it exits non-zero or prints none;
+ * its whole process group is killed past `timeoutMs`.
+ * @param {string} file  e.g. "bench/in-object.bench.test.ts"
+ * @param {Record<string, string>} vars  environment for the bench config's bindings
+ * @param {number} timeoutMs
+ * @returns {Promise<any[]>}
+ */
+export function runBenchFile(file, vars, timeoutMs) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      [join(ROOT, "node_modules/vitest/vitest.mjs"), "run", "--config", "bench/vitest.bench.config.ts", file],
+      {
+        cwd: ROOT,
+        detached: true,
+        stdio: ["ignore", "pipe", "pipe"],
+        env: { ...process.env, ...vars, WRANGLER_SEND_METRICS: "false" },
+      },
+    );
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (out += d));
+    const timer = setTimeout(() => {
+      try {
+        process.kill(-(/** @type {number} */ (child.pid)), "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }, timeoutMs);
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      const records = stripAnsi(out)
+        .split("\n")
+        .filter((line) => line.startsWith("BENCH "))
+        .map((line) => JSON.parse(line.slice(6)));
+      if (code !== 0 || records.length === 0) {
+        reject(new Error(`bench run failed (exit ${code ?? signal}):\n${stripAnsi(out).slice(-4000)}`));
+      } else resolve(records);
+    });
+  });
+}

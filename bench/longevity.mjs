@@ -11,9 +11,7 @@
 // Exits non-zero when the run fails and, outside --quick, when a goal is missed.
 // @ts-check
 
-import { spawn } from "node:child_process";
-import { join } from "node:path";
-import { flag, machine, option, ROOT, round, stripAnsi, today, writeResult } from "./lib.mjs";
+import { flag, machine, option, round, runBenchFile, today, writeResult } from "./lib.mjs";
 
 const QUICK = flag("quick");
 const MARKS = option("marks", QUICK ? "10000,20000" : "100000,500000,1000000");
@@ -44,49 +42,10 @@ const MAX_STORAGE_GROWTH = 0.1;
  * @property {Point} after_retention
  */
 
-/** @returns {Promise<LongevityRecord>} */
-function run() {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      [
-        join(ROOT, "node_modules/vitest/vitest.mjs"),
-        "run",
-        "--config",
-        "bench/vitest.bench.config.ts",
-        "bench/longevity.bench.test.ts",
-      ],
-      {
-        cwd: ROOT,
-        detached: true,
-        stdio: ["ignore", "pipe", "pipe"],
-        env: { ...process.env, BENCH_MARKS: MARKS, WRANGLER_SEND_METRICS: "false" },
-      },
-    );
-    let out = "";
-    child.stdout.on("data", (d) => (out += d));
-    child.stderr.on("data", (d) => (out += d));
-    const timer = setTimeout(() => {
-      try {
-        process.kill(-(/** @type {number} */ (child.pid)), "SIGKILL");
-      } catch {
-        // already gone
-      }
-    }, TIMEOUT_MS);
-    child.on("close", (code, signal) => {
-      clearTimeout(timer);
-      const line = stripAnsi(out)
-        .split("\n")
-        .find((l) => l.startsWith("BENCH "));
-      if (code !== 0 || !line)
-        reject(new Error(`bench run failed (exit ${code ?? signal}):\n${stripAnsi(out).slice(-4000)}`));
-      else resolve(JSON.parse(line.slice(6)));
-    });
-  });
-}
-
 const started = Date.now();
-const record = await run();
+const record = /** @type {LongevityRecord} */ (
+  (await runBenchFile("bench/longevity.bench.test.ts", { BENCH_MARKS: MARKS }, TIMEOUT_MS))[0]
+);
 const first = /** @type {Point} */ (record.points[0]);
 const last = /** @type {Point} */ (record.points[record.points.length - 1]);
 /** @type {Record<string, number>} */
