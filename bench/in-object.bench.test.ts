@@ -22,9 +22,10 @@ import { heartbeatNode } from "../src/pool/nodes";
 import type { PoolObject } from "../src/pool/object";
 import { addTasks } from "../src/pool/tasks";
 import { JobSpecSchema } from "../src/protocol/jobs";
-import { NodeHeartbeatSchema, type NodeRegistration, NodeRegistrationSchema } from "../src/protocol/nodes";
+import { NodeHeartbeatSchema } from "../src/protocol/nodes";
 import type { TaskSpec } from "../src/protocol/tasks";
 import { jobSpec } from "../test/fixtures/jobspec";
+import { alignToClockStep, registration, round } from "./in-workerd";
 
 // Bench-only bindings (bench/vitest.bench.config.ts), not in the generated Env.
 const settings = env as unknown as { BENCH_QUICK?: string; BENCH_DEPTHS?: string };
@@ -89,33 +90,8 @@ function mixedTask(jobId: string, i: number, kind: Kind = KIND_OF_SLOT[i % 10]!)
   };
 }
 
-/** A registration as the register route stores it: parsed, defaults applied. */
-function registration(nodeId: string, gpus: number): NodeRegistration {
-  return NodeRegistrationSchema.parse({
-    node_id: nodeId,
-    kubernetes_node: "",
-    hostname: `${nodeId}.bench`,
-    capabilities: {
-      cpu_cores: 8,
-      memory_bytes: 16e9,
-      gpus: Array.from({ length: gpus }, (_, index) => ({ index, name: "A10G", memory_total_mb: 22731 })),
-      os: "linux",
-      architecture: "amd64",
-    },
-    pool: "bench",
-  });
-}
-
 function report(result: Record<string, unknown>) {
   console.log(`BENCH ${JSON.stringify(result)}`);
-}
-
-/** Waits for the next 1 ms clock step, so a timed batch starts on an edge. */
-function alignToClockStep(): number {
-  const edge = performance.now();
-  let t = edge;
-  while (t === edge) t = performance.now();
-  return t;
 }
 
 /** Mean µs per call of `op` over `n` calls, timed as one batch. */
@@ -124,8 +100,6 @@ function timeBatch(n: number, op: (i: number) => void): number {
   for (let i = 0; i < n; i++) op(i);
   return ((performance.now() - t0) * 1000) / n;
 }
-
-const round = (x: number) => Math.round(x * 10) / 10;
 
 it("claim+commit cycles inside one pool object, by queue depth", async () => {
   for (const depth of DEPTHS) {

@@ -25,9 +25,9 @@ import { bind } from "../src/pool/artifacts";
 import { uploadStarted } from "../src/pool/collection";
 import { claim, commit, type WireLease } from "../src/pool/leases";
 import { JobSpecSchema } from "../src/protocol/jobs";
-import { type NodeRegistration, NodeRegistrationSchema } from "../src/protocol/nodes";
 import type { TaskSpec } from "../src/protocol/tasks";
 import { jobSpec } from "../test/fixtures/jobspec";
+import { alignToClockStep, registration, round } from "./in-workerd";
 
 const settings = env as unknown as { BENCH_MARKS?: string };
 const MARKS = (settings.BENCH_MARKS || "100000,500000,1000000").split(",").map(Number);
@@ -62,31 +62,12 @@ function task(jobId: string, i: number, gpus = 0): TaskSpec {
   };
 }
 
-function registration(nodeId: string): NodeRegistration {
-  return NodeRegistrationSchema.parse({
-    node_id: nodeId,
-    kubernetes_node: "",
-    hostname: `${nodeId}.bench`,
-    capabilities: { cpu_cores: 8, memory_bytes: 16e9, gpus: [], os: "linux", architecture: "amd64" },
-    pool: "bench",
-  });
-}
-
-/** Waits for the next 1 ms clock step (workerd's clock moves in 1 ms steps). */
-function alignToClockStep(): number {
-  const edge = performance.now();
-  let t = edge;
-  while (t === edge) t = performance.now();
-  return t;
-}
-
-const round = (x: number) => Math.round(x * 10) / 10;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 it("a pool's hot paths and storage across a million finished tasks, then after retention", async () => {
   const pool = `longevity-${crypto.randomUUID().slice(0, 8)}`;
   const stub = env.POOL.get(env.POOL.idFromName(pool));
-  await stub.register(registration("n1"));
+  await stub.register(registration("n1", 0));
   let jobs = 0;
   const newJobId = () => `job${String(jobs++).padStart(9, "0")}`;
   // The backlog is BACKLOG_JOBS jobs, enough to fill the dashboard's job list

@@ -19,6 +19,7 @@ import {
   type PageRange,
 } from "../protocol/archive";
 import type { JsonObject } from "../protocol/json";
+import { jobKeyRange } from "../protocol/keys";
 import { type ManifestRow, manifestRecord } from "./checkpoints";
 import { type EventRow, eventRecord, iso } from "./events";
 import { findJob, jobRecord, TASKS_WITH_LEASE, type TaskLeaseRow, taskAnswer } from "./jobs";
@@ -108,7 +109,7 @@ export function finishArchive(sql: SqlStorage, now: number, jobId: string): numb
   sql.exec("DELETE FROM events WHERE job_id = ?", jobId);
   sql.exec("DELETE FROM tasks WHERE job_id = ?", jobId);
   sql.exec("DELETE FROM job_task_counts WHERE job_id = ?", jobId);
-  sql.exec("DELETE FROM artifacts WHERE key >= ? AND key < ?", `jobs/${jobId}/`, `jobs/${jobId}0`);
+  sql.exec("DELETE FROM artifacts WHERE key >= ? AND key < ?", ...jobKeyRange(jobId));
   sql.exec("DELETE FROM checkpoint_parts WHERE job_id = ?", jobId);
   sql.exec("DELETE FROM checkpoint_manifests WHERE job_id = ?", jobId);
   sql.exec("DELETE FROM jobs WHERE job_id = ?", jobId);
@@ -178,8 +179,7 @@ const SECTIONS: Record<ArchiveSection, Section> = {
       .exec<ArchivedArtifact>(
         `SELECT key, object, sha256, size_bytes, etag, created_ms FROM artifacts
          WHERE key >= ? AND key < ? AND key > ? ORDER BY key LIMIT ?`,
-        `jobs/${jobId}/`,
-        `jobs/${jobId}0`,
+        ...jobKeyRange(jobId),
         after ?? "",
         ARCHIVE_PAGE_ROWS,
       )

@@ -2,8 +2,8 @@
 // fresh object; only a bind here makes them visible under a key, and the
 // bind re-checks everything the write depends on in the same transaction.
 
-import { jobOfKey } from "../protocol/archive";
-import { taskOfKey } from "../protocol/keys";
+import { artifactListEntry } from "../protocol/checkpoints";
+import { jobKeyRange, jobOfKey, taskOfKey } from "../protocol/keys";
 import { isLiveLease, type LeaseAndTask } from "../rules/leases";
 import { bindable, referenced, unreferenced } from "./collection";
 import { archiveState } from "./jobs";
@@ -116,15 +116,11 @@ export function findArtifact(sql: SqlStorage, key: string): ArtifactRow | undefi
 
 /** `[{uri, key, size_bytes}]` under `jobs/{jobId}/`, sorted by key (a range scan). */
 export function listJobArtifacts(sql: SqlStorage, jobId: string) {
-  const prefix = `jobs/${jobId}/`;
-  // Every key with the prefix sorts in [prefix, prefix-with-"/"-bumped-to-"0").
-  const upper = `jobs/${jobId}0`;
   return sql
     .exec<{ key: string; size_bytes: number }>(
       "SELECT key, size_bytes FROM artifacts WHERE key >= ? AND key < ? ORDER BY key",
-      prefix,
-      upper,
+      ...jobKeyRange(jobId),
     )
     .toArray()
-    .map((r) => ({ uri: `artifact://${r.key}`, key: r.key, size_bytes: r.size_bytes }));
+    .map(artifactListEntry);
 }

@@ -14,7 +14,7 @@ import type {
 import { mintId } from "../protocol/ids";
 import type { JsonObject } from "../protocol/json";
 import { MAX_STORED_TEXT_BYTES } from "../protocol/limits";
-import { commitProblems } from "../rules/checkpoints";
+import { commitProblems, lostWork as lostSteps } from "../rules/checkpoints";
 import { truncateList, truncateUtf8 } from "../rules/text";
 import { holdsLiveLease, type Writer } from "./artifacts";
 import { emit, iso } from "./events";
@@ -256,9 +256,7 @@ export function latest(sql: SqlStorage, jobId: string, taskId: string, worldSize
 /** Steps a failure at `failedAtStep` loses against the latest valid manifest (any world size). */
 export function lostWork(sql: SqlStorage, jobId: string, taskId: string, failedAtStep: number): LostWorkResult {
   if (!findTask(sql, jobId, taskId)) return { ok: false, reason: "unknown_task" };
-  const row = latestRow(sql, jobId, taskId, null);
-  if (!row) return { ok: true, lost_steps: null, latest_step: null };
-  return { ok: true, lost_steps: Math.max(0, failedAtStep - row.step), latest_step: row.step };
+  return { ok: true, ...lostSteps(latestRow(sql, jobId, taskId, null)?.step ?? null, failedAtStep) };
 }
 
 /**

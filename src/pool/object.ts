@@ -4,9 +4,9 @@
 // instance field (the object may be evicted between any two requests).
 
 import { DurableObject } from "cloudflare:workers";
-import { jobOfKey } from "../protocol/archive";
 import type { CommitCheckpointRequest, RegisterPartRequest } from "../protocol/checkpoints";
 import type { JobSpec } from "../protocol/jobs";
+import { jobOfKey } from "../protocol/keys";
 import { LIST_PAGE_MAX_BYTES } from "../protocol/limits";
 import type { NodeHeartbeat, NodeRegistration } from "../protocol/nodes";
 import type { TaskSpec } from "../protocol/tasks";

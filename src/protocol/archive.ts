@@ -61,12 +61,6 @@ export function archivePageKey(pool: string, jobId: string, section: ArchiveSect
   return `${archivePrefix(pool, jobId)}${section}/${String(page).padStart(6, "0")}.json`;
 }
 
-/** The job a key under `jobs/{job_id}/` belongs to, or null. */
-export function jobOfKey(key: string): string | null {
-  const match = /^jobs\/([^/]+)\//.exec(key);
-  return match ? match[1]! : null;
-}
-
 /**
  * Orders sort keys as SQLite's BINARY collation does (UTF-8 bytes, i.e. code
  * points), which is the order the pages were written in; numbers numerically.

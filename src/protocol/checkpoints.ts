@@ -31,6 +31,11 @@ export const ArtifactRecordSchema = z.object({
 export type ArtifactRecord = z.infer<typeof ArtifactRecordSchema>;
 
 /** The ArtifactRecord of a key bound to stored bytes, as the wire shows it. */
+/** An entry of GET /jobs/{id}/artifacts (SPEC §7). */
+export function artifactListEntry(row: { key: string; size_bytes: number }) {
+  return { uri: `artifact://${row.key}`, key: row.key, size_bytes: row.size_bytes };
+}
+
 export function artifactRecord(
   bound: { key: string; etag: string; sha256: string; size_bytes: number; created_ms: number },
   bucket: string,

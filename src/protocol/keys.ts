@@ -66,3 +66,17 @@ export function taskOfKey(key: string): { jobId: string; taskId: string } | null
   if (parts.length < 4 || parts[0] !== "jobs") return null;
   return { jobId: parts[1]!, taskId: parts[2]! };
 }
+
+/**
+ * The keys under `jobs/{jobId}/`, as a range: every such key sorts in
+ * [prefix, prefix with its "/" bumped to "0"), so a range scan finds them.
+ */
+export function jobKeyRange(jobId: string): [from: string, before: string] {
+  return [`jobs/${jobId}/`, `jobs/${jobId}0`];
+}
+
+/** The job a key under `jobs/{job_id}/` belongs to, or null. */
+export function jobOfKey(key: string): string | null {
+  const match = /^jobs\/([^/]+)\//.exec(key);
+  return match ? match[1]! : null;
+}

@@ -14,7 +14,7 @@ import {
   firstPageAfter,
   pagesHolding,
 } from "../protocol/archive";
-import type { CheckpointManifest } from "../protocol/checkpoints";
+import { artifactListEntry, type CheckpointManifest } from "../protocol/checkpoints";
 import type { JsonObject } from "../protocol/json";
 import type { AppContext } from "./context";
 
@@ -60,7 +60,7 @@ export class JobArchive {
   /** `[{uri, key, size_bytes}]` of the job's artifacts, sorted by key. */
   async artifacts(): Promise<JsonObject[]> {
     const rows = await this.section<ArchivedArtifact>("artifacts");
-    return rows.map((r) => ({ uri: `artifact://${r.key}`, key: r.key, size_bytes: r.size_bytes }));
+    return rows.map(artifactListEntry);
   }
 
   /** The stored object behind an artifact key of the job, or null. */

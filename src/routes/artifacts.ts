@@ -7,10 +7,9 @@
 // missed, and uploads that never reached a bind.
 
 import { Hono } from "hono";
-import { jobOfKey } from "../protocol/archive";
 import { artifactRecord } from "../protocol/checkpoints";
 import { hex } from "../protocol/ids";
-import { artifactKeyProblem } from "../protocol/keys";
+import { artifactKeyProblem, jobOfKey } from "../protocol/keys";
 import { archiveOf } from "./archive";
 import type { AppContext, AppEnv } from "./context";
 import { writerOf } from "./identity";

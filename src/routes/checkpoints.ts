@@ -13,7 +13,7 @@ import {
   QuarantineCheckpointRequestSchema,
   RegisterPartRequestSchema,
 } from "../protocol/checkpoints";
-import { latestManifest } from "../rules/checkpoints";
+import { latestManifest, lostWork } from "../rules/checkpoints";
 import { archiveOf } from "./archive";
 import { type AppContext, type AppEnv, queryInt, readJson } from "./context";
 import { requireOperator, writerOf } from "./identity";
@@ -64,9 +64,7 @@ export const checkpoints = new Hono<AppEnv>()
     if (result === "archived") {
       const manifests = await archiveOf(c, jobId).manifests(taskId);
       if (!manifests) return unknownTask(c);
-      const latest = latestManifest(manifests, null);
-      const lost = latest === null ? null : Math.max(0, failedAt.value - latest.step);
-      return c.json({ lost_steps: lost, latest_step: latest?.step ?? null });
+      return c.json(lostWork(latestManifest(manifests, null)?.step ?? null, failedAt.value));
     }
     if (!result.ok) return unknownTask(c);
     return c.json({ lost_steps: result.lost_steps, latest_step: result.latest_step });

@@ -56,3 +56,12 @@ export function latestManifest(
   }
   return best;
 }
+
+/**
+ * What a failure at `failedAtStep` loses (SPEC §8): the steps since the
+ * latest valid checkpoint's, or nulls when there is none.
+ */
+export function lostWork(latestStep: number | null, failedAtStep: number) {
+  if (latestStep === null) return { lost_steps: null, latest_step: null };
+  return { lost_steps: Math.max(0, failedAtStep - latestStep), latest_step: latestStep };
+}

@@ -9,6 +9,7 @@ import app from "../../src/index";
 import { archiveObjects, startArchive } from "../../src/pool/archive";
 import { archivePrefix } from "../../src/protocol/archive";
 import type { Lease } from "../../src/protocol/tasks";
+import { DEFAULT_JOB_RETENTION_SECONDS } from "../../src/rules/retention";
 import {
   call,
   claim,
@@ -23,7 +24,7 @@ import {
   upload,
 } from "./helpers";
 
-const RETENTION_MS = 7 * 24 * 3600 * 1000; // the default (vitest.config.ts sets none)
+const RETENTION_MS = DEFAULT_JOB_RETENTION_SECONDS * 1000; // vitest.config.ts sets none
 
 /** Dates every finished job of the pool back past the retention, as if a week had gone by. */
 function age(pool: string) {

@@ -1,0 +1,32 @@
+// What the in-workerd benches share: a stored registration, and timing in
+// workerd, whose clock moves in 1 ms steps during synchronous code.
+
+import { type NodeRegistration, NodeRegistrationSchema } from "../src/protocol/nodes";
+
+/** A registration as the register route stores it: parsed, defaults applied. */
+export function registration(nodeId: string, gpus: number): NodeRegistration {
+  return NodeRegistrationSchema.parse({
+    node_id: nodeId,
+    kubernetes_node: "",
+    hostname: `${nodeId}.bench`,
+    capabilities: {
+      cpu_cores: 8,
+      memory_bytes: 16e9,
+      gpus: Array.from({ length: gpus }, (_, index) => ({ index, name: "A10G", memory_total_mb: 22731 })),
+      os: "linux",
+      architecture: "amd64",
+    },
+    pool: "bench",
+  });
+}
+
+/** Waits for the next 1 ms clock step, so a timed batch starts on an edge. */
+export function alignToClockStep(): number {
+  const edge = performance.now();
+  let t = edge;
+  while (t === edge) t = performance.now();
+  return t;
+}
+
+/** One decimal place. */
+export const round = (x: number) => Math.round(x * 10) / 10;
