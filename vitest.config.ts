@@ -8,6 +8,8 @@ import { defineConfig } from "vitest/config";
 // pass their own FLASHML_CLAIM_WAIT_SECONDS).
 const NO_HOLD = { FLASHML_CLAIM_WAIT_SECONDS: "0" };
 const QUIET = { ...NO_HOLD, FLASHML_LOG_STATE_CHANGES: "0" };
+// One weighted tenant, for the fair-share test; every other tenant weighs 1.
+const WEIGHTS = { FLASHML_TENANT_WEIGHTS: "heavy:3" };
 // Vitest hands every stylesheet import over as "" unless told otherwise; the
 // dashboard imports its page.css as text (`?raw`) and needs it byte for byte.
 const RAW_CSS = { include: [/\.css\?raw$/] };
@@ -21,7 +23,12 @@ export default defineConfig({
       {
         // Per-change log lines are off here: every console.log crosses from
         // workerd to the test runner, and thousands of them slow it to a crawl.
-        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" }, miniflare: { bindings: QUIET } })],
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: { bindings: { ...QUIET, ...WEIGHTS } },
+          }),
+        ],
         test: { name: "worker", include: ["test/worker/**/*.test.ts"], css: RAW_CSS },
       },
       {

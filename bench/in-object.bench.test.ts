@@ -17,6 +17,7 @@ import { env } from "cloudflare:workers";
 import { it } from "vitest";
 import { bind } from "../src/pool/artifacts";
 import { uploadStarted } from "../src/pool/collection";
+import { DEFAULT_PLACE } from "../src/pool/jobs";
 import { claim, commit, renew, type WireLease } from "../src/pool/leases";
 import { heartbeatNode } from "../src/pool/nodes";
 import type { PoolObject } from "../src/pool/object";
@@ -87,6 +88,7 @@ function mixedTask(jobId: string, i: number, kind: Kind = KIND_OF_SLOT[i % 10]!)
     commit_key: `jobs/${jobId}/${taskId}/metrics.json`,
     max_attempts: 3,
     lease_seconds: 60,
+    max_worker_losses: 0,
   };
 }
 
@@ -125,6 +127,7 @@ it("claim+commit cycles inside one pool object, by queue depth", async () => {
         SPEC,
         Array.from({ length: n }, (_, k) => mixedTask(jobId, next + k)),
         pool,
+        DEFAULT_PLACE,
       );
       next += n;
     }

@@ -23,6 +23,7 @@ import { it } from "vitest";
 import { archiveObjects, finishArchive, startArchive } from "../src/pool/archive";
 import { bind } from "../src/pool/artifacts";
 import { uploadStarted } from "../src/pool/collection";
+import { DEFAULT_PLACE } from "../src/pool/jobs";
 import { claim, commit, type WireLease } from "../src/pool/leases";
 import { JobSpecSchema } from "../src/protocol/jobs";
 import type { TaskSpec } from "../src/protocol/tasks";
@@ -59,6 +60,7 @@ function task(jobId: string, i: number, gpus = 0): TaskSpec {
     commit_key: `jobs/${jobId}/${taskId}/metrics.json`,
     max_attempts: 3,
     lease_seconds: 60,
+    max_worker_losses: 0,
   };
 }
 
@@ -81,6 +83,7 @@ it("a pool's hot paths and storage across a million finished tasks, then after r
       SPEC,
       Array.from({ length: n }, (_, i) => task(backlog, i, 1)),
       pool,
+      DEFAULT_PLACE,
     );
   }
   let uploads = 0;
@@ -123,6 +126,7 @@ it("a pool's hot paths and storage across a million finished tasks, then after r
       SPEC,
       Array.from({ length: size }, (_, i) => task(timedJob, i)),
       pool,
+      DEFAULT_PLACE,
     );
     finished += size;
     return runInDurableObject(stub, async (instance, state) => {
@@ -167,6 +171,7 @@ it("a pool's hot paths and storage across a million finished tasks, then after r
         SPEC,
         Array.from({ length: n }, (_, i) => task(jobId, i)),
         pool,
+        DEFAULT_PLACE,
       );
       for (let done = 0; done < n; ) {
         const chunk = Math.min(2_000, n - done);

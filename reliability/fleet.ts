@@ -1,6 +1,10 @@
 // A fleet of simulated agents over real HTTP, behaving as the Python agent
 // does: register, claim, heartbeat, upload the output, commit — and back off
-// and carry on when the coordinator is unreachable.
+// and carry on when the coordinator is unreachable. Some agents misbehave on
+// purpose so the pool's scheduling states occur (SPEC §13): a broken node
+// fails every attempt it gets (it is held back, its tasks finish elsewhere),
+// and a vanishing agent goes silent mid-lease past the lease's deadline (a
+// worker loss) and then comes back.
 
 import { createHash } from "node:crypto";
 import { Rng } from "../test/fixtures/rng";
@@ -14,6 +18,11 @@ export interface FleetOptions {
   deadline: number;
   /** Chance that an agent fails an attempt instead of committing it. */
   failRate?: number;
+  /** Agents (among `nodes`) that fail every attempt they get. */
+  broken?: number;
+  /** Agents (among `nodes`) that vanish mid-lease once, for longer than `leaseSeconds`, then return. */
+  vanishing?: number;
+  leaseSeconds?: number;
 }
 
 export interface FleetStats {
@@ -22,6 +31,12 @@ export interface FleetStats {
   accepted: number;
   rejected: number;
   fails: number;
+  /** Attempts failed by the broken agents. */
+  brokenFails: number;
+  /** Leases abandoned by a vanishing agent. */
+  vanished: number;
+  /** Heartbeats of an abandoned lease after its agent returned, answered 410 (the lease had moved on). */
+  goneOnReturn: number;
   empty: number;
   connectionErrors: number;
   serverErrors: Array<{ path: string; status: number; body: string }>;
@@ -36,6 +51,9 @@ export function newStats(): FleetStats {
     accepted: 0,
     rejected: 0,
     fails: 0,
+    brokenFails: 0,
+    vanished: 0,
+    goneOnReturn: 0,
     empty: 0,
     connectionErrors: 0,
     serverErrors: [],
@@ -50,7 +68,8 @@ type Lease = { lease_id: string; job_id: string; task_id: string; node_id: strin
 export async function runFleet(options: FleetOptions, stats: FleetStats): Promise<void> {
   // Seeded, so a run's failure and timing choices are the same every time.
   const rng = new Rng(42);
-  const agent = async (nodeId: string) => {
+  const agent = async (nodeId: string, kind: "healthy" | "broken" | "vanishing") => {
+    let vanishes = kind === "vanishing";
     const send = async (method: string, path: string, body?: string | Uint8Array, contentType = "application/json") => {
       // Retries connection failures with backoff, as the agent does; a
       // response of any status is returned to the caller.
@@ -100,6 +119,23 @@ export async function runFleet(options: FleetOptions, stats: FleetStats): Promis
       const lease = JSON.parse(claimed.text) as Lease;
       const hb = await send("POST", `/attempts/${lease.lease_id}/heartbeat`);
       if (hb.status === 410) continue; // lost the lease: stop work on it
+      if (vanishes) {
+        // Gone without a word (a laptop lid closed) until the lease is past
+        // its deadline; back, the agent finds its lease gone and carries on.
+        vanishes = false;
+        stats.vanished++;
+        const back = Date.now() + ((options.leaseSeconds ?? 5) + 2) * 1000;
+        while (Date.now() < back && !options.done()) await sleep(100);
+        const stale = await send("POST", `/attempts/${lease.lease_id}/heartbeat`);
+        if (stale.status === 410) stats.goneOnReturn++;
+        await register();
+        continue;
+      }
+      if (kind === "broken") {
+        await send("POST", `/attempts/${lease.lease_id}/fail`, JSON.stringify({ reason: "broken node" }));
+        stats.brokenFails++;
+        continue;
+      }
       if (rng.chance(options.failRate ?? 0)) {
         await send("POST", `/attempts/${lease.lease_id}/fail`, JSON.stringify({ reason: "simulated failure" }));
         stats.fails++;
@@ -126,9 +162,26 @@ export async function runFleet(options: FleetOptions, stats: FleetStats): Promis
       else stats.rejected++;
     }
   };
+  const broken = Math.min(options.broken ?? 0, options.nodes);
+  const vanishing = Math.min(options.vanishing ?? 0, options.nodes - broken);
   await Promise.all(
-    Array.from({ length: options.nodes }, (_, i) => agent(`node-${String(i).padStart(4, "0")}`).catch(() => undefined)),
+    Array.from({ length: options.nodes }, (_, i) => {
+      const [nodeId, kind] = fleetMember(i, broken, vanishing);
+      return agent(nodeId, kind).catch(() => undefined);
+    }),
   );
+}
+
+/** The i-th agent's node id and behaviour: the broken ones first, then the vanishing ones. */
+export function fleetMember(
+  i: number,
+  broken: number,
+  vanishing: number,
+): [string, "healthy" | "broken" | "vanishing"] {
+  const n = String(i).padStart(4, "0");
+  if (i < broken) return [`broken-${n}`, "broken"];
+  if (i < broken + vanishing) return [`vanish-${n}`, "vanishing"];
+  return [`node-${n}`, "healthy"];
 }
 
 export function percentile(values: number[], p: number): number | null {

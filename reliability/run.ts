@@ -1,13 +1,16 @@
-// One reliability run: a coordinator under `wrangler dev`, a job, a fleet of
-// agents, optionally SIGKILLs of the coordinator at random moments, then the
-// verdict from the persisted state. Shared by crash.test.ts and soak.test.ts.
+// One reliability run: a coordinator under `wrangler dev`, jobs at two
+// priorities from two tenants, a fleet of agents (a few broken or vanishing
+// on purpose), optionally SIGKILLs of the coordinator at random moments, then
+// the verdict from the persisted state. Shared by crash.test.ts and
+// soak.test.ts.
 
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { expect } from "vitest";
 import { jobSpec } from "../test/fixtures/jobspec";
-import { violations } from "../test/invariants/check";
-import { type FleetStats, newStats, percentile, runFleet } from "./fleet";
+import { replayHolds, violations } from "../test/invariants/check";
+import { type FleetStats, fleetMember, newStats, percentile, runFleet } from "./fleet";
 import { snapshotFromDisk } from "./state";
 import { type Coordinator, freePort, sleep, startCoordinator } from "./wrangler";
 
@@ -18,15 +21,55 @@ export interface RunOptions {
   kills: number;
   maxAttempts: number;
   failRate: number;
+  /** Agents that fail every attempt (held back after five, SPEC §13). */
+  broken: number;
+  /** Agents that vanish mid-lease once (a worker loss, SPEC §13). */
+  vanishing: number;
+}
+
+const LEASE_SECONDS = 5;
+
+/**
+ * How the run's tasks are split into jobs: two tenants at priority 0 and a
+ * smaller urgent job of the first at priority 10, so the claim's priority
+ * and fair-share turns are all exercised. A job holds at most 10,000 tasks.
+ */
+const SHARES = [
+  { tenant: "team-a", priority: 0, share: 0.4 },
+  { tenant: "team-b", priority: 0, share: 0.4 },
+  { tenant: "team-a", priority: 10, share: 0.2 },
+];
+
+export interface JobReport {
+  job_id: string;
+  tenant: string;
+  priority: number;
+  tasks: number;
+  completed: number;
+  failed: number;
+  worker_losses: number;
+  /** When the job finished, seconds after the first submission: the urgent job drains first. */
+  finished_s: number | null;
 }
 
 export interface RunReport {
   options: RunOptions;
   kills: number;
   completed: number;
-  failedExhausted: number;
+  /** FAILED tasks: attempts exhausted, or lost to too many workers. */
+  failed: number;
   unfinished: number;
   acceptedCommits: number;
+  jobs: JobReport[];
+  /** Lease expiries that counted as worker losses rather than attempts (the tasks' worker_losses). */
+  workerLosses: number;
+  leaseExpiries: number;
+  /** Nodes GET /nodes showed with a held_until during the run. */
+  heldBackSeen: string[];
+  /** Nodes the ledger shows held back, with how many failures started or extended a hold. */
+  heldBackInLedger: Record<string, number>;
+  /** The broken nodes as the final state leaves them. */
+  brokenAtEnd: Array<{ node_id: string; consecutive_failures: number; held_until_ms: number }>;
   violations: string[];
   stats: Omit<FleetStats, "claimMs" | "commitMs">;
   claim_p50_ms: number | null;
@@ -45,23 +88,25 @@ export async function reliabilityRun(options: RunOptions): Promise<RunReport> {
   const pool = "reliability";
   const base = `${coordinator.url}/pools/${pool}/v1alpha1`;
   try {
-    // A job holds at most 10,000 tasks: a larger run submits several.
     const jobIds: string[] = [];
-    for (let first = 0; first < options.tasks; first += 10_000) {
-      const count = Math.min(10_000, options.tasks - first);
+    const submittedMs = Date.now();
+    for (const plan of jobPlans(options.tasks)) {
+      const spec = jobSpec(
+        {
+          type: "hyperparameter_search",
+          parameters: {
+            trials: Array.from({ length: plan.count }, (_, i) => ({ i: plan.first + i })),
+            lease_seconds: LEASE_SECONDS,
+          },
+        },
+        { retryPolicy: { maxTaskAttempts: options.maxAttempts } },
+        "reliability",
+      );
+      const labels = { "flashml.dev/tenant": plan.tenant, "flashml.dev/priority": String(plan.priority) };
       const submitted = await fetch(`${base}/jobs`, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify(
-          jobSpec(
-            {
-              type: "hyperparameter_search",
-              parameters: { trials: Array.from({ length: count }, (_, i) => ({ i: first + i })), lease_seconds: 5 },
-            },
-            { retryPolicy: { maxTaskAttempts: options.maxAttempts } },
-            "reliability",
-          ),
-        ),
+        body: JSON.stringify({ ...spec, metadata: { ...spec.metadata, labels } }),
       });
       if (submitted.status !== 201) throw new Error(`submit: ${submitted.status} ${await submitted.text()}`);
       jobIds.push(((await submitted.json()) as { job_id: string }).job_id);
@@ -71,11 +116,23 @@ export async function reliabilityRun(options: RunOptions): Promise<RunReport> {
     const deadline = Date.now() + options.seconds * 1000;
     const stats = newStats();
     const fleet = runFleet(
-      { base: () => base, nodes: options.nodes, done: () => finished, deadline, failRate: options.failRate },
+      {
+        base: () => base,
+        nodes: options.nodes,
+        done: () => finished,
+        deadline,
+        failRate: options.failRate,
+        broken: options.broken,
+        vanishing: options.vanishing,
+        leaseSeconds: LEASE_SECONDS,
+      },
       stats,
     );
 
-    // Watch the job; meanwhile SIGKILL and restart the coordinator at random moments.
+    // Watch the jobs and the held-back nodes; meanwhile SIGKILL and restart
+    // the coordinator at random moments.
+    const heldBackSeen = new Set<string>();
+    let nextNodesLook = 0;
     let kills = 0;
     let nextKill = Date.now() + 2000 + Math.random() * 3000;
     while (Date.now() < deadline) {
@@ -87,6 +144,13 @@ export async function reliabilityRun(options: RunOptions): Promise<RunReport> {
         nextKill = Date.now() + 2000 + Math.random() * 4000;
       }
       try {
+        if (Date.now() >= nextNodesLook) {
+          nextNodesLook = Date.now() + 1000;
+          // The broken nodes sort first (fleetMember), so the first page holds them.
+          const r = await fetch(`${base}/nodes?limit=1000`);
+          const nodes = r.ok ? ((await r.json()) as Array<{ node_id: string; held_until: string | null }>) : [];
+          for (const n of nodes) if (n.held_until !== null) heldBackSeen.add(n.node_id);
+        }
         const r = await fetch(`${base}/jobs`);
         const jobs = r.ok ? ((await r.json()) as Array<{ state: string }>) : [];
         if (
@@ -107,13 +171,42 @@ export async function reliabilityRun(options: RunOptions): Promise<RunReport> {
     const snapshot = snapshotFromDisk(persistTo, jobIds[0]!);
     const states = snapshot.tasks.map((t) => t.state);
     const { claimMs, commitMs, ...counts } = stats;
+    const queues = new Map((snapshot.counters?.job_queues ?? []).map((q) => [q.job_id as string, q]));
+    const jobs = jobIds.map((jobId): JobReport => {
+      const tasks = snapshot.tasks.filter((t) => t.job_id === jobId);
+      const queue = queues.get(jobId);
+      const finishedMs = snapshot.jobs.find((j) => j.job_id === jobId)?.finished_ms;
+      return {
+        job_id: jobId,
+        tenant: String(queue?.tenant),
+        priority: Number(queue?.priority),
+        tasks: tasks.length,
+        completed: tasks.filter((t) => t.state === "COMPLETED").length,
+        failed: tasks.filter((t) => t.state === "FAILED").length,
+        worker_losses: Number(queue?.worker_losses),
+        finished_s: typeof finishedMs === "number" ? Math.round((finishedMs - submittedMs) / 100) / 10 : null,
+      };
+    });
+    const broken = new Set(brokenNodes(options));
     return {
       options,
       kills,
       completed: states.filter((s) => s === "COMPLETED").length,
-      failedExhausted: snapshot.tasks.filter((t) => t.state === "FAILED" && t.attempts_used === t.max_attempts).length,
+      failed: states.filter((s) => s === "FAILED").length,
       unfinished: states.filter((s) => s !== "COMPLETED" && s !== "FAILED").length,
       acceptedCommits: snapshot.leases.filter((l) => l.status === "completed").length,
+      jobs,
+      workerLosses: snapshot.tasks.reduce((sum, t) => sum + Number(t.worker_losses), 0),
+      leaseExpiries: snapshot.events.filter((e) => e.type === "LEASE_EXPIRED").length,
+      heldBackSeen: [...heldBackSeen].sort(),
+      heldBackInLedger: Object.fromEntries(replayHolds(snapshot.events).held),
+      brokenAtEnd: snapshot.nodes
+        .filter((n) => broken.has(n.node_id as string))
+        .map((n) => ({
+          node_id: n.node_id as string,
+          consecutive_failures: Number(n.consecutive_failures),
+          held_until_ms: Number(n.held_until_ms),
+        })),
       violations: violations(snapshot),
       stats: counts,
       claim_p50_ms: percentile(claimMs, 50),
@@ -128,6 +221,13 @@ export async function reliabilityRun(options: RunOptions): Promise<RunReport> {
   }
 }
 
+/** The node ids of the run's broken agents. */
+function brokenNodes(options: RunOptions): string[] {
+  return Array.from({ length: options.nodes }, (_, i) => fleetMember(i, options.broken, options.vanishing))
+    .filter(([, kind]) => kind === "broken")
+    .map(([id]) => id);
+}
+
 /** Sizes from the environment (set by scripts/reliability.mjs from its flags). */
 export function sizes(defaults: RunOptions): RunOptions {
   const n = (name: string, fallback: number) => (process.env[name] ? Number(process.env[name]) : fallback);
@@ -138,5 +238,35 @@ export function sizes(defaults: RunOptions): RunOptions {
     kills: n("RELIABILITY_KILLS", defaults.kills),
     maxAttempts: n("RELIABILITY_MAX_ATTEMPTS", defaults.maxAttempts),
     failRate: n("RELIABILITY_FAIL_RATE", defaults.failRate),
+    broken: n("RELIABILITY_BROKEN", defaults.broken),
+    vanishing: n("RELIABILITY_VANISHING", defaults.vanishing),
   };
+}
+
+/** The jobs a run of `tasks` tasks submits: SHARES of it, each in jobs of at most 10,000. */
+export function jobPlans(tasks: number): Array<{ tenant: string; priority: number; first: number; count: number }> {
+  const plans = [];
+  let first = 0;
+  for (const [k, share] of SHARES.entries()) {
+    const total = k === SHARES.length - 1 ? tasks - first : Math.floor(tasks * share.share);
+    for (let done = 0; done < total; done += 10_000) {
+      const count = Math.min(10_000, total - done);
+      plans.push({ tenant: share.tenant, priority: share.priority, first, count });
+      first += count;
+    }
+  }
+  return plans;
+}
+
+/**
+ * The misbehaving agents produced the states they are there for: every
+ * broken node was held back (in the ledger and on GET /nodes), every
+ * vanishing agent abandoned a lease, and each of those was a worker loss.
+ */
+export function expectScheduling(report: RunReport): void {
+  const broken = brokenNodes(report.options);
+  expect(Object.keys(report.heldBackInLedger)).toEqual(expect.arrayContaining(broken));
+  expect(report.heldBackSeen).toEqual(expect.arrayContaining(broken));
+  expect(report.stats.vanished).toBe(Math.min(report.options.vanishing, report.options.nodes - broken.length));
+  expect(report.workerLosses).toBeGreaterThanOrEqual(report.stats.vanished);
 }

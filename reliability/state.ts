@@ -33,7 +33,13 @@ export function snapshotFromDisk(persistTo: string, jobId: string): PoolSnapshot
         task_counts: query(file, "SELECT * FROM task_counts"),
         job_counts: query(file, "SELECT * FROM job_counts"),
         classes: query(file, "SELECT * FROM classes"),
+        job_queues: query(file, "SELECT * FROM job_queues"),
+        queue_classes: query(file, "SELECT * FROM queue_classes"),
+        tenant_shares: query(file, "SELECT * FROM tenant_shares"),
       },
+      // The drivers never release a node; an archived job's events are gone (retention is a week here).
+      released: false,
+      archived: Number(query(file, "SELECT COUNT(*) AS n FROM archived_jobs")[0]?.n ?? 0),
     };
   }
   throw new Error(`no pool object under ${dir} holds job ${jobId}`);

@@ -5,8 +5,12 @@
 // small simulated fleet, submits jobs that exercise the placement gates, and
 // runs one simulated agent per node through claim → heartbeat → upload →
 // commit. One node dies mid-task: its lease expires and the task moves to
-// another node. Prints a progress bar per job as it goes, and at the end a
-// summary with checks (every GPU task on a GPU node, nothing committed twice).
+// another node. One node is broken: it fails every task it takes, is held
+// back after five failures in a row, and its tasks finish elsewhere. Once
+// the fleet is busy a priority job is submitted and overtakes the queue.
+// Prints a progress bar per job as it goes, and at the end a summary with
+// checks (every GPU task on a GPU node, nothing committed twice, the broken
+// node held back, the priority job first).
 //
 // The agents speak only HTTP, exactly as the Python agent does. Plain
 // Node 20, no dependencies. Stops by itself (at most --max-seconds), and
@@ -43,6 +47,7 @@ const cyan = color(36);
  * @property {string} note
  * @property {{ cpu_cores: number, gpus?: { index: number, name: string, memory_total_mb: number }[] }} capabilities
  * @property {boolean} [dies]
+ * @property {boolean} [broken] fails every task it takes
  * @property {boolean} [argv_capable]
  * @property {boolean} [sandbox_capable]
  * @property {string[]} [local_datasets]
@@ -62,6 +67,12 @@ const FLEET = [
   { node_id: "cpu-1", note: "CPU only", capabilities: { cpu_cores: 8 } },
   { node_id: "cpu-2", note: "CPU only — dies mid-task", capabilities: { cpu_cores: 4 }, dies: true },
   { node_id: "gpu-1", note: "1 × NVIDIA L4", capabilities: { cpu_cores: 16, gpus: gpu(1, "NVIDIA L4") } },
+  {
+    node_id: "gpu-broken",
+    note: "1 × NVIDIA T4 with a faulty GPU — fails every task it takes",
+    capabilities: { cpu_cores: 8, gpus: gpu(1, "NVIDIA T4") },
+    broken: true,
+  },
   {
     node_id: "gpu-2",
     note: "2 × NVIDIA A100, runs argv but has no sandbox",
@@ -85,16 +96,22 @@ const FLEET = [
   },
 ];
 
+/** What the broken node's agent reports for every attempt. */
+const BROKEN_REASON = "CUDA error: an illegal memory access was encountered";
+/** The label that ranks a job in the claim order (SPEC §13). */
+const PRIORITY_LABEL = "flashml.dev/priority";
+
 /**
  * @param {string} name
  * @param {{ type: string, parameters: { local_inputs?: string[], [name: string]: unknown } }} workload
  * @param {{ resources?: { gpuPerTask: number }, isolation?: { tier: string } }} [spec]
+ * @param {Record<string, string>} [labels]
  */
-function jobSpec(name, workload, spec = {}) {
+function jobSpec(name, workload, spec = {}, labels = {}) {
   return {
     apiVersion: "flashml.dev/v1alpha1",
     kind: "Job",
-    metadata: { name, labels: { demo: "fleet" } },
+    metadata: { name, labels: /** @type {Record<string, string>} */ ({ demo: "fleet", ...labels }) },
     spec: {
       execution: { backend: "leases" },
       image: { repository: "ghcr.io/flashml/runner", tag: "0.4.1" },
@@ -106,8 +123,9 @@ function jobSpec(name, workload, spec = {}) {
 }
 
 /**
- * Submitted in this order; `gate` is what the job shows off.
- * @type {{ gate: string, unplaceable?: boolean, spec: ReturnType<typeof jobSpec> }[]}
+ * Submitted in this order; `gate` is what the job shows off. A `later` job
+ * is submitted once the fleet is busy and the broken node is held back.
+ * @type {{ gate: string, unplaceable?: boolean, later?: boolean, spec: ReturnType<typeof jobSpec> }[]}
  */
 const JOBS = [
   {
@@ -168,6 +186,19 @@ const JOBS = [
       { resources: { gpuPerTask: 8 } },
     ),
   },
+  {
+    gate: "none: any node, priority 10",
+    later: true,
+    spec: jobSpec(
+      "urgent-eval",
+      {
+        type: "hyperparameter_search",
+        parameters: { trials: [{ ckpt: 1 }, { ckpt: 2 }, { ckpt: 3 }], lease_seconds: 6 },
+      },
+      {},
+      { [PRIORITY_LABEL]: "10" },
+    ),
+  },
 ];
 
 // ---- main ----------------------------------------------------------------------
@@ -177,23 +208,32 @@ const JOBS = [
  * @typedef {{ PENDING: number, LEASED: number, COMPLETED: number, FAILED: number, CANCELLED: number }} TaskCounts
  * @typedef {{ job_id: string, state: string, task_counts: TaskCounts }} JobRecord
  * @typedef {{ lease_id: string, job_id: string, task_id: string, deadline: string, attempt_number: number }} Lease
- * @typedef {{ state: string, node_id: string }} TaskRow
+ * @typedef {{ task_id: string, state: string, node_id: string }} TaskRow
  * @typedef {{ summary: string, unplaceable: boolean, nodes: { node_id: string, eligible: boolean, reason: string }[] }} PlacementReport
+ * @typedef {{ node_id: string, consecutive_failures: number, held_until: string | null }} NodeRecord
  */
 /**
  * A ledger event; `data` as the lease and commit events read below carry it.
- * @typedef {{ seq: number, type: string, message: string, data: { task_id: string, node_id: string, attempt: number } }} LedgerEvent
+ * @typedef {{ seq: number, type: string, timestamp: string, message: string,
+ *   data: { task_id: string, node_id: string, attempt: number } }} LedgerEvent
  */
 /**
- * A job as the demo follows it; `expired` maps a task to the node whose lease on it expired.
+ * A job as the demo follows it; `requeued` maps a task back in the queue to
+ * the node whose attempt ended without a commit, and how it ended.
  * @typedef {{ name: string, job_id: string, gate: string, unplaceable: boolean, counts: TaskCounts, state: string,
- *   cursor: number, expired?: Record<string, string> }} WatchedJob
+ *   cursor: number, priority: number, submittedAt: number,
+ *   requeued: Record<string, { from: string, why: "expired" | "failed" }> }} WatchedJob
+ */
+/**
+ * What the demo saw of the broken node being held back (GET /nodes).
+ * @typedef {{ node: string, failures: number, until: string, seconds: number }} HeldBack
  */
 
 /**
  * @type {{ stopping: boolean, interrupted: boolean, coordinator: import("node:child_process").ChildProcess | null,
  *   base: string, jobs: WatchedJob[], died: { node: string, task_id: string, job: string, lease_id: string, at: number } | null,
- *   moved: { job: string, task: string, from: string, to: string, attempt: number }[], lines: number }}
+ *   moved: { job: string, task: string, from: string, to: string, attempt: number, why: "expired" | "failed" }[],
+ *   failed: { job: string, task: string, node: string }[], held: HeldBack | null, stop: AbortController, lines: number }}
  */
 const run = {
   stopping: false,
@@ -203,6 +243,9 @@ const run = {
   jobs: [], // { name, job_id, gate, unplaceable, counts, state }
   died: null, // { node, task_id, job, lease_id, at }
   moved: [], // reassignments seen
+  failed: [], // attempts the broken node failed
+  held: null, // the broken node, once GET /nodes shows it held back
+  stop: new AbortController(), // aborts the agents' waiting claims when the run ends
   lines: 0, // lines of the progress block on screen
 };
 
@@ -227,29 +270,29 @@ async function main() {
 
   say(bold("Jobs"));
   for (const job of JOBS) {
-    const record = /** @type {JobRecord} */ (await api("POST", "/jobs", job.spec));
-    run.jobs.push({
-      name: job.spec.metadata.name,
-      job_id: record.job_id,
-      gate: job.gate,
-      unplaceable: job.unplaceable === true,
-      counts: record.task_counts,
-      state: record.state,
-      cursor: 0,
-    });
+    if (job.later) continue;
+    const record = await submit(job);
     say(
       `  ${job.spec.metadata.name.padEnd(15)} ${dim(record.job_id)}  ${plural(countTasks(record.task_counts), "task")}  ${dim(`gate: ${job.gate}`)}`,
     );
   }
+  const later = JOBS.filter((j) => j.later);
+  for (const job of later) say(`  ${job.spec.metadata.name.padEnd(15)} ${dim(`submitted later — gate: ${job.gate}`)}`);
   say("");
   say(bold("Running") + dim(" (claim → heartbeat → upload → commit; durations are random)"));
 
   const agents = FLEET.map((node) => agent(node));
+  const running = Date.now();
   const deadline = started + options.maxSeconds * 1000;
   while (!run.stopping) {
     await watch();
+    // The priority job comes once the broken node is held back, so only
+    // healthy nodes compete for it (or after 10 s, whatever happened).
+    if (later.length > 0 && (run.held !== null || Date.now() - running > 10_000)) {
+      for (const job of later.splice(0)) await submitPriorityJob(job);
+    }
     const placeable = run.jobs.filter((j) => !j.unplaceable);
-    if (placeable.every((j) => TERMINAL.has(j.state))) break;
+    if (later.length === 0 && placeable.every((j) => TERMINAL.has(j.state))) break;
     if (Date.now() > deadline) {
       say(yellow(`stopping: --max-seconds ${options.maxSeconds} reached`));
       break;
@@ -257,6 +300,7 @@ async function main() {
     await sleep(1000);
   }
   run.stopping = true;
+  run.stop.abort(); // idle agents wait in a long-poll claim: no need to hear it out
   await Promise.race([Promise.all(agents), sleep(15_000)]);
   lastPrinted = 0; // the final state is always printed
   await watch();
@@ -284,6 +328,41 @@ async function main() {
   }
 }
 
+/**
+ * Submits a job and starts following it.
+ * @param {(typeof JOBS)[number]} job
+ */
+async function submit(job) {
+  const record = /** @type {JobRecord} */ (await api("POST", "/jobs", job.spec));
+  run.jobs.push({
+    name: job.spec.metadata.name,
+    job_id: record.job_id,
+    gate: job.gate,
+    unplaceable: job.unplaceable === true,
+    counts: record.task_counts,
+    state: record.state,
+    cursor: 0,
+    priority: Number(job.spec.metadata.labels[PRIORITY_LABEL] ?? 0),
+    submittedAt: Date.now(),
+    requeued: {},
+  });
+  return record;
+}
+
+/**
+ * Submits the priority job while earlier jobs still have tasks queued.
+ * @param {(typeof JOBS)[number]} job
+ */
+async function submitPriorityJob(job) {
+  const queued = run.jobs.filter((j) => !j.unplaceable).reduce((n, j) => n + j.counts.PENDING, 0);
+  const record = await submit(job);
+  note(
+    bold(
+      `⚡ ${job.spec.metadata.name} submitted with ${PRIORITY_LABEL}: "${job.spec.metadata.labels[PRIORITY_LABEL]}" (${plural(countTasks(record.task_counts), "task")}) — about ${plural(queued, "task")} of earlier jobs are queued ahead of it`,
+    ),
+  );
+}
+
 /** @param {string} why */
 function interrupt(why) {
   if (run.interrupted) {
@@ -292,6 +371,7 @@ function interrupt(why) {
   }
   run.interrupted = true;
   run.stopping = true;
+  run.stop.abort();
   process.exitCode = 130;
   say(yellow(`\n${why}: stopping the agents and the coordinator…`));
 }
@@ -328,7 +408,9 @@ async function agent(node) {
  * @param {() => void} die
  */
 async function attempt(node, die) {
-  const lease = /** @type {Lease | null} */ (await api("POST", "/leases/claim", { node_id: node.node_id }));
+  const lease = /** @type {Lease | null} */ (
+    await api("POST", "/leases/claim", { node_id: node.node_id }, { signal: run.stop.signal })
+  );
   if (!lease) {
     await sleep(600 + Math.random() * 600);
     return "idle";
@@ -352,6 +434,20 @@ async function attempt(node, die) {
       ),
     );
     return "died";
+  }
+  if (node.broken) {
+    // The runtime aborts soon after the task starts; the agent reports it.
+    // Five in a row and the coordinator holds the node back (its claims get
+    // 204); each task it failed is retried on another node.
+    await sleep(300 + Math.random() * 500);
+    await api("POST", `/attempts/${lease.lease_id}/fail`, { reason: BROKEN_REASON });
+    run.failed.push({ job: jobName(lease.job_id), task: lease.task_id, node: node.node_id });
+    note(
+      red(
+        `✖ ${node.node_id} failed ${jobName(lease.job_id)}/${lease.task_id}: ${BROKEN_REASON} ${dim(`(${run.failed.length} in a row)`)}`,
+      ),
+    );
+    return "failed";
   }
   const work = 1000 + Math.random() * 3500;
   const startedAt = Date.now();
@@ -394,19 +490,31 @@ async function attempt(node, die) {
 
 const TERMINAL = new Set(["SUCCEEDED", "FAILED", "CANCELLED"]);
 
-/** Refreshes job counts and reads new ledger events, reporting expiries and moves. */
+/**
+ * Refreshes job counts and reads new ledger events, reporting expiries,
+ * moves and retries; watches the broken node until it is held back.
+ */
 async function watch() {
   let records;
   try {
     records = /** @type {JobRecord[]} */ (await api("GET", "/jobs"));
+    if (run.held === null) await watchBrokenNode();
   } catch {
     return; // the next round retries
   }
   for (const job of run.jobs) {
     const record = records.find((r) => r.job_id === job.job_id);
     if (!record) continue;
-    if (!TERMINAL.has(job.state) && TERMINAL.has(record.state))
-      note(`${record.state === "SUCCEEDED" ? green("●") : red("●")} ${job.name} ${record.state}`);
+    if (!TERMINAL.has(job.state) && TERMINAL.has(record.state)) {
+      const ok = record.state === "SUCCEEDED";
+      const after = job.priority > 0 ? ` ${((Date.now() - job.submittedAt) / 1000).toFixed(1)} s after submission` : "";
+      const still = run.jobs.filter((j) => j.priority < job.priority && !j.unplaceable && !TERMINAL.has(j.state));
+      const overtaken =
+        job.priority > 0 && still.length > 0
+          ? ` — earlier jobs still running: ${still.map((j) => `${j.name} (${j.counts.COMPLETED}/${countTasks(j.counts)})`).join(", ")}`
+          : "";
+      note(`${ok ? green("●") : red("●")} ${job.name} ${record.state}${after}${overtaken}`);
+    }
     job.counts = record.task_counts;
     job.state = record.state;
     const events = /** @type {LedgerEvent[]} */ (
@@ -421,12 +529,16 @@ async function watch() {
             `⌛ lease on ${job.name}/${task} held by ${event.data.node_id} expired — the task goes back to the queue`,
           ),
         );
-        job.expired = { ...(job.expired ?? {}), [task]: event.data.node_id };
-      } else if (event.type === "LEASE_CLAIMED" && job.expired?.[task]) {
-        const from = job.expired[task];
-        delete job.expired[task];
-        run.moved.push({ job: job.name, task, from, to: event.data.node_id, attempt: event.data.attempt });
-        note(cyan(`↻ ${job.name}/${task} moved: ${from} → ${event.data.node_id} (attempt ${event.data.attempt})`));
+        job.requeued[task] = { from: event.data.node_id, why: "expired" };
+      } else if (event.type === "TASK_ATTEMPT_FAILED") {
+        job.requeued[task] = { from: event.data.node_id, why: "failed" };
+      } else if (event.type === "LEASE_CLAIMED" && job.requeued[task]) {
+        const { from, why } = job.requeued[task];
+        delete job.requeued[task];
+        const to = event.data.node_id;
+        run.moved.push({ job: job.name, task, from, to, attempt: event.data.attempt, why });
+        const how = why === "expired" ? "moved" : to === from ? "retried on the same node" : "retried elsewhere";
+        note(cyan(`↻ ${job.name}/${task} ${how}: ${from} → ${to} (attempt ${event.data.attempt})`));
       } else if (event.type === "TASK_COMMIT_REJECTED") {
         note(yellow(`✗ ${job.name}/${task}: a commit was rejected (${event.message})`));
       }
@@ -434,6 +546,22 @@ async function watch() {
   }
   clearProgress();
   drawProgress(false);
+}
+
+/** Reports the broken node once GET /nodes shows it held back. */
+async function watchBrokenNode() {
+  const broken = FLEET.find((n) => n.broken);
+  if (!broken) return;
+  const nodes = /** @type {NodeRecord[]} */ (await api("GET", "/nodes"));
+  const row = nodes.find((n) => n.node_id === broken.node_id);
+  if (!row?.held_until) return;
+  const seconds = Math.round((Date.parse(row.held_until) - Date.now()) / 1000);
+  run.held = { node: row.node_id, failures: row.consecutive_failures, until: row.held_until, seconds };
+  note(
+    yellow(
+      `⏸ ${row.node_id} held back: ${row.consecutive_failures} failures in a row, its claims get 204 until ${row.held_until} (${seconds} s); what it failed runs elsewhere`,
+    ),
+  );
 }
 
 function progressLines() {
@@ -457,7 +585,8 @@ function progressLines() {
         : job.state === "SUCCEEDED"
           ? green(job.state)
           : job.state;
-    return `  ${job.name.padEnd(15)} ${bar} ${String(c.COMPLETED).padStart(2)}/${String(total).padEnd(2)} ${state}`;
+    const priority = job.priority !== 0 ? dim(`  priority ${job.priority}`) : "";
+    return `  ${job.name.padEnd(15)} ${bar} ${String(c.COMPLETED).padStart(2)}/${String(total).padEnd(2)} ${state}${priority}`;
   });
 }
 
@@ -512,9 +641,12 @@ async function summary(url, pool) {
   const checks = [];
   let commits = 0;
   let duplicates = 0;
+  /** @type {Map<string, { tasks: Map<string, TaskRow>, events: LedgerEvent[] }>} by job name */
+  const ledger = new Map();
   for (const job of run.jobs) {
     const tasks = /** @type {TaskRow[]} */ (await api("GET", `/jobs/${job.job_id}/tasks`));
     const events = /** @type {LedgerEvent[]} */ (await api("GET", `/jobs/${job.job_id}/events?limit=1000`));
+    ledger.set(job.name, { tasks: new Map(tasks.map((t) => [t.task_id, t])), events });
     /** @type {Map<string, number>} */
     const accepted = new Map();
     for (const e of events)
@@ -561,21 +693,29 @@ async function summary(url, pool) {
   checks.push([duplicates === 0, `nothing committed twice (${commits} accepted commits, ${duplicates} duplicates)`]);
   const died = run.died;
   if (died) {
-    const moved = run.moved.find((m) => m.task === died.task_id && m.from === died.node);
+    const moved = run.moved.find((m) => m.job === died.job && m.task === died.task_id && m.from === died.node);
     checks.push([
       moved !== undefined,
       moved
-        ? `${died.node} died holding ${died.job}/${died.task_id}; its lease expired and ${moved.to} took it over (attempt ${moved.attempt})`
+        ? `${died.node} died holding ${died.job}/${died.task_id}; its lease expired (a worker loss, not one of the task's attempts) and ${moved.to} took it over`
         : `${died.node}'s task ${died.task_id} was not seen moving`,
     ]);
   }
+  const broken = FLEET.find((n) => n.broken);
+  if (broken) checks.push(...brokenNodeChecks(broken.node_id, ledger));
+  checks.push(...priorityChecks(ledger));
 
+  const fleet = /** @type {NodeRecord[]} */ (await api("GET", "/nodes"));
   say("  tasks committed per node:");
   const most = Math.max(1, ...Object.values(perNode));
   for (const [node, n] of Object.entries(perNode)) {
-    say(
-      `    ${node.padEnd(10)} ${"■".repeat(Math.round((n / most) * 20)).padEnd(20)} ${n}${nodes[node]?.dies ? dim("  (died)") : ""}`,
-    );
+    const row = fleet.find((r) => r.node_id === node);
+    const why = nodes[node]?.dies
+      ? "  (died)"
+      : row && row.consecutive_failures > 0
+        ? `  (GET /nodes: consecutive_failures ${row.consecutive_failures}, held_until ${row.held_until ?? "null"})`
+        : "";
+    say(`    ${node.padEnd(10)} ${"■".repeat(Math.round((n / most) * 20)).padEnd(20)} ${n}${dim(why)}`);
   }
   const stuck = run.jobs.find((j) => j.unplaceable);
   if (stuck) {
@@ -594,6 +734,117 @@ async function summary(url, pool) {
   return checks.every(([ok]) => ok);
 }
 
+/**
+ * The broken node was held back (as GET /nodes showed it during the run)
+ * and leased nothing while held; every task it failed completed elsewhere.
+ * @param {string} nodeId
+ * @param {Map<string, { tasks: Map<string, TaskRow>, events: LedgerEvent[] }>} ledger
+ * @returns {[boolean, string][]}
+ */
+function brokenNodeChecks(nodeId, ledger) {
+  const events = [...ledger.entries()]
+    .flatMap(([job, { events }]) => events.map((e) => ({ job, ...e })))
+    .filter((e) => e.data?.node_id === nodeId)
+    .sort((a, b) => a.seq - b.seq);
+  const failures = events.filter((e) => e.type === "TASK_ATTEMPT_FAILED");
+  const held = run.held;
+  /** @type {[boolean, string][]} */
+  const checks = [];
+  if (held === null) {
+    checks.push([
+      false,
+      `${nodeId} was never seen held back (GET /nodes), after ${plural(failures.length, "failure")}`,
+    ]);
+  } else {
+    // The failure that held it back; a claim after it, before the hold ends, would be a leak.
+    const holding = failures[held.failures - 1];
+    const leased = events.filter(
+      (e) => e.type === "LEASE_CLAIMED" && holding && e.seq > holding.seq && e.timestamp < held.until,
+    );
+    checks.push([
+      holding !== undefined && leased.length === 0,
+      `${nodeId} was held back after ${held.failures} failures in a row (GET /nodes: consecutive_failures ${held.failures}, held_until ${held.until}) and leased ${plural(leased.length, "task")} while held`,
+    ]);
+  }
+  const ends = failures.map((f) => {
+    const task = ledger.get(f.job)?.tasks.get(f.data.task_id);
+    const elsewhere = task?.state === "COMPLETED" && task.node_id !== nodeId;
+    return { ok: elsewhere, text: `${f.job}/${f.data.task_id} → ${elsewhere ? task.node_id : (task?.state ?? "?")}` };
+  });
+  checks.push([
+    failures.length > 0 && ends.every((e) => e.ok),
+    `the ${plural(failures.length, "task")} ${nodeId} failed ("${BROKEN_REASON}") completed on other nodes, none FAILED (${ends.map((e) => e.text).join(", ")})`,
+  ]);
+  return checks;
+}
+
+/**
+ * The priority job's tasks were all claimed before any lower-priority task
+ * queued when it came (the policy's promise), and it finished before the
+ * earlier job with the most tasks queued then.
+ * @param {Map<string, { tasks: Map<string, TaskRow>, events: LedgerEvent[] }>} ledger
+ * @returns {[boolean, string][]}
+ */
+function priorityChecks(ledger) {
+  const urgent = run.jobs.find((j) => j.priority > 0);
+  const mine = urgent && ledger.get(urgent.name)?.events;
+  if (!urgent || !mine) {
+    const never = JOBS.filter((j) => j.later).map((j) => j.spec.metadata.name);
+    return never.length > 0 ? [[false, `${never.join(", ")} was never submitted: the run ended first`]] : [];
+  }
+  const submitted = mine.find((e) => e.type === "JOB_ACCEPTED")?.seq ?? 0;
+  /** @type {Map<string, number>} the first claim of each of its tasks */
+  const firstClaims = new Map();
+  for (const e of mine)
+    if (e.type === "LEASE_CLAIMED" && !firstClaims.has(e.data.task_id)) firstClaims.set(e.data.task_id, e.seq);
+  const allClaimed = Math.max(...firstClaims.values());
+  const lower = run.jobs.filter((j) => j.priority < urgent.priority && !j.unplaceable);
+  /** @type {Map<string, number>} tasks queued when the priority job came, by job */
+  const queued = new Map();
+  let overtaken = 0;
+  let cutIn = 0;
+  for (const job of lower) {
+    const events = ledger.get(job.name)?.events ?? [];
+    const pending = pendingAt(events, submitted);
+    queued.set(job.name, pending.size);
+    overtaken += pending.size;
+    cutIn += events.filter((e) => e.type === "LEASE_CLAIMED" && e.seq > submitted && e.seq < allClaimed).length;
+  }
+  const name = `${urgent.name} (${PRIORITY_LABEL} ${urgent.priority})`;
+  /** @type {[boolean, string][]} */
+  const checks = [
+    [
+      overtaken > 0 && firstClaims.size === countTasks(urgent.counts) && cutIn === 0,
+      `${name} overtook ${plural(overtaken, "queued task")}: its ${plural(firstClaims.size, "task")} were claimed before any of them (${cutIn} lower-priority claims in between)`,
+    ],
+  ];
+  const [biggest, most] = [...queued.entries()].sort((a, b) => b[1] - a[1])[0] ?? ["", 0];
+  const done = (/** @type {string} */ job) =>
+    ledger.get(job)?.events.find((e) => e.type === "JOB_SUCCEEDED")?.seq ?? Number.POSITIVE_INFINITY;
+  checks.push([
+    most > 0 && done(urgent.name) < done(biggest),
+    `${urgent.name} finished first: SUCCEEDED before ${biggest}, submitted earlier with ${plural(most, "task")} still queued when ${urgent.name} came`,
+  ]);
+  return checks;
+}
+
+/**
+ * The tasks of one job that were queued (PENDING) just before ledger
+ * position `seq`, replayed from its events.
+ * @param {LedgerEvent[]} events
+ * @param {number} seq
+ */
+function pendingAt(events, seq) {
+  /** @type {Set<string>} */
+  const pending = new Set();
+  for (const e of events) {
+    if (e.seq >= seq) break;
+    if (e.type === "TASK_CREATED" || e.type === "TASK_REQUEUED") pending.add(e.data.task_id);
+    else if (e.type === "LEASE_CLAIMED") pending.delete(e.data.task_id);
+  }
+  return pending;
+}
+
 // ---- HTTP, exactly as an agent speaks it -------------------------------------------
 
 const GONE = Symbol("gone");
@@ -604,10 +855,10 @@ const GONE = Symbol("gone");
  * @param {string} method
  * @param {string} path
  * @param {unknown} [body] JSON, or with `raw` the bytes as a string
- * @param {{ raw?: boolean, allow?: number[] }} [options]
+ * @param {{ raw?: boolean, allow?: number[], signal?: AbortSignal }} [options]
  * @returns {Promise<unknown>}
  */
-async function api(method, path, body, { raw = false, allow = [] } = {}) {
+async function api(method, path, body, { raw = false, allow = [], signal } = {}) {
   /** @type {Record<string, string>} */
   const headers = {};
   /** @type {string | undefined} */
@@ -617,7 +868,20 @@ async function api(method, path, body, { raw = false, allow = [] } = {}) {
     headers["content-type"] = raw ? "application/octet-stream" : "application/json";
   }
   // The agent's own client timeout: a claim may be held up to 13 s (long-poll).
-  const r = await fetch(run.base + path, { method, headers, body: payload, signal: AbortSignal.timeout(15_000) });
+  const timeout = AbortSignal.timeout(15_000);
+  const init = { method, headers, body: payload, signal: signal ? AbortSignal.any([timeout, signal]) : timeout };
+  let r;
+  for (let tries = 1; ; tries++) {
+    try {
+      r = await fetch(run.base + path, init);
+      break;
+    } catch (error) {
+      // wrangler dev rebuilds when a source file changes and refuses
+      // connections meanwhile: a read is safe to ask again.
+      if (method !== "GET" || tries >= 10 || run.interrupted || init.signal.aborted) throw error;
+      await sleep(500);
+    }
+  }
   if (allow.includes(r.status)) {
     await r.arrayBuffer();
     return GONE;
@@ -636,7 +900,7 @@ async function api(method, path, body, { raw = false, allow = [] } = {}) {
 
 /** @param {FleetNode} node */
 async function register(node) {
-  const { note: _note, dies: _dies, ...fields } = node;
+  const { note: _note, dies: _dies, broken: _broken, ...fields } = node;
   await api("POST", "/nodes/register", {
     kubernetes_node: "",
     hostname: `${node.node_id}.demo.local`,
@@ -817,7 +1081,8 @@ process.on("exit", () => killCoordinator("SIGKILL"));
 try {
   await main();
 } catch (error) {
-  say(red(`demo failed: ${/** @type {Error | undefined} */ (error)?.message ?? error}`));
+  const e = /** @type {{ message?: string, cause?: { message?: string } } | undefined} */ (error);
+  say(red(`demo failed: ${e?.message ?? error}${e?.cause?.message ? ` (${e.cause.message})` : ""}`));
   process.exitCode = 1;
 } finally {
   await stopCoordinator();

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // @ts-check
-// npm run crash|soak [-- --nodes N --tasks N --seconds N --kills N --max-attempts N --fail-rate F]
+// npm run crash|soak [-- --nodes N --tasks N --seconds N --kills N --max-attempts N --fail-rate F
+//                        --broken N --vanishing N]
 // Runs reliability/{crash,soak}.test.ts (vitest in Node, driving `wrangler dev`)
 // with the sizes given as flags.
 
@@ -9,7 +10,7 @@ import { spawnSync } from "node:child_process";
 const [which, ...args] = process.argv.slice(2);
 if (which !== "crash" && which !== "soak") {
   console.error(
-    "usage: reliability.mjs crash|soak [--nodes N] [--tasks N] [--seconds N] [--kills N] [--max-attempts N] [--fail-rate F]",
+    "usage: reliability.mjs crash|soak [--nodes N] [--tasks N] [--seconds N] [--kills N] [--max-attempts N] [--fail-rate F] [--broken N] [--vanishing N]",
   );
   process.exit(2);
 }

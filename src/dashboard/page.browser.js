@@ -318,7 +318,13 @@
       tile(
         `${c.nodes.online}/${c.nodes.total}`,
         "nodes online",
-        c.nodes.not_accepting ? `${c.nodes.not_accepting} draining or terminating` : null,
+        [
+          c.nodes.not_accepting ? `${c.nodes.not_accepting} draining or terminating` : "",
+          c.nodes.held_back ? `${c.nodes.held_back} held back` : "",
+        ]
+          .filter(Boolean)
+          .join(" · ") || null,
+        c.nodes.held_back > 0,
       ),
       tile(
         c.jobs.RUNNING,
@@ -420,6 +426,14 @@
       const counts = config.task_states
         .filter((s) => c[s] > 0)
         .map((s) => h("span", { class: "chip", text: `${s.toLowerCase()} ${c[s]}` }));
+      // A lost worker (an expired lease) uses no attempt, so it shows apart from the failures.
+      const losses = j.worker_losses
+        ? h("span", {
+            class: "chip warn losses",
+            title: "leases that expired because their node went away; they used no attempt",
+            text: `${j.worker_losses} worker loss${j.worker_losses === 1 ? "" : "es"}`,
+          })
+        : null;
       const nameCell = h(
         "td",
         null,
@@ -440,6 +454,8 @@
         { class: j.stuck ? "flagged" : null, "data-job": j.job_id },
         nameCell,
         h("td", null, h("span", { class: `badge ${j.state}`, text: j.state })),
+        h("td", { class: "num priority", text: j.priority }),
+        h("td", { class: "mono tenant", text: j.tenant }),
         h(
           "td",
           null,
@@ -449,12 +465,12 @@
             text: `${c.COMPLETED}/${j.total_tasks} completed${done < j.total_tasks ? "" : " · done"}`,
           }),
         ),
-        h("td", null, counts),
+        h("td", null, counts, losses),
         h("td", { class: "small muted", text: when(j.created_at) }),
       );
     });
     replace("jobs", [
-      table(["job", "state", "progress", "tasks", "created"], rows) ||
+      table(["job", "state", "priority", "tenant", "progress", "tasks", "created"], rows) ||
         h("div", { class: "empty", text: `No jobs yet. Submit one with POST ${base}/jobs.` }),
       more(d.jobs.more, "jobs", `GET ${base}/jobs lists all`),
     ]);
@@ -485,9 +501,20 @@
       if (n.local_dataset_count > n.local_datasets.length) {
         datasets.push(h("span", { class: "muted small", text: `+${n.local_dataset_count - n.local_datasets.length}` }));
       }
+      // Held back (SPEC §13): its claims get nothing until then, unless an operator releases it.
+      const held = n.held_until
+        ? [
+            " ",
+            h("span", {
+              class: "badge held",
+              title: `${plural(n.consecutive_failures, "failed attempt")} in a row; an operator may release it early: POST ${base}/nodes/${encodeURIComponent(n.node_id)}/release`,
+              text: `held back until ${when(n.held_until)}`,
+            }),
+          ]
+        : null;
       return h(
         "tr",
-        { "data-node": n.node_id },
+        { class: n.held_until ? "flagged" : null, "data-node": n.node_id },
         h(
           "td",
           null,
@@ -500,6 +527,7 @@
           null,
           h("span", { class: `badge ${liveness}` }, h("span", { class: `dot ${liveness}` }), liveness),
           n.status !== "online" ? [" ", h("span", { class: `badge ${n.status}`, text: n.status })] : null,
+          held,
           h("div", { class: "muted small", text: `seen ${age(n.last_heartbeat_age_s)}` }),
         ),
         h(
@@ -519,15 +547,19 @@
           n.pools.map((p) => h("span", { class: "chip warn", text: `pool ${p}` })),
         ),
         h("td", { class: "num", text: n.accepted_tasks }),
+        h("td", { class: n.consecutive_failures ? "num failures bad" : "num failures", text: n.consecutive_failures }),
         h("td", { class: "num", text: n.live_leases }),
       );
     });
     replace("nodes", [
-      table(["node", "state", "hardware", "local datasets", "capabilities", "accepted", "leases"], rows) ||
-        h("div", { class: "empty", text: "No nodes registered in this pool yet." }),
+      table(
+        ["node", "state", "hardware", "local datasets", "capabilities", "accepted", "failed in a row", "leases"],
+        rows,
+      ) || h("div", { class: "empty", text: "No nodes registered in this pool yet." }),
       more(d.nodes.more, "nodes", `GET ${base}/nodes lists all`),
     ]);
-    $("nodes-sub").textContent = `${d.counts.nodes.online} online of ${d.counts.nodes.total}`;
+    const c = d.counts.nodes;
+    $("nodes-sub").textContent = `${c.online} online of ${c.total}${c.held_back ? ` · ${c.held_back} held back` : ""}`;
   }
 
   /** @param {Summary} d */

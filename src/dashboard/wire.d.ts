@@ -44,6 +44,9 @@ export type JobItem = {
   task_counts: TaskCounts;
   total_tasks: number;
   labels: Labels;
+  priority: number;
+  tenant: string;
+  worker_losses: number;
   stuck: StuckTasks | null;
 };
 
@@ -67,6 +70,9 @@ export type NodeItem = {
   unsandboxed_argv_capable: boolean;
   accepted_tasks: number;
   live_leases: number;
+  consecutive_failures: number;
+  /** When its hold ends, while it is held back from claiming; else null. */
+  held_until: string | null;
 };
 
 export type LeaseItem = {
@@ -85,7 +91,7 @@ export type Summary = {
   pool: string;
   generated_at: string;
   counts: {
-    nodes: { total: number; online: number; not_accepting: number };
+    nodes: { total: number; online: number; not_accepting: number; held_back: number };
     tasks: TaskCounts & { total: number };
     jobs: { RUNNING: number; SUCCEEDED: number; FAILED: number; CANCELLED: number };
     leases_live: number;

@@ -106,9 +106,12 @@ export function* archiveObjects(sql: SqlStorage, pool: string, jobId: string): G
 export function finishArchive(sql: SqlStorage, now: number, jobId: string): number {
   const tasks = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE job_id = ?", jobId).one().n;
   sql.exec("DELETE FROM leases WHERE task_seq IN (SELECT seq FROM tasks WHERE job_id = ?)", jobId);
+  sql.exec("DELETE FROM task_failures WHERE task_seq IN (SELECT seq FROM tasks WHERE job_id = ?)", jobId);
   sql.exec("DELETE FROM events WHERE job_id = ?", jobId);
   sql.exec("DELETE FROM tasks WHERE job_id = ?", jobId);
   sql.exec("DELETE FROM job_task_counts WHERE job_id = ?", jobId);
+  sql.exec("DELETE FROM queue_classes WHERE job_id = ?", jobId);
+  sql.exec("DELETE FROM job_queues WHERE job_id = ?", jobId);
   sql.exec("DELETE FROM artifacts WHERE key >= ? AND key < ?", ...jobKeyRange(jobId));
   sql.exec("DELETE FROM checkpoint_parts WHERE job_id = ?", jobId);
   sql.exec("DELETE FROM checkpoint_manifests WHERE job_id = ?", jobId);

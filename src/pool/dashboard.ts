@@ -3,9 +3,9 @@
 // whatever the pool holds: with 1,000 nodes and 10,000 tasks it costs a few
 // grouped index scans and sends a few dozen rows, never a table whole.
 //
-// Client-chosen strings (node ids, hostnames, labels, job names, dataset
-// names) are clipped here and escaped by the page; this module never builds
-// markup.
+// Client-chosen strings (node ids, hostnames, labels, job names, tenants,
+// dataset names) are clipped here and escaped by the page; this module
+// never builds markup.
 
 import { JOB_STATES, type JobState } from "../protocol/jobs";
 import type { NodeRegistration } from "../protocol/nodes";
@@ -13,6 +13,7 @@ import { TASK_STATES } from "../protocol/tasks";
 import { summarizePlacement } from "../rules/explanations";
 import { deriveJobState, emptyTaskCounts, type TaskCounts } from "../rules/job-state";
 import { eligible } from "../rules/placement";
+import { DEFAULT_TENANT } from "../rules/scheduling";
 import { storageReport } from "../rules/storage";
 import { shorten } from "../rules/text";
 import { iso } from "./events";
@@ -48,6 +49,10 @@ export type DashboardNode = {
   unsandboxed_argv_capable: boolean;
   accepted_tasks: number;
   live_leases: number;
+  /** Failed attempts since its last accepted commit (SPEC §13). */
+  consecutive_failures: number;
+  /** When its hold ends, while it is held back from claiming; else null. */
+  held_until: string | null;
 };
 
 /** Pending tasks of a job that no online node can take, with why (for the earliest one). */
@@ -69,6 +74,11 @@ export type DashboardJob = {
   task_counts: TaskCounts;
   total_tasks: number;
   labels: { [key: string]: string };
+  /** Its scheduling priority and tenant (SPEC §13). */
+  priority: number;
+  tenant: string;
+  /** Lease expiries its tasks counted as worker losses rather than attempts. */
+  worker_losses: number;
   stuck: StuckTasks | null;
 };
 
@@ -94,7 +104,7 @@ export type DashboardSummary = {
   limit: number;
   online_window_s: number;
   counts: {
-    nodes: { total: number; online: number; offline: number; not_accepting: number };
+    nodes: { total: number; online: number; offline: number; not_accepting: number; held_back: number };
     tasks: TaskCounts & { total: number };
     jobs: Record<JobState, number>;
     leases_live: number;
@@ -115,8 +125,11 @@ export function dashboardSummary(sql: SqlStorage, now: number, pool: string, lim
   const jobs = jobsPage(sql, limit, stuck.byJob);
   const taskTotals = poolTaskCounts(sql);
   const nodeCounts = sql
-    .exec<{ total: number; online: number; not_accepting: number }>(
-      "SELECT COUNT(*) AS total, TOTAL(live_until_ms > ?) AS online, TOTAL(status <> 'online') AS not_accepting FROM nodes",
+    .exec<{ total: number; online: number; not_accepting: number; held_back: number }>(
+      `SELECT COUNT(*) AS total, TOTAL(live_until_ms > ?) AS online, TOTAL(status <> 'online') AS not_accepting,
+              TOTAL(held_until_ms > ?) AS held_back
+       FROM nodes`,
+      now,
       now,
     )
     .one();
@@ -133,6 +146,7 @@ export function dashboardSummary(sql: SqlStorage, now: number, pool: string, lim
         online: nodeCounts.online,
         offline: nodeCounts.total - nodeCounts.online,
         not_accepting: nodeCounts.not_accepting,
+        held_back: nodeCounts.held_back,
       },
       tasks: { ...taskTotals, total: TASK_STATES.reduce((n, s) => n + taskTotals[s], 0) },
       jobs: jobs.byState,
@@ -148,13 +162,15 @@ export function dashboardSummary(sql: SqlStorage, now: number, pool: string, lim
   };
 }
 
-type NodeRow = RegisteredNode & { accepted_tasks: number };
+type NodeRow = RegisteredNode & { accepted_tasks: number; consecutive_failures: number; held_until_ms: number };
 
 function nodesPage(sql: SqlStorage, now: number, limit: number, total: number): Page<DashboardNode> {
   // Online, accepting nodes first: those are the ones doing the work.
   const rows = sql
     .exec<NodeRow>(
-      `SELECT node_id, registration, status, last_heartbeat_ms, live_until_ms, accepted_tasks FROM nodes
+      `SELECT node_id, registration, status, last_heartbeat_ms, live_until_ms, accepted_tasks, consecutive_failures,
+              held_until_ms
+       FROM nodes
        ORDER BY (status = 'online' AND live_until_ms > ?) DESC, node_id LIMIT ?`,
       now,
       limit,
@@ -193,6 +209,8 @@ function nodesPage(sql: SqlStorage, now: number, limit: number, total: number): 
       unsandboxed_argv_capable: reg.unsandboxed_argv_capable === true,
       accepted_tasks: row.accepted_tasks,
       live_leases: live.get(row.node_id) ?? 0,
+      consecutive_failures: row.consecutive_failures,
+      held_until: row.held_until_ms > now ? iso(row.held_until_ms) : null,
     };
   });
   return { items, more: total - items.length };
@@ -228,6 +246,14 @@ function jobsPage(sql: SqlStorage, limit: number, stuckByJob: Map<string, StuckT
     .toArray();
   const items = rows.map((row): DashboardJob => {
     const counts = taskCounts(sql, row.job_id);
+    // One primary-key seek per job shown; a job with no queue row (finished
+    // before the scheduling policy) was queued at the defaults.
+    const queue = sql
+      .exec<{ priority: number; tenant: string; worker_losses: number }>(
+        "SELECT priority, tenant, worker_losses FROM job_queues WHERE job_id = ?",
+        row.job_id,
+      )
+      .toArray()[0] ?? { priority: 0, tenant: DEFAULT_TENANT, worker_losses: 0 };
     return {
       job_id: row.job_id,
       name: clip(row.name ?? ""),
@@ -238,6 +264,9 @@ function jobsPage(sql: SqlStorage, limit: number, stuckByJob: Map<string, StuckT
       task_counts: counts,
       total_tasks: TASK_STATES.reduce((n, s) => n + counts[s], 0),
       labels: clipLabels(row.labels === null ? {} : (JSON.parse(row.labels) as { [key: string]: string })),
+      priority: queue.priority,
+      tenant: clip(queue.tenant),
+      worker_losses: queue.worker_losses,
       stuck: stuckByJob.get(row.job_id) ?? null,
     };
   });

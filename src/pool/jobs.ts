@@ -8,6 +8,7 @@ import { fillPage } from "../protocol/paging";
 import type { TaskSpec } from "../protocol/tasks";
 import { deriveJobState, emptyTaskCounts, type TaskCounts } from "../rules/job-state";
 import { isLiveLease, type LeaseAndTask } from "../rules/leases";
+import { DEFAULT_TENANT } from "../rules/scheduling";
 import { type EventRow, emit, eventRecord, iso } from "./events";
 import { addTasks } from "./tasks";
 
@@ -66,11 +67,16 @@ type JobRow = {
   finished_ms: number | null;
 };
 
+/** Where a job's tasks stand in the scheduling policy (SPEC §13). */
+export type JobPlace = { priority: number; tenant: string };
+/** A job with no priority or tenant label, submitted in open mode. */
+export const DEFAULT_PLACE: JobPlace = { priority: 0, tenant: DEFAULT_TENANT };
+
 /**
- * Inserts a job and all its tasks; the caller's transaction makes it
- * all-or-nothing. False, writing nothing, when the pool already knows the
- * job id (a job, its tasks or its ledger): ids are random, so the caller
- * mints another.
+ * Inserts a job, its queue at `place` and all its tasks; the caller's
+ * transaction makes it all-or-nothing. False, writing nothing, when the
+ * pool already knows the job id (a job, its tasks or its ledger): ids are
+ * random, so the caller mints another.
  */
 export function insertJob(
   sql: SqlStorage,
@@ -78,6 +84,7 @@ export function insertJob(
   jobId: string,
   spec: JobSpec,
   tasks: readonly TaskSpec[],
+  place: JobPlace,
 ): boolean {
   if (jobIdTaken(sql, jobId)) return false;
   // Submission numbers are never reused, archived jobs' included (a GET /jobs cursor is one).
@@ -98,6 +105,8 @@ export function insertJob(
     tasks: tasks.length,
   });
   emit(sql, now, jobId, "BACKEND_SELECTED", "backend leases selected", { backend: "leases" });
+  // Before its tasks: their triggers count them into this queue.
+  sql.exec("INSERT INTO job_queues (job_id, priority, tenant) VALUES (?, ?, ?)", jobId, place.priority, place.tenant);
   const added = addTasks(sql, now, tasks, { outputJson: spec.spec.workload.type === "command" });
   // Job ids are fresh, so a duplicate is a bug in expansion: abort the transaction.
   if (!added.ok) throw new Error(`duplicate task ids in expansion: ${added.duplicates.slice(0, 3).join(", ")}`);

@@ -8,11 +8,12 @@ import type { JsonObject } from "../protocol/json";
 import { MAX_STORED_TEXT_BYTES } from "../protocol/limits";
 import { type Lease, parseEvidence } from "../protocol/tasks";
 import { isLiveLease, mayDrive } from "../rules/leases";
-import { eligible } from "../rules/placement";
+import { mayRetry } from "../rules/scheduling";
 import { truncateUtf8 } from "../rules/text";
 import { emit, iso, tally } from "./events";
 import { jobOpen, settleJob } from "./jobs";
 import { findNode, nodeView, seen } from "./nodes";
+import { attemptFailed, attemptSucceeded, pickTask, useTurn } from "./scheduling";
 import type { TaskRow } from "./tasks";
 
 export type LeaseRow = {
@@ -33,12 +34,18 @@ export type WireLease = Omit<Lease, "payload"> & { payload: JsonObject };
 
 /**
  * Why a claim got nothing: an unknown node; a draining or terminating node;
- * a claim restricted to a job with no open task (nothing will come); or
- * nothing this node may take yet (the only answer worth waiting on).
+ * a claim restricted to a job with no open task (nothing will come); a node
+ * held back after failing (SPEC §13); or nothing this node may take yet.
+ * Only the last two are worth waiting on.
  */
 export type ClaimResult =
   | { ok: true; lease: WireLease }
-  | { ok: false; reason: "unregistered" | "not_accepting" | "job_closed" | "nothing" };
+  | { ok: false; reason: "unregistered" | "not_accepting" | "job_closed" | "held" | "nothing" };
+
+/** Tenant weights of SPEC §13; a tenant not in the map weighs 1. */
+export type TenantWeights = ReadonlyMap<string, number>;
+const EQUAL_WEIGHTS: TenantWeights = new Map();
+
 export type RenewResult = { ok: true; lease: WireLease } | { ok: false; reason: "gone" | "not_holder" };
 export type FailResult = { ok: true } | { ok: false; reason: "gone" | "not_holder" };
 
@@ -54,27 +61,24 @@ export function sweep(sql: SqlStorage, now: number): void {
 }
 
 /**
- * Leases the earliest-inserted PENDING task (optionally of one job) that the
- * gate accepts for this node. The gate runs at most once per requirement
- * class, never per task; a class the node cannot take never blocks the tasks
- * behind it.
+ * Leases the PENDING task (optionally of one job) that the scheduling
+ * policy picks among those the gate accepts for this node (SPEC §13,
+ * `pickTask`), and uses up the turns of its job and tenant.
  */
-export function claim(sql: SqlStorage, now: number, nodeId: string, jobId: string | null): ClaimResult {
+export function claim(
+  sql: SqlStorage,
+  now: number,
+  nodeId: string,
+  jobId: string | null,
+  weights: TenantWeights = EQUAL_WEIGHTS,
+): ClaimResult {
   sweep(sql, now);
   const node = findNode(sql, nodeId);
   if (!node) return { ok: false, reason: "unregistered" };
   seen(sql, now, nodeId);
   if (node.status !== "online") return { ok: false, reason: "not_accepting" };
-  const view = nodeView(node.registration);
-  // One statement: the earliest PENDING task of every class that has one
-  // (an index seek per class, inside SQLite), earliest first. The gate then
-  // runs in that order and the first class it accepts holds the answer, so
-  // classes with nothing pending, or queued behind the answer, cost no gate
-  // evaluation.
-  const heads = sql
-    .exec<{ requirement: string; head: number }>(claimHeadsSql(jobId !== null), ...(jobId === null ? [] : [jobId]))
-    .toArray();
-  const best = heads.find((c) => eligible(JSON.parse(c.requirement), view))?.head;
+  if (node.held_until_ms > now) return { ok: false, reason: "held" };
+  const best = pickTask(sql, now, { nodeId, view: nodeView(node.registration) }, jobId);
   if (best === undefined)
     return { ok: false, reason: jobId !== null && !jobOpen(sql, jobId) ? "job_closed" : "nothing" };
 
@@ -85,6 +89,7 @@ export function claim(sql: SqlStorage, now: number, nodeId: string, jobId: strin
       best,
     )
     .one();
+  useTurn(sql, now, task.job_id, weights);
   const deadline = now + Math.round(task.lease_seconds * 1000);
   sql.exec(
     "INSERT INTO leases (lease_id, task_seq, node_id, attempt_number, issued_ms, deadline_ms, status) VALUES (?, ?, ?, ?, ?, ?, 'live')",
@@ -198,6 +203,7 @@ export function commit(
     sql.exec("UPDATE leases SET status = 'completed' WHERE lease_id = ?", leaseId);
     sql.exec("UPDATE tasks SET state = 'COMPLETED', accepted_object = ? WHERE seq = ?", bound!.object, row.task_seq);
     sql.exec("UPDATE nodes SET accepted_tasks = accepted_tasks + 1 WHERE node_id = ?", row.node_id);
+    attemptSucceeded(sql, row.node_id);
     emit(sql, now, row.job_id, "TASK_COMMIT_ACCEPTED", `commit of ${row.task_id} accepted from ${row.node_id}`, {
       ...ids,
       output_sha256: outputSha256,
@@ -216,7 +222,12 @@ function rejection(row: Joined): string {
   return `lease ${row.status}`;
 }
 
-/** Ends a live attempt; the task requeues while attempts remain, else fails. */
+/**
+ * Ends a live attempt; the task requeues while it may retry, else fails
+ * (SPEC §13). An expiry of a task that retries worker loss counts as a
+ * worker loss, not an attempt. Either way the node failed the task: its
+ * retry goes elsewhere, and the node's run of failures grows.
+ */
 export function endAttempt(
   sql: SqlStorage,
   now: number,
@@ -228,30 +239,25 @@ export function endAttempt(
   const ids = { task_id: row.task_id, node_id: row.node_id, lease_id: row.lease_id };
   sql.exec("UPDATE leases SET status = ? WHERE lease_id = ?", leaseStatus, row.lease_id);
   emit(sql, now, row.job_id, type, message, ids);
-  if (row.attempts_used < row.max_attempts) {
+  attemptFailed(sql, now, row.node_id, row.task_seq);
+  const lost = leaseStatus === "expired" && row.max_worker_losses > 0;
+  const losses = row.worker_losses + (lost ? 1 : 0);
+  if (lost) {
+    sql.exec("UPDATE tasks SET worker_losses = ? WHERE seq = ?", losses, row.task_seq);
+    sql.exec("UPDATE job_queues SET worker_losses = worker_losses + 1 WHERE job_id = ?", row.job_id);
+  }
+  if (mayRetry({ ...row, worker_losses: losses })) {
     sql.exec("UPDATE tasks SET state = 'PENDING' WHERE seq = ?", row.task_seq);
     emit(sql, now, row.job_id, "TASK_REQUEUED", `task ${row.task_id} requeued`, ids);
   } else {
     sql.exec("UPDATE tasks SET state = 'FAILED' WHERE seq = ?", row.task_seq);
-    emit(sql, now, row.job_id, "TASK_EXHAUSTED", `task ${row.task_id} exhausted ${row.max_attempts} attempts`, ids);
+    const why =
+      lost && losses >= row.max_worker_losses
+        ? `was lost to ${losses} workers`
+        : `exhausted ${row.max_attempts} attempts`;
+    emit(sql, now, row.job_id, "TASK_EXHAUSTED", `task ${row.task_id} ${why}`, ids);
     settleJob(sql, now, row.job_id);
   }
-}
-
-/**
- * The claim's one statement: the earliest PENDING task of every requirement
- * class with pending tasks (optionally of one job, the statement's one
- * parameter), earliest first. Only classes whose counter says they have
- * pending tasks are read (the classes_pending index): history costs nothing.
- */
-export function claimHeadsSql(forOneJob: boolean): string {
-  const jobFilter = forOneJob ? "AND t.job_id = ?" : "";
-  return `WITH heads AS MATERIALIZED (
-      SELECT c.requirement,
-             (SELECT t.seq FROM tasks t WHERE t.state = 'PENDING' AND t.class_id = c.class_id ${jobFilter}
-              ORDER BY t.seq LIMIT 1) AS head
-      FROM classes c WHERE c.pending > 0)
-    SELECT requirement, head FROM heads WHERE head IS NOT NULL ORDER BY head`;
 }
 
 /** The earliest live deadline: where the alarm must be. */
@@ -264,7 +270,8 @@ export function findLease(sql: SqlStorage, leaseId: string): Joined | undefined 
   return sql
     .exec<Joined>(
       `SELECT l.*, t.job_id, t.task_id, t.class_id, t.payload, t.commit_key, t.max_attempts, t.lease_seconds,
-              t.output_json, t.state, t.attempts_used, t.accepted_object, t.lease_id AS current_lease_id
+              t.output_json, t.state, t.attempts_used, t.accepted_object, t.worker_losses, t.max_worker_losses,
+              t.lease_id AS current_lease_id
        FROM leases l JOIN tasks t ON t.seq = l.task_seq
        WHERE l.lease_id = ? AND NOT EXISTS (SELECT 1 FROM archived_jobs a WHERE a.job_id = t.job_id)`,
       leaseId,

@@ -17,5 +17,6 @@ export function metricsSample(sql: SqlStorage, now: number): MetricsSample {
     leasesLive: count("SELECT COUNT(*) AS n FROM leases WHERE status = 'live'"),
     nodesRegistered: count("SELECT COUNT(*) AS n FROM nodes"),
     nodesOnline: count("SELECT COUNT(*) AS n FROM nodes WHERE live_until_ms > ?", now),
+    nodesHeldBack: count("SELECT COUNT(*) AS n FROM nodes WHERE held_until_ms > ?", now),
   };
 }

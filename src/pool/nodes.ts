@@ -5,6 +5,7 @@
 import { type NodeHeartbeat, type NodeRegistration, registrationFits } from "../protocol/nodes";
 import { fillPage } from "../protocol/paging";
 import { claimView, type NodeView } from "../rules/placement";
+import { iso } from "./events";
 
 /**
  * A node is online for this long after any request it makes (SPEC §5), and
@@ -20,6 +21,8 @@ type NodeRow = {
   last_heartbeat_ms: number; // the node's last request of any kind
   live_until_ms: number; // online while now < this
   accepted_tasks: number;
+  consecutive_failures: number; // failed attempts since its last accepted commit
+  held_until_ms: number; // held back from claiming while now < this (SPEC §13)
 };
 
 /** Replaces the registration; the accepted-task count survives re-registering. */
@@ -105,6 +108,8 @@ export function listNodes(sql: SqlStorage, now: number, after: string | null, li
       online: row.live_until_ms > now,
       last_heartbeat_age_s: Math.round(age / 100) / 10,
       accepted_tasks: row.accepted_tasks,
+      consecutive_failures: row.consecutive_failures,
+      held_until: row.held_until_ms > now ? iso(row.held_until_ms) : null,
     };
   });
   const more =

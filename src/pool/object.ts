@@ -12,6 +12,7 @@ import type { NodeHeartbeat, NodeRegistration } from "../protocol/nodes";
 import type { TaskSpec } from "../protocol/tasks";
 import { mayDrive } from "../rules/leases";
 import { jobRetentionMs } from "../rules/retention";
+import { tenantWeights } from "../rules/scheduling";
 import { ARCHIVE_BATCH_TASKS, archiveObjects, finishArchive, nextArchive, startArchive } from "./archive";
 import { bind, checkWrite, findArtifact, listJobArtifacts, type StoredObject, type Writer } from "./artifacts";
 import { commitManifest, latest, lostWork, markRestoreVerified, quarantine, registerPart } from "./checkpoints";
@@ -24,16 +25,28 @@ import {
   cancelJob,
   findJob,
   insertJob,
+  type JobPlace,
   jobEvents,
   jobRecord,
   jobTasks,
   listJobs,
   poolTaskCounts,
 } from "./jobs";
-import { type ClaimResult, claim, commit, earliestDeadline, failAttempt, findLease, renew, sweep } from "./leases";
+import {
+  type ClaimResult,
+  claim,
+  commit,
+  earliestDeadline,
+  failAttempt,
+  findLease,
+  renew,
+  sweep,
+  type TenantWeights,
+} from "./leases";
 import { logEvent, logLine } from "./log";
 import { metricsSample } from "./metrics";
 import { heartbeatNode, listNodes, registerNode } from "./nodes";
+import { releaseNode } from "./scheduling";
 import { migrate } from "./schema";
 
 /** How long archiving waits after R2 refused an archive write. */
@@ -41,6 +54,11 @@ const ARCHIVE_RETRY_MS = 60 * 1000;
 
 /** Outputs that must parse as JSON are small; larger ones fail validation unread. */
 export const MAX_JSON_OUTPUT_BYTES = 1024 * 1024;
+
+/** Claims that may yet get a lease by waiting: nothing to take yet, or a node held back for now. */
+function worthWaiting(result: ClaimResult & { ok: false }): boolean {
+  return result.reason === "nothing" || result.reason === "held";
+}
 
 /** A claim waiting for work (long-poll): not state, a connection held open. */
 type HeldClaim = {
@@ -83,6 +101,11 @@ export class PoolObject extends DurableObject<Env> {
     return this.ctx.storage.transactionSync(() => heartbeatNode(this.sql, now, nodeId, heartbeat));
   }
 
+  /** Lets a held-back node claim again (SPEC §13); its waiting claim tries at once. False: unknown node. */
+  releaseNode(nodeId: string) {
+    return this.change(() => releaseNode(this.sql, nodeId), { wakesClaims: true });
+  }
+
   /** One page of GET /nodes, after the node `after` (null: the first page). */
   listNodes(after: string | null, limit: number) {
     return listNodes(this.sql, Date.now(), after, limit, LIST_PAGE_MAX_BYTES);
@@ -103,8 +126,8 @@ export class PoolObject extends DurableObject<Env> {
     // timed out): answer that one now, so no lease goes to a closed connection.
     const earlier = this.held.find((held) => held.nodeId === nodeId);
     if (earlier) this.release(earlier, { ok: false, reason: "nothing" });
-    const result = await this.change((now) => claim(this.sql, now, nodeId, jobId));
-    if (result.ok || result.reason !== "nothing" || waitMs <= 0) return result;
+    const result = await this.change((now) => claim(this.sql, now, nodeId, jobId, this.weights()));
+    if (result.ok || !worthWaiting(result) || waitMs <= 0) return result;
     return new Promise((resolve) => {
       const held: HeldClaim = {
         nodeId,
@@ -166,11 +189,12 @@ export class PoolObject extends DurableObject<Env> {
    * nothing. A job id the pool already knows is refused, writing nothing:
    * the caller mints another (SPEC §12: an id collision is retried).
    */
-  submitJob(jobId: string, spec: JobSpec, tasks: TaskSpec[], pool: string) {
+  submitJob(jobId: string, spec: JobSpec, tasks: TaskSpec[], pool: string, place: JobPlace) {
     return this.change((now) => {
       // The archive lives under the pool's name as the Worker routes it.
       this.sql.exec("INSERT INTO pool_name (name) SELECT ? WHERE NOT EXISTS (SELECT 1 FROM pool_name)", pool);
-      if (!insertJob(this.sql, now, jobId, spec, tasks)) return { ok: false as const, reason: "job_id_taken" as const };
+      if (!insertJob(this.sql, now, jobId, spec, tasks, place))
+        return { ok: false as const, reason: "job_id_taken" as const };
       return { ok: true as const, job: jobRecord(this.sql, findJob(this.sql, jobId)!, pool) };
     });
   }
@@ -203,7 +227,7 @@ export class PoolObject extends DurableObject<Env> {
         cancelJob(this.sql, now, jobId)
           ? jobRecord(this.sql, findJob(this.sql, jobId)!, pool)
           : this.archivedOrNull(jobId),
-      { closesJobs: true },
+      { wakesClaims: true },
     );
   }
 
@@ -355,14 +379,14 @@ export class PoolObject extends DurableObject<Env> {
    * logs every ledger event it appended (SPEC §11: one JSON line per state
    * change), and keeps the alarm at the earliest live deadline. Every
    * mutating method goes through here, so none can forget the alarm. When
-   * the change queued work or closed a job (`closesJobs` for changes that
+   * the change queued work or closed a job (`wakesClaims` for changes that
    * record no event), held claims get their turn before anyone else.
    */
-  private async change<T>(fn: (now: number) => T, options: { closesJobs?: boolean } = {}): Promise<T> {
+  private async change<T>(fn: (now: number) => T, options: { wakesClaims?: boolean } = {}): Promise<T> {
     const before = this.logging() || this.held.length > 0 ? this.lastEventSeq() : null;
     const now = Date.now();
     const result = this.ctx.storage.transactionSync(() => fn(now));
-    const wake = this.held.length > 0 && (options.closesJobs || (before !== null && this.workAppeared(before)));
+    const wake = this.held.length > 0 && (options.wakesClaims || (before !== null && this.workAppeared(before)));
     const woken = wake ? this.claimForHeld() : [];
     if (before !== null && this.logging()) {
       // A job's TASK_CREATED events are summarised by its JOB_ACCEPTED line (it
@@ -406,8 +430,8 @@ export class PoolObject extends DurableObject<Env> {
       for (const held of this.held) {
         // With nothing pending only a claim for one job can change: its job may have closed.
         if (!pending && held.jobId === null) continue;
-        const result = claim(this.sql, now, held.nodeId, held.jobId);
-        if (result.ok || result.reason !== "nothing") out.push([held, result]);
+        const result = claim(this.sql, now, held.nodeId, held.jobId, this.weights());
+        if (result.ok || !worthWaiting(result)) out.push([held, result]);
         if (result.ok) pending = this.pendingLeft();
       }
       return out;
@@ -429,6 +453,12 @@ export class PoolObject extends DurableObject<Env> {
     if (i < 0) return;
     this.held.splice(i, 1);
     held.resolve(result);
+  }
+
+  /** Tenant weights (SPEC §13); the Worker refuses to serve when the setting is unreadable. */
+  private weights(): TenantWeights {
+    const weights = tenantWeights(this.env.FLASHML_TENANT_WEIGHTS);
+    return typeof weights === "string" ? new Map() : weights;
   }
 
   private lastEventSeq(): number {

@@ -241,6 +241,106 @@ export const MIGRATIONS: readonly string[] = [
   -- The pool's name, as the Worker routes it: the archive lives under it.
   CREATE TABLE pool_name (name TEXT NOT NULL);
   `,
+  // 9: the scheduling policy (SPEC §13). Each job's queue carries its
+  // priority, tenant and pass (claims granted to it, the stride scheduler's
+  // clock); a tenant's share at a priority carries the tenant's pass. Pending
+  // counts per job and per (job, class) are kept by triggers like step 5's;
+  // a job whose count leaves 0 catches its pass up to its tenant's other
+  // active jobs, and its tenant's share (a row only while it has active
+  // jobs) starts at the lowest pass at its priority, so nothing idle banks
+  // turns. Jobs queued before this step keep priority 0 and tenant
+  // 'default'. Backfilled from the pending tasks (the partial index) and the
+  // live leases only, never from history; a task's insert creates its rows.
+  `
+  CREATE TABLE job_queues (
+    job_id TEXT PRIMARY KEY,
+    priority INTEGER NOT NULL DEFAULT 0,
+    tenant TEXT NOT NULL DEFAULT 'default',
+    pass REAL NOT NULL DEFAULT 0,         -- claims granted to the job (its turns within its tenant)
+    turn INTEGER NOT NULL DEFAULT 0,      -- when it last got one: at equal pass, the longest waiting goes first
+    pending INTEGER NOT NULL DEFAULT 0,
+    worker_losses INTEGER NOT NULL DEFAULT 0
+  );
+  CREATE INDEX job_queues_next ON job_queues (priority, tenant, pass, turn) WHERE pending > 0;
+  CREATE TABLE queue_classes (
+    job_id TEXT NOT NULL, class_id INTEGER NOT NULL, pending INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (job_id, class_id)
+  ) WITHOUT ROWID;
+  CREATE INDEX queue_classes_pending ON queue_classes (class_id, job_id) WHERE pending > 0;
+  CREATE TABLE tenant_shares (
+    priority INTEGER NOT NULL,
+    tenant TEXT NOT NULL,
+    pass REAL NOT NULL DEFAULT 0,         -- claims granted, each 1/weight
+    turn INTEGER NOT NULL DEFAULT 0,
+    active INTEGER NOT NULL DEFAULT 0,    -- its jobs at this priority with pending tasks
+    PRIMARY KEY (priority, tenant)
+  );
+  CREATE INDEX tenant_shares_next ON tenant_shares (priority, pass, turn, tenant);
+
+  -- Who failed which task (fail, rejected output, expiry): its retry goes elsewhere.
+  CREATE TABLE task_failures (
+    task_seq INTEGER NOT NULL, node_id TEXT NOT NULL, PRIMARY KEY (task_seq, node_id)
+  ) WITHOUT ROWID;
+  ALTER TABLE tasks ADD COLUMN worker_losses INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE tasks ADD COLUMN max_worker_losses INTEGER NOT NULL DEFAULT 0; -- 0: an expiry uses an attempt
+  ALTER TABLE nodes ADD COLUMN consecutive_failures INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE nodes ADD COLUMN held_until_ms INTEGER NOT NULL DEFAULT 0;
+
+  INSERT INTO job_queues (job_id, pending) SELECT job_id, COUNT(*) FROM tasks WHERE state = 'PENDING' GROUP BY job_id;
+  INSERT INTO queue_classes (job_id, class_id, pending)
+    SELECT job_id, class_id, COUNT(*) FROM tasks WHERE state = 'PENDING' GROUP BY job_id, class_id;
+  -- Leased tasks may come back: their queues exist too (found through the live leases).
+  INSERT OR IGNORE INTO job_queues (job_id)
+    SELECT t.job_id FROM leases l JOIN tasks t ON t.seq = l.task_seq WHERE l.status = 'live';
+  INSERT OR IGNORE INTO queue_classes (job_id, class_id)
+    SELECT t.job_id, t.class_id FROM leases l JOIN tasks t ON t.seq = l.task_seq WHERE l.status = 'live';
+  INSERT INTO tenant_shares (priority, tenant, active)
+    SELECT 0, 'default', COUNT(*) FROM job_queues HAVING COUNT(*) > 0;
+
+  CREATE TRIGGER tasks_queue_insert AFTER INSERT ON tasks WHEN NEW.state = 'PENDING' BEGIN
+    INSERT INTO queue_classes (job_id, class_id, pending) VALUES (NEW.job_id, NEW.class_id, 1)
+      ON CONFLICT (job_id, class_id) DO UPDATE SET pending = pending + 1;
+    INSERT INTO job_queues (job_id, pending) VALUES (NEW.job_id, 1)
+      ON CONFLICT (job_id) DO UPDATE SET pending = pending + 1;
+  END;
+  -- A task's rows exist from its insert (or the backfill above): plain updates, the cheapest form.
+  CREATE TRIGGER tasks_queue_state AFTER UPDATE OF state ON tasks
+    WHEN (OLD.state = 'PENDING') <> (NEW.state = 'PENDING') BEGIN
+    UPDATE queue_classes SET pending = pending + IIF(NEW.state = 'PENDING', 1, -1)
+      WHERE job_id = NEW.job_id AND class_id = NEW.class_id;
+    UPDATE job_queues SET pending = pending + IIF(NEW.state = 'PENDING', 1, -1) WHERE job_id = NEW.job_id;
+  END;
+  CREATE TRIGGER tasks_queue_delete AFTER DELETE ON tasks WHEN OLD.state = 'PENDING' BEGIN
+    UPDATE queue_classes SET pending = pending - 1 WHERE job_id = OLD.job_id AND class_id = OLD.class_id;
+    UPDATE job_queues SET pending = pending - 1 WHERE job_id = OLD.job_id;
+  END;
+
+  CREATE TRIGGER job_queues_activate_insert AFTER INSERT ON job_queues WHEN NEW.pending > 0 BEGIN
+    INSERT INTO tenant_shares (priority, tenant, pass, active)
+      VALUES (NEW.priority, NEW.tenant,
+              COALESCE((SELECT MIN(s.pass) FROM tenant_shares s WHERE s.priority = NEW.priority), 0), 1)
+      ON CONFLICT (priority, tenant) DO UPDATE SET active = active + 1;
+  END;
+  CREATE TRIGGER job_queues_activate AFTER UPDATE OF pending ON job_queues
+    WHEN OLD.pending <= 0 AND NEW.pending > 0 BEGIN
+    UPDATE job_queues SET pass = MAX(pass, COALESCE((SELECT MIN(q.pass) FROM job_queues q
+        WHERE q.priority = NEW.priority AND q.tenant = NEW.tenant AND q.pending > 0 AND q.job_id <> NEW.job_id), 0))
+      WHERE job_id = NEW.job_id;
+    INSERT INTO tenant_shares (priority, tenant, pass, active)
+      VALUES (NEW.priority, NEW.tenant,
+              COALESCE((SELECT MIN(s.pass) FROM tenant_shares s WHERE s.priority = NEW.priority), 0), 1)
+      ON CONFLICT (priority, tenant) DO UPDATE SET active = active + 1;
+  END;
+  CREATE TRIGGER job_queues_deactivate AFTER UPDATE OF pending ON job_queues
+    WHEN OLD.pending > 0 AND NEW.pending <= 0 BEGIN
+    UPDATE tenant_shares SET active = active - 1 WHERE priority = NEW.priority AND tenant = NEW.tenant;
+    DELETE FROM tenant_shares WHERE priority = NEW.priority AND tenant = NEW.tenant AND active <= 0;
+  END;
+  CREATE TRIGGER job_queues_delete AFTER DELETE ON job_queues WHEN OLD.pending > 0 BEGIN
+    UPDATE tenant_shares SET active = active - 1 WHERE priority = OLD.priority AND tenant = OLD.tenant;
+    DELETE FROM tenant_shares WHERE priority = OLD.priority AND tenant = OLD.tenant AND active <= 0;
+  END;
+  `,
 ];
 
 /** Applies every migration newer than the recorded version, in order. */

@@ -19,6 +19,8 @@ export type TaskRow = {
   attempts_used: number;
   lease_id: string | null;
   accepted_object: string | null;
+  worker_losses: number;
+  max_worker_losses: number;
 };
 
 export type AddTasksResult = { ok: true; added: number } | { ok: false; reason: "duplicate"; duplicates: string[] };
@@ -51,8 +53,9 @@ export function addTasks(
       classIds.set(key, classId);
     }
     sql.exec(
-      `INSERT INTO tasks (job_id, task_id, class_id, payload, commit_key, max_attempts, lease_seconds, output_json)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO tasks (job_id, task_id, class_id, payload, commit_key, max_attempts, lease_seconds, output_json,
+                          max_worker_losses)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       t.job_id,
       t.task_id,
       classId,
@@ -61,6 +64,7 @@ export function addTasks(
       t.max_attempts,
       t.lease_seconds,
       options.outputJson ? 1 : 0,
+      t.max_worker_losses,
     );
     emit(sql, now, t.job_id, "TASK_CREATED", `task ${t.task_id} created`, { task_id: t.task_id });
   }

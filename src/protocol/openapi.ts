@@ -36,7 +36,7 @@ import {
   NodeRegistrationSchema,
   NodeStatusSchema,
 } from "./nodes";
-import { int, SCHEMA_VERSION } from "./primitives";
+import { IsoDateTimeSchema, int, SCHEMA_VERSION } from "./primitives";
 import {
   ClaimRequestSchema,
   CompleteRequestSchema,
@@ -107,6 +107,8 @@ const WIRE = {
     online: z.boolean(),
     last_heartbeat_age_s: z.number().min(0),
     accepted_tasks: int().min(0),
+    consecutive_failures: int().min(0),
+    held_until: IsoDateTimeSchema.nullable(),
   }),
   TaskState: TaskStateSchema,
   TaskCounts: TaskCountsSchema,
@@ -191,6 +193,11 @@ const HAND = {
   InternalError: object({ detail: string, request_id: string }),
   StatusOk: object({ status: constant("ok") }),
   NodeRegistered: object({ node_id: string, status: constant("registered") }),
+  NodeReleased: object({
+    node_id: string,
+    consecutive_failures: { type: "integer", const: 0 },
+    held_until: { type: "null" },
+  }),
   CommitOutcome: object({ accepted: bool, detail: string }, ["detail"]),
   AttemptFailed: object({ status: constant("requeued-or-exhausted") }),
   TaskRow: object({
@@ -220,6 +227,19 @@ const HAND = {
     nodes: list(own("NodePlacement")),
     unplaceable: bool,
     summary: string,
+    queue: nullable(
+      object({
+        priority: { type: "integer" },
+        tenant: string,
+        higher_priority: count,
+        earlier_in_job: count,
+        other_tenants: count,
+        other_jobs: count,
+        failed_on: list(string),
+        eligible_held_back: count,
+      }),
+    ),
+    waiting: nullable(string),
   }),
   DashboardSummary: object({
     pool: string,
@@ -227,7 +247,7 @@ const HAND = {
     limit: count,
     online_window_s: { type: "number" },
     counts: object({
-      nodes: object({ total: count, online: count, offline: count, not_accepting: count }),
+      nodes: object({ total: count, online: count, offline: count, not_accepting: count, held_back: count }),
       tasks: { allOf: [served("TaskCounts"), object({ total: count })] },
       jobs: { type: "object", propertyNames: served("JobState"), additionalProperties: count },
       leases_live: count,
@@ -256,6 +276,8 @@ const HAND = {
         unsandboxed_argv_capable: bool,
         accepted_tasks: count,
         live_leases: count,
+        consecutive_failures: count,
+        held_until: nullable(dateTime),
       }),
     ),
     jobs: page(
@@ -269,6 +291,9 @@ const HAND = {
         task_counts: served("TaskCounts"),
         total_tasks: count,
         labels: { type: "object", additionalProperties: string },
+        priority: { type: "integer" },
+        tenant: string,
+        worker_losses: count,
         stuck: nullable(own("StuckTasks")),
       }),
     ),
@@ -451,6 +476,16 @@ const ROUTES: Route[] = [
       404: "Unknown node: register first.",
       413: `The \`pools\` would make the node's stored registration larger than ${MAX_REGISTRATION_BYTES} bytes; nothing is recorded.`,
     },
+  },
+  {
+    method: "post",
+    path: "/nodes/{node_id}/release",
+    id: "releaseNode",
+    tag: "nodes",
+    summary: "Let a held-back node claim again before its back-off ends",
+    description: `A node whose last attempts all failed is held back from claiming (SPEC §13); this clears its run of failures. ${OPERATOR_ONLY}`,
+    ok: { 200: jsonBody(own("NodeReleased"), "Released: the node's next claim is served.") },
+    refusals: { 403: NOT_AN_OPERATOR, 404: "Unknown node." },
   },
   {
     method: "get",

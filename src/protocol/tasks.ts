@@ -42,6 +42,9 @@ export const TaskSpecSchema = z.object({
   commit_key: z.string(),
   max_attempts: int().min(1).default(3),
   lease_seconds: z.number().min(MIN_LEASE_SECONDS).default(60),
+  // Workers the task may be lost to (lease expiries) before it fails, apart
+  // from max_attempts; 0: an expiry uses an attempt (SPEC §13).
+  max_worker_losses: int().min(0).default(0),
 });
 export type TaskSpec = z.infer<typeof TaskSpecSchema>;
 

@@ -55,7 +55,7 @@ export function expandJob(spec: JobSpec, jobId: string, options: ExpandOptions):
   else if (drafted.tasks.length > MAX_TASKS_PER_JOB) problems.push(tooManyTasks(drafted.tasks.length));
   if (problems.length > 0 || !drafted.ok || !lease.ok) return refuse(problems);
 
-  const stamped = stampTasks(spec, jobId, drafted.tasks, lease.seconds);
+  const stamped = stampTasks(spec, jobId, drafted.tasks, lease.seconds, options.maxWorkerLosses);
   return stamped.ok ? stamped : refuse(stamped.problems);
 }
 

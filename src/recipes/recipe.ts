@@ -14,6 +14,8 @@ export const MAX_TASKS_PER_JOB = 10_000;
 export interface ExpandOptions {
   /** The coordinator's FLASHML_ALLOW_UNSANDBOXED_ARGV=1 opt-in, never the submitter's. */
   readonly allowUnsandboxedArgv: boolean;
+  /** The coordinator's FLASHML_MAX_WORKER_LOSSES (SPEC §13); DEFAULT_MAX_WORKER_LOSSES when absent. */
+  readonly maxWorkerLosses?: number;
 }
 
 /** One task as a recipe produces it, before the shared stamp. */

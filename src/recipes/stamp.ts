@@ -1,8 +1,8 @@
 // The fields every task of every recipe carries, stamped in this one place
-// (SPEC §6): output_prefix, task_id, image, isolation, pool, commit_key,
-// max_attempts, lease_seconds. A recipe that could stamp these itself could
-// also forget one — and a forgotten `isolation` or `pool` does not fail, it
-// lets a task lease anywhere.
+// (SPEC §6, §13): output_prefix, task_id, image, isolation, pool,
+// commit_key, max_attempts, lease_seconds, max_worker_losses. A recipe that
+// could stamp these itself could also forget one — and a forgotten
+// `isolation` or `pool` does not fail, it lets a task lease anywhere.
 //
 // Each payload leaves here as a fresh JSON copy: nothing in it aliases the
 // spec or another task, and its size is known before the pool stores it.
@@ -10,6 +10,7 @@
 import type { JobSpec } from "../protocol/jobs";
 import { MIN_LEASE_SECONDS } from "../protocol/limits";
 import { clampLeaseSeconds, type TaskSpec } from "../protocol/tasks";
+import { DEFAULT_MAX_WORKER_LOSSES } from "../rules/scheduling";
 import { describe, given, type Parameters } from "./parameters";
 import type { TaskDraft } from "./recipe";
 
@@ -50,8 +51,16 @@ export function teamPool(spec: JobSpec): string | undefined {
 export type Stamped = { ok: true; tasks: TaskSpec[] } | { ok: false; problems: string[] };
 
 /** Turn drafts into TaskSpecs carrying the shared fields; refuse oversized payloads. */
-export function stampTasks(spec: JobSpec, jobId: string, drafts: readonly TaskDraft[], leaseSeconds: number): Stamped {
+export function stampTasks(
+  spec: JobSpec,
+  jobId: string,
+  drafts: readonly TaskDraft[],
+  leaseSeconds: number,
+  maxWorkerLosses = DEFAULT_MAX_WORKER_LOSSES,
+): Stamped {
   const { image, isolation, retryPolicy } = spec.spec;
+  // SPEC §13: with retryWorkerLoss an expiry is a worker loss, counted apart from attempts.
+  const workerLosses = retryPolicy.retryWorkerLoss ? maxWorkerLosses : 0;
   const pool = teamPool(spec);
   // Every recipe, not only `command` as SPEC §6 lists it: a GPU requirement
   // that a module job drops fails OPEN (the gate sees none and places the
@@ -98,6 +107,7 @@ export function stampTasks(spec: JobSpec, jobId: string, drafts: readonly TaskDr
       commit_key: `jobs/${jobId}/${taskId}/metrics.json`,
       max_attempts: retryPolicy.maxTaskAttempts,
       lease_seconds: leaseSeconds,
+      max_worker_losses: workerLosses,
     });
   }
   return problems.length > 0 ? { ok: false, problems } : { ok: true, tasks };

@@ -19,6 +19,7 @@ export type AppEnv = {
     caller: Caller;
     poolLocations: readonly PoolLocationRule[];
     claimWaitMs: number;
+    maxWorkerLosses: number;
   };
 };
 export type AppContext = Context<AppEnv>;

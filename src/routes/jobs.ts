@@ -8,6 +8,7 @@ import { JobSpecSchema } from "../protocol/jobs";
 import { EVENTS_PAGE_DEFAULT, EVENTS_PAGE_MAX, EVENTS_STREAM_PAGE } from "../protocol/limits";
 import { decodeJobCursor, encodeJobCursor } from "../protocol/paging";
 import { expandJob } from "../recipes";
+import { jobPriority, jobTenant } from "../rules/scheduling";
 import { archiveOf, type JobArchive } from "./archive";
 import { type AppContext, type AppEnv, pagedList, queryInt, readJson } from "./context";
 import { requireOperator } from "./identity";
@@ -36,13 +37,25 @@ export const jobs = new Hono<AppEnv>()
         422,
       );
     }
+    const caller = c.var.caller;
+    const priority = jobPriority(spec.metadata.labels);
+    const tenant = jobTenant(spec.metadata.labels, caller.kind === "operator" ? caller.name : null);
+    if (!priority.ok || !tenant.ok) {
+      const problems = [priority, tenant].flatMap((r) => (r.ok ? [] : [r.problem]));
+      return c.json({ detail: `job cannot be scheduled: ${problems.join("; ")}` }, 422);
+    }
+    const place = { priority: priority.value, tenant: tenant.value };
+    const options = {
+      allowUnsandboxedArgv: c.env.FLASHML_ALLOW_UNSANDBOXED_ARGV === "1",
+      maxWorkerLosses: c.var.maxWorkerLosses,
+    };
     // A job id the pool already has is refused by the object; mint another
     // (SPEC §12). Its tasks carry the id, so each try expands the spec anew.
     for (let attempt = 0; attempt < JOB_ID_ATTEMPTS; attempt++) {
       const jobId = randomHex12(); // SPEC §3.3: 12 lowercase hex
-      const expansion = expandJob(spec, jobId, { allowUnsandboxedArgv: c.env.FLASHML_ALLOW_UNSANDBOXED_ARGV === "1" });
+      const expansion = expandJob(spec, jobId, options);
       if (!expansion.ok) return c.json({ detail: `job cannot be expanded: ${expansion.problems.join("; ")}` }, 422);
-      const submitted = await c.var.stub.submitJob(jobId, spec, expansion.tasks, c.var.pool);
+      const submitted = await c.var.stub.submitJob(jobId, spec, expansion.tasks, c.var.pool, place);
       if (submitted.ok) return c.json(submitted.job, 201);
     }
     return c.json(

@@ -1,4 +1,4 @@
-// Node registry routes (SPEC §3.1, §5): register, heartbeat, list.
+// Node registry routes (SPEC §3.1, §5, §13): register, heartbeat, list, release.
 
 import { Hono } from "hono";
 import { MAX_REGISTRATION_BYTES } from "../protocol/limits";
@@ -10,7 +10,7 @@ import {
 } from "../protocol/nodes";
 import { decodeNodeCursor, encodeNodeCursor } from "../protocol/paging";
 import { type AppEnv, pagedList, readJson } from "./context";
-import { actingNode } from "./identity";
+import { actingNode, requireOperator } from "./identity";
 
 export const nodes = new Hono<AppEnv>()
   .post("/register", async (c) => {
@@ -45,6 +45,14 @@ export const nodes = new Hono<AppEnv>()
       return c.json({ detail: `these pools would make the registration too large: ${REGISTRATION_TOO_LARGE}` }, 413);
     }
     return c.json({ detail: `unknown node ${nodeId} — register first` }, 404);
+  })
+  .post("/:node_id/release", async (c) => {
+    // SPEC §13: an operator lets a held-back node claim again before its back-off ends.
+    const refused = requireOperator(c);
+    if (refused) return refused;
+    const nodeId = c.req.param("node_id");
+    if (!(await c.var.stub.releaseNode(nodeId))) return c.json({ detail: `unknown node ${nodeId}` }, 404);
+    return c.json({ node_id: nodeId, consecutive_failures: 0, held_until: null });
   })
   .get("/", (c) =>
     pagedList(c, { decode: decodeNodeCursor, encode: encodeNodeCursor }, (after, limit) =>

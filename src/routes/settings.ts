@@ -1,6 +1,7 @@
 // The coordinator's settings, checked before anything is served. A setting
 // that cannot be read (tokens, SPEC §9; pool locations, SPEC §2; the claim
-// hold, SPEC §5) refuses every request, /healthz included, with a 503 naming
+// hold, SPEC §5; retention, SPEC §12; tenant weights and worker losses,
+// SPEC §13) refuses every request, /healthz included, with a 503 naming
 // the problem and never a token: a coordinator that would serve the wrong
 // pools, or serve them open, must not look healthy.
 
@@ -10,6 +11,7 @@ import { authConfig } from "../rules/auth";
 import { claimWaitMs } from "../rules/long-poll";
 import { type PoolLocationRule, parsePoolLocations, poolLocation } from "../rules/pool-location";
 import { jobRetentionMs } from "../rules/retention";
+import { maxWorkerLosses, tenantWeights } from "../rules/scheduling";
 import type { AppEnv } from "./context";
 
 export const refuseMisconfigured: MiddlewareHandler<AppEnv> = async (c, next) => {
@@ -21,7 +23,12 @@ export const refuseMisconfigured: MiddlewareHandler<AppEnv> = async (c, next) =>
   if (typeof claimWait === "string") return c.json({ detail: `coordinator refuses to serve: ${claimWait}` }, 503);
   const retention = jobRetentionMs(c.env.FLASHML_JOB_RETENTION_SECONDS);
   if (typeof retention === "string") return c.json({ detail: `coordinator refuses to serve: ${retention}` }, 503);
+  const weights = tenantWeights(c.env.FLASHML_TENANT_WEIGHTS);
+  if (typeof weights === "string") return c.json({ detail: `coordinator refuses to serve: ${weights}` }, 503);
+  const workerLosses = maxWorkerLosses(c.env.FLASHML_MAX_WORKER_LOSSES);
+  if (typeof workerLosses === "string") return c.json({ detail: `coordinator refuses to serve: ${workerLosses}` }, 503);
   c.set("poolLocations", locations);
+  c.set("maxWorkerLosses", workerLosses);
   c.set("claimWaitMs", claimWait);
   await next();
 };

@@ -118,3 +118,45 @@ export function taskSideReason(gate: GateName, reason: string): string {
   }
   return text;
 }
+
+/** Where a pending task stands in the claim order (SPEC §13), as the pool counts it. */
+export type QueuePosition = {
+  priority: number;
+  tenant: string;
+  /** Pending tasks of jobs at a higher priority. */
+  higher_priority: number;
+  /** Pending tasks queued before it in its own job. */
+  earlier_in_job: number;
+  /** Other tenants with pending work at its priority: they take turns. */
+  other_tenants: number;
+  /** Other jobs of its tenant with pending work at its priority: they take turns. */
+  other_jobs: number;
+  /** Nodes that failed it: its retry goes elsewhere while another node could take it. */
+  failed_on: string[];
+  /** Nodes the gate accepts that are held back after failing. */
+  eligible_held_back: number;
+};
+
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+/**
+ * What a pending task waits for, in claim order: higher-priority work, its
+ * tenant's and its job's turns, the tasks ahead of it in its job, and a node
+ * that has not failed it; "next in line" when nothing is ahead of it.
+ */
+export function waitingSummary(q: QueuePosition): string {
+  const parts: string[] = [];
+  if (q.higher_priority > 0)
+    parts.push(`${plural(q.higher_priority, "pending task")} of higher priority than ${q.priority}`);
+  if (q.other_tenants > 0) {
+    parts.push(`tenant ${q.tenant}'s turn (${q.other_tenants + 1} tenants take turns at priority ${q.priority})`);
+  }
+  if (q.other_jobs > 0) parts.push(`its job's turn (${q.other_jobs + 1} jobs of ${q.tenant} take turns)`);
+  if (q.earlier_in_job > 0) parts.push(`${plural(q.earlier_in_job, "earlier task")} of its own job`);
+  if (q.failed_on.length > 0) parts.push(`a node other than ${q.failed_on.join(", ")} (failed it)`);
+  let line = parts.length === 0 ? "next in line" : `waits for ${parts.join("; ")}`;
+  if (q.eligible_held_back > 0) {
+    line += `; ${plural(q.eligible_held_back, "eligible node is", "eligible nodes are")} held back after failing`;
+  }
+  return line;
+}

@@ -11,6 +11,7 @@ export interface MetricsSample {
   storageBytes: number; // the object's SQLite size
   nodesRegistered: number;
   nodesOnline: number;
+  nodesHeldBack: number; // held back from claiming after failing attempts in a row (SPEC §13)
   events: Record<string, number>; // by type, since the pool began
 }
 
@@ -48,6 +49,12 @@ export function renderMetrics(pool: string, s: MetricsSample): string {
       [`${p},online="true"`, s.nodesOnline],
       [`${p},online="false"`, s.nodesRegistered - s.nodesOnline],
     ],
+  );
+  metric(
+    "flashedge_nodes_held_back",
+    "gauge",
+    "Registered nodes held back from claiming because their last attempts all failed.",
+    [[p, s.nodesHeldBack]],
   );
   metric("flashedge_storage_bytes", "gauge", "Size of the pool object's SQLite storage.", [[p, s.storageBytes]]);
   metric("flashedge_storage_limit_bytes", "gauge", "The storage limit of one Durable Object.", [

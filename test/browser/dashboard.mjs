@@ -251,7 +251,14 @@ async function enforcedDashboard(browser, server) {
 async function openDashboard(browser, server) {
   const api = client(server.url, null);
   await api.register(null, { node_id: EVIL_NODE, hostname: "open.local" });
-  await api.submit(null, searchJob("open-job", 3));
+  const openJob = await api.submit(
+    null,
+    searchJob("open-job", 3, { labels: { "flashml.dev/priority": "5", "flashml.dev/tenant": "team-a" } }),
+  );
+  // A node whose last 5 attempts failed is held back (SPEC §13).
+  await api.register(null, { node_id: "flaky", hostname: "flaky.local" });
+  const flakyJob = await api.submit(null, searchJob("flaky-job", 5));
+  for (let i = 0; i < 5; i++) await api.fail(null, await api.claim(null, "flaky", flakyJob.job_id));
   const context = await browser.newContext();
   const page = await context.newPage();
   const errors = await watch(page);
@@ -260,6 +267,18 @@ async function openDashboard(browser, server) {
   await waitForText(page, "#nodes", EVIL_NODE);
   await waitForText(page, "#jobs", "open-job");
   assert.equal(await page.locator("#auth").isHidden(), true);
+
+  log("open mode: a job's priority and tenant, and a held-back node, are shown");
+  const openRow = page.locator(`#jobs tr[data-job="${openJob.job_id}"]`);
+  assert.deepEqual(
+    [await openRow.locator("td.priority").textContent(), await openRow.locator("td.tenant").textContent()],
+    ["5", "team-a"],
+  );
+  const flakyRow = page.locator('#nodes tr[data-node="flaky"]');
+  assert.match((await flakyRow.locator(".badge.held").textContent()) ?? "", /^held back until \d/);
+  assert.equal(await flakyRow.locator("td.failures").textContent(), "5");
+  assert.equal(await page.locator('#nodes tr[data-node="flaky"].flagged').count(), 1, "the held node's row is flagged");
+  await waitForText(page, "#nodes-sub", "1 held back");
   assert.equal(await page.locator("#pool-name").textContent(), "local");
   assert.deepEqual(
     await pageState(page),
@@ -414,12 +433,14 @@ function client(url, pool) {
         },
         ...extra,
       }),
-    /** @type {(token: string | null) => Promise<Lease>} */
-    claim: async (token) => {
-      const lease = await send(token, "POST", "/leases/claim", { node_id: "ignored-when-enforcing" });
+    /** @type {(token: string | null, nodeId?: string, jobId?: string) => Promise<Lease>} */
+    claim: async (token, nodeId = "ignored-when-enforcing", jobId) => {
+      const lease = await send(token, "POST", "/leases/claim", { node_id: nodeId, job_id: jobId });
       if (!lease) throw new Error("nothing to claim");
       return /** @type {Lease} */ (lease);
     },
+    /** @type {(token: string | null, lease: Lease) => Promise<unknown>} */
+    fail: (token, lease) => send(token, "POST", `/attempts/${lease.lease_id}/fail`, { reason: "it broke" }),
     /** @type {(token: string | null, lease: Lease) => Promise<void>} */
     complete: async (token, lease) => {
       const bytes = JSON.stringify({ accuracy: 0.9 });

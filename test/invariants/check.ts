@@ -6,6 +6,7 @@
 
 import { deriveJobState, type TaskCounts } from "../../src/rules/job-state";
 import { claimView, eligible } from "../../src/rules/placement";
+import { holdBackMs } from "../../src/rules/scheduling";
 
 type Row = Record<string, string | number | null | ArrayBuffer>;
 
@@ -17,8 +18,27 @@ export interface PoolSnapshot {
   events: Row[];
   /** The armed alarm, or undefined when the snapshot cannot see it. */
   alarm?: number | null;
-  /** The counter tables (SPEC §12), or undefined for a pool from before them. */
-  counters?: { job_task_counts: Row[]; task_counts: Row[]; job_counts: Row[]; classes: Row[] };
+  /**
+   * The counter tables (SPEC §12, §13), or undefined for a pool from before
+   * them; the scheduling ones are absent for a pool from before SPEC §13.
+   */
+  counters?: {
+    job_task_counts: Row[];
+    task_counts: Row[];
+    job_counts: Row[];
+    classes: Row[];
+    job_queues?: Row[];
+    queue_classes?: Row[];
+    tenant_shares?: Row[];
+  };
+  /**
+   * An operator released a held-back node (POST /nodes/{id}/release). That
+   * resets the node without an event, so the ledger no longer says when a
+   * node was held and the hold replay is skipped.
+   */
+  released?: boolean;
+  /** Jobs archived to R2: their events are gone, so the hold replay is skipped too. */
+  archived?: number;
 }
 
 /** Every invariant violation in the pool, as readable sentences. */
@@ -51,8 +71,20 @@ export function violations(s: PoolSnapshot): string[] {
       out.push(`${id}: COMPLETED with ${accepted.length} accepted commits`);
     }
     if (t.state !== "COMPLETED" && accepted.length > 0) out.push(`${id}: ${t.state} but has an accepted commit`);
-    if ((t.attempts_used as number) > (t.max_attempts as number))
-      out.push(`${id}: ${t.attempts_used} attempts > max ${t.max_attempts}`);
+    // SPEC §13: a lost worker does not use an attempt. Columns absent (a pool
+    // from before §13) read as 0: every expiry then used an attempt.
+    const losses = (t.worker_losses as number | undefined) ?? 0;
+    const maxLosses = (t.max_worker_losses as number | undefined) ?? 0;
+    const failures = (t.attempts_used as number) - losses;
+    if (failures > (t.max_attempts as number))
+      out.push(
+        `${id}: ${failures} attempts (${t.attempts_used} leases, ${losses} worker losses) > max ${t.max_attempts}`,
+      );
+    const expired = leases.filter((l) => l.status === "expired").length;
+    const expectedLosses = maxLosses > 0 ? expired : 0;
+    if (losses !== expectedLosses)
+      out.push(`${id}: ${losses} worker losses but ${expectedLosses} expired leases count as losses`);
+    if (maxLosses > 0 && losses > maxLosses) out.push(`${id}: ${losses} worker losses > max ${maxLosses}`);
     if (t.attempts_used !== leases.length)
       out.push(`${id}: attempts_used ${t.attempts_used} but ${leases.length} leases issued`);
     for (const l of leases) {
@@ -89,6 +121,14 @@ export function violations(s: PoolSnapshot): string[] {
   }
 
   if (s.counters) out.push(...counterViolations(s, s.counters));
+
+  for (const n of s.nodes) {
+    const held = (n.held_until_ms as number | undefined) ?? 0;
+    const run = (n.consecutive_failures as number | undefined) ?? 0;
+    if (held > 0 && holdBackMs(run) === 0)
+      out.push(`node ${n.node_id}: held until ${held} after only ${run} consecutive failures`);
+  }
+  if (!s.released && !s.archived) out.push(...replayHolds(s.events).violations);
 
   const liveDeadlines = s.leases.filter((l) => l.status === "live").map((l) => l.deadline_ms as number);
   if (s.alarm !== undefined && liveDeadlines.length > 0 && (s.alarm === null || s.alarm > Math.min(...liveDeadlines))) {
@@ -131,6 +171,59 @@ function counterViolations(s: PoolSnapshot, c: NonNullable<PoolSnapshot["counter
     (r) => `${r.state}`,
     tally(s.jobs, (j) => `${j.terminal_state ?? "RUNNING"}`),
   );
+  if (c.job_queues) {
+    const pending = tally(
+      s.tasks,
+      (t) => `${t.job_id}`,
+      (t) => t.state === "PENDING",
+    );
+    compare(
+      "pending tasks of job",
+      c.job_queues.map((r) => ({ ...r, n: r.pending ?? 0 })),
+      (r) => `${r.job_id}`,
+      pending,
+    );
+    const losses = new Map<string, number>();
+    for (const t of s.tasks) {
+      const key = `${t.job_id}`;
+      losses.set(key, (losses.get(key) ?? 0) + ((t.worker_losses as number | undefined) ?? 0));
+    }
+    compare(
+      "worker losses of job",
+      c.job_queues.map((r) => ({ ...r, n: r.worker_losses ?? 0 })),
+      (r) => `${r.job_id}`,
+      losses,
+    );
+    // A tenant's share at a priority is active while any of its jobs there has pending tasks.
+    if (c.tenant_shares) {
+      compare(
+        "active jobs of tenant at priority",
+        c.tenant_shares.map((r) => ({ ...r, n: r.active ?? 0 })),
+        (r) => `${r.priority}/${r.tenant}`,
+        tally(
+          c.job_queues,
+          (q) => `${q.priority}/${q.tenant}`,
+          (q) => (pending.get(`${q.job_id}`) ?? 0) > 0,
+        ),
+      );
+      for (const r of c.tenant_shares) {
+        if ((r.active as number) <= 0)
+          out.push(`tenant share ${r.priority}/${r.tenant}: a row with active ${r.active}`);
+      }
+    }
+  }
+  if (c.queue_classes) {
+    compare(
+      "pending tasks of job and class",
+      c.queue_classes.map((r) => ({ ...r, n: r.pending ?? 0 })),
+      (r) => `${r.job_id}/${r.class_id}`,
+      tally(
+        s.tasks,
+        (t) => `${t.job_id}/${t.class_id}`,
+        (t) => t.state === "PENDING",
+      ),
+    );
+  }
   compare(
     "pending tasks of class",
     c.classes.map((r) => ({ ...r, n: r.pending ?? 0 })),
@@ -167,4 +260,57 @@ function replay(events: Row[], jobCancelled: boolean): string {
   // A cancelled job's unfinished tasks are cancelled; v1alpha1 has no event for it.
   if (jobCancelled && (state === "PENDING" || state === "LEASED")) state = "CANCELLED";
   return state;
+}
+
+/** What the ledger says about held-back nodes (SPEC §13). */
+export interface HoldReplay {
+  /** Each node the ledger shows held back at least once, with how many failures started or extended a hold. */
+  held: Map<string, number>;
+  violations: string[];
+}
+
+/**
+ * Replays the nodes' runs of failures from the ledger, as the pool keeps
+ * them: each TASK_ATTEMPT_FAILED or LEASE_EXPIRED of a node adds one, a
+ * TASK_COMMIT_ACCEPTED from it ends the run, and a run long enough holds the
+ * node from that event's time for `holdBackMs`. A LEASE_CLAIMED by a node
+ * inside its hold is a violation. Valid only over a whole ledger with no
+ * release, and only for history written under SPEC §13.
+ */
+export function replayHolds(events: readonly Row[]): HoldReplay {
+  const run = new Map<string, number>();
+  const heldUntil = new Map<string, number>();
+  const held = new Map<string, number>();
+  const violations: string[] = [];
+  const ordered = [...events].sort((a, b) => (a.seq as number) - (b.seq as number));
+  for (const e of ordered) {
+    const nodeId = (JSON.parse(e.data as string) as { node_id?: string }).node_id;
+    if (nodeId === undefined) continue;
+    const ts = e.ts_ms as number;
+    switch (e.type) {
+      case "TASK_ATTEMPT_FAILED":
+      case "LEASE_EXPIRED": {
+        const n = (run.get(nodeId) ?? 0) + 1;
+        run.set(nodeId, n);
+        const hold = holdBackMs(n);
+        if (hold > 0) {
+          heldUntil.set(nodeId, ts + hold);
+          held.set(nodeId, (held.get(nodeId) ?? 0) + 1);
+        }
+        break;
+      }
+      case "TASK_COMMIT_ACCEPTED":
+        run.set(nodeId, 0);
+        heldUntil.set(nodeId, 0);
+        break;
+      case "LEASE_CLAIMED": {
+        const until = heldUntil.get(nodeId) ?? 0;
+        if (ts < until) {
+          violations.push(`event ${e.seq}: ${e.job_id} leased to a held-back node ${nodeId} (held until ${until})`);
+        }
+        break;
+      }
+    }
+  }
+  return { held, violations };
 }

@@ -8,6 +8,7 @@ describe("metrics text", () => {
     storageBytes: 123456,
     nodesRegistered: 4,
     nodesOnline: 3,
+    nodesHeldBack: 2,
     events: { LEASE_CLAIMED: 5, TASK_COMMIT_ACCEPTED: 2, TASK_COMMIT_REJECTED: 1, LEASE_EXPIRED: 2 },
   });
 
@@ -21,6 +22,7 @@ describe("metrics text", () => {
     'flashedge_commits_total{pool="team-a",result="rejected"} 1',
     'flashedge_nodes{pool="team-a",online="true"} 3',
     'flashedge_nodes{pool="team-a",online="false"} 1',
+    'flashedge_nodes_held_back{pool="team-a"} 2',
     'flashedge_events_total{pool="team-a",type="LEASE_CLAIMED"} 5',
     'flashedge_storage_bytes{pool="team-a"} 123456',
     'flashedge_storage_limit_bytes{pool="team-a"} 10000000000',
@@ -42,6 +44,7 @@ describe("metrics text", () => {
       storageBytes: 0,
       nodesRegistered: 0,
       nodesOnline: 0,
+      nodesHeldBack: 0,
       events: {},
     });
     expect(odd).toContain('pool="a\\"b\\\\c"');

@@ -295,13 +295,14 @@ describe("node heartbeat", () => {
 describe("tasks and leases", () => {
   const task = { task_id: "task-000", job_id: "0123456789ab", commit_key: "jobs/0123456789ab/task-000/metrics.json" };
 
-  it("defaults max_attempts to 3, lease_seconds to 60 and the payload to {}", () => {
+  it("defaults max_attempts to 3, lease_seconds to 60, worker losses to none and the payload to {}", () => {
     expect(parsed(TaskSpecSchema, task)).toEqual({
       schema_version: "v1alpha1",
       ...task,
       payload: {},
       max_attempts: 3,
       lease_seconds: 60,
+      max_worker_losses: 0,
     });
   });
 

@@ -46,6 +46,7 @@ describe("command expansion", () => {
       commit_key: `jobs/${JOB_ID}/task-001/metrics.json`,
       max_attempts: 5,
       lease_seconds: 90,
+      max_worker_losses: 10,
       payload: {
         argv: ["python", "train.py", "--lr", "0.01", "--epochs=5"],
         env: { RUN_NAME: "lr-0.01", MODE: "train" },

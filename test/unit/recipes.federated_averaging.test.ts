@@ -30,6 +30,7 @@ describe("federated_averaging expansion", () => {
       commit_key: `jobs/${JOB_ID}/shard-002/metrics.json`,
       max_attempts: 4,
       lease_seconds: 120,
+      max_worker_losses: 10,
       payload: {
         module: "flashml_workloads.fedavg_worker",
         params: { ...WORKER, round: 2, shard: 2, num_shards: 3 },

@@ -32,6 +32,7 @@ describe("hyperparameter_search expansion", () => {
       commit_key: `jobs/${JOB_ID}/trial-000/metrics.json`,
       max_attempts: 2,
       lease_seconds: 45,
+      max_worker_losses: 10,
       payload: {
         module: "flashml_workloads.sgd_trainer",
         params: { C: 0.1, kernel: "rbf" },

@@ -25,6 +25,7 @@ describe("sharded_kmeans expansion", () => {
       commit_key: `jobs/${JOB_ID}/it03-shard-001/metrics.json`,
       max_attempts: 4,
       lease_seconds: 60,
+      max_worker_losses: 10,
       payload: {
         module: "flashml_workloads.kmeans_shard",
         params: { centroids: CENTROIDS },

@@ -204,6 +204,21 @@ const ROWS: Row[] = [
     },
   ],
   [
+    "release of a held-back node (SPEC §13)",
+    (p, _l, h) => send(TOKENS, p, "POST", "/nodes/n1/release", h),
+    {
+      "no token": 401,
+      "bad token": 401,
+      "the right node": 403,
+      "another node": 403,
+      operator: 200,
+      "operator for the right node": 200,
+      "operator for another node": 200,
+      "operator with two delegation headers": 400,
+      "operator with an empty delegation": 403,
+    },
+  ],
+  [
     "job submission",
     (p, _l, h) => send(TOKENS, p, "POST", "/jobs", h, JOB),
     {

@@ -5,6 +5,7 @@
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { DASHBOARD_HTML } from "../../src/dashboard/page";
+import type { DashboardSummary } from "../../src/pool/dashboard";
 import { trialsJob } from "../fixtures/jobspec";
 import { freshPool, submitJob } from "../worker/helpers";
 
@@ -34,5 +35,18 @@ describe("dashboard and placement under enforced authentication", () => {
       expect(await r.json()).toEqual({ detail: "missing or invalid bearer token" });
     }
     for (const token of ["tok-n1", "tok-ops"]) expect((await get(url, token)).status).toBe(200);
+  });
+
+  it("shows the submitting operator as a job's tenant, whatever its tenant label says", async () => {
+    const pool = freshPool();
+    const spec = trialsJob(1);
+    const job = await submitJob(
+      pool,
+      { ...spec, metadata: { ...spec.metadata, labels: { "flashml.dev/tenant": "team-a" } } },
+      { authorization: "Bearer tok-ops" },
+    );
+    const r = await get(`/pools/${pool}/v1alpha1/dashboard`, "tok-ops");
+    const summary = (await r.json()) as DashboardSummary;
+    expect(summary.jobs.items).toEqual([expect.objectContaining({ job_id: job.job_id, tenant: "ops", priority: 0 })]);
   });
 });

@@ -63,7 +63,9 @@ describe("structured logs", () => {
   it("log a lease that expires by the alarm", async () => {
     const pool = freshPool();
     await register(pool, "n1");
-    await submitJob(pool, trialsJob(1, { lease_seconds: 5 }, { retryPolicy: { maxTaskAttempts: 1 } }));
+    // Without retryWorkerLoss the expiry uses the task's one attempt (SPEC §13).
+    const retryPolicy = { maxTaskAttempts: 1, retryWorkerLoss: false };
+    await submitJob(pool, trialsJob(1, { lease_seconds: 5 }, { retryPolicy }));
     const lines = captureLogs();
     expect((await claim(pool, "n1")).status).toBe(200);
     expect(await expireLeases(pool)).toBe(true);

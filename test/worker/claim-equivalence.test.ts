@@ -1,9 +1,14 @@
-// The class-indexed claim against the rule it implements (SPEC §4 queue
-// order, issue 8): for generated queues and nodes, the object's claim leases
-// exactly the task a one-by-one scan would — the earliest-inserted PENDING
-// task (of the claim's job, when named) that `eligible` accepts for the node.
-// The scan reads the stored rows and runs the pure gate on each stored
-// payload; it shares no code with the claim but `eligible`.
+// The claim against the rule it implements (SPEC §4 gate, §13 policy): for
+// generated queues, jobs at several priorities and tenants, and nodes that
+// fail often, the object's claim leases exactly the task a brute-force
+// reading of the stored rows picks — the highest priority; its tenant with
+// the lowest (pass, turn, name); that tenant's job with the lowest (pass,
+// turn, insertion); that job's earliest PENDING task the gate accepts and
+// the node has not failed, unless no other online node that has not failed
+// it could take it. A held-back node gets nothing. The reference reads the
+// stored passes (their arithmetic is the fairness test's), runs the pure
+// gate on each stored payload, and shares no code with the claim but
+// `eligible`.
 //
 // The generated payloads (exclude_nodes, type confusions) are ones no JobSpec
 // produces, so they are queued inside the object with the pool's own insert.
@@ -74,68 +79,140 @@ function generateRegistration(rng: Rng, nodeId: string) {
   });
 }
 
-type Pending = { job_id: string; task_id: string; payload: string };
+type Row = Record<string, string | number | null>;
 
-/**
- * The reference: the first PENDING task in insertion order the gate accepts;
- * when there is none, a claim restricted to a job with no PENDING or LEASED
- * task is told the job is closed (nothing will come), any other "nothing".
- */
+/** The policy's answer, computed by brute force from the stored rows. */
 async function referenceClaim(pool: string, nodeId: string, jobId: string | null) {
   return runInDurableObject(stub(pool), (_o, state) => {
     const sql = state.storage.sql;
-    const view = claimView(
-      JSON.parse(
-        sql.exec<{ registration: string }>("SELECT registration FROM nodes WHERE node_id = ?", nodeId).one()
-          .registration,
-      ),
-    );
-    const pending = sql
-      .exec<Pending>("SELECT job_id, task_id, payload FROM tasks WHERE state = 'PENDING' ORDER BY seq")
-      .toArray()
-      .filter((t) => jobId === null || t.job_id === jobId);
-    const index = pending.findIndex((t) => eligible(JSON.parse(t.payload), view));
+    const now = Date.now();
+    const all = (query: string) => sql.exec<Row>(query).toArray();
+    const nodes = all("SELECT node_id, registration, status, live_until_ms, held_until_ms FROM nodes");
+    const me = nodes.find((n) => n.node_id === nodeId)!;
+    if ((me.held_until_ms as number) > now)
+      return { task: null, reason: "held", skipped: 0, elsewhere: false, passed: 0 };
+    const view = (n: Row) => claimView(JSON.parse(n.registration as string));
+    const failures = all("SELECT task_seq, node_id FROM task_failures");
+    const failed = (seq: unknown, node: unknown) => failures.some((f) => f.task_seq === seq && f.node_id === node);
+    const pending = all("SELECT seq, job_id, task_id, payload FROM tasks WHERE state = 'PENDING' ORDER BY seq");
+    const shares = all("SELECT priority, tenant, pass, turn FROM tenant_shares");
+    const share = (q: Row) => shares.find((s) => s.priority === q.priority && s.tenant === q.tenant)!;
+    const cmp = (a: unknown, b: unknown) => ((a as number | string) < (b as number | string) ? -1 : a === b ? 0 : 1);
+    const queues = all("SELECT rowid AS id, job_id, priority, tenant, pass, turn FROM job_queues")
+      .filter((q) => (jobId === null || q.job_id === jobId) && pending.some((t) => t.job_id === q.job_id))
+      .sort(
+        (a, b) =>
+          cmp(b.priority, a.priority) ||
+          cmp(share(a).pass, share(b).pass) ||
+          cmp(share(a).turn, share(b).turn) ||
+          cmp(a.tenant, b.tenant) ||
+          cmp(a.pass, b.pass) ||
+          cmp(a.turn, b.turn) ||
+          cmp(a.id, b.id),
+      );
+    const anotherCould = (t: Row) =>
+      nodes.some(
+        (n) =>
+          n.node_id !== nodeId &&
+          (n.live_until_ms as number) > now &&
+          n.status === "online" &&
+          (n.held_until_ms as number) <= now &&
+          !failed(t.seq, n.node_id) &&
+          eligible(JSON.parse(t.payload as string), view(n)),
+      );
+    let elsewhere = false;
+    let passed = 0; // jobs ahead of the answer in claim order with nothing for this node
+    for (const q of queues) {
+      for (const t of pending.filter((t) => t.job_id === q.job_id)) {
+        if (!eligible(JSON.parse(t.payload as string), view(me))) continue;
+        if (failed(t.seq, nodeId) && anotherCould(t)) {
+          elsewhere = true;
+          continue;
+        }
+        // How many eligible tasks queued earlier the policy passed over.
+        const skipped = pending.filter(
+          (p) => (p.seq as number) < (t.seq as number) && eligible(JSON.parse(p.payload as string), view(me)),
+        ).length;
+        return { task: { job_id: t.job_id, task_id: t.task_id }, reason: null, skipped, elsewhere, passed };
+      }
+      passed++;
+    }
     const open =
       jobId === null ||
-      sql
-        .exec<{ state: string }>("SELECT state FROM tasks WHERE job_id = ?", jobId)
-        .toArray()
-        .some((t) => t.state === "PENDING" || t.state === "LEASED");
-    return {
-      task: index < 0 ? null : { job_id: pending[index]!.job_id, task_id: pending[index]!.task_id },
-      reason: index >= 0 ? null : open ? "nothing" : "job_closed",
-      skipped: Math.max(0, index),
-    };
+      all(`SELECT state FROM tasks WHERE job_id = '${jobId}'`).some(
+        (t) => t.state === "PENDING" || t.state === "LEASED",
+      );
+    return { task: null, reason: open ? "nothing" : "job_closed", skipped: 0, elsewhere, passed };
   });
 }
 
-const JOBS = ["job-a", "job-b", "job-c"];
+/** Jobs and where they stand: two tenants at priority 0, one job above them. */
+const PLACES: Record<string, { priority: number; tenant: string }> = {
+  "job-a": { priority: 0, tenant: "team-a" },
+  "job-b": { priority: 0, tenant: "team-b" },
+  "job-c": { priority: 0, tenant: "team-a" },
+  "job-d": { priority: 3, tenant: "team-b" },
+};
+/** 40 jobs over 3 priorities and 4 tenants: enough that a claim walks past more jobs than it may (WALK_LIMIT). */
+function manyPlaces(rng: Rng): Record<string, { priority: number; tenant: string }> {
+  return Object.fromEntries(
+    Array.from({ length: 40 }, (_, i) => [
+      `job-${String(i).padStart(2, "0")}`,
+      { priority: rng.pick([0, 0, 1, 5]), tenant: rng.pick(["t1", "t2", "t3", "t4"]) },
+    ]),
+  );
+}
 const NODES = ["n0", "n1", "n2", "n3", ""];
 
-describe("the class-indexed claim", () => {
-  it("leases exactly the task a one-by-one scan of the queue would, for generated queues and nodes", async () => {
-    const tally = { claims: 0, leased: 0, none: 0, closed: 0, skippedAhead: 0, requeuedReleased: 0, byJob: 0 };
-    for (let seed = 1; seed <= 16; seed++) {
+describe("the policy claim", () => {
+  it("leases exactly the task a brute-force reading of the policy picks, for generated queues and nodes", async () => {
+    const tally = {
+      claims: 0,
+      leased: 0,
+      none: 0,
+      closed: 0,
+      held: 0,
+      skippedAhead: 0,
+      elsewhere: 0,
+      requeuedReleased: 0,
+      byJob: 0,
+      walkedFar: 0,
+    };
+    for (let seed = 1; seed <= 24; seed++) {
       const rng = new Rng(seed);
+      // Seeds past 16 spread the queue over many jobs.
+      const places = seed <= 16 ? PLACES : manyPlaces(rng);
+      const JOBS = Object.keys(places);
       const pool = freshPool();
       const object = stub(pool);
       for (const nodeId of NODES) await object.register(generateRegistration(rng, nodeId));
+      // Each job's queue, made before its tasks (as a submission makes it).
+      await runInDurableObject(object, (_o, state) => {
+        for (const job of JOBS) {
+          const { priority, tenant } = places[job]!;
+          state.storage.sql.exec(
+            "INSERT INTO job_queues (job_id, priority, tenant) VALUES (?, ?, ?)",
+            job,
+            priority,
+            tenant,
+          );
+        }
+      });
 
       let inserted = 0;
       const addBatch = async (n: number) => {
         const batch: TaskSpec[] = [];
         for (let k = 0; k < n; k++, inserted++) {
-          batch.push(
-            task(
-              rng.pick(JOBS),
-              `t${String(inserted).padStart(3, "0")}`,
-              generatePayload(rng, inserted) as TaskSpec["payload"],
-            ),
-          );
+          const job = rng.pick(JOBS);
+          const payload = generatePayload(rng, inserted);
+          // With many jobs, those above priority 0 ask for more GPUs than any node
+          // has: every claim passes over them first.
+          if (seed > 16 && places[job]!.priority > 0) payload.gpus = 8;
+          batch.push(task(job, `t${String(inserted).padStart(3, "0")}`, payload as TaskSpec["payload"]));
         }
         await insertTasks(pool, batch);
       };
-      await addBatch(rng.between(20, 40));
+      await addBatch(seed <= 16 ? rng.between(20, 40) : rng.between(80, 120));
 
       for (let step = 0; step < 36; step++) {
         if (rng.chance(0.1)) await addBatch(rng.between(1, 8));
@@ -148,9 +225,12 @@ describe("the class-indexed claim", () => {
         if (!result.ok) expect(result.reason, `seed ${seed}, step ${step}`).toBe(expected.reason);
 
         tally.claims++;
+        if (expected.elsewhere) tally.elsewhere++;
+        if (expected.passed >= 16) tally.walkedFar++;
         if (!result.ok) {
           tally.none++;
           if (result.reason === "job_closed") tally.closed++;
+          if (result.reason === "held") tally.held++;
           continue;
         }
         tally.leased++;
@@ -165,13 +245,18 @@ describe("the class-indexed claim", () => {
     // The comparison above only means something if every path was exercised.
     expect(tally.leased).toBeGreaterThan(tally.claims * 0.3);
     expect(tally.none).toBeGreaterThan(tally.claims * 0.05);
-    // Both refusals: a job with nothing open, and nothing this node may take yet.
+    // Every refusal: a job with nothing open, a held-back node, nothing this node may take yet.
     expect(tally.closed).toBeGreaterThan(5);
-    expect(tally.none - tally.closed).toBeGreaterThan(5);
+    expect(tally.held).toBeGreaterThan(5);
+    expect(tally.none - tally.closed - tally.held).toBeGreaterThan(5);
+    // The policy, not queue order, chose; and retries went elsewhere.
     expect(tally.skippedAhead).toBeGreaterThan(20);
+    expect(tally.elsewhere).toBeGreaterThan(10);
     expect(tally.requeuedReleased).toBeGreaterThan(10);
     expect(tally.byJob).toBeGreaterThan(20);
-  });
+    // Claims that passed over more jobs than the walk may, and sorted the rest.
+    expect(tally.walkedFar).toBeGreaterThan(5);
+  }, 30_000);
 
   it("stores payloads with the same gate-relevant values in any key order under one class row", async () => {
     const pool = freshPool();

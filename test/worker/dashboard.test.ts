@@ -13,9 +13,11 @@ import { POOL_NAME_RE } from "../../src/protocol/keys";
 import { DASHBOARD_LIMIT_DEFAULT } from "../../src/protocol/limits";
 import { NodeRegistrationSchema } from "../../src/protocol/nodes";
 import { type Lease, TASK_STATES } from "../../src/protocol/tasks";
+import { PRIORITY_LABEL, TENANT_LABEL } from "../../src/rules/scheduling";
 import {
   call,
   claim,
+  expireLeases,
   freshPool,
   insertTasks,
   json,
@@ -23,7 +25,9 @@ import {
   registration,
   sha256,
   stub,
+  submitJob,
   task,
+  trialsJob,
   upload,
 } from "./helpers";
 
@@ -44,11 +48,16 @@ async function cspHash(text: string): Promise<string> {
   return `'sha256-${btoa(String.fromCharCode(...digest))}'`;
 }
 
-function searchJob(name: string, trials: number, extra: Record<string, unknown> = {}) {
+function searchJob(
+  name: string,
+  trials: number,
+  extra: Record<string, unknown> & { labels?: Record<string, string> } = {},
+) {
+  const { labels, ...spec } = extra;
   return {
     apiVersion: "flashml.dev/v1alpha1",
     kind: "Job",
-    metadata: { name, labels: { team: EVIL } },
+    metadata: { name, labels: { team: EVIL, ...labels } },
     spec: {
       execution: { backend: "leases" },
       image: { repository: "r", tag: "1" },
@@ -56,7 +65,7 @@ function searchJob(name: string, trials: number, extra: Record<string, unknown> 
         type: "hyperparameter_search",
         parameters: { trials: Array.from({ length: trials }, (_, i) => ({ c: i })) },
       },
-      ...extra,
+      ...spec,
     },
   };
 }
@@ -185,7 +194,7 @@ describe("the dashboard summary", () => {
     const s = await summary(pool);
     expect(s.pool).toBe(pool);
     expect(s.counts).toEqual({
-      nodes: { total: 2, online: 2, offline: 0, not_accepting: 0 },
+      nodes: { total: 2, online: 2, offline: 0, not_accepting: 0, held_back: 0 },
       tasks: { PENDING: 1, LEASED: 1, COMPLETED: 1, FAILED: 0, CANCELLED: 0, total: 3 },
       jobs: { PENDING: 0, SUBMITTED: 0, RUNNING: 1, RECOVERING: 0, SUCCEEDED: 0, FAILED: 0, CANCELLED: 0 },
       leases_live: 1,
@@ -204,6 +213,8 @@ describe("the dashboard summary", () => {
       labels: { rack: "r1" },
       accepted_tasks: 1,
       live_leases: 0,
+      consecutive_failures: 0,
+      held_until: null,
     });
     expect(s.nodes.items[0]).toMatchObject({ accepted_tasks: 0, live_leases: 1, gpu_count: 0 });
     expect(s.jobs).toEqual({
@@ -216,6 +227,9 @@ describe("the dashboard summary", () => {
           task_counts: { PENDING: 1, LEASED: 1, COMPLETED: 1, FAILED: 0, CANCELLED: 0 },
           total_tasks: 3,
           labels: { team: EVIL },
+          priority: 0,
+          tenant: "default",
+          worker_losses: 0,
           stuck: null,
         }),
       ],
@@ -240,6 +254,70 @@ describe("the dashboard summary", () => {
       "LEASE_CLAIMED",
     ]);
     expect(s.events.items[0]!.seq).toBe(s.events.last_seq);
+  });
+
+  it("shows each job's priority and tenant from its labels", async () => {
+    const pool = freshPool();
+    const urgent = await submitJob(
+      pool,
+      searchJob("urgent", 1, { labels: { [PRIORITY_LABEL]: "5", [TENANT_LABEL]: "team-a" } }),
+    );
+    const plain = await submitJob(pool, searchJob("plain", 1));
+    const s = await summary(pool);
+    const jobs = Object.fromEntries(s.jobs.items.map((j) => [j.job_id, j]));
+    expect(jobs[urgent.job_id]).toMatchObject({ priority: 5, tenant: "team-a", worker_losses: 0 });
+    expect(jobs[plain.job_id]).toMatchObject({ priority: 0, tenant: "default", worker_losses: 0 });
+  });
+
+  it("shows a node held back after 5 failed attempts in a row, until an operator releases it", async () => {
+    const pool = freshPool();
+    await register(pool, "flaky");
+    await register(pool, "steady");
+    // Six tasks: each failed one goes to another node next, and the sixth is one flaky never failed.
+    await submitJob(pool, trialsJob(6, {}, { retryPolicy: { maxTaskAttempts: 10 } }));
+    const before = Date.now();
+    for (let i = 0; i < 5; i++) {
+      const lease = await json<Lease>(await claim(pool, "flaky"));
+      const r = await call(pool, "POST", `/attempts/${lease.lease_id}/fail`, { reason: `boom ${i}` });
+      expect(r.status).toBe(200);
+    }
+    const after = Date.now();
+    expect((await claim(pool, "flaky")).status).toBe(204);
+
+    const s = await summary(pool);
+    expect(s.counts.nodes).toMatchObject({ total: 2, online: 2, held_back: 1 });
+    const nodes = Object.fromEntries(s.nodes.items.map((n) => [n.node_id, n]));
+    expect(nodes.steady).toMatchObject({ consecutive_failures: 0, held_until: null });
+    expect(nodes.flaky!.consecutive_failures).toBe(5);
+    // The first hold is 30 s from the fifth failure.
+    const heldUntil = Date.parse(nodes.flaky!.held_until ?? "");
+    expect(heldUntil).toBeGreaterThanOrEqual(before + 30_000);
+    expect(heldUntil).toBeLessThanOrEqual(after + 30_000);
+
+    expect((await call(pool, "POST", "/nodes/flaky/release")).status).toBe(200);
+    const released = await summary(pool);
+    expect(released.counts.nodes.held_back).toBe(0);
+    expect(released.nodes.items.find((n) => n.node_id === "flaky")).toMatchObject({
+      consecutive_failures: 0,
+      held_until: null,
+    });
+  });
+
+  it("counts a lease expiry as a worker loss of its job, unless the job says retryWorkerLoss: false", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    const lossy = await submitJob(pool, searchJob("lossy", 1));
+    const strict = await submitJob(pool, searchJob("strict", 1, { retryPolicy: { retryWorkerLoss: false } }));
+    await claim(pool, "n1", lossy.job_id);
+    await claim(pool, "n1", strict.job_id);
+    expect(await expireLeases(pool)).toBe(true);
+
+    const s = await summary(pool);
+    const jobs = Object.fromEntries(s.jobs.items.map((j) => [j.job_id, j]));
+    expect(jobs[lossy.job_id]).toMatchObject({ worker_losses: 1, task_counts: { PENDING: 1, LEASED: 0 } });
+    expect(jobs[strict.job_id]).toMatchObject({ worker_losses: 0, task_counts: { PENDING: 1, LEASED: 0 } });
+    // Either way the node's attempt failed.
+    expect(s.nodes.items[0]).toMatchObject({ node_id: "n1", consecutive_failures: 2, held_until: null });
   });
 
   it("passes attacker-chosen strings through as data, unchanged, for the page to render as text", async () => {
@@ -278,7 +356,7 @@ describe("the dashboard summary", () => {
     const cpuJob = await submit(pool, searchJob("plain", 2));
 
     const s = await summary(pool);
-    expect(s.counts.nodes).toEqual({ total: 2, online: 1, offline: 1, not_accepting: 0 });
+    expect(s.counts.nodes).toEqual({ total: 2, online: 1, offline: 1, not_accepting: 0, held_back: 0 });
     expect(s.counts.stuck_tasks).toBe(2);
     expect(s.stuck).toEqual({
       items: [

@@ -72,12 +72,13 @@ async function seed(): Promise<World> {
   await register(pool, "n2", { labels: { rack: "r1" } }, 2);
   await register(pool, nodes[2]!);
   const job = (await json<{ job_id: string }>(await ok(call(pool, "POST", "/jobs", fuzzJobSpec()), 201))).job_id;
-  // A lease that failed (a dead id), then the live lease on the same task.
+  // A lease that failed (a dead id), then the live lease on the same task
+  // (with n2, not n1: a retry goes to a node that has not failed it).
   const dead = await json<Lease>(await ok(claim(pool, "n1")));
   await ok(call(pool, "POST", `/attempts/${dead.lease_id}/fail`, { reason: "seeded failure" }));
-  const live = await json<Lease>(await ok(claim(pool, "n1")));
+  const live = await json<Lease>(await ok(claim(pool, "n2")));
   // A completed task: its prefix is immutable.
-  const done = await json<Lease>(await ok(claim(pool, "n2")));
+  const done = await json<Lease>(await ok(claim(pool, "n1")));
   const output = '{"accuracy": 0.9}';
   await ok(upload(pool, `jobs/${job}/${done.task_id}/metrics.json`, output));
   await ok(call(pool, "POST", `/attempts/${done.lease_id}/complete`, { output_sha256: await sha256(output) }));
@@ -132,9 +133,14 @@ async function snapshot(pool: string) {
       )
       .toArray()
       .map((t) => t.name);
-    return Object.fromEntries(
-      names.map((name) => [name, state.storage.sql.exec(`SELECT * FROM "${name}" ORDER BY rowid`).toArray()]),
-    );
+    // Every row of every table, in a fixed order (some tables have no rowid).
+    const rows = (name: string) =>
+      state.storage.sql
+        .exec(`SELECT * FROM "${name}"`)
+        .toArray()
+        .map((row) => JSON.stringify(row))
+        .sort();
+    return Object.fromEntries(names.map((name) => [name, rows(name)]));
   });
   const listed = await env.ARTIFACTS.list({ prefix: `pools/${pool}/` });
   const objects = listed.objects.map((o) => ({ key: o.key, size: o.size, etag: o.etag }));

@@ -49,6 +49,7 @@ export function task(
     commit_key: `jobs/${jobId}/${taskId}/metrics.json`,
     max_attempts: 3,
     lease_seconds: 60,
+    max_worker_losses: 0,
     ...extra,
   };
 }

@@ -3,7 +3,7 @@
 
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { claimHeadsSql } from "../../src/pool/leases";
+import { POLICY_SQL } from "../../src/pool/scheduling";
 import { migrate } from "../../src/pool/schema";
 import type { Lease } from "../../src/protocol/tasks";
 import { trialsJob } from "../fixtures/jobspec";
@@ -65,24 +65,60 @@ describe("counters, not scans", () => {
     expect(await violations(pool)).toEqual([]);
   });
 
-  it.each([false, true])(
-    "the claim's statement reads only classes with pending tasks (for one job: %s)",
-    async (forOneJob) => {
-      const { pool } = await busyPool();
-      const plan = await runInDurableObject(stub(pool), (_o, state) =>
+  it("the claim's statements seek indexes: tenants, jobs and tasks are never scanned", async () => {
+    const { pool } = await busyPool();
+    const plans = await runInDurableObject(stub(pool), (_o, state) => {
+      const plan = (statement: string, ...args: unknown[]) =>
         state.storage.sql
-          .exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${claimHeadsSql(forOneJob)}`, ...(forOneJob ? ["job"] : []))
+          .exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${statement}`, ...args)
           .toArray()
           .map((r) => r.detail)
-          .join("\n"),
-      );
-      // Classes are found through the partial index of classes with pending tasks, never scanned.
-      expect(plan).toMatch(
-        /SCAN c USING (COVERING )?INDEX classes_pending|SEARCH c USING (COVERING )?INDEX classes_pending/,
-      );
-      expect(plan).not.toMatch(/SCAN c\b(?! USING)/);
-    },
-  );
+          .join("\n");
+      return {
+        level: plan(POLICY_SQL.level, 1),
+        firstTenant: plan(POLICY_SQL.firstTenant, 0),
+        tenants: plan(POLICY_SQL.tenants, 0, -1, 0, "", 1),
+        firstJob: plan(POLICY_SQL.firstJob, 0, "default"),
+        jobs: plan(POLICY_SQL.jobs, 0, "default", -1, 0, 0, 1),
+        pendingClasses: plan(POLICY_SQL.pendingClasses),
+        classes: plan(POLICY_SQL.classes, "job"),
+        tasks: plan(POLICY_SQL.tasks, "job", 1, 0, 1),
+        tasksBefore: plan(POLICY_SQL.tasksBefore, "job", 1, 0, 10, 1),
+        failed: plan(POLICY_SQL.failed, 1, "n1"),
+        others: plan(POLICY_SQL.others, 0, 0, "n1", 1, 0, 1),
+      };
+    });
+    expect(plans.level).toMatch(/SEARCH tenant_shares USING (COVERING )?INDEX \w+ \(priority<\?\)/);
+    // Each page continues after the last row read: a range of the index, in its order.
+    expect(plans.tasks).toMatch(
+      /SEARCH tasks USING (COVERING )?INDEX tasks_claim_job \(job_id=\? AND class_id=\? AND seq>\?\)/,
+    );
+    expect(plans.firstTenant).toContain("INDEX tenant_shares_next (priority=?)");
+    expect(plans.firstJob).toContain("INDEX job_queues_next (priority=? AND tenant=?)");
+    expect(plans.failed).toMatch(/SEARCH task_failures USING PRIMARY KEY \(task_seq=\? AND node_id=\?\)/);
+    expect(plans.tenants).toContain("INDEX tenant_shares_next (priority=? AND (pass,turn,tenant)>(?,?,?))");
+    expect(plans.jobs).toMatch(/INDEX job_queues_next \(priority=\? AND tenant=\? AND \(pass,turn(,rowid)?\)>/);
+    expect(plans.pendingClasses).toMatch(/(SCAN|SEARCH) classes USING (COVERING )?INDEX classes_pending/);
+    expect(plans.classes).toMatch(/SEARCH queue_classes USING PRIMARY KEY \(job_id=\?\)/);
+    expect(plans.tasksBefore).toMatch(
+      /SEARCH tasks USING (COVERING )?INDEX tasks_claim_job \(job_id=\? AND class_id=\? AND seq>\? AND seq<\?\)/,
+    );
+    expect(plans.others).toMatch(/SEARCH nodes USING/);
+    // No statement scans a table or sorts (the pending classes are read whole, through their partial index).
+    for (const [name, plan] of Object.entries(plans)) {
+      if (name !== "pendingClasses") expect(plan, name).not.toMatch(/SCAN|TEMP B-TREE/);
+    }
+    // The rare-work fallback sorts only jobs holding the node's classes, found through their index.
+    const candidates = await runInDurableObject(stub(pool), (_o, state) =>
+      state.storage.sql
+        .exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${POLICY_SQL.candidates}`, "[1]")
+        .toArray()
+        .map((r) => r.detail)
+        .join("\n"),
+    );
+    expect(candidates).toMatch(/SEARCH c USING (COVERING )?INDEX queue_classes_pending \(class_id=\?\)/);
+    expect(candidates).not.toMatch(/SCAN (q|s|c)\b(?! USING)/);
+  });
 });
 
 describe("storage is visible", () => {

@@ -5,10 +5,19 @@ import { runInDurableObject } from "cloudflare:test";
 import { violations as check, type PoolSnapshot } from "../invariants/check";
 import { stub } from "./helpers";
 
-export async function snapshot(pool: string): Promise<PoolSnapshot> {
+/**
+ * The pool's raw tables. `released`: the test released a held-back node,
+ * which the ledger cannot show (the checker then skips its hold replay).
+ */
+export async function snapshot(pool: string, options: { released?: boolean } = {}): Promise<PoolSnapshot> {
   return runInDurableObject(stub(pool), async (_o, state) => {
     const all = (table: string, order: string) =>
       state.storage.sql.exec(`SELECT * FROM ${table} ORDER BY ${order}`).toArray();
+    // A test may look at a pool rewound to before a table existed.
+    const has = (table: string) =>
+      state.storage.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", table).toArray().length >
+      0;
+    const maybe = (table: string, order: string) => (has(table) ? all(table, order) : undefined);
     return {
       nodes: all("nodes", "node_id"),
       jobs: all("jobs", "seq"),
@@ -21,12 +30,19 @@ export async function snapshot(pool: string): Promise<PoolSnapshot> {
         task_counts: all("task_counts", "state"),
         job_counts: all("job_counts", "state"),
         classes: all("classes", "class_id"),
+        job_queues: maybe("job_queues", "job_id"),
+        queue_classes: maybe("queue_classes", "job_id, class_id"),
+        tenant_shares: maybe("tenant_shares", "priority, tenant"),
       },
+      released: options.released ?? false,
+      archived: has("archived_jobs")
+        ? state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM archived_jobs").one().n
+        : 0,
     };
   });
 }
 
 /** Every invariant violation in the pool, as readable sentences. */
-export async function violations(pool: string): Promise<string[]> {
-  return check(await snapshot(pool));
+export async function violations(pool: string, options: { released?: boolean } = {}): Promise<string[]> {
+  return check(await snapshot(pool, options));
 }

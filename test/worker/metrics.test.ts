@@ -33,6 +33,26 @@ describe("GET /metrics", () => {
     }
   });
 
+  it("counts the nodes held back after failing 5 attempts in a row", async () => {
+    const pool = freshPool();
+    await register(pool, "flaky");
+    await register(pool, "steady");
+    const heldBack = async () =>
+      (await (await call(pool, "GET", "/metrics")).text())
+        .split("\n")
+        .filter((line) => line.startsWith("flashedge_nodes_held_back"));
+    expect(await heldBack()).toEqual([`flashedge_nodes_held_back{pool="${pool}"} 0`]);
+
+    await submitJob(pool, trialsJob(5));
+    for (let i = 0; i < 5; i++) {
+      const lease = await json<Lease>(await claim(pool, "flaky"));
+      await call(pool, "POST", `/attempts/${lease.lease_id}/fail`, { reason: "boom" });
+    }
+    expect(await heldBack()).toEqual([`flashedge_nodes_held_back{pool="${pool}"} 1`]);
+    await call(pool, "POST", "/nodes/flaky/release");
+    expect(await heldBack()).toEqual([`flashedge_nodes_held_back{pool="${pool}"} 0`]);
+  });
+
   it("a pool migrated from before the event tally gets it backfilled from the ledger", async () => {
     const pool = freshPool();
     await register(pool, "n1");

@@ -6,7 +6,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { insertJob } from "../../src/pool/jobs";
+import { DEFAULT_PLACE, insertJob } from "../../src/pool/jobs";
 import { JobSpecSchema } from "../../src/protocol/jobs";
 import { EVENTS_STREAM_PAGE, LIST_PAGE_MAX_BYTES, MAX_JSON_BODY_BYTES } from "../../src/protocol/limits";
 import { encodeJobCursor, encodeNodeCursor } from "../../src/protocol/paging";
@@ -386,7 +386,14 @@ describe("a job id the pool already has is retried", () => {
     const spec = JobSpecSchema.parse(trialsJob(2));
     await runInDurableObject(stub(pool), (_o, state) =>
       state.storage.transactionSync(() =>
-        insertJob(state.storage.sql, Date.now(), taken, spec, [task(taken, "trial-000"), task(taken, "trial-001")]),
+        insertJob(
+          state.storage.sql,
+          Date.now(),
+          taken,
+          spec,
+          [task(taken, "trial-000"), task(taken, "trial-001")],
+          DEFAULT_PLACE,
+        ),
       ),
     );
     const before = await poolState(pool);

@@ -81,6 +81,18 @@ describe("placement explanations", () => {
       ],
       unplaceable: true,
       summary: "0/3 nodes eligible: 2 × gpu (task needs 2 GPUs), 1 × local_data (missing dataset 'patients')",
+      // Nothing is ahead of it in the claim order: only the gate holds it (SPEC §13).
+      queue: {
+        priority: 0,
+        tenant: "default",
+        higher_priority: 0,
+        earlier_in_job: 0,
+        other_tenants: 0,
+        other_jobs: 0,
+        failed_on: [],
+        eligible_held_back: 0,
+      },
+      waiting: "next in line",
     });
   });
 

@@ -16,6 +16,12 @@ const UNDO: Record<number, string> = {
   6: "ALTER TABLE leases DROP COLUMN renewals; ALTER TABLE leases DROP COLUMN renewed_ms;",
   7: "DROP TABLE unreferenced;",
   8: `DROP TABLE archived_jobs; DROP INDEX jobs_finished; DROP INDEX leases_task; DROP TABLE pool_name;`,
+  9: `DROP TRIGGER tasks_queue_insert; DROP TRIGGER tasks_queue_state; DROP TRIGGER tasks_queue_delete;
+      DROP TRIGGER job_queues_activate_insert; DROP TRIGGER job_queues_activate; DROP TRIGGER job_queues_deactivate;
+      DROP TRIGGER job_queues_delete;
+      DROP TABLE job_queues; DROP INDEX queue_classes_pending; DROP TABLE queue_classes; DROP TABLE tenant_shares; DROP TABLE task_failures;
+      ALTER TABLE tasks DROP COLUMN worker_losses; ALTER TABLE tasks DROP COLUMN max_worker_losses;
+      ALTER TABLE nodes DROP COLUMN consecutive_failures; ALTER TABLE nodes DROP COLUMN held_until_ms;`,
 };
 
 /** The versions that have an undo: every migration after the second. */

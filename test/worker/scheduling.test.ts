@@ -1,0 +1,405 @@
+// The scheduling policy (SPEC §13), as a pool's users see it over HTTP:
+// priorities, fair share between tenants and their jobs (measured over a
+// window of claims), failing nodes held back and released, retries sent to
+// another node, and worker loss counted apart from attempts.
+
+import { createExecutionContext, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import app from "../../src/index";
+import type { Lease } from "../../src/protocol/tasks";
+import { FIRST_HOLD_MS } from "../../src/rules/scheduling";
+import {
+  call,
+  claim,
+  expireLeases,
+  freshPool,
+  json,
+  moveDeadlines,
+  register,
+  registration,
+  sha256,
+  stub,
+  submitJob,
+  trialsJob,
+  upload,
+} from "./helpers";
+import { violations } from "./invariants";
+
+/** A JobSpec with metadata labels (how priority and tenant are given). */
+function labelled(spec: ReturnType<typeof trialsJob>, labels: Record<string, string>, name = "job") {
+  return { ...spec, metadata: { name, labels } };
+}
+
+async function lease(pool: string, nodeId: string, jobId?: string): Promise<Lease> {
+  const r = await claim(pool, nodeId, jobId);
+  if (r.status !== 200) throw new Error(`claim by ${nodeId}: ${r.status}`);
+  return json<Lease>(r);
+}
+
+/** A claim through the object's RPC, as the claim route makes it: the job leased. */
+async function rpcClaim(pool: string, nodeId: string): Promise<string> {
+  const result = await stub(pool).claim(nodeId, null);
+  if (!result.ok) throw new Error(`claim by ${nodeId}: ${result.reason}`);
+  return result.lease.job_id;
+}
+
+const fail = (pool: string, l: Lease, reason = "CUDA error: an illegal memory access was encountered") =>
+  call(pool, "POST", `/attempts/${l.lease_id}/fail`, { reason });
+
+async function commit(pool: string, l: Lease) {
+  await upload(pool, `jobs/${l.job_id}/${l.task_id}/metrics.json`, "{}");
+  const r = await call(pool, "POST", `/attempts/${l.lease_id}/complete`, { output_sha256: await sha256("{}") });
+  expect(await json(r)).toEqual({ accepted: true });
+}
+
+async function nodeEntry(pool: string, nodeId: string) {
+  const nodes = await json<Array<{ node_id: string; consecutive_failures: number; held_until: string | null }>>(
+    await call(pool, "GET", "/nodes"),
+  );
+  return nodes.find((n) => n.node_id === nodeId)!;
+}
+
+async function tasksOf(pool: string, jobId: string) {
+  return json<Array<{ task_id: string; state: string; attempts: number }>>(
+    await call(pool, "GET", `/jobs/${jobId}/tasks`),
+  );
+}
+
+describe("priority and queue order", () => {
+  it("a small job submitted behind a big one starts on the next claim", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    const big = await submitJob(pool, trialsJob(500));
+    expect((await lease(pool, "n1")).job_id).toBe(big.job_id);
+    const small = await submitJob(pool, trialsJob(10));
+    const next = await Promise.all(Array.from({ length: 20 }, () => lease(pool, "n1")));
+    expect(next[0]!.job_id).toBe(small.job_id);
+    // Then the two take turns: 10 of the next 20 claims each.
+    expect(next.filter((l) => l.job_id === small.job_id)).toHaveLength(10);
+  });
+
+  it("a higher-priority job goes first, strictly; equal priorities keep taking turns", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    const low = await submitJob(pool, labelled(trialsJob(5), { "flashml.dev/priority": "-5" }));
+    const normal = await submitJob(pool, trialsJob(5));
+    const urgent = await submitJob(pool, labelled(trialsJob(3), { "flashml.dev/priority": "10" }));
+    const order: string[] = [];
+    for (let i = 0; i < 13; i++) order.push((await lease(pool, "n1")).job_id);
+    expect(order).toEqual([
+      ...Array(3).fill(urgent.job_id),
+      ...Array(5).fill(normal.job_id),
+      ...Array(5).fill(low.job_id),
+    ]);
+  });
+
+  it("a higher priority waits only while a node could take it: a GPU job never blocks CPU work", async () => {
+    const pool = freshPool();
+    await register(pool, "cpu");
+    await submitJob(
+      pool,
+      labelled(trialsJob(2, {}, { resources: { gpuPerTask: 1 } }), { "flashml.dev/priority": "9" }),
+    );
+    const cpu = await submitJob(pool, trialsJob(2));
+    expect((await lease(pool, "cpu")).job_id).toBe(cpu.job_id);
+  });
+
+  it("a requeued task keeps its place in its own job", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await register(pool, "n2");
+    const job = await submitJob(pool, trialsJob(3));
+    const first = await lease(pool, "n1");
+    expect(first.task_id).toBe("trial-000");
+    await fail(pool, first);
+    // n2 has not failed it: trial-000 is its job's head again.
+    expect((await lease(pool, "n2")).task_id).toBe("trial-000");
+    expect(job.job_id).toBe(first.job_id);
+  });
+
+  it.each([
+    ["high", "priority"],
+    ["1001", "priority"],
+    ["-1001", "priority"],
+    ["1.5", "priority"],
+    [" 1", "priority"],
+    ["", "tenant"],
+    ["team a", "tenant"],
+    ["-team", "tenant"],
+    ["x".repeat(64), "tenant"],
+  ])("refuses the label value %j for %s with a 422 naming it, queueing nothing", async (value, which) => {
+    const pool = freshPool();
+    const r = await call(pool, "POST", "/jobs", labelled(trialsJob(2), { [`flashml.dev/${which}`]: value }));
+    expect(r.status).toBe(422);
+    expect((await json<{ detail: string }>(r)).detail).toContain(`label 'flashml.dev/${which}' must be`);
+    expect(await json(await call(pool, "GET", "/jobs"))).toEqual([]);
+  });
+
+  it.each([
+    ["FLASHML_TENANT_WEIGHTS", "heavy:0"],
+    ["FLASHML_TENANT_WEIGHTS", "heavy"],
+    ["FLASHML_TENANT_WEIGHTS", "a:1,a:2"],
+    ["FLASHML_MAX_WORKER_LOSSES", "0"],
+    ["FLASHML_MAX_WORKER_LOSSES", "ten"],
+  ])("an unreadable %s (%j) refuses every request with a 503 naming it", async (name, value) => {
+    const r = await app.fetch(
+      new Request("http://flashedge.test/healthz"),
+      { ...env, [name]: value },
+      createExecutionContext(),
+    );
+    expect(r.status).toBe(503);
+    expect((await json<{ detail: string }>(r)).detail).toContain(`coordinator refuses to serve: ${name} must be`);
+  });
+});
+
+describe("fair share", () => {
+  it("tenants get claims in proportion to their weights, their jobs take turns, and nothing starves", async () => {
+    // FLASHML_TENANT_WEIGHTS is "heavy:3" in this project (vitest.config.ts).
+    const pool = freshPool();
+    await register(pool, "n1");
+    const tenantOf = new Map<string, string>();
+    const submit = async (tenant: string, jobs: number) => {
+      for (let j = 0; j < jobs; j++) {
+        const job = await submitJob(pool, labelled(trialsJob(200), { "flashml.dev/tenant": tenant }, `${tenant}-${j}`));
+        tenantOf.set(job.job_id, tenant);
+      }
+    };
+    await submit("light", 1);
+    await submit("many", 5);
+    await submit("heavy", 2);
+    const WINDOW = 250;
+    const claims: string[] = [];
+    for (let i = 0; i < WINDOW; i++) claims.push(await rpcClaim(pool, "n1"));
+
+    const share = (tenant: string) => claims.filter((j) => tenantOf.get(j) === tenant).length;
+    // Weights 1 : 1 : 3 of 250 claims: 50, 50, 150. Stride scheduling keeps
+    // each tenant within one turn of its share; the stated tolerance is 2%.
+    const tolerance = WINDOW * 0.02;
+    expect(Math.abs(share("light") - 50)).toBeLessThanOrEqual(tolerance);
+    expect(Math.abs(share("many") - 50)).toBeLessThanOrEqual(tolerance);
+    expect(Math.abs(share("heavy") - 150)).toBeLessThanOrEqual(tolerance);
+    // Within a tenant its jobs take turns: many's 5 jobs 10 each, heavy's 2 jobs 75 each (± 1).
+    for (const [job, tenant] of tenantOf) {
+      const expected = tenant === "many" ? 10 : tenant === "heavy" ? 75 : 50;
+      expect(Math.abs(claims.filter((j) => j === job).length - expected), `${tenant} job ${job}`).toBeLessThanOrEqual(
+        1,
+      );
+    }
+    // Nothing starves: a turn of all tenants is 5 claims (1 + 1 + 3) and many's
+    // 5 jobs need 5 of its turns, so every job claims within 25 claims, give or
+    // take the tie-breaks: its first within the first 30, then again within 30.
+    for (const job of tenantOf.keys()) {
+      const at = claims.flatMap((j, i) => (j === job ? [i] : []));
+      expect(at[0], `first claim of ${job}`).toBeLessThan(30);
+      for (let k = 1; k < at.length; k++) expect(at[k]! - at[k - 1]!).toBeLessThanOrEqual(30);
+    }
+    expect(await violations(pool)).toEqual([]);
+  });
+
+  it("a tenant that was idle does not bank turns: it comes back level with the others", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    const a = await submitJob(pool, labelled(trialsJob(300), { "flashml.dev/tenant": "a" }));
+    for (let i = 0; i < 100; i++) await rpcClaim(pool, "n1");
+    const b = await submitJob(pool, labelled(trialsJob(300), { "flashml.dev/tenant": "b" }));
+    const next: string[] = [];
+    for (let i = 0; i < 20; i++) next.push(await rpcClaim(pool, "n1"));
+    // b starts at once but then alternates with a: it does not get 100 claims in a row.
+    expect(next[0]).toBe(b.job_id);
+    expect(next.filter((j) => j === a.job_id)).toHaveLength(10);
+  });
+});
+
+describe("failing nodes are held back", () => {
+  it("after 5 failed attempts in a row a node gets 204 until its back-off ends or an operator releases it", async () => {
+    const pool = freshPool();
+    await register(pool, "broken");
+    await register(pool, "healthy");
+    const job = await submitJob(pool, trialsJob(8, {}, { retryPolicy: { maxTaskAttempts: 2 } }));
+    const failedAt = Date.now();
+    for (let i = 0; i < 5; i++) expect((await fail(pool, await lease(pool, "broken"))).status).toBe(200);
+    const held = await nodeEntry(pool, "broken");
+    expect(held.consecutive_failures).toBe(5);
+    const until = Date.parse(held.held_until!);
+    expect(until - failedAt).toBeGreaterThanOrEqual(FIRST_HOLD_MS - 1000);
+    expect(until - Date.now()).toBeLessThanOrEqual(FIRST_HOLD_MS);
+    expect((await claim(pool, "broken")).status).toBe(204);
+
+    // Its 5 failed tasks and the 3 untouched ones all finish on the healthy node.
+    for (let i = 0; i < 8; i++) await commit(pool, await lease(pool, "healthy"));
+    expect((await json<{ state: string }>(await call(pool, "GET", `/jobs/${job.job_id}`))).state).toBe("SUCCEEDED");
+    // No lease went to it while it was held (the checker replays the holds from the ledger).
+    expect(await violations(pool)).toEqual([]);
+
+    expect(await json(await call(pool, "POST", "/nodes/broken/release"))).toEqual({
+      node_id: "broken",
+      consecutive_failures: 0,
+      held_until: null,
+    });
+    expect(await nodeEntry(pool, "broken")).toMatchObject({ consecutive_failures: 0, held_until: null });
+    await submitJob(pool, trialsJob(1));
+    expect((await claim(pool, "broken")).status).toBe(200);
+    expect((await call(pool, "POST", "/nodes/nobody/release")).status).toBe(404);
+  });
+
+  it("the back-off doubles with each further failure; an accepted commit ends the run", async () => {
+    const pool = freshPool();
+    await register(pool, "flaky");
+    await submitJob(pool, trialsJob(20, {}, { retryPolicy: { maxTaskAttempts: 10 } }));
+    for (let i = 0; i < 5; i++) await fail(pool, await lease(pool, "flaky"));
+    expect((await claim(pool, "flaky")).status).toBe(204);
+    // The first hold runs out (moved into the past, as time passing would); the next failure doubles it.
+    await runInDurableObject(stub(pool), (_o, state) => {
+      state.storage.sql.exec("UPDATE nodes SET held_until_ms = ? WHERE node_id = 'flaky'", Date.now() - 1);
+    });
+    await fail(pool, await lease(pool, "flaky"));
+    const sixth = Date.parse((await nodeEntry(pool, "flaky")).held_until!) - Date.now();
+    expect(sixth).toBeGreaterThan(2 * FIRST_HOLD_MS - 2000);
+    expect(sixth).toBeLessThanOrEqual(2 * FIRST_HOLD_MS);
+
+    await stub(pool).releaseNode("flaky");
+    for (let i = 0; i < 4; i++) await fail(pool, await lease(pool, "flaky"));
+    await commit(pool, await lease(pool, "flaky"));
+    for (let i = 0; i < 4; i++) await fail(pool, await lease(pool, "flaky"));
+    // 4, a success, 4: never 5 in a row.
+    expect(await nodeEntry(pool, "flaky")).toMatchObject({ consecutive_failures: 4, held_until: null });
+    expect((await claim(pool, "flaky")).status).toBe(200);
+  });
+
+  it("lease expiries and rejected outputs count as failures too", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await submitJob(pool, trialsJob(10, {}, { retryPolicy: { maxTaskAttempts: 5 } }));
+    for (let i = 0; i < 3; i++) {
+      await lease(pool, "n1");
+      await expireLeases(pool);
+    }
+    const l = await lease(pool, "n1");
+    // An output whose hash does not match what the node reports is rejected.
+    await upload(pool, `jobs/${l.job_id}/${l.task_id}/metrics.json`, "{}");
+    const r = await call(pool, "POST", `/attempts/${l.lease_id}/complete`, { output_sha256: "0".repeat(64) });
+    expect(await json(r)).toMatchObject({ accepted: false });
+    expect((await nodeEntry(pool, "n1")).consecutive_failures).toBe(4);
+    await fail(pool, await lease(pool, "n1"));
+    expect((await nodeEntry(pool, "n1")).held_until).not.toBeNull();
+  });
+});
+
+describe("retry elsewhere", () => {
+  it("a broken node cannot burn a task's attempts while a healthy node could run it", async () => {
+    // The issue's case: maxTaskAttempts 2, a node that fails everything, a healthy node idle.
+    const pool = freshPool();
+    await register(pool, "broken");
+    await register(pool, "healthy");
+    const job = await submitJob(pool, trialsJob(1, {}, { retryPolicy: { maxTaskAttempts: 2 } }));
+    await fail(pool, await lease(pool, "broken"));
+    expect((await claim(pool, "broken")).status).toBe(204);
+    const retry = await lease(pool, "healthy");
+    expect(retry).toMatchObject({ task_id: "trial-000", attempt_number: 2 });
+    await commit(pool, retry);
+    expect((await json<{ state: string }>(await call(pool, "GET", `/jobs/${job.job_id}`))).state).toBe("SUCCEEDED");
+  });
+
+  it("when no other online node could take it, the node that failed it gets it back", async () => {
+    const pool = freshPool();
+    await register(pool, "gpu", {}, 1);
+    await register(pool, "cpu");
+    await submitJob(pool, trialsJob(1, {}, { resources: { gpuPerTask: 1 } }));
+    await fail(pool, await lease(pool, "gpu"));
+    // cpu is online but the gate refuses it: gpu retries its own failure.
+    expect((await lease(pool, "gpu")).attempt_number).toBe(2);
+  });
+
+  it("the placement explanation says what an eligible task waits for", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await register(pool, "n2");
+    await submitJob(pool, labelled(trialsJob(2), { "flashml.dev/priority": "1" }));
+    const job = await submitJob(pool, labelled(trialsJob(3), { "flashml.dev/tenant": "team-a" }));
+    await submitJob(pool, labelled(trialsJob(1), { "flashml.dev/tenant": "team-b" }));
+    const report = await json<{ queue: Record<string, unknown>; waiting: string }>(
+      await call(pool, "GET", `/jobs/${job.job_id}/tasks/trial-002/placement`),
+    );
+    expect(report.queue).toEqual({
+      priority: 0,
+      tenant: "team-a",
+      higher_priority: 2,
+      earlier_in_job: 2,
+      other_tenants: 1,
+      other_jobs: 0,
+      failed_on: [],
+      eligible_held_back: 0,
+    });
+    expect(report.waiting).toBe(
+      "waits for 2 pending tasks of higher priority than 0; tenant team-a's turn (2 tenants take turns at priority 0); 2 earlier tasks of its own job",
+    );
+    const l = await lease(pool, "n1", job.job_id);
+    await fail(pool, l);
+    const after = await json<{ waiting: string }>(
+      await call(pool, "GET", `/jobs/${job.job_id}/tasks/${l.task_id}/placement`),
+    );
+    expect(after.waiting).toContain("a node other than n1 (failed it)");
+    expect((await lease(pool, "n2", job.job_id)).task_id).toBe(l.task_id);
+    const leased = await json<{ queue: null; waiting: null }>(
+      await call(pool, "GET", `/jobs/${job.job_id}/tasks/${l.task_id}/placement`),
+    );
+    expect(leased).toMatchObject({ queue: null, waiting: null });
+  });
+});
+
+describe("worker loss is not task failure", () => {
+  it("with retryWorkerLoss (the default) an expiry uses no attempt; the task fails once lost to 10 workers", async () => {
+    const pool = freshPool();
+    const job = await submitJob(pool, trialsJob(1, {}, { retryPolicy: { maxTaskAttempts: 1 } }));
+    // Each loss on its own node: a lost lease also counts against its node.
+    for (let i = 1; i <= 10; i++) {
+      await register(pool, `n${i}`);
+      expect((await lease(pool, `n${i}`)).attempt_number).toBe(i);
+      await expireLeases(pool);
+      const [task] = await tasksOf(pool, job.job_id);
+      expect(task!.state).toBe(i < 10 ? "PENDING" : "FAILED");
+    }
+    const events = await json<Array<{ type: string; message: string }>>(
+      await call(pool, "GET", `/jobs/${job.job_id}/events`),
+    );
+    expect(events.filter((e) => e.type === "LEASE_EXPIRED")).toHaveLength(10);
+    expect(events.find((e) => e.type === "TASK_EXHAUSTED")!.message).toBe("task trial-000 was lost to 10 workers");
+    expect(await violations(pool)).toEqual([]);
+  });
+
+  it("a fail still uses an attempt after worker losses", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await register(pool, "n2");
+    const job = await submitJob(pool, trialsJob(1, {}, { retryPolicy: { maxTaskAttempts: 1 } }));
+    await lease(pool, "n1");
+    await expireLeases(pool);
+    await fail(pool, await lease(pool, "n2"));
+    expect((await tasksOf(pool, job.job_id))[0]).toMatchObject({ state: "FAILED", attempts: 2 });
+  });
+
+  it("with retryWorkerLoss false an expiry uses an attempt, as in the reference", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    const job = await submitJob(
+      pool,
+      trialsJob(1, {}, { retryPolicy: { maxTaskAttempts: 1, retryWorkerLoss: false } }),
+    );
+    await lease(pool, "n1");
+    await moveDeadlines(pool);
+    expect((await claim(pool, "n1")).status).toBe(204); // the claim's sweep expires it
+    expect((await tasksOf(pool, job.job_id))[0]).toMatchObject({ state: "FAILED", attempts: 1 });
+  });
+});
+
+describe("registration does not reset the record", () => {
+  it("a held-back node that registers again stays held back", async () => {
+    const pool = freshPool();
+    await register(pool, "broken");
+    await submitJob(pool, trialsJob(6, {}, { retryPolicy: { maxTaskAttempts: 3 } }));
+    for (let i = 0; i < 5; i++) await fail(pool, await lease(pool, "broken"));
+    await call(pool, "POST", "/nodes/register", registration("broken"));
+    expect((await claim(pool, "broken")).status).toBe(204);
+  });
+});
