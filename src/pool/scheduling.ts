@@ -7,146 +7,136 @@ import { eligible, type NodeView } from "../rules/placement";
 import { holdBackMs, MAX_PRIORITY } from "../rules/scheduling";
 import { nodeView } from "./nodes";
 
-/** Rows per read of an ordered walk: one first (most claims stop at it), then a page at a time. */
-const FIRST_PAGE = 1;
+/** Rows per page of an ordered walk after its first row. */
 const PAGE = 16;
 
 /**
- * The claim's statements, each an index seek or a page of an ordered index
- * walk, continued after the last row read (a plan test holds them to that).
- * Pages are read whole, so no statement is left open mid-walk.
+ * A job's head: its first pending task, in queue order, of the classes
+ * listed in ?2 (a JSON list of class ids), by one seek per class it holds.
+ */
+const headOf = (job: string) => `(SELECT MIN((SELECT t.seq FROM tasks t INDEXED BY tasks_claim_job
+      WHERE t.state = 'PENDING' AND t.job_id = c.job_id AND t.class_id = c.class_id ORDER BY t.seq LIMIT 1))
+    FROM queue_classes c WHERE c.job_id = ${job} AND c.pending > 0 AND +c.class_id IN (SELECT value FROM json_each(?2)))`;
+
+/** Whether the node ?3 failed the task `head`. */
+const FAILED_HEAD = "EXISTS (SELECT 1 FROM task_failures f WHERE f.task_seq = head AND f.node_id = ?3) AS failed";
+
+/**
+ * The jobs at priority ?1 holding pending tasks of the classes ?2, in claim
+ * order: tenants by pass (claims granted over weight), then each tenant's
+ * jobs by pass, the longest waiting first at equal passes. Walked in that
+ * order through the tenant_shares_next and job_queues_next indexes (the
+ * rowids make the order total, so nothing is sorted), it stops at the
+ * page's last row. Each with its head, and whether the node ?3 failed it.
+ */
+const jobsAtSql = (page: string) => `SELECT job_id, head, ${FAILED_HEAD}
+  FROM (SELECT q.job_id, ${headOf("q.job_id")} AS head
+    FROM tenant_shares s CROSS JOIN job_queues q
+    WHERE s.priority = ?1 AND q.priority = ?1 AND q.tenant = s.tenant AND q.pending > 0
+      AND EXISTS (SELECT 1 FROM queue_classes c
+        WHERE c.job_id = q.job_id AND c.pending > 0 AND +c.class_id IN (SELECT value FROM json_each(?2)))
+    ORDER BY s.pass, s.turn, s.tenant, s.rowid, q.pass, q.turn, q.rowid ${page})`;
+
+/**
+ * The claim's statements, each index seeks or a page of an ordered index
+ * walk (a plan test holds them to that). Pages are read whole, so no
+ * statement is left open mid-walk. Limits are literals: a bound LIMIT makes
+ * SQLite plan for many rows (bloom filters and all), several times the cost.
  */
 export const POLICY_SQL = {
-  /** The highest priority with active tenants below a bound. */
-  level: "SELECT MAX(priority) AS p FROM tenant_shares WHERE priority < ?",
-  /** A priority's first active tenant, lowest pass first (the tenant_shares_next index). */
-  firstTenant: "SELECT tenant, pass, turn FROM tenant_shares WHERE priority = ? ORDER BY pass, turn, tenant LIMIT 1",
-  /** The next page of a priority's active tenants, after one. */
-  tenants: `SELECT tenant, pass, turn FROM tenant_shares WHERE priority = ? AND (pass, turn, tenant) > (?, ?, ?)
-    ORDER BY pass, turn, tenant LIMIT ?`,
-  /** A tenant's first job with pending tasks, lowest pass first (the job_queues_next index). */
-  firstJob: `SELECT job_id, pass, turn, rowid AS id FROM job_queues WHERE priority = ? AND tenant = ? AND pending > 0
-    ORDER BY pass, turn, rowid LIMIT 1`,
-  /** The next page of a tenant's jobs with pending tasks, after one. */
-  jobs: `SELECT job_id, pass, turn, rowid AS id FROM job_queues
-    WHERE priority = ? AND tenant = ? AND pending > 0 AND (pass, turn, rowid) > (?, ?, ?)
-    ORDER BY pass, turn, rowid LIMIT ?`,
   /** Requirement classes with pending tasks (the classes_pending index): what the gate judges once per claim. */
   pendingClasses: "SELECT class_id, requirement FROM classes WHERE pending > 0",
+  /** The highest priority below ?2 holding pending tasks of the classes ?1: one seek per class. */
+  level: `SELECT MAX((SELECT MAX(c.priority) FROM queue_classes c
+      WHERE c.class_id = a.value AND c.pending > 0 AND c.priority < ?2)) AS p
+    FROM json_each(?1) a`,
+  /** The first job by claim order at a priority (most claims need no other). */
+  firstJob: jobsAtSql("LIMIT 1"),
+  /** A page of the jobs after the first ?4 (by offset: only a failed head gets here). */
+  jobs: jobsAtSql(`LIMIT ${PAGE} OFFSET ?4`),
+  /** One job's head (?1), for a claim restricted to that job. */
+  head: `SELECT head, ${FAILED_HEAD} FROM (SELECT ${headOf("?1")} AS head)`,
   /** A job's requirement classes with pending tasks. */
   classes: "SELECT class_id FROM queue_classes WHERE job_id = ? AND pending > 0",
-  /**
-   * Jobs with pending tasks in the given classes (a JSON list of class ids),
-   * in claim order: what a claim sorts when it may take only rare work.
-   */
-  candidates: `SELECT DISTINCT q.job_id, q.priority, s.pass AS share_pass, s.turn AS share_turn, q.tenant,
-           q.pass, q.turn, q.rowid AS id
-    FROM queue_classes c JOIN job_queues q ON q.job_id = c.job_id
-      JOIN tenant_shares s ON s.priority = q.priority AND s.tenant = q.tenant
-    WHERE c.class_id IN (SELECT value FROM json_each(?)) AND c.pending > 0
-    ORDER BY q.priority DESC, share_pass, share_turn, q.tenant, q.pass, q.turn, id`,
-  /** A job's pending tasks of one class after a task, in queue order. */
+  /** A page of a job's pending tasks of one class after a task, in queue order. */
   tasks: `SELECT seq FROM tasks WHERE state = 'PENDING' AND job_id = ? AND class_id = ? AND seq > ?
-    ORDER BY seq LIMIT ?`,
+    ORDER BY seq LIMIT ${PAGE}`,
   /**
    * The same, only before a bound (the best task of the job's other classes).
    * Its own statement: a bound must be an integer, and "none" as 2^53 binds
    * as a float, which doubles the seek's cost.
    */
   tasksBefore: `SELECT seq FROM tasks WHERE state = 'PENDING' AND job_id = ? AND class_id = ? AND seq > ? AND seq < ?
-    ORDER BY seq LIMIT ?`,
+    ORDER BY seq LIMIT ${PAGE}`,
   /** Whether a node failed a task. */
   failed: "SELECT 1 FROM task_failures WHERE task_seq = ? AND node_id = ?",
-  /** Online, accepting nodes not held back, other than one, that have not failed a task (any node_id, '' too). */
+  /** A page of online, accepting nodes not held back, other than one, that have not failed a task (any node_id, '' too). */
   others: `SELECT rowid AS id, registration FROM nodes
     WHERE live_until_ms > ? AND status = 'online' AND held_until_ms <= ? AND node_id <> ?
       AND node_id NOT IN (SELECT node_id FROM task_failures WHERE task_seq = ?) AND rowid > ?
-    ORDER BY rowid LIMIT ?`,
+    ORDER BY rowid LIMIT ${PAGE}`,
 } as const;
 
 /**
- * An ordered walk read a page at a time: `read(last, limit)` is the page of
- * at most `limit` rows after row `last` (null: the first). The first page
- * is one row: most claims stop at it.
+ * An ordered walk read a page at a time: `read(last)` is the page of at
+ * most PAGE rows after row `last` (null: the first).
  */
-function* walk<T>(read: (last: T | null, limit: number) => T[]): Generator<T> {
-  let limit = FIRST_PAGE;
-  for (let last: T | null = null; ; limit = PAGE) {
-    const page = read(last, limit);
+function* walk<T>(read: (last: T | null) => T[]): Generator<T> {
+  for (let last: T | null = null; ; ) {
+    const page = read(last);
     yield* page;
-    if (page.length < limit) return;
+    if (page.length < PAGE) return;
     last = page[page.length - 1]!;
   }
 }
 
-type QueueRow = { job_id: string; pass: number; turn: number; id: number };
-
 /** What the claim needs to know about the claiming node. */
 export type Claimant = { nodeId: string; view: NodeView };
 
-/** Jobs the walk may pass over before the claim sorts only the jobs holding work the node may take. */
-const WALK_LIMIT = 16;
+type Head = { head: number | null; failed: number };
+type JobRow = Head & { job_id: string };
 
 /**
- * The task `node` should be leased, by policy: the highest priority with a
- * task it may take; at that priority the tenant with the lowest pass (claims
- * granted over weight), then that tenant's job with the lowest pass, then
- * the job's queue order. The gate runs once per requirement class with
+ * The task `node` should be leased, by policy: the highest priority holding
+ * a task it may take; at that priority the tenant with the lowest pass
+ * (claims granted over weight), then that tenant's job with the lowest pass,
+ * then the job's queue order. The gate runs once per requirement class with
  * pending tasks; a node that may take none of them is answered at once.
- * Then the policy order is walked through its indexes, stopping at the
- * first job with a task for the node; a walk that passes over WALK_LIMIT
- * jobs (the node may take only rare work) sorts the jobs holding that work
- * instead. Either way the cost is bounded by active jobs and classes, never
- * by the queue's depth. `jobId` restricts the claim to one job.
+ * The priority is found by one seek per class the node accepts, and its
+ * jobs are walked in order, inside SQLite, to the first holding such a
+ * task, so the cost is bounded by active jobs and classes, never by the
+ * queue's depth. Most claims end at that job's head; a head the node failed
+ * is looked at closer (`jobHead`). `jobId` restricts the claim to one job.
  */
 export function pickTask(sql: SqlStorage, now: number, node: Claimant, jobId: string | null): number | undefined {
   const accepted = new Map<number, string>();
-  for (const c of sql.exec<{ class_id: number; requirement: string }>(POLICY_SQL.pendingClasses)) {
+  for (const c of sql.exec<{ class_id: number; requirement: string }>(POLICY_SQL.pendingClasses).toArray()) {
     if (eligible(JSON.parse(c.requirement), node.view)) accepted.set(c.class_id, c.requirement);
   }
   if (accepted.size === 0) return undefined;
-  if (jobId !== null) return jobHead(sql, now, node, jobId, accepted);
-  let passed = 0;
-  for (const job of policyOrder(sql)) {
-    const seq = jobHead(sql, now, node, job, accepted);
-    if (seq !== undefined) return seq;
-    if (++passed === WALK_LIMIT) break;
-  }
-  if (passed < WALK_LIMIT) return undefined;
-  const candidates = sql.exec<{ job_id: string }>(POLICY_SQL.candidates, JSON.stringify([...accepted.keys()]));
-  for (const { job_id } of candidates.toArray()) {
-    const seq = jobHead(sql, now, node, job_id, accepted);
-    if (seq !== undefined) return seq;
+  const classes = JSON.stringify([...accepted.keys()]);
+  const headOrCloser = (jobId: string, h: Head) =>
+    h.head === null ? undefined : h.failed ? jobHead(sql, now, node, jobId, accepted) : h.head;
+  if (jobId !== null) return headOrCloser(jobId, sql.exec<Head>(POLICY_SQL.head, jobId, classes, node.nodeId).one());
+  const below = (bound: number) => sql.exec<{ p: number | null }>(POLICY_SQL.level, classes, bound).one().p;
+  for (let level = below(MAX_PRIORITY + 1); level !== null; level = below(level)) {
+    for (const job of jobsAt(sql, level, classes, node.nodeId)) {
+      const seq = headOrCloser(job.job_id, job);
+      if (seq !== undefined) return seq;
+    }
   }
   return undefined;
 }
 
-/** Jobs with pending tasks in claim order: priority, then tenant turns, then job turns, read a page at a time. */
-function* policyOrder(sql: SqlStorage): Generator<string> {
-  const below = (bound: number) => sql.exec<{ p: number | null }>(POLICY_SQL.level, bound).one().p;
-  for (let level = below(MAX_PRIORITY + 1); level !== null; level = below(level)) {
-    const tenants = walk<{ tenant: string; pass: number; turn: number }>((last, limit) =>
-      last === null
-        ? sql.exec<{ tenant: string; pass: number; turn: number }>(POLICY_SQL.firstTenant, level).toArray()
-        : sql
-            .exec<{ tenant: string; pass: number; turn: number }>(
-              POLICY_SQL.tenants,
-              level,
-              last.pass,
-              last.turn,
-              last.tenant,
-              limit,
-            )
-            .toArray(),
-    );
-    for (const { tenant } of tenants) {
-      const jobs = walk<QueueRow>((last, limit) =>
-        last === null
-          ? sql.exec<QueueRow>(POLICY_SQL.firstJob, level, tenant).toArray()
-          : sql.exec<QueueRow>(POLICY_SQL.jobs, level, tenant, last.pass, last.turn, last.id, limit).toArray(),
-      );
-      for (const job of jobs) yield job.job_id;
-    }
+/** The jobs at `level` holding work of `classes`, in claim order: the first alone, then pages after it. */
+function* jobsAt(sql: SqlStorage, level: number, classes: string, nodeId: string): Generator<JobRow> {
+  const first = sql.exec<JobRow>(POLICY_SQL.firstJob, level, classes, nodeId).toArray();
+  yield* first;
+  if (first.length === 0) return;
+  for (let offset = 1; ; offset += PAGE) {
+    const page = sql.exec<JobRow>(POLICY_SQL.jobs, level, classes, nodeId, offset).toArray();
+    yield* page;
+    if (page.length < PAGE) return;
   }
 }
 
@@ -169,10 +159,10 @@ function jobHead(
   let best: number | undefined;
   for (const c of classes) {
     const bound = best;
-    const tasks = walk<{ seq: number }>((last, limit) =>
+    const tasks = walk<{ seq: number }>((last) =>
       (bound === undefined
-        ? sql.exec<{ seq: number }>(POLICY_SQL.tasks, jobId, c.class_id, last?.seq ?? 0, limit)
-        : sql.exec<{ seq: number }>(POLICY_SQL.tasksBefore, jobId, c.class_id, last?.seq ?? 0, bound, limit)
+        ? sql.exec<{ seq: number }>(POLICY_SQL.tasks, jobId, c.class_id, last?.seq ?? 0)
+        : sql.exec<{ seq: number }>(POLICY_SQL.tasksBefore, jobId, c.class_id, last?.seq ?? 0, bound)
       ).toArray(),
     );
     for (const t of tasks) {
@@ -191,10 +181,8 @@ function jobHead(
  * has not failed the task, would pass the gate for it.
  */
 export function anotherCouldTake(sql: SqlStorage, now: number, taskSeq: number, requirement: string, me: string) {
-  const others = walk<{ id: number; registration: string }>((last, limit) =>
-    sql
-      .exec<{ id: number; registration: string }>(POLICY_SQL.others, now, now, me, taskSeq, last?.id ?? 0, limit)
-      .toArray(),
+  const others = walk<{ id: number; registration: string }>((last) =>
+    sql.exec<{ id: number; registration: string }>(POLICY_SQL.others, now, now, me, taskSeq, last?.id ?? 0).toArray(),
   );
   const parsed: unknown = JSON.parse(requirement);
   for (const other of others) if (eligible(parsed, nodeView(other.registration))) return true;

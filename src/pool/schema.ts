@@ -341,6 +341,25 @@ export const MIGRATIONS: readonly string[] = [
     DELETE FROM tenant_shares WHERE priority = OLD.priority AND tenant = OLD.tenant AND active <= 0;
   END;
   `,
+  // 10: a job's requirement classes carry its priority, so the highest
+  // priority holding work a node may take is one index seek per class the
+  // node accepts (SPEC §13), never a walk over the jobs of the levels above.
+  // A job's priority never changes; its classes copy it when inserted.
+  `
+  ALTER TABLE queue_classes ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
+  UPDATE queue_classes SET priority = (SELECT q.priority FROM job_queues q WHERE q.job_id = queue_classes.job_id)
+    WHERE job_id IN (SELECT job_id FROM job_queues WHERE priority <> 0);
+  DROP INDEX queue_classes_pending;
+  CREATE INDEX queue_classes_level ON queue_classes (class_id, priority) WHERE pending > 0;
+  DROP TRIGGER tasks_queue_insert;
+  CREATE TRIGGER tasks_queue_insert AFTER INSERT ON tasks WHEN NEW.state = 'PENDING' BEGIN
+    INSERT INTO job_queues (job_id, pending) VALUES (NEW.job_id, 1)
+      ON CONFLICT (job_id) DO UPDATE SET pending = pending + 1;
+    INSERT INTO queue_classes (job_id, class_id, priority, pending)
+      VALUES (NEW.job_id, NEW.class_id, (SELECT priority FROM job_queues WHERE job_id = NEW.job_id), 1)
+      ON CONFLICT (job_id, class_id) DO UPDATE SET pending = pending + 1;
+  END;
+  `,
 ];
 
 /** Applies every migration newer than the recorded version, in order. */

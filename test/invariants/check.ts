@@ -213,6 +213,14 @@ function counterViolations(s: PoolSnapshot, c: NonNullable<PoolSnapshot["counter
     }
   }
   if (c.queue_classes) {
+    // A job's classes carry its priority (step 10), so a level's seek finds exactly its jobs.
+    const priorities = new Map((c.job_queues ?? []).map((q) => [`${q.job_id}`, q.priority]));
+    for (const r of c.queue_classes) {
+      if ("priority" in r && priorities.has(`${r.job_id}`) && r.priority !== priorities.get(`${r.job_id}`))
+        out.push(
+          `queue class ${r.job_id}/${r.class_id}: priority ${r.priority}, its job's is ${priorities.get(`${r.job_id}`)}`,
+        );
+    }
     compare(
       "pending tasks of job and class",
       c.queue_classes.map((r) => ({ ...r, n: r.pending ?? 0 })),

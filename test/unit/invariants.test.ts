@@ -114,8 +114,8 @@ function soundPool(): PoolSnapshot & { counters: NonNullable<PoolSnapshot["count
         { job_id: "j2", priority: 5, tenant: "team-a", pending: 1, worker_losses: 0 },
       ],
       queue_classes: [
-        { job_id: "j1", class_id: 1, pending: 0 },
-        { job_id: "j2", class_id: 1, pending: 1 },
+        { job_id: "j1", class_id: 1, priority: 0, pending: 0 },
+        { job_id: "j2", class_id: 1, priority: 5, pending: 1 },
       ],
       tenant_shares: [{ priority: 5, tenant: "team-a", active: 1 }],
     },
@@ -194,6 +194,13 @@ describe("the invariant checker on the scheduling states", () => {
         s.counters.queue_classes![0]!.pending = 1;
       },
       /pending tasks of job and class j1\/1: counter 1 but 0/,
+    ],
+    [
+      "a job's class that lost its job's priority",
+      (s) => {
+        s.counters.queue_classes![1]!.priority = 0;
+      },
+      /queue class j2\/1: priority 0, its job's is 5/,
     ],
     [
       "a job's worker-loss count that drifted",

@@ -153,7 +153,7 @@ const PLACES: Record<string, { priority: number; tenant: string }> = {
   "job-c": { priority: 0, tenant: "team-a" },
   "job-d": { priority: 3, tenant: "team-b" },
 };
-/** 40 jobs over 3 priorities and 4 tenants: enough that a claim walks past more jobs than it may (WALK_LIMIT). */
+/** 40 jobs over 3 priorities and 4 tenants: enough that a claim walks past more jobs than a page holds. */
 function manyPlaces(rng: Rng): Record<string, { priority: number; tenant: string }> {
   return Object.fromEntries(
     Array.from({ length: 40 }, (_, i) => [
@@ -254,7 +254,7 @@ describe("the policy claim", () => {
     expect(tally.elsewhere).toBeGreaterThan(10);
     expect(tally.requeuedReleased).toBeGreaterThan(10);
     expect(tally.byJob).toBeGreaterThan(20);
-    // Claims that passed over more jobs than the walk may, and sorted the rest.
+    // Claims that passed over a page's worth of jobs (16) with nothing for the node.
     expect(tally.walkedFar).toBeGreaterThan(5);
   }, 30_000);
 

@@ -7,6 +7,7 @@ import { createExecutionContext, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import app from "../../src/index";
+import { migrate } from "../../src/pool/schema";
 import type { Lease } from "../../src/protocol/tasks";
 import { FIRST_HOLD_MS } from "../../src/rules/scheduling";
 import {
@@ -25,6 +26,7 @@ import {
   upload,
 } from "./helpers";
 import { violations } from "./invariants";
+import { rewindSchema } from "./schema-history";
 
 /** A JobSpec with metadata labels (how priority and tenant are given). */
 function labelled(spec: ReturnType<typeof trialsJob>, labels: Record<string, string>, name = "job") {
@@ -116,6 +118,19 @@ describe("priority and queue order", () => {
     // n2 has not failed it: trial-000 is its job's head again.
     expect((await lease(pool, "n2")).task_id).toBe("trial-000");
     expect(job.job_id).toBe(first.job_id);
+  });
+
+  it("a pool queued before the classes carried priorities keeps its order after the upgrade", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await submitJob(pool, trialsJob(2));
+    const urgent = await submitJob(pool, labelled(trialsJob(2), { "flashml.dev/priority": "10" }));
+    await runInDurableObject(stub(pool), (_o, state) => {
+      rewindSchema(state.storage.sql, 9);
+      state.storage.transactionSync(() => migrate(state.storage.sql));
+    });
+    expect(await violations(pool)).toEqual([]);
+    expect((await lease(pool, "n1")).job_id).toBe(urgent.job_id);
   });
 
   it.each([
@@ -299,6 +314,25 @@ describe("retry elsewhere", () => {
     expect(retry).toMatchObject({ task_id: "trial-000", attempt_number: 2 });
     await commit(pool, retry);
     expect((await json<{ state: string }>(await call(pool, "GET", `/jobs/${job.job_id}`))).state).toBe("SUCCEEDED");
+  });
+
+  it("a node passes over every job whose work it failed, however many come first", async () => {
+    const pool = freshPool();
+    await register(pool, "broken");
+    await register(pool, "healthy");
+    const failedJobs = [];
+    for (let i = 0; i < 20; i++) failedJobs.push(await submitJob(pool, trialsJob(1)));
+    const last = await submitJob(pool, trialsJob(2));
+    for (let i = 0; i < 20; i++) {
+      const l = await lease(pool, "broken");
+      expect(l.job_id).toBe(failedJobs[i]!.job_id);
+      await fail(pool, l);
+      // Not held back: this is about which task, not whether.
+      if (i % 5 === 4) expect((await call(pool, "POST", "/nodes/broken/release")).status).toBe(200);
+    }
+    // The last job has had a turn since, so it comes after all 20 in claim order.
+    expect((await lease(pool, "healthy")).job_id).toBe(last.job_id);
+    expect(await lease(pool, "broken")).toMatchObject({ job_id: last.job_id, task_id: "trial-001" });
   });
 
   it("when no other online node could take it, the node that failed it gets it back", async () => {

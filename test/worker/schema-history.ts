@@ -22,6 +22,14 @@ const UNDO: Record<number, string> = {
       DROP TABLE job_queues; DROP INDEX queue_classes_pending; DROP TABLE queue_classes; DROP TABLE tenant_shares; DROP TABLE task_failures;
       ALTER TABLE tasks DROP COLUMN worker_losses; ALTER TABLE tasks DROP COLUMN max_worker_losses;
       ALTER TABLE nodes DROP COLUMN consecutive_failures; ALTER TABLE nodes DROP COLUMN held_until_ms;`,
+  10: `DROP TRIGGER tasks_queue_insert; DROP INDEX queue_classes_level; ALTER TABLE queue_classes DROP COLUMN priority;
+      CREATE INDEX queue_classes_pending ON queue_classes (class_id, job_id) WHERE pending > 0;
+      CREATE TRIGGER tasks_queue_insert AFTER INSERT ON tasks WHEN NEW.state = 'PENDING' BEGIN
+        INSERT INTO queue_classes (job_id, class_id, pending) VALUES (NEW.job_id, NEW.class_id, 1)
+          ON CONFLICT (job_id, class_id) DO UPDATE SET pending = pending + 1;
+        INSERT INTO job_queues (job_id, pending) VALUES (NEW.job_id, 1)
+          ON CONFLICT (job_id) DO UPDATE SET pending = pending + 1;
+      END;`,
 };
 
 /** The versions that have an undo: every migration after the second. */
