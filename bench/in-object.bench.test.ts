@@ -4,7 +4,9 @@
 // transaction, the artifact bind of the upload, and the commit transaction,
 // each its own transactionSync, calling the functions of src/pool/* as the
 // object's methods do. The same cycle is then timed through the object's
-// methods and through RPC, for what surrounds the transactions.
+// methods and through RPC, for what surrounds the transactions. A second
+// scenario (issue 13) times the same cycle with 1,000 active jobs across 100
+// tenants, where the scheduling policy has the most turns to keep.
 //
 // Clock: in workerd (local), Date.now()/performance.now() advance during
 // synchronous code but only in 1 ms steps. So cycles are timed in batches
@@ -18,7 +20,7 @@ import { it } from "vitest";
 import { bind } from "../src/pool/artifacts";
 import { uploadStarted } from "../src/pool/collection";
 import { DEFAULT_PLACE } from "../src/pool/jobs";
-import { claim, commit, renew, type WireLease } from "../src/pool/leases";
+import { claim, commit, renew, type TenantWeights, type WireLease } from "../src/pool/leases";
 import { heartbeatNode } from "../src/pool/nodes";
 import type { PoolObject } from "../src/pool/object";
 import { addTasks } from "../src/pool/tasks";
@@ -36,6 +38,8 @@ const DEPTHS = (settings.BENCH_DEPTHS || (QUICK ? "1000" : "1000,10000,100000"))
 const BATCH = QUICK ? 100 : 250;
 /** Timed batches per depth and node kind. */
 const BATCHES = QUICK ? 3 : 40;
+/** ms per timed batch of idle claims, whose cost depends on the queue's shape. */
+const IDLE_BATCH_MS = QUICK ? 20 : 50;
 /** The other requests are cheaper (µs each): larger batches. */
 const REQUEST_BATCH = QUICK ? 500 : 1000;
 /** RPC cycles are ~1 ms each here: fewer, smaller batches (still ≥ 100 ms each). */
@@ -103,15 +107,128 @@ function timeBatch(n: number, op: (i: number) => void): number {
   return ((performance.now() - t0) * 1000) / n;
 }
 
+/** Uploads of every pool in this process: each gets its own object name. */
+let uploads = 0;
+
+/** The stored object and key of a lease's output, as an upload leaves them. */
+function upload(pool: string, lease: WireLease) {
+  const object = `pools/${pool}/objects/${++uploads}`;
+  const stored = { object, sha256: SHA, size_bytes: 2, etag: "e" };
+  const key = `jobs/${lease.job_id}/${lease.task_id}/metrics.json`;
+  return { key, stored };
+}
+
+/** Untimed, between batches: replaces the claimed tasks, then lets storage commit. */
+type TopUp = (leases: WireLease[]) => Promise<void>;
+
+/**
+ * The core cycle: BATCH claims, then their BATCH bind+commit pairs, each its
+ * own transactionSync, as the object's methods run them. Batch 0 warms up
+ * (JIT, page cache) and is not recorded.
+ */
+async function coreCycles(
+  storage: DurableObjectStorage,
+  pool: string,
+  nodeId: string,
+  topUp: TopUp,
+  weights?: TenantWeights,
+) {
+  const sql = storage.sql;
+  const claimUs: number[] = [];
+  const commitUs: number[] = [];
+  const cyclesPerS: number[] = [];
+  let maxSingleClaimMs = 0;
+  for (let b = 0; b <= BATCHES; b++) {
+    const leases: WireLease[] = [];
+    const perClaim = timeBatch(BATCH, () => {
+      const c0 = performance.now();
+      const result = storage.transactionSync(() => claim(sql, Date.now(), nodeId, null, weights));
+      const took = performance.now() - c0;
+      if (b > 0 && took > maxSingleClaimMs) maxSingleClaimMs = took;
+      if (!result.ok) throw new Error(`claim by ${nodeId} in ${pool}: ${result.reason}`);
+      leases.push(result.lease);
+    });
+    const perCommit = timeBatch(BATCH, (i) => {
+      const lease = leases[i]!;
+      const { key, stored } = upload(pool, lease);
+      // The upload is recorded before its bytes stream (beginUpload), then bound.
+      const bound = storage.transactionSync(() => {
+        uploadStarted(sql, Date.now(), stored.object);
+        return bind(sql, Date.now(), key, stored, lease.node_id);
+      });
+      if (!bound.ok) throw new Error(`bind: ${bound.detail}`);
+      const outcome = storage.transactionSync(() =>
+        commit(sql, Date.now(), lease.lease_id, SHA, stored.object, null, lease.node_id),
+      );
+      if (outcome.status !== "accepted") throw new Error(`commit: ${outcome.status}`);
+    });
+    if (b > 0) {
+      claimUs.push(round(perClaim));
+      commitUs.push(round(perCommit));
+      cyclesPerS.push(Math.round(1e6 / (perClaim + perCommit)));
+    }
+    await topUp(leases);
+  }
+  return {
+    node: nodeId,
+    cycles: BATCH * BATCHES,
+    claim_us: claimUs,
+    commit_us: commitUs,
+    cycles_per_s: cyclesPerS,
+    max_single_claim_ms: maxSingleClaimMs,
+  };
+}
+
+/** Adds `tasks` in one transaction, as a top-up does, then lets storage commit. */
+async function addUntimed(storage: DurableObjectStorage, tasks: TaskSpec[]) {
+  const added = storage.transactionSync(() => addTasks(storage.sql, Date.now(), tasks, { outputJson: false }));
+  if (!added.ok) throw new Error("top-up refused");
+  await scheduler.wait(1);
+}
+
+/**
+ * Mean µs per call of `op`, calling it until at least `ms` have passed: for
+ * a cost that may be µs or ms, so no batch size fits both.
+ */
+function timeFor(ms: number, op: () => void): number {
+  const t0 = alignToClockStep();
+  let n = 0;
+  let t = t0;
+  while (t - t0 < ms) {
+    op();
+    n++;
+    t = performance.now();
+  }
+  return ((t - t0) * 1000) / n;
+}
+
+/** µs per claim of a node that can take nothing pending (204), batch means. */
+async function idleClaims(storage: DurableObjectStorage, weights?: TenantWeights) {
+  const us: number[] = [];
+  for (let b = 0; b <= BATCHES; b++) {
+    const perClaim = timeFor(IDLE_BATCH_MS, () => {
+      const r = storage.transactionSync(() => claim(storage.sql, Date.now(), "idle-node", null, weights));
+      if (r.ok) throw new Error("the idle node got work");
+    });
+    if (b > 0) us.push(round(perClaim));
+    await scheduler.wait(1);
+  }
+  return us;
+}
+
+/** The nodes every scenario has: a CPU node, a one-GPU node, and one that can take nothing in the mix. */
+async function registerNodes(stub: DurableObjectStub<PoolObject>) {
+  await stub.register(registration("cpu-node", 0));
+  await stub.register(registration("gpu-node", 1));
+  // Module tasks only, module_capable false: the cost of an idle poll that answers 204.
+  await stub.register({ ...registration("idle-node", 0), module_capable: false });
+}
+
 it("claim+commit cycles inside one pool object, by queue depth", async () => {
   for (const depth of DEPTHS) {
     const pool = `bench-${depth}-${crypto.randomUUID().slice(0, 8)}`;
     const stub = env.POOL.get(env.POOL.idFromName(pool));
-    await stub.register(registration("cpu-node", 0));
-    await stub.register(registration("gpu-node", 1));
-    // Can take nothing in the mix (module tasks, module_capable false): the
-    // cost of an idle poll that answers 204.
-    await stub.register({ ...registration("idle-node", 0), module_capable: false });
+    await registerNodes(stub);
 
     // Seed through the object's own submission path (job record and tasks,
     // one transaction per 10,000-task job), as POST /jobs does.
@@ -136,74 +253,15 @@ it("claim+commit cycles inside one pool object, by queue depth", async () => {
     const measured = await runInDurableObject(stub, async (instance, state) => {
       const sql = state.storage.sql;
       const topUpJob = jobs[jobs.length - 1]!;
-      let uploads = 0;
       const pending = () => sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE state = 'PENDING'").one().n;
-      const upload = (lease: WireLease) => {
-        const object = `pools/${pool}/objects/${++uploads}`;
-        const stored = { object, sha256: SHA, size_bytes: 2, etag: "e" };
-        const key = `jobs/${lease.job_id}/${lease.task_id}/metrics.json`;
-        return { key, stored };
-      };
-      // Untimed: each claimed task is replaced by a new task of its class at
-      // the back, so the depth and every class's count stay where they were;
-      // then storage commits before the next batch.
-      const topUp = async (leases: WireLease[]) => {
-        const tasks = leases.map((l) => mixedTask(topUpJob, next++, kindOf(l.payload)));
-        const added = state.storage.transactionSync(() => addTasks(sql, Date.now(), tasks, { outputJson: false }));
-        if (!added.ok) throw new Error("top-up refused");
-        await scheduler.wait(1);
-      };
-
-      /**
-       * The core cycle: BATCH claims, then their BATCH bind+commit pairs, each
-       * its own transactionSync, as the object's methods run them. Batch 0
-       * warms up (JIT, page cache) and is not recorded.
-       */
-      const cycles = async (nodeId: string) => {
-        const claimUs: number[] = [];
-        const commitUs: number[] = [];
-        const cyclesPerS: number[] = [];
-        let maxSingleClaimMs = 0;
-        for (let b = 0; b <= BATCHES; b++) {
-          const leases: WireLease[] = [];
-          const perClaim = timeBatch(BATCH, () => {
-            const c0 = performance.now();
-            const result = state.storage.transactionSync(() => claim(sql, Date.now(), nodeId, null));
-            const took = performance.now() - c0;
-            if (b > 0 && took > maxSingleClaimMs) maxSingleClaimMs = took;
-            if (!result.ok) throw new Error(`claim by ${nodeId} at depth ${depth}: ${result.reason}`);
-            leases.push(result.lease);
-          });
-          const perCommit = timeBatch(BATCH, (i) => {
-            const lease = leases[i]!;
-            const { key, stored } = upload(lease);
-            // The upload is recorded before its bytes stream (beginUpload), then bound.
-            const bound = state.storage.transactionSync(() => {
-              uploadStarted(sql, Date.now(), stored.object);
-              return bind(sql, Date.now(), key, stored, lease.node_id);
-            });
-            if (!bound.ok) throw new Error(`bind: ${bound.detail}`);
-            const outcome = state.storage.transactionSync(() =>
-              commit(sql, Date.now(), lease.lease_id, SHA, stored.object, null, lease.node_id),
-            );
-            if (outcome.status !== "accepted") throw new Error(`commit: ${outcome.status}`);
-          });
-          if (b > 0) {
-            claimUs.push(round(perClaim));
-            commitUs.push(round(perCommit));
-            cyclesPerS.push(Math.round(1e6 / (perClaim + perCommit)));
-          }
-          await topUp(leases);
-        }
-        return {
-          node: nodeId,
-          cycles: BATCH * BATCHES,
-          claim_us: claimUs,
-          commit_us: commitUs,
-          cycles_per_s: cyclesPerS,
-          max_single_claim_ms: maxSingleClaimMs,
-        };
-      };
+      // Each claimed task is replaced by a new task of its class at the
+      // back, so the depth and every class's count stay where they were.
+      const topUp: TopUp = (leases) =>
+        addUntimed(
+          state.storage,
+          leases.map((l) => mixedTask(topUpJob, next++, kindOf(l.payload))),
+        );
+      const cycles = (nodeId: string) => coreCycles(state.storage, pool, nodeId, topUp);
 
       /**
        * The same cycle through the object's own methods (claim, bindArtifact,
@@ -219,7 +277,7 @@ it("claim+commit cycles inside one pool object, by queue depth", async () => {
           for (let i = 0; i < BATCH; i++) {
             const result = await instance.claim(nodeId, null);
             if (!result.ok) throw new Error(`claim: ${result.reason}`);
-            const { key, stored } = upload(result.lease);
+            const { key, stored } = upload(pool, result.lease);
             await instance.beginUpload(key, stored.object, nodeId);
             const bound = await instance.bindArtifact(key, stored, nodeId);
             if (!bound.ok) throw new Error(`bind: ${bound.detail}`);
@@ -375,5 +433,113 @@ it.skipIf(QUICK)("claim cost by number of requirement classes", async () => {
       });
       report({ bench: "classes", classes: extra + 1, pending_ahead: pendingAhead, claim_us: samples });
     }
+  }
+});
+
+/** Issue 13's scenario: 100 tenants with 10 jobs each, every job with pending tasks. */
+const TENANTS = 100;
+const JOBS_PER_TENANT = 10;
+/** Pending tasks per job (the issue's mix, 7 plain / 2 GPU / 1 local): 10,000 in all. */
+const TASKS_PER_JOB = 10;
+/** A tenth of the tenants weigh 2, the rest 1: the weights take part in every claim's turns. */
+const WEIGHTS: TenantWeights = new Map(Array.from({ length: 10 }, (_, t) => [tenantName(t), 2]));
+
+function tenantName(t: number): string {
+  return `tenant-${String(t).padStart(2, "0")}`;
+}
+
+/**
+ * Queues of the scenario. Three priorities: job k of each tenant at level
+ * k mod 3 (100, 0, -100), so every tenant has jobs at each. With the top
+ * one GPU-only, those jobs hold only `gpus: 1` tasks, which the CPU node
+ * cannot take: its claims pass over every job at the top priority.
+ */
+const QUEUES = [
+  { queue: "one priority", levels: [0], gpuOnTop: false },
+  { queue: "three priorities", levels: [100, 0, -100], gpuOnTop: false },
+  { queue: "three priorities, the top one GPU-only", levels: [100, 0, -100], gpuOnTop: true },
+];
+
+/**
+ * The claim where the policy has the most turns to keep: 1,000 active jobs
+ * across 100 tenants. Each claimed task is replaced by one of its class in
+ * the job it came from, so every job stays active and the queue keeps its
+ * shape. Runs unchanged on a checkout from before the policy
+ * (bench/in-object.mjs --base): the place and the weights are then ignored
+ * and the claim is the FIFO one.
+ */
+it("claim+commit cycles with 1,000 active jobs across 100 tenants", async () => {
+  for (const { queue, levels, gpuOnTop } of QUICK ? QUEUES.slice(0, 1) : QUEUES) {
+    const pool = `tenants-${crypto.randomUUID().slice(0, 8)}`;
+    const stub = env.POOL.get(env.POOL.idFromName(pool));
+    await registerNodes(stub);
+
+    // Job by job through the object's submission path, each tenant's jobs
+    // interleaved with the others' as independent submitters would send them.
+    const seedStart = Date.now();
+    const tenantOf = new Map<string, string>();
+    let next = 0;
+    for (let k = 0; k < JOBS_PER_TENANT; k++) {
+      const priority = levels[k % levels.length]!;
+      const kind = gpuOnTop && priority === levels[0] ? "gpu" : undefined;
+      for (let t = 0; t < TENANTS; t++) {
+        const tenant = tenantName(t);
+        const jobId = `${tenant}-job-${k}`;
+        tenantOf.set(jobId, tenant);
+        const tasks = Array.from({ length: TASKS_PER_JOB }, (_, i) => mixedTask(jobId, next + i, kind));
+        next += TASKS_PER_JOB;
+        const submitted = await stub.submitJob(jobId, SPEC, tasks, pool, { priority, tenant });
+        if (!submitted.ok) throw new Error(`submit ${jobId}: ${submitted.reason}`);
+      }
+    }
+    const seedMs = Date.now() - seedStart;
+
+    const measured = await runInDurableObject(stub, async (_instance, state) => {
+      const sql = state.storage.sql;
+      // Plain SQL over tasks, so the same figures come from a checkout without job_queues.
+      const queue = () =>
+        sql
+          .exec<{ pending: number; jobs: number }>(
+            "SELECT COUNT(*) AS pending, COUNT(DISTINCT job_id) AS jobs FROM tasks WHERE state = 'PENDING'",
+          )
+          .one();
+      const tenantsPerBatch: number[] = [];
+      const topUp: TopUp = (leases) => {
+        tenantsPerBatch.push(new Set(leases.map((l) => tenantOf.get(l.job_id))).size);
+        return addUntimed(
+          state.storage,
+          leases.map((l) => mixedTask(l.job_id, next++, kindOf(l.payload))),
+        );
+      };
+      const before = queue();
+      const cpu = await coreCycles(state.storage, pool, "cpu-node", topUp, WEIGHTS);
+      const gpu = await coreCycles(state.storage, pool, "gpu-node", topUp, WEIGHTS);
+      const idle = await idleClaims(state.storage, WEIGHTS);
+      const after = queue();
+      return {
+        pending_before: before.pending,
+        active_jobs_before: before.jobs,
+        pending_after: after.pending,
+        active_jobs_after: after.jobs,
+        tenants_per_batch: tenantsPerBatch,
+        cpu,
+        gpu,
+        idle_claim_us: idle,
+      };
+    });
+    report({
+      bench: "tenants",
+      queue,
+      levels: levels.length,
+      tenants: TENANTS,
+      jobs: TENANTS * JOBS_PER_TENANT,
+      tasks_per_job: TASKS_PER_JOB,
+      seed_ms: seedMs,
+      batch: BATCH,
+      batches: BATCHES,
+      idle_batch_ms: IDLE_BATCH_MS,
+      quick: QUICK,
+      ...measured,
+    });
   }
 });
