@@ -7,7 +7,7 @@ import { eligible, type NodeView } from "../rules/placement";
 import { holdBackMs, MAX_PRIORITY } from "../rules/scheduling";
 import { nodeView } from "./nodes";
 
-/** Rows per page of an ordered walk after its first row. */
+/** Rows per page of an ordered walk. */
 const PAGE = 16;
 
 /**
@@ -41,7 +41,7 @@ const jobsAtSql = (page: string) => `SELECT job_id, head, ${FAILED_HEAD}
  * The claim's statements, each index seeks or a page of an ordered index
  * walk (a plan test holds them to that). Pages are read whole, so no
  * statement is left open mid-walk. Limits are literals: a bound LIMIT makes
- * SQLite plan for many rows (bloom filters and all), several times the cost.
+ * SQLite plan for many rows (Bloom filters and all), several times the cost.
  */
 export const POLICY_SQL = {
   /** Requirement classes with pending tasks (the classes_pending index): what the gate judges once per claim. */
