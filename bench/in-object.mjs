@@ -25,7 +25,7 @@
 // while it ran: the runs would mix versions.
 // @ts-check
 
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { copyFileSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -41,7 +41,6 @@ import {
   round,
   runBenchFile,
   spread,
-  stripAnsi,
   today,
   writeResult,
 } from "./lib.mjs";
@@ -272,48 +271,12 @@ function summarizeTenants(at) {
  * @param {string} file  relative to root
  * @returns {Promise<TenantsRecord[]>}
  */
-function runTenantsAt(root, file) {
-  return new Promise((done, fail) => {
-    const child = spawn(
-      process.execPath,
-      [
-        join(root, "node_modules/vitest/vitest.mjs"),
-        "run",
-        "--config",
-        "bench/vitest.bench.config.ts",
-        file,
-        "-t",
-        TENANTS_TEST,
-      ],
-      {
-        cwd: root,
-        detached: true,
-        stdio: ["ignore", "pipe", "pipe"],
-        env: { ...process.env, BENCH_QUICK: QUICK ? "1" : "", WRANGLER_SEND_METRICS: "false" },
-      },
-    );
-    let out = "";
-    child.stdout.on("data", (d) => (out += d));
-    child.stderr.on("data", (d) => (out += d));
-    const timer = setTimeout(() => {
-      try {
-        process.kill(-(/** @type {number} */ (child.pid)), "SIGKILL");
-      } catch {
-        // already gone
-      }
-    }, RUN_TIMEOUT_MS);
-    child.on("close", (code, signal) => {
-      clearTimeout(timer);
-      const records = stripAnsi(out)
-        .split("\n")
-        .filter((line) => line.startsWith("BENCH "))
-        .map((line) => JSON.parse(line.slice(6)))
-        .filter((r) => r.bench === "tenants");
-      if (code !== 0 || records.length === 0)
-        fail(new Error(`tenants run in ${root} failed (exit ${code ?? signal}):\n${stripAnsi(out).slice(-4000)}`));
-      else done(records);
-    });
+async function runTenantsAt(root, file) {
+  const records = await runBenchFile(file, { BENCH_QUICK: QUICK ? "1" : "" }, RUN_TIMEOUT_MS, {
+    root,
+    testName: TENANTS_TEST,
   });
+  return records.filter((r) => r.bench === "tenants");
 }
 
 /**

@@ -126,7 +126,7 @@ export function readResult(name) {
 }
 
 /** @param {string} text */
-export function stripAnsi(text) {
+function stripAnsi(text) {
   // eslint-disable-next-line no-control-regex
   // biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI colour codes start with ESC
   return text.replace(/\u001b\[[0-9;]*m/g, "");
@@ -298,15 +298,24 @@ export function stopAll() {
  * @param {string} file  e.g. "bench/in-object.bench.test.ts"
  * @param {Record<string, string>} vars  environment for the bench config's bindings
  * @param {number} timeoutMs
+ * @param {{ root?: string, testName?: string }} [where]  another checkout to run it in (its own
+ *   node_modules and bench config), and one test of the file to run (vitest -t, a regular expression)
  * @returns {Promise<any[]>}
  */
-export function runBenchFile(file, vars, timeoutMs) {
+export function runBenchFile(file, vars, timeoutMs, { root = ROOT, testName } = {}) {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
-      [join(ROOT, "node_modules/vitest/vitest.mjs"), "run", "--config", "bench/vitest.bench.config.ts", file],
+      [
+        join(root, "node_modules/vitest/vitest.mjs"),
+        "run",
+        "--config",
+        "bench/vitest.bench.config.ts",
+        file,
+        ...(testName === undefined ? [] : ["-t", testName]),
+      ],
       {
-        cwd: ROOT,
+        cwd: root,
         detached: true,
         stdio: ["ignore", "pipe", "pipe"],
         env: { ...process.env, ...vars, WRANGLER_SEND_METRICS: "false" },
@@ -329,7 +338,7 @@ export function runBenchFile(file, vars, timeoutMs) {
         .filter((line) => line.startsWith("BENCH "))
         .map((line) => JSON.parse(line.slice(6)));
       if (code !== 0 || records.length === 0) {
-        reject(new Error(`bench run failed (exit ${code ?? signal}):\n${stripAnsi(out).slice(-4000)}`));
+        reject(new Error(`bench run in ${root} failed (exit ${code ?? signal}):\n${stripAnsi(out).slice(-4000)}`));
       } else resolve(records);
     });
   });
