@@ -8,7 +8,9 @@ import { artifacts } from "./routes/artifacts";
 import { checkpoints } from "./routes/checkpoints";
 import type { AppEnv } from "./routes/context";
 import { dashboardData, dashboardPage } from "./routes/dashboard";
-import { identify } from "./routes/identity";
+import { deviceAgent, deviceOperator } from "./routes/device";
+import { enrolPage } from "./routes/enrol";
+import { CredentialRefused, identify } from "./routes/identity";
 import { jobs } from "./routes/jobs";
 import { attempts, leases } from "./routes/leases";
 import { allowedMethods } from "./routes/methods";
@@ -30,7 +32,10 @@ api.use(async (c, next) => {
   c.set("stub", poolStub(c.env, c.var.poolLocations, pool));
   await next();
 });
+// A machine asking to join has no credential yet (SPEC §9): before identify.
+api.route("/device", deviceAgent);
 api.use(identify);
+api.route("/device", deviceOperator);
 api.route("/nodes", nodes);
 api.route("/leases", leases);
 api.route("/attempts", attempts);
@@ -48,6 +53,7 @@ app.route("/openapi.json", openapi);
 app.route("/pools/:pool/v1alpha1", api);
 app.route("/v1alpha1", api);
 app.route("/", dashboardPage);
+app.route("/", enrolPage);
 app.notFound((c) => {
   // A path served under other methods is a 405 naming them, not a 404.
   const allowed = allowedMethods(app.routes, c.req.path);
@@ -56,6 +62,10 @@ app.notFound((c) => {
   return c.json({ detail: `method ${c.req.method} is not allowed here; allowed: ${allowed.join(", ")}` }, 405);
 });
 app.onError((err, c) => {
+  if (err instanceof CredentialRefused) {
+    c.header("www-authenticate", "Bearer");
+    return c.json({ detail: "missing or invalid bearer token" }, 401);
+  }
   const requestId = crypto.randomUUID();
   console.error(JSON.stringify({ level: "error", request_id: requestId, path: c.req.path, error: String(err) }));
   return c.json({ detail: "internal error", request_id: requestId }, 500);

@@ -12,6 +12,7 @@
 import { POOL_NAME_RE } from "../protocol/keys";
 import { DASHBOARD_LIMIT_DEFAULT } from "../protocol/limits";
 import { TASK_STATES } from "../protocol/tasks";
+import { assemblePage } from "./assemble";
 import script from "./page.browser.js?raw";
 import style from "./page.css?raw";
 import markup from "./page.html?raw";
@@ -26,46 +27,13 @@ export const DASHBOARD_CONFIG = {
   progress_states: ["COMPLETED", "FAILED", "LEASED", "CANCELLED"],
 } satisfies PageConfig;
 
+const page = assemblePage("the dashboard", { markup, script, style }, DASHBOARD_CONFIG);
+
 /** The page's one inline script, hashed into its CSP. */
-export const DASHBOARD_SCRIPT = inlineBlock(script, "script");
+export const DASHBOARD_SCRIPT = page.script;
 
 /** The page's one inline style, hashed into its CSP. */
-export const DASHBOARD_STYLE = inlineBlock(style, "style");
+export const DASHBOARD_STYLE = page.style;
 
 /** The whole page: markup, the two inline blocks and the config; no data, no external origin. */
-export const DASHBOARD_HTML = assemble();
-
-function assemble(): string {
-  const config = attributeText(JSON.stringify(DASHBOARD_CONFIG));
-  let page = fill(
-    markup,
-    '<meta name="flashedge-config" content="">',
-    `<meta name="flashedge-config" content="${config}">`,
-  );
-  page = fill(page, "<style></style>", `<style>${DASHBOARD_STYLE}</style>`);
-  return fill(page, "<script></script>", `<script>${DASHBOARD_SCRIPT}</script>`);
-}
-
-/**
- * Text the browser will hash as the same bytes: the HTML parser would end the
- * element at its first closing tag (and treat `<!--` in a script specially),
- * and turns CR LF into LF before hashing. A file that breaks this is a bug.
- */
-function inlineBlock(text: string, element: "script" | "style"): string {
-  if (text.toLowerCase().includes(`</${element}`) || text.includes("<!--") || text.includes("\r")) {
-    throw new Error(`the dashboard's inline ${element} cannot be inlined as is`);
-  }
-  return text;
-}
-
-/** Puts `content` where `marker` is in `page`; the marker must be there exactly once. */
-function fill(page: string, marker: string, content: string): string {
-  const parts = page.split(marker);
-  if (parts.length !== 2) throw new Error(`page.html must hold ${marker} exactly once`);
-  return parts.join(content);
-}
-
-/** Text safe inside a double-quoted attribute value. */
-function attributeText(text: string): string {
-  return text.replaceAll("&", "&amp;").replaceAll('"', "&quot;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
-}
+export const DASHBOARD_HTML = page.html;

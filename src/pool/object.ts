@@ -5,11 +5,13 @@
 
 import { DurableObject } from "cloudflare:workers";
 import type { CommitCheckpointRequest, RegisterPartRequest } from "../protocol/checkpoints";
+import type { DeviceCodeRequest } from "../protocol/device";
 import type { JobSpec } from "../protocol/jobs";
 import { jobOfKey } from "../protocol/keys";
 import { LIST_PAGE_MAX_BYTES } from "../protocol/limits";
 import type { NodeHeartbeat, NodeRegistration } from "../protocol/nodes";
 import type { TaskSpec } from "../protocol/tasks";
+import { base64url, DEVICE_CODE_TTL_MS, enrolledToken, sha256Hex, userCodeFrom } from "../rules/enrolment";
 import { mayDrive } from "../rules/leases";
 import { jobRetentionMs } from "../rules/retention";
 import { tenantWeights } from "../rules/scheduling";
@@ -18,6 +20,17 @@ import { bind, checkWrite, findArtifact, listJobArtifacts, type StoredObject, ty
 import { commitManifest, latest, lostWork, markRestoreVerified, quarantine, registerPart } from "./checkpoints";
 import { collected, nextCollection, takeForCollection, unreferenced, uploadStarted } from "./collection";
 import { dashboardSummary } from "./dashboard";
+import {
+  approvedNode,
+  type CredentialProof,
+  credentialValid,
+  decideCode,
+  listCredentials,
+  pendingCodes,
+  redeemCode,
+  requestCode,
+  revokeCredential,
+} from "./enrolment";
 import type { EventRow } from "./events";
 import { placementReport } from "./explain";
 import {
@@ -60,6 +73,46 @@ function worthWaiting(result: ClaimResult & { ok: false }): boolean {
   return result.reason === "nothing" || result.reason === "held";
 }
 
+/**
+ * What an enrolled node's requests call, through `act` (SPEC §9): the
+ * object's node, lease, job, artifact, checkpoint and read methods. The
+ * routes decide which of them a node may use, as for configured tokens.
+ * Enrolment and credentials are managed with configured operator tokens,
+ * never through here.
+ */
+const ACTION_NAMES = [
+  "register",
+  "heartbeatNode",
+  "releaseNode",
+  "listNodes",
+  "claim",
+  "renewLease",
+  "failLease",
+  "completeLease",
+  "submitJob",
+  "listJobs",
+  "getJob",
+  "jobEvents",
+  "jobTasks",
+  "cancelJob",
+  "beginUpload",
+  "abandonUpload",
+  "bindArtifact",
+  "resolveArtifact",
+  "listJobArtifacts",
+  "registerCheckpointPart",
+  "commitCheckpoint",
+  "latestCheckpoint",
+  "checkpointLostWork",
+  "verifyCheckpoint",
+  "quarantineCheckpoint",
+  "explainPlacement",
+  "dashboard",
+  "metrics",
+] as const;
+export type Action = (typeof ACTION_NAMES)[number];
+const ACTIONS: ReadonlySet<string> = new Set(ACTION_NAMES);
+
 /** A claim waiting for work (long-poll): not state, a connection held open. */
 type HeldClaim = {
   nodeId: string;
@@ -86,6 +139,103 @@ export class PoolObject extends DurableObject<Env> {
     void ctx.blockConcurrencyWhile(async () => {
       ctx.storage.transactionSync(() => migrate(this.sql));
     });
+  }
+
+  // -- enrolled callers ----------------------------------------------------
+
+  /**
+   * Runs one of this object's actions for an enrolled node, after checking
+   * its credential in the same turn (no await between the check and the
+   * action's transaction), so a revoked credential's next request is
+   * refused. `{ ok: false }`: no such credential, or not an action.
+   */
+  async act(
+    proof: CredentialProof,
+    action: Action,
+    args: unknown[],
+  ): Promise<{ ok: true; value: unknown } | { ok: false }> {
+    if (!ACTIONS.has(action) || !credentialValid(this.sql, proof)) return { ok: false };
+    const method = this[action] as (...a: unknown[]) => unknown;
+    return { ok: true, value: await method.apply(this, args) };
+  }
+
+  // -- enrolment (SPEC §9 "Enrolled machines") -------------------------------
+
+  /** A new device code for a machine asking to join; "full" past the pool's pending limit. */
+  async requestDeviceCode(
+    request: DeviceCodeRequest,
+    from: string | null,
+  ): Promise<{ ok: true; deviceCode: string; userCode: string; expiresMs: number } | { ok: false; reason: "full" }> {
+    // A drawn user code already in the records (a day's worth) is drawn again.
+    for (let draw = 0; draw < 5; draw++) {
+      const userCode = userCodeFrom(crypto.getRandomValues(new Uint8Array(32)));
+      if (userCode === null) continue;
+      const deviceCode = base64url(crypto.getRandomValues(new Uint8Array(32)));
+      const deviceCodeSha256 = await sha256Hex(deviceCode);
+      const now = Date.now();
+      const result = this.ctx.storage.transactionSync(() =>
+        requestCode(this.sql, now, {
+          deviceCodeSha256,
+          userCode,
+          nodeId: request.node_id,
+          hostname: request.hostname,
+          platform: request.platform,
+          from,
+        }),
+      );
+      if (result === "full") return { ok: false, reason: "full" };
+      if (result === "ok") {
+        if (this.logging()) logLine({ pool: this.poolName(), event: "ENROLMENT_REQUESTED", node_id: request.node_id });
+        return { ok: true, deviceCode, userCode, expiresMs: now + DEVICE_CODE_TTL_MS };
+      }
+    }
+    throw new Error("no unused user code in 5 draws");
+  }
+
+  /** The token an approved code enrols, exactly once; null for every other code alike. */
+  async redeemDeviceCode(deviceCode: string): Promise<{ token: string; node_id: string } | null> {
+    const deviceCodeSha256 = await sha256Hex(deviceCode);
+    const nodeId = approvedNode(this.sql, Date.now(), deviceCodeSha256);
+    if (nodeId === null) return null;
+    const token = enrolledToken(nodeId, crypto.getRandomValues(new Uint8Array(32)));
+    const tokenSha256 = await sha256Hex(token);
+    // Checked again in the transaction: a concurrent redeem of the same code loses here.
+    const now = Date.now();
+    const redeemed = this.ctx.storage.transactionSync(() =>
+      redeemCode(this.sql, now, deviceCodeSha256, nodeId, tokenSha256),
+    );
+    if (!redeemed) return null;
+    if (this.logging()) logLine({ pool: this.poolName(), event: "CREDENTIAL_ISSUED", node_id: nodeId });
+    return { token, node_id: nodeId };
+  }
+
+  /** An operator approves or denies a pending code; null: no such pending code. */
+  decideDeviceCode(userCode: string, decision: "approved" | "denied", operator: string): string | null {
+    const now = Date.now();
+    const nodeId = this.ctx.storage.transactionSync(() => decideCode(this.sql, now, userCode, decision, operator));
+    if (nodeId !== null && this.logging()) {
+      const event = decision === "approved" ? "ENROLMENT_APPROVED" : "ENROLMENT_DENIED";
+      logLine({ pool: this.poolName(), event, node_id: nodeId, operator });
+    }
+    return nodeId;
+  }
+
+  /** The codes waiting for an operator. */
+  pendingDeviceCodes() {
+    return pendingCodes(this.sql, Date.now());
+  }
+
+  /** Revokes a node's enrolled credential: its next request is refused. False: it had none. */
+  revokeCredential(nodeId: string, operator: string): boolean {
+    const revoked = this.ctx.storage.transactionSync(() => revokeCredential(this.sql, nodeId));
+    if (revoked && this.logging())
+      logLine({ pool: this.poolName(), event: "CREDENTIAL_REVOKED", node_id: nodeId, operator });
+    return revoked;
+  }
+
+  /** A page of enrolled credentials by node id. */
+  listCredentials(after: string | null, limit: number) {
+    return listCredentials(this.sql, after, limit);
   }
 
   // -- nodes ---------------------------------------------------------------

@@ -360,6 +360,35 @@ export const MIGRATIONS: readonly string[] = [
       ON CONFLICT (job_id, class_id) DO UPDATE SET pending = pending + 1;
   END;
   `,
+  // 11: device-code enrolment (SPEC §9 "Enrolled machines"). Codes waiting
+  // for an operator, kept a day after they expire for the record, and the
+  // credentials of enrolled nodes. Hashes only: a device code and a token
+  // are never stored as given.
+  `
+  CREATE TABLE device_codes (
+    device_code_sha256 TEXT PRIMARY KEY,
+    user_code TEXT NOT NULL UNIQUE,
+    node_id TEXT NOT NULL,
+    hostname TEXT NOT NULL,
+    platform TEXT NOT NULL,
+    requested_ms INTEGER NOT NULL,
+    requested_from TEXT,
+    expires_ms INTEGER NOT NULL,
+    state TEXT NOT NULL DEFAULT 'pending',  -- pending, approved, denied, redeemed
+    decided_by TEXT,
+    decided_ms INTEGER
+  );
+  CREATE INDEX device_codes_expiry ON device_codes (expires_ms);
+  CREATE TABLE node_credentials (
+    node_id TEXT PRIMARY KEY,
+    token_sha256 TEXT NOT NULL,
+    hostname TEXT NOT NULL,
+    platform TEXT NOT NULL,
+    approved_by TEXT NOT NULL,
+    approved_ms INTEGER NOT NULL,
+    issued_ms INTEGER NOT NULL
+  );
+  `,
 ];
 
 /** Applies every migration newer than the recorded version, in order. */

@@ -16,6 +16,7 @@ import {
   QuarantineCheckpointRequestSchema,
   RegisterPartRequestSchema,
 } from "./checkpoints";
+import { DeviceCodeRequestSchema, DeviceTokenRequestSchema, UserCodeRequestSchema } from "./device";
 import { EventSchema, EventTypeSchema, JobRecordSchema, JobSpecSchema, JobStateSchema } from "./jobs";
 import { MAX_ARTIFACT_KEY_BYTES, POOL_NAME_RE } from "./keys";
 import {
@@ -70,7 +71,7 @@ export type Operation = {
   requestBody?: { required: boolean; content: Record<string, { schema: SchemaObject }> };
   responses: Record<string, ResponseObject | Reference>;
 };
-export type Method = "get" | "put" | "post";
+export type Method = "get" | "put" | "post" | "delete";
 export type OpenApiDocument = {
   openapi: "3.1.0";
   info: { title: string; version: string; description: string };
@@ -102,6 +103,9 @@ const WIRE = {
   NodeRegistration: NodeRegistrationSchema,
   NodeHeartbeat: NodeHeartbeatSchema,
   NodeStatus: NodeStatusSchema,
+  DeviceCodeRequest: DeviceCodeRequestSchema,
+  DeviceTokenRequest: DeviceTokenRequestSchema,
+  UserCodeRequest: UserCodeRequestSchema,
   RegisteredNode: NodeRegistrationSchema.extend({
     status: NodeStatusSchema,
     online: z.boolean(),
@@ -193,6 +197,32 @@ const HAND = {
   InternalError: object({ detail: string, request_id: string }),
   StatusOk: object({ status: constant("ok") }),
   NodeRegistered: object({ node_id: string, status: constant("registered") }),
+  DeviceCode: object({
+    device_code: string,
+    user_code: string,
+    verification_uri: string,
+    verification_uri_complete: string,
+    interval: count,
+    expires_in: count,
+    expires_at: dateTime,
+  }),
+  AuthorizationPending: object({ error: constant("authorization_pending"), interval: count }),
+  EnrolledToken: object({ token: string, node_id: string }),
+  PendingEnrolment: object({
+    user_code: string,
+    node_id: string,
+    hostname: string,
+    platform: string,
+    requested_at: dateTime,
+    requested_from: nullable(string),
+    expires_at: dateTime,
+    replaces_credential: bool,
+  }),
+  EnrolmentDecided: object(
+    { approved: { type: "boolean", const: true }, denied: { type: "boolean", const: true }, node_id: string },
+    ["approved", "denied"],
+  ),
+  CredentialRevoked: object({ node_id: string, revoked: bool }),
   NodeReleased: object({
     node_id: string,
     consecutive_failures: { type: "integer", const: 0 },
@@ -329,7 +359,9 @@ const HAND = {
 
 // -- routes ------------------------------------------------------------------------
 
-type Refusals = Partial<Record<400 | 401 | 403 | 404 | 409 | 410 | 411 | 413 | 422 | 503, string | ResponseObject>>;
+type Refusals = Partial<
+  Record<400 | 401 | 403 | 404 | 409 | 410 | 411 | 413 | 422 | 429 | 503, string | ResponseObject>
+>;
 
 type Route = {
   method: Method;
@@ -367,6 +399,7 @@ const OPERATOR_ONLY = "When tokens are configured, an operator token is required
 const NOT_AN_OPERATOR = "A node token: an operator token is required for this route.";
 const NO_NODE_IDENTITY = "An operator credential that names no node in X-FlashML-On-Behalf-Of.";
 const checkpointsOf = "/jobs/{job_id}/tasks/{task_id}/checkpoints";
+const OPEN_POOL = "The coordinator is open (no tokens configured): there is nothing to enrol.";
 const MISCONFIGURED = "The coordinator's settings cannot be trusted: it refuses every request.";
 
 // GET /jobs and GET /nodes (SPEC §12): the body is the plain list, a Link header continues it.
@@ -445,6 +478,28 @@ const ROUTES: Route[] = [
     refusals: { 404: "The pool name is invalid." },
   },
   {
+    method: "get",
+    path: "/enrol",
+    root: true,
+    id: "enrolPage",
+    tag: "enrolment",
+    summary: "The page where an operator approves or denies a machine's code, for the pool `local`",
+    description: "`?code=` prefills the code. The page holds no data; the device API it calls needs an operator token.",
+    ok: { 200: { description: "A self-contained HTML page.", content: { "text/html": { schema: string } } } },
+  },
+  {
+    method: "get",
+    path: "/pools/{pool}/enrol",
+    root: true,
+    id: "poolEnrolPage",
+    tag: "enrolment",
+    summary: "The page where an operator approves or denies a machine's code (`verification_uri`)",
+    description: "`?code=` prefills the code. The page holds no data; the device API it calls needs an operator token.",
+    parameters: [parameter("pool")],
+    ok: { 200: { description: "A self-contained HTML page.", content: { "text/html": { schema: string } } } },
+    refusals: { 404: "The pool name is invalid." },
+  },
+  {
     method: "post",
     path: "/nodes/register",
     id: "registerNode",
@@ -486,6 +541,77 @@ const ROUTES: Route[] = [
     description: `A node whose last attempts all failed is held back from claiming (SPEC §13); this clears its run of failures. ${OPERATOR_ONLY}`,
     ok: { 200: jsonBody(own("NodeReleased"), "Released: the node's next claim is served.") },
     refusals: { 403: NOT_AN_OPERATOR, 404: "Unknown node." },
+  },
+  {
+    method: "delete",
+    path: "/nodes/{node_id}/credential",
+    id: "revokeCredential",
+    tag: "enrolment",
+    summary: "Revoke an enrolled node's credential",
+    description: `The node's next request is a 401 (SPEC §9). ${OPERATOR_ONLY}`,
+    ok: { 200: jsonBody(own("CredentialRevoked"), "Revoked.") },
+    refusals: { 400: OPEN_POOL, 403: NOT_AN_OPERATOR, 404: "The node has no enrolled credential." },
+  },
+  {
+    method: "post",
+    path: "/device/code",
+    id: "requestDeviceCode",
+    tag: "enrolment",
+    summary: "A machine asks to join: a short code for an operator to approve (RFC 8628)",
+    description:
+      "No credential. The device code is the machine's secret; the user code is what a person types on `verification_uri`. Codes expire after 15 minutes.",
+    body: request("DeviceCodeRequest"),
+    ok: { 200: jsonBody(own("DeviceCode"), "The codes, the page to approve them on, and how often to poll.") },
+    refusals: { 400: OPEN_POOL, 429: "Too many codes are waiting for an operator (Retry-After: 60)." },
+  },
+  {
+    method: "post",
+    path: "/device/token",
+    id: "redeemDeviceCode",
+    tag: "enrolment",
+    summary: "Poll for the credential of an approved code",
+    description:
+      "No credential. 200 exactly once after approval; every other code (unknown, waiting, denied, expired, redeemed) gets the same 400 `authorization_pending`.",
+    body: request("DeviceTokenRequest"),
+    ok: { 200: jsonBody(own("EnrolledToken"), "The node's token: send it as `Authorization: Bearer`.") },
+    refusals: {
+      400: jsonBody(
+        { anyOf: [own("AuthorizationPending"), own("Refusal")] },
+        "`authorization_pending`: poll again after `interval` seconds. Or `{detail}`: the coordinator is open.",
+      ),
+    },
+  },
+  {
+    method: "get",
+    path: "/device/pending",
+    id: "pendingDeviceCodes",
+    tag: "enrolment",
+    summary: "The codes waiting for an operator",
+    description: OPERATOR_ONLY,
+    ok: { 200: jsonBody(list(own("PendingEnrolment")), "Oldest first.") },
+    refusals: { 400: OPEN_POOL, 403: NOT_AN_OPERATOR },
+  },
+  {
+    method: "post",
+    path: "/device/approve",
+    id: "approveDeviceCode",
+    tag: "enrolment",
+    summary: "Approve a pending code: its machine may redeem it for a node credential",
+    description: OPERATOR_ONLY,
+    body: request("UserCodeRequest"),
+    ok: { 200: jsonBody(own("EnrolmentDecided"), "Approved.") },
+    refusals: { 400: OPEN_POOL, 403: NOT_AN_OPERATOR, 404: "No pending code with this user code." },
+  },
+  {
+    method: "post",
+    path: "/device/deny",
+    id: "denyDeviceCode",
+    tag: "enrolment",
+    summary: "Deny a pending code: it never yields a credential",
+    description: OPERATOR_ONLY,
+    body: request("UserCodeRequest"),
+    ok: { 200: jsonBody(own("EnrolmentDecided"), "Denied.") },
+    refusals: { 400: OPEN_POOL, 403: NOT_AN_OPERATOR, 404: "No pending code with this user code." },
   },
   {
     method: "get",
@@ -1003,6 +1129,7 @@ export function openApiDocument(): OpenApiDocument {
     },
     tags: [
       { name: "nodes", description: "Registration and liveness of worker machines." },
+      { name: "enrolment", description: "Machines joining with a code (RFC 8628 device authorization)." },
       { name: "leases", description: "Claiming work." },
       { name: "attempts", description: "Renewing, committing and failing a lease." },
       { name: "artifacts", description: "Task inputs and outputs, by key." },

@@ -3,7 +3,9 @@
 //   serve the self-contained page (src/dashboard/page.ts). It holds no data,
 //   so it needs no credential; it is served under a CSP that admits only its
 //   own two inline blocks (by the hash of the very bytes inlined) and requests
-//   to this origin: never 'unsafe-inline', never another origin.
+//   to this origin: never 'unsafe-inline', never another origin. `servePage`
+//   and `contentSecurityPolicy` serve the enrolment page the same way
+//   (src/routes/enrol.ts).
 // - `dashboardData`, mounted under `/v1alpha1`: the bounded JSON summary the
 //   page polls. A read like any other: any valid credential when enforcing.
 
@@ -27,12 +29,23 @@ export const dashboardPage = new Hono<AppEnv>()
   // path either way.
   .get("/pools/:pool", (c) => page(c));
 
-async function page(c: AppContext) {
+const dashboardPolicy = contentSecurityPolicy(DASHBOARD_SCRIPT, DASHBOARD_STYLE);
+
+function page(c: AppContext) {
+  return servePage(c, DASHBOARD_HTML, dashboardPolicy);
+}
+
+/**
+ * Serves one of the coordinator's self-contained pages for the pool in the
+ * path (`local` without one; an invalid name is a 404): never cached, never
+ * framed, no referrer, under the page's own CSP.
+ */
+export async function servePage(c: AppContext, html: string, policy: () => Promise<string>) {
   const pool = c.req.param("pool") ?? "local";
   if (!isPoolName(pool)) return c.json({ detail: invalidPoolDetail(pool) }, 404);
-  return c.body(DASHBOARD_HTML, 200, {
+  return c.body(html, 200, {
     "content-type": "text/html; charset=utf-8",
-    "content-security-policy": await contentSecurityPolicy(),
+    "content-security-policy": await policy(),
     "x-content-type-options": "nosniff",
     "x-frame-options": "DENY",
     "referrer-policy": "no-referrer",
@@ -40,24 +53,28 @@ async function page(c: AppContext) {
   });
 }
 
-// The hashes depend only on the page's constants: computed once per isolate.
-let policy: Promise<string> | undefined;
-
-/** Only the page's own inline script and style run; fetches go to this origin only. */
-export function contentSecurityPolicy(): Promise<string> {
-  policy ??= Promise.all([sha256Source(DASHBOARD_SCRIPT), sha256Source(DASHBOARD_STYLE)]).then(([script, style]) =>
-    [
-      "default-src 'none'",
-      `script-src '${script}'`,
-      `style-src '${style}'`,
-      "connect-src 'self'",
-      "img-src data:",
-      "base-uri 'none'",
-      "form-action 'none'",
-      "frame-ancestors 'none'",
-    ].join("; "),
-  );
-  return policy;
+/**
+ * A page's CSP: only its own inline script and style run (admitted by the
+ * hash of the very bytes inlined); fetches go to this origin only. The hashes
+ * depend only on the page's constants: computed once per isolate, on first use.
+ */
+export function contentSecurityPolicy(script: string, style: string): () => Promise<string> {
+  let policy: Promise<string> | undefined;
+  return () => {
+    policy ??= Promise.all([sha256Source(script), sha256Source(style)]).then(([scriptHash, styleHash]) =>
+      [
+        "default-src 'none'",
+        `script-src '${scriptHash}'`,
+        `style-src '${styleHash}'`,
+        "connect-src 'self'",
+        "img-src data:",
+        "base-uri 'none'",
+        "form-action 'none'",
+        "frame-ancestors 'none'",
+      ].join("; "),
+    );
+    return policy;
+  };
 }
 
 async function sha256Source(text: string): Promise<string> {

@@ -4,7 +4,10 @@
 
 import type { MiddlewareHandler } from "hono";
 import type { Writer } from "../pool/artifacts";
+import type { CredentialProof } from "../pool/enrolment";
+import type { Action, PoolObject } from "../pool/object";
 import { authConfig, authenticate, delegation } from "../rules/auth";
+import { sha256Hex } from "../rules/enrolment";
 import type { AppContext, AppEnv } from "./context";
 
 type Answer<T> = { ok: true; value: T } | { ok: false; response: Response };
@@ -26,11 +29,41 @@ export const identify: MiddlewareHandler<AppEnv> = async (c, next) => {
     c.set("caller", { kind: "node", nodeId: credential.nodeId });
     return next();
   }
+  if (credential.kind === "enrolled") {
+    // The token names its node; the pool checks it with every call this request makes.
+    const proof = { nodeId: credential.nodeId, tokenSha256: await sha256Hex(credential.token) };
+    c.set("caller", { kind: "node", nodeId: credential.nodeId });
+    c.set("stub", enrolledStub(c.var.stub, proof));
+    return next();
+  }
   const delegated = delegation(c.req.header("x-flashml-on-behalf-of") ?? null);
   if (!delegated.ok) return c.json({ detail: delegated.detail }, delegated.status);
   c.set("caller", { kind: "operator", name: credential.name, onBehalfOf: delegated.node });
   return next();
 };
+
+/** An enrolled credential the pool did not accept (unknown, replaced or revoked): a 401, like any invalid token. */
+export class CredentialRefused extends Error {}
+
+/**
+ * The pool stub as an enrolled node uses it: each call goes through the
+ * object's `act`, which checks the credential in the same round trip and
+ * turn as the call itself; a refusal throws CredentialRefused.
+ */
+function enrolledStub(stub: DurableObjectStub<PoolObject>, proof: CredentialProof): DurableObjectStub<PoolObject> {
+  return new Proxy(stub, {
+    get(target, name) {
+      // Not a thenable, nor anything but the object's methods.
+      if (typeof name !== "string" || name === "then") return undefined;
+      return async (...args: unknown[]) => {
+        type Acted = { ok: true; value: unknown } | { ok: false };
+        const result = (await target.act(proof, name as Action, args)) as Acted;
+        if (!result.ok) throw new CredentialRefused();
+        return result.value;
+      };
+    },
+  });
+}
 
 /**
  * The node this request acts as: the credential's node, or the node an

@@ -1,4 +1,4 @@
-// Node registry routes (SPEC §3.1, §5, §13): register, heartbeat, list, release.
+// Node registry routes (SPEC §3.1, §5, §9, §13): register, heartbeat, list, release, revoke.
 
 import { Hono } from "hono";
 import { MAX_REGISTRATION_BYTES } from "../protocol/limits";
@@ -53,6 +53,18 @@ export const nodes = new Hono<AppEnv>()
     const nodeId = c.req.param("node_id");
     if (!(await c.var.stub.releaseNode(nodeId))) return c.json({ detail: `unknown node ${nodeId}` }, 404);
     return c.json({ node_id: nodeId, consecutive_failures: 0, held_until: null });
+  })
+  .delete("/:node_id/credential", async (c) => {
+    // SPEC §9: revoking an enrolled machine's credential; its next request is a 401.
+    if (c.var.caller.kind === "open")
+      return c.json({ detail: "this coordinator is open: no credential to revoke" }, 400);
+    const refused = requireOperator(c);
+    if (refused) return refused;
+    const nodeId = c.req.param("node_id");
+    const operator = c.var.caller.kind === "operator" ? c.var.caller.name : "";
+    if (!(await c.var.stub.revokeCredential(nodeId, operator)))
+      return c.json({ detail: `node ${nodeId} has no enrolled credential` }, 404);
+    return c.json({ node_id: nodeId, revoked: true });
   })
   .get("/", (c) =>
     pagedList(c, { decode: decodeNodeCursor, encode: encodeNodeCursor }, (after, limit) =>

@@ -3,6 +3,8 @@
 // bearer token to a node or an operator. No I/O, no Cloudflare imports.
 // A refusal never names a token.
 
+import { enrolledTokenNode } from "./enrolment";
+
 /** Who is calling, once the credential is resolved (SPEC §9). */
 export type Caller =
   | { kind: "open" } // no tokens configured: nobody is authenticated
@@ -22,7 +24,11 @@ export type AuthConfig =
   | { mode: "enforcing"; nodes: Entry[]; operators: Entry[] }
   | { mode: "refusing"; detail: string };
 
-export type Credential = { kind: "node"; nodeId: string } | { kind: "operator"; name: string };
+export type Credential =
+  | { kind: "node"; nodeId: string }
+  | { kind: "operator"; name: string }
+  // Shaped like an enrolled token (SPEC §9) and no configured token: the pool decides.
+  | { kind: "enrolled"; nodeId: string; token: string };
 
 /**
  * Open when no token is configured (unless REQUIRE_NODE_AUTH=1), enforcing
@@ -79,8 +85,10 @@ function parseEntries(raw: string | undefined, setting: string, shape: string): 
 
 /**
  * The credential a bearer `Authorization` header carries: null when absent,
- * "invalid" when present but not a configured token (or not well-formed).
- * Every configured token is compared in constant time, with no early exit.
+ * "invalid" when present but neither a configured token nor shaped like an
+ * enrolled one (or not well-formed). Every configured token is compared in
+ * constant time, with no early exit. An enrolled token only names its node
+ * here: the pool checks it against the node's stored hash.
  */
 export function authenticate(
   config: { nodes: Entry[]; operators: Entry[] },
@@ -94,7 +102,9 @@ export function authenticate(
   for (const e of config.nodes) if (constantTimeEqual(presented, e.token)) found = { kind: "node", nodeId: e.name };
   for (const e of config.operators)
     if (constantTimeEqual(presented, e.token)) found = { kind: "operator", name: e.name };
-  return found;
+  if (found !== "invalid") return found;
+  const enrolled = enrolledTokenNode(presented);
+  return enrolled === null ? "invalid" : { kind: "enrolled", nodeId: enrolled, token: presented };
 }
 
 function isTokenText(s: string): boolean {

@@ -30,6 +30,7 @@ const UNDO: Record<number, string> = {
         INSERT INTO job_queues (job_id, pending) VALUES (NEW.job_id, 1)
           ON CONFLICT (job_id) DO UPDATE SET pending = pending + 1;
       END;`,
+  11: "DROP TABLE device_codes; DROP TABLE node_credentials;",
 };
 
 /** The versions that have an undo: every migration after the second. */

@@ -1,0 +1,203 @@
+// Device-code enrolment in the pool (SPEC §9 "Enrolled machines"): the
+// codes waiting for an operator, and the credentials of enrolled nodes.
+// Only hashes of device codes and tokens are stored; a token exists in
+// plain text once, in the answer that redeems its code. Every function runs
+// inside the caller's transaction.
+
+import type { EnrolledCredential, PendingEnrolment } from "../protocol/device";
+import { constantTimeEqual } from "../rules/auth";
+import { CODE_RECORD_MS, DEVICE_CODE_TTL_MS, MAX_PENDING_CODES } from "../rules/enrolment";
+import { iso } from "./events";
+
+/** What an enrolled caller presents: the node its token names and the token's SHA-256 (hex). */
+export type CredentialProof = { nodeId: string; tokenSha256: string };
+
+export type CodeRequest = {
+  deviceCodeSha256: string;
+  userCode: string;
+  nodeId: string;
+  hostname: string;
+  platform: string;
+  from: string | null;
+};
+
+type CodeRow = {
+  user_code: string;
+  node_id: string;
+  hostname: string;
+  platform: string;
+  requested_ms: number;
+  requested_from: string | null;
+  expires_ms: number;
+};
+
+/**
+ * Records a code waiting for an operator, after forgetting records past
+ * their keeping time (a bounded batch). "full": the pool already holds
+ * MAX_PENDING_CODES pending codes; "taken": the user code is in use (draw
+ * another).
+ */
+export function requestCode(sql: SqlStorage, now: number, r: CodeRequest): "ok" | "full" | "taken" {
+  sql.exec(
+    "DELETE FROM device_codes WHERE rowid IN (SELECT rowid FROM device_codes WHERE expires_ms < ? ORDER BY expires_ms LIMIT 100)",
+    now - CODE_RECORD_MS,
+  );
+  const pending = sql
+    .exec<{ n: number }>("SELECT COUNT(*) AS n FROM device_codes WHERE state = 'pending' AND expires_ms > ?", now)
+    .one().n;
+  if (pending >= MAX_PENDING_CODES) return "full";
+  if (sql.exec("SELECT 1 FROM device_codes WHERE user_code = ?", r.userCode).toArray().length > 0) return "taken";
+  sql.exec(
+    `INSERT INTO device_codes (device_code_sha256, user_code, node_id, hostname, platform, requested_ms, requested_from, expires_ms)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    r.deviceCodeSha256,
+    r.userCode,
+    r.nodeId,
+    r.hostname,
+    r.platform,
+    now,
+    r.from,
+    now + DEVICE_CODE_TTL_MS,
+  );
+  return "ok";
+}
+
+/** The node an approved, unexpired, unredeemed code enrols; null for every other code alike. */
+export function approvedNode(sql: SqlStorage, now: number, deviceCodeSha256: string): string | null {
+  const row = sql
+    .exec<{ node_id: string }>(
+      "SELECT node_id FROM device_codes WHERE device_code_sha256 = ? AND state = 'approved' AND expires_ms > ?",
+      deviceCodeSha256,
+      now,
+    )
+    .toArray()[0];
+  return row?.node_id ?? null;
+}
+
+/**
+ * Redeems an approved code for the credential whose hash is given (minted
+ * by the caller for `nodeId`): once only, and only while the code is still
+ * approved, unexpired and for that node. The credential replaces the node's
+ * earlier one.
+ */
+export function redeemCode(
+  sql: SqlStorage,
+  now: number,
+  deviceCodeSha256: string,
+  nodeId: string,
+  tokenSha256: string,
+): boolean {
+  const code = sql
+    .exec<{ hostname: string; platform: string; decided_by: string; decided_ms: number }>(
+      `UPDATE device_codes SET state = 'redeemed'
+       WHERE device_code_sha256 = ? AND state = 'approved' AND expires_ms > ? AND node_id = ?
+       RETURNING hostname, platform, decided_by, decided_ms`,
+      deviceCodeSha256,
+      now,
+      nodeId,
+    )
+    .toArray()[0];
+  if (!code) return false;
+  sql.exec(
+    `INSERT INTO node_credentials (node_id, token_sha256, hostname, platform, approved_by, approved_ms, issued_ms)
+     VALUES (?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (node_id) DO UPDATE SET token_sha256 = excluded.token_sha256, hostname = excluded.hostname,
+       platform = excluded.platform, approved_by = excluded.approved_by, approved_ms = excluded.approved_ms,
+       issued_ms = excluded.issued_ms`,
+    nodeId,
+    tokenSha256,
+    code.hostname,
+    code.platform,
+    code.decided_by,
+    code.decided_ms,
+    now,
+  );
+  return true;
+}
+
+/** An operator's decision on a pending, unexpired code; the node it names, or null (404) for any other code. */
+export function decideCode(
+  sql: SqlStorage,
+  now: number,
+  userCode: string,
+  decision: "approved" | "denied",
+  operator: string,
+): string | null {
+  const row = sql
+    .exec<{ node_id: string }>(
+      `UPDATE device_codes SET state = ?, decided_by = ?, decided_ms = ?
+       WHERE user_code = ? AND state = 'pending' AND expires_ms > ? RETURNING node_id`,
+      decision,
+      operator,
+      now,
+      userCode,
+      now,
+    )
+    .toArray()[0];
+  return row?.node_id ?? null;
+}
+
+/** The codes waiting for an operator, oldest first (at most MAX_PENDING_CODES by construction). */
+export function pendingCodes(sql: SqlStorage, now: number): PendingEnrolment[] {
+  return sql
+    .exec<CodeRow & { enrolled: number }>(
+      `SELECT d.user_code, d.node_id, d.hostname, d.platform, d.requested_ms, d.requested_from, d.expires_ms,
+              EXISTS (SELECT 1 FROM node_credentials c WHERE c.node_id = d.node_id) AS enrolled
+       FROM device_codes d WHERE d.state = 'pending' AND d.expires_ms > ? ORDER BY d.requested_ms, d.user_code`,
+      now,
+    )
+    .toArray()
+    .map((r) => ({
+      user_code: r.user_code,
+      node_id: r.node_id,
+      hostname: r.hostname,
+      platform: r.platform,
+      requested_at: iso(r.requested_ms),
+      requested_from: r.requested_from,
+      expires_at: iso(r.expires_ms),
+      replaces_credential: r.enrolled === 1,
+    }));
+}
+
+/** Whether the proof matches the node's enrolled credential (compared in constant time). */
+export function credentialValid(sql: SqlStorage, proof: CredentialProof): boolean {
+  const row = sql
+    .exec<{ token_sha256: string }>("SELECT token_sha256 FROM node_credentials WHERE node_id = ?", proof.nodeId)
+    .toArray()[0];
+  return row !== undefined && constantTimeEqual(proof.tokenSha256, row.token_sha256);
+}
+
+/** Revokes a node's enrolled credential; false when it has none. */
+export function revokeCredential(sql: SqlStorage, nodeId: string): boolean {
+  return sql.exec("DELETE FROM node_credentials WHERE node_id = ? RETURNING 1", nodeId).toArray().length > 0;
+}
+
+/** Enrolled credentials by node id, after `after` (null: the first), at most `limit`. */
+export function listCredentials(sql: SqlStorage, after: string | null, limit: number): EnrolledCredential[] {
+  const rows =
+    after === null
+      ? sql.exec<CredentialRow>(`SELECT ${CREDENTIAL_COLUMNS} FROM node_credentials ORDER BY node_id LIMIT ?`, limit)
+      : sql.exec<CredentialRow>(
+          `SELECT ${CREDENTIAL_COLUMNS} FROM node_credentials WHERE node_id > ? ORDER BY node_id LIMIT ?`,
+          after,
+          limit,
+        );
+  return rows.toArray().map((r) => ({
+    node_id: r.node_id,
+    hostname: r.hostname,
+    platform: r.platform,
+    approved_by: r.approved_by,
+    approved_at: iso(r.approved_ms),
+    issued_at: iso(r.issued_ms),
+  }));
+}
+
+const CREDENTIAL_COLUMNS = "node_id, hostname, platform, approved_by, approved_ms, issued_ms";
+type CredentialRow = {
+  node_id: string;
+  hostname: string;
+  platform: string;
+  approved_by: string;
+  approved_ms: number;
+  issued_ms: number;
+};

@@ -1,0 +1,45 @@
+// Device-code enrolment on the wire (SPEC §9 "Enrolled machines"): what the
+// agent's `flashnode login` sends and receives, and the operator's calls.
+// Field names are RFC 8628's where it has them.
+
+import { z } from "zod";
+
+/** Short, client-chosen text kept in the pool and shown to an operator: bounded here, shortened for display. */
+const shown = z.string().max(256);
+
+/** `POST /v1alpha1/device/code` (no credential). */
+export const DeviceCodeRequestSchema = z.object({
+  node_id: z.string().min(1).max(256),
+  hostname: shown.default(""),
+  platform: shown.default(""),
+});
+export type DeviceCodeRequest = z.output<typeof DeviceCodeRequestSchema>;
+
+/** `POST /v1alpha1/device/token` (no credential). */
+export const DeviceTokenRequestSchema = z.object({ device_code: z.string().max(512) });
+
+/** `POST /v1alpha1/device/approve` and `/deny` (operator). */
+export const UserCodeRequestSchema = z.object({ user_code: z.string().max(64) });
+
+/** One entry of `GET /v1alpha1/device/pending`. */
+export type PendingEnrolment = {
+  user_code: string;
+  node_id: string;
+  hostname: string;
+  platform: string;
+  requested_at: string;
+  requested_from: string | null;
+  expires_at: string;
+  /** Approving replaces this node's current enrolled credential. */
+  replaces_credential: boolean;
+};
+
+/** One enrolled credential, as the dashboard lists it (never the token or its hash). */
+export type EnrolledCredential = {
+  node_id: string;
+  hostname: string;
+  platform: string;
+  approved_by: string;
+  approved_at: string;
+  issued_at: string;
+};

@@ -1,0 +1,299 @@
+// Device-code enrolment (SPEC §9 "Enrolled machines") through the real
+// Worker with tokens configured: the agent's two calls, an operator's
+// decisions, the enrolled token used for a node's whole loop, revocation,
+// and what nobody may learn.
+
+import { createExecutionContext, runInDurableObject } from "cloudflare:test";
+import { env, exports } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import app from "../../src/index";
+import type { Lease } from "../../src/protocol/tasks";
+import { MAX_PENDING_CODES } from "../../src/rules/enrolment";
+import { freshPool, registration, sha256, stub, trialsJob } from "../worker/helpers";
+
+const OPS = { authorization: "Bearer tok-ops" };
+const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+const MACHINE = { node_id: "laptop-7", hostname: "laptop-7.local", platform: "linux-x86_64" };
+const USER_CODE = /^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/;
+
+type Code = {
+  device_code: string;
+  user_code: string;
+  verification_uri: string;
+  verification_uri_complete: string;
+  interval: number;
+  expires_in: number;
+  expires_at: string;
+};
+
+function call(pool: string, method: string, path: string, headers: Record<string, string> = {}, body?: unknown) {
+  const init: RequestInit = { method, headers: { ...headers } };
+  if (typeof body === "string") {
+    init.body = body;
+    (init.headers as Record<string, string>)["content-length"] = String(new TextEncoder().encode(body).length);
+  } else if (body !== undefined) {
+    init.body = JSON.stringify(body);
+    (init.headers as Record<string, string>)["content-type"] = "application/json";
+  }
+  return exports.default.fetch(new Request(`http://x/pools/${pool}/v1alpha1${path}`, init));
+}
+
+async function requestCode(pool: string, machine: Record<string, string> = MACHINE): Promise<Code> {
+  const r = await call(pool, "POST", "/device/code", { "cf-connecting-ip": "203.0.113.9" }, machine);
+  expect(r.status).toBe(200);
+  return r.json();
+}
+
+const poll = (pool: string, code: Code) => call(pool, "POST", "/device/token", {}, { device_code: code.device_code });
+const decide = (pool: string, verdict: "approve" | "deny", userCode: string, headers: Record<string, string> = OPS) =>
+  call(pool, "POST", `/device/${verdict}`, headers, { user_code: userCode });
+
+/** The answer to every code that is not approved and unredeemed, byte for byte. */
+const PENDING = '{"error":"authorization_pending","interval":5}';
+
+async function expectPending(r: Response) {
+  expect(r.status).toBe(400);
+  expect(await r.text()).toBe(PENDING);
+}
+
+/** A code requested, approved and redeemed: the enrolled token. */
+async function enrol(pool: string, machine = MACHINE): Promise<string> {
+  const code = await requestCode(pool, machine);
+  expect((await decide(pool, "approve", code.user_code)).status).toBe(200);
+  const r = await poll(pool, code);
+  expect(r.status).toBe(200);
+  return (await r.json<{ token: string }>()).token;
+}
+
+describe("a machine joins with a code", () => {
+  it("pending → approved → the token once → register, claim and commit with it → revoked → 401", async () => {
+    const pool = freshPool();
+    const code = await requestCode(pool);
+    expect(code.user_code).toMatch(USER_CODE);
+    expect(code.device_code.length).toBeGreaterThanOrEqual(43);
+    expect(code.verification_uri).toBe(`http://x/pools/${pool}/enrol`);
+    expect(code.verification_uri_complete).toBe(`${code.verification_uri}?code=${code.user_code}`);
+    expect(code).toMatchObject({ interval: 5, expires_in: 900 });
+    expect(Date.parse(code.expires_at) - Date.now()).toBeGreaterThan(890_000);
+    await expectPending(await poll(pool, code));
+
+    // The operator sees who asks, from where, and until when.
+    const pending = await (await call(pool, "GET", "/device/pending", OPS)).json();
+    expect(pending).toEqual([
+      {
+        user_code: code.user_code,
+        ...MACHINE,
+        requested_at: expect.any(String),
+        requested_from: "203.0.113.9",
+        expires_at: code.expires_at,
+        replaces_credential: false,
+      },
+    ]);
+    // Typed as people type it: lower case, no dash.
+    const approved = await decide(pool, "approve", code.user_code.toLowerCase().replace("-", ""));
+    expect(await approved.json()).toEqual({ approved: true, node_id: "laptop-7" });
+    expect(await (await call(pool, "GET", "/device/pending", OPS)).json()).toEqual([]);
+
+    const issued = await poll(pool, code);
+    expect(issued.status).toBe(200);
+    const { token, node_id } = await issued.json<{ token: string; node_id: string }>();
+    expect(node_id).toBe("laptop-7");
+    // Exactly once.
+    await expectPending(await poll(pool, code));
+
+    // The token is the node's identity: the body's node_id is replaced by it.
+    const registered = await call(pool, "POST", "/nodes/register", bearer(token), registration("someone-else"));
+    expect(await registered.json()).toEqual({ node_id: "laptop-7", status: "registered" });
+    const submitted = await call(pool, "POST", "/jobs", OPS, trialsJob(1));
+    expect(submitted.status).toBe(201);
+    const claimed = await call(pool, "POST", "/leases/claim", bearer(token), { node_id: "laptop-7" });
+    expect(claimed.status).toBe(200);
+    const lease = await claimed.json<Lease>();
+    expect(lease.node_id).toBe("laptop-7");
+    const output = '{"loss": 0.25}';
+    const put = await call(
+      pool,
+      "PUT",
+      `/artifacts/jobs/${lease.job_id}/${lease.task_id}/metrics.json`,
+      bearer(token),
+      output,
+    );
+    expect(put.status).toBe(200);
+    const done = await call(pool, "POST", `/attempts/${lease.lease_id}/complete`, bearer(token), {
+      output_sha256: await sha256(output),
+    });
+    expect(await done.json()).toEqual({ accepted: true });
+    expect((await call(pool, "GET", "/nodes", bearer(token))).status).toBe(200);
+
+    const revoked = await call(pool, "DELETE", "/nodes/laptop-7/credential", OPS);
+    expect(await revoked.json()).toEqual({ node_id: "laptop-7", revoked: true });
+    const after = await call(pool, "GET", "/nodes", bearer(token));
+    expect(after.status).toBe(401);
+    expect(after.headers.get("www-authenticate")).toBe("Bearer");
+    expect(await after.json()).toEqual({ detail: "missing or invalid bearer token" });
+    expect((await call(pool, "POST", "/leases/claim", bearer(token), { node_id: "laptop-7" })).status).toBe(401);
+    expect((await call(pool, "DELETE", "/nodes/laptop-7/credential", OPS)).status).toBe(404);
+  });
+
+  it("a denied code never yields a token and cannot be approved after", async () => {
+    const pool = freshPool();
+    const code = await requestCode(pool);
+    expect(await (await decide(pool, "deny", code.user_code)).json()).toEqual({ denied: true, node_id: "laptop-7" });
+    await expectPending(await poll(pool, code));
+    expect((await decide(pool, "approve", code.user_code)).status).toBe(404);
+    await expectPending(await poll(pool, code));
+  });
+
+  it("an expired code yields nothing and cannot be decided", async () => {
+    const pool = freshPool();
+    const waiting = await requestCode(pool);
+    const approved = await requestCode(pool, { ...MACHINE, node_id: "laptop-8" });
+    expect((await decide(pool, "approve", approved.user_code)).status).toBe(200);
+    // Fifteen minutes pass.
+    await runInDurableObject(stub(pool), (_o, state) => {
+      state.storage.sql.exec("UPDATE device_codes SET expires_ms = ?", Date.now() - 1);
+    });
+    await expectPending(await poll(pool, approved));
+    expect((await decide(pool, "approve", waiting.user_code)).status).toBe(404);
+    expect(await (await call(pool, "GET", "/device/pending", OPS)).json()).toEqual([]);
+  });
+
+  it("approving again for the same node replaces its credential: the old token is refused", async () => {
+    const pool = freshPool();
+    const first = await enrol(pool);
+    const code = await requestCode(pool);
+    const pending = await (await call(pool, "GET", "/device/pending", OPS)).json<{ replaces_credential: boolean }[]>();
+    expect(pending[0]!.replaces_credential).toBe(true);
+    expect((await decide(pool, "approve", code.user_code)).status).toBe(200);
+    const second = (await (await poll(pool, code)).json<{ token: string }>()).token;
+    expect(second).not.toBe(first);
+    expect((await call(pool, "GET", "/nodes", bearer(first))).status).toBe(401);
+    expect((await call(pool, "GET", "/nodes", bearer(second))).status).toBe(200);
+  });
+});
+
+describe("what a credential is good for", () => {
+  it("another pool's credential is a 401", async () => {
+    const token = await enrol(freshPool());
+    const other = freshPool();
+    expect((await call(other, "GET", "/nodes", bearer(token))).status).toBe(401);
+    expect((await call(other, "POST", "/nodes/register", bearer(token), registration("laptop-7"))).status).toBe(401);
+  });
+
+  it("a token shaped like an enrolled one that was never issued is a 401, also for a configured node's id", async () => {
+    const pool = freshPool();
+    await enrol(pool);
+    const secret = "A".repeat(43);
+    for (const node of ["laptop-7", "n1"]) {
+      const forged = `fe1.${btoa(node).replace(/=+$/, "")}.${secret}`;
+      expect((await call(pool, "GET", "/nodes", bearer(forged))).status).toBe(401);
+    }
+  });
+
+  it("an enrolled node is a node: operator routes are refused with 403", async () => {
+    const pool = freshPool();
+    const token = await enrol(pool);
+    const code = await requestCode(pool, { ...MACHINE, node_id: "laptop-9" });
+    expect((await call(pool, "POST", "/jobs", bearer(token), trialsJob(1))).status).toBe(403);
+    expect((await call(pool, "GET", "/device/pending", bearer(token))).status).toBe(403);
+    expect((await decide(pool, "approve", code.user_code, bearer(token))).status).toBe(403);
+    expect((await call(pool, "DELETE", "/nodes/laptop-7/credential", bearer(token))).status).toBe(403);
+    // And may heartbeat only itself.
+    expect((await call(pool, "POST", "/nodes/n1/heartbeat", bearer(token), { node_id: "n1" })).status).toBe(403);
+  });
+
+  it("the pool stores hashes only: neither the device code nor the token appears in it", async () => {
+    const pool = freshPool();
+    const code = await requestCode(pool);
+    await decide(pool, "approve", code.user_code);
+    const { token } = await (await poll(pool, code)).json<{ token: string }>();
+    const rows = await runInDurableObject(stub(pool), (_o, state) =>
+      JSON.stringify([
+        state.storage.sql.exec("SELECT * FROM device_codes").toArray(),
+        state.storage.sql.exec("SELECT * FROM node_credentials").toArray(),
+      ]),
+    );
+    expect(rows).not.toContain(code.device_code);
+    expect(rows).not.toContain(token);
+    expect(rows).not.toContain(token.split(".")[2]);
+    expect(rows).toContain(await sha256(token));
+  });
+});
+
+describe("refusals", () => {
+  it("the operator API needs an operator: 401 without a credential; an unknown code is a 404", async () => {
+    const pool = freshPool();
+    expect((await call(pool, "GET", "/device/pending")).status).toBe(401);
+    expect((await decide(pool, "approve", "BCDF-GHJK", {})).status).toBe(401);
+    expect((await call(pool, "DELETE", "/nodes/laptop-7/credential")).status).toBe(401);
+    for (const typed of ["BCDF-GHJK", "not a code", "AAAA-AAAA", ""]) {
+      const r = await decide(pool, "approve", typed);
+      expect(r.status).toBe(404);
+      expect(await r.json()).toEqual({ detail: "no pending enrolment with this code (expired, decided or unknown)" });
+    }
+  });
+
+  it("unknown, pending, denied, expired and redeemed codes all get the same answer", async () => {
+    const pool = freshPool();
+    const answers: string[] = [];
+    const record = async (r: Response) => answers.push(`${r.status} ${await r.text()}`);
+    await record(await call(pool, "POST", "/device/token", {}, { device_code: "x".repeat(43) }));
+    const pendingCode = await requestCode(pool);
+    await record(await poll(pool, pendingCode));
+    const denied = await requestCode(pool, { ...MACHINE, node_id: "d" });
+    await decide(pool, "deny", denied.user_code);
+    await record(await poll(pool, denied));
+    const redeemed = await requestCode(pool, { ...MACHINE, node_id: "r" });
+    await decide(pool, "approve", redeemed.user_code);
+    expect((await poll(pool, redeemed)).status).toBe(200);
+    await record(await poll(pool, redeemed));
+    await runInDurableObject(stub(pool), (_o, state) => {
+      state.storage.sql.exec("UPDATE device_codes SET expires_ms = ?", Date.now() - 1);
+    });
+    await record(await poll(pool, pendingCode));
+    expect(new Set(answers)).toEqual(new Set([`400 ${PENDING}`]));
+  });
+
+  it(`a pool holds at most ${MAX_PENDING_CODES} pending codes: one more is a 429, and a decision makes room`, async () => {
+    const pool = freshPool();
+    const codes = [];
+    for (let i = 0; i < MAX_PENDING_CODES; i++) codes.push(await requestCode(pool, { ...MACHINE, node_id: `m-${i}` }));
+    const over = await call(pool, "POST", "/device/code", {}, MACHINE);
+    expect(over.status).toBe(429);
+    expect(over.headers.get("retry-after")).toBe("60");
+    expect((await decide(pool, "deny", codes[0]!.user_code)).status).toBe(200);
+    expect((await call(pool, "POST", "/device/code", {}, MACHINE)).status).toBe(200);
+  });
+
+  it("a malformed request is a 422 and records nothing", async () => {
+    const pool = freshPool();
+    for (const body of [
+      {},
+      { node_id: "" },
+      { node_id: 7 },
+      { node_id: "x".repeat(257) },
+      { ...MACHINE, hostname: 1 },
+    ]) {
+      expect((await call(pool, "POST", "/device/code", {}, body)).status).toBe(422);
+    }
+    expect((await call(pool, "POST", "/device/token", {}, { device_code: 1 })).status).toBe(422);
+    expect(await (await call(pool, "GET", "/device/pending", OPS)).json()).toEqual([]);
+  });
+
+  it("an open coordinator says plainly that no enrolment is needed", async () => {
+    const open = { ...env, FLASHML_NODE_TOKENS: "", FLASHML_OPERATOR_TOKENS: "" };
+    for (const [method, path, body] of [
+      ["POST", "/device/code", MACHINE],
+      ["POST", "/device/token", { device_code: "x" }],
+      ["GET", "/device/pending", undefined],
+      ["POST", "/device/approve", { user_code: "BCDF-GHJK" }],
+      ["DELETE", "/nodes/laptop-7/credential", undefined],
+    ] as const) {
+      const init: RequestInit = { method };
+      if (body) init.body = JSON.stringify(body);
+      const r = await app.fetch(new Request(`http://x/pools/p/v1alpha1${path}`, init), open, createExecutionContext());
+      expect(r.status, path).toBe(400);
+      expect((await r.json<{ detail: string }>()).detail, path).toMatch(/open.*no credential/);
+    }
+  });
+});
