@@ -4,7 +4,7 @@
 // plain text once, in the answer that redeems its code. Every function runs
 // inside the caller's transaction.
 
-import type { EnrolledCredential, PendingEnrolment } from "../protocol/device";
+import type { PendingEnrolment } from "../protocol/device";
 import { constantTimeEqual } from "../rules/auth";
 import { CODE_RECORD_MS, DEVICE_CODE_TTL_MS, MAX_PENDING_CODES } from "../rules/enrolment";
 import { iso } from "./events";
@@ -171,33 +171,3 @@ export function credentialValid(sql: SqlStorage, proof: CredentialProof): boolea
 export function revokeCredential(sql: SqlStorage, nodeId: string): boolean {
   return sql.exec("DELETE FROM node_credentials WHERE node_id = ? RETURNING 1", nodeId).toArray().length > 0;
 }
-
-/** Enrolled credentials by node id, after `after` (null: the first), at most `limit`. */
-export function listCredentials(sql: SqlStorage, after: string | null, limit: number): EnrolledCredential[] {
-  const rows =
-    after === null
-      ? sql.exec<CredentialRow>(`SELECT ${CREDENTIAL_COLUMNS} FROM node_credentials ORDER BY node_id LIMIT ?`, limit)
-      : sql.exec<CredentialRow>(
-          `SELECT ${CREDENTIAL_COLUMNS} FROM node_credentials WHERE node_id > ? ORDER BY node_id LIMIT ?`,
-          after,
-          limit,
-        );
-  return rows.toArray().map((r) => ({
-    node_id: r.node_id,
-    hostname: r.hostname,
-    platform: r.platform,
-    approved_by: r.approved_by,
-    approved_at: iso(r.approved_ms),
-    issued_at: iso(r.issued_ms),
-  }));
-}
-
-const CREDENTIAL_COLUMNS = "node_id, hostname, platform, approved_by, approved_ms, issued_ms";
-type CredentialRow = {
-  node_id: string;
-  hostname: string;
-  platform: string;
-  approved_by: string;
-  approved_ms: number;
-  issued_ms: number;
-};

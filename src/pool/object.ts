@@ -25,7 +25,6 @@ import {
   type CredentialProof,
   credentialValid,
   decideCode,
-  listCredentials,
   pendingCodes,
   redeemCode,
   requestCode,
@@ -231,11 +230,6 @@ export class PoolObject extends DurableObject<Env> {
     if (revoked && this.logging())
       logLine({ pool: this.poolName(), event: "CREDENTIAL_REVOKED", node_id: nodeId, operator });
     return revoked;
-  }
-
-  /** A page of enrolled credentials by node id. */
-  listCredentials(after: string | null, limit: number) {
-    return listCredentials(this.sql, after, limit);
   }
 
   // -- nodes ---------------------------------------------------------------

@@ -33,13 +33,3 @@ export type PendingEnrolment = {
   /** Approving replaces this node's current enrolled credential. */
   replaces_credential: boolean;
 };
-
-/** One enrolled credential, as the dashboard lists it (never the token or its hash). */
-export type EnrolledCredential = {
-  node_id: string;
-  hostname: string;
-  platform: string;
-  approved_by: string;
-  approved_at: string;
-  issued_at: string;
-};
