@@ -1,20 +1,27 @@
 // How a self-contained page of the coordinator (the dashboard, the
-// enrolment page) is put together from its files: the markup with its one
-// inline style, its one inline script, and the constants the script shares
-// with the server in a `flashedge-config` meta tag. The routes serve the
+// enrolment page) is put together from its files: the markup, its one
+// inline style (the shared base.css, then its own), its one inline script
+// (the shared common.browser.js, then its own), and the constants the script
+// shares with the server in a `flashedge-config` meta tag. The routes serve the
 // page under a CSP that admits the script and style by hash, so they must be
 // exactly the bytes inlined. Pure: strings in, strings out.
 
+import base from "./base.css?raw";
+import common from "./common.browser.js?raw";
+
 export type Page = { html: string; script: string; style: string };
 
-/** The page `name` (for errors) from its markup, script, style and config. */
+/**
+ * The page `name` (for errors) from its markup, script and style (each after
+ * the shared common.browser.js and base.css) and config.
+ */
 export function assemblePage(
   name: string,
   files: { markup: string; script: string; style: string },
   config: unknown,
 ): Page {
-  const script = inlineBlock(name, files.script, "script");
-  const style = inlineBlock(name, files.style, "style");
+  const script = inlineBlock(name, `${common}${files.script}`, "script");
+  const style = inlineBlock(name, `${base}${files.style}`, "style");
   let html = fill(
     name,
     files.markup,

@@ -28,18 +28,17 @@
   // biome-ignore lint/suspicious/noRedundantUseStrict: the page runs this as a classic script, where strict mode is opt-in.
   "use strict";
 
-  const TOKEN_KEY = "flashedge.dashboard.token";
   const POLL_MS = 2000;
   const EXPLAIN_ROWS = 50;
 
-  const config = readConfig();
+  const { $, getToken, setToken, messageOf, setStatus, plural } = pageKit;
+  const config = /** @type {PageConfig} */ (pageKit.readConfig());
   const poolName = new RegExp(config.pool_name.source, config.pool_name.flags);
   const segment = /^\/pools\/([^/]+)\/?$/.exec(location.pathname)?.[1];
   const match = segment !== undefined && poolName.test(segment) ? segment : null;
   const pool = match ?? "local";
   const base = match ? `/pools/${match}/v1alpha1` : "/v1alpha1";
 
-  let memoryToken = "";
   /** @type {ReturnType<typeof setTimeout> | null} */
   let timer = null;
   /** The last summary drawn. @type {Summary | null} */
@@ -51,23 +50,6 @@
 
   /** A response the server refused for want of a valid token. */
   class Unauthorized extends Error {}
-
-  /** @returns {PageConfig} */
-  function readConfig() {
-    const meta = document.querySelector('meta[name="flashedge-config"]');
-    if (!(meta instanceof HTMLMetaElement)) throw new Error("the page has no flashedge-config");
-    return /** @type {PageConfig} */ (JSON.parse(meta.content));
-  }
-
-  /**
-   * @param {string} id
-   * @returns {HTMLElement}
-   */
-  function $(id) {
-    const node = document.getElementById(id);
-    if (!node) throw new Error(`the page has no #${id}`);
-    return node;
-  }
 
   /**
    * Builds an element. Strings become text nodes, never markup.
@@ -115,35 +97,6 @@
     append(node, child);
   }
 
-  /** @returns {string} */
-  function getToken() {
-    try {
-      return window.sessionStorage.getItem(TOKEN_KEY) || "";
-    } catch {
-      return memoryToken;
-    }
-  }
-
-  /** @param {string} value */
-  function setToken(value) {
-    memoryToken = value;
-    try {
-      if (value) window.sessionStorage.setItem(TOKEN_KEY, value);
-      else window.sessionStorage.removeItem(TOKEN_KEY);
-    } catch {
-      // storage disabled: the token lives in memory only
-    }
-    $("forget-token").hidden = !value;
-  }
-
-  /**
-   * @param {unknown} err
-   * @returns {string}
-   */
-  function messageOf(err) {
-    return err instanceof Error && err.message ? err.message : String(err);
-  }
-
   /**
    * A GET of this pool's API with the tab's token; rejects with the server's detail.
    * @param {string} path
@@ -170,16 +123,6 @@
       }
       return r.json();
     });
-  }
-
-  /**
-   * @param {string} text
-   * @param {boolean} [bad]
-   */
-  function setStatus(text, bad) {
-    const node = $("status");
-    node.textContent = text;
-    node.className = bad ? "status bad" : "status";
   }
 
   /** @param {number} ms */
@@ -218,14 +161,6 @@
   }
 
   // ---- drawing -------------------------------------------------------------
-
-  /**
-   * @param {number} n
-   * @param {string} word
-   */
-  function plural(n, word) {
-    return `${n} ${word}${n === 1 ? "" : "s"}`;
-  }
 
   /** @param {string} iso */
   function when(iso) {

@@ -28,40 +28,21 @@
   // biome-ignore lint/suspicious/noRedundantUseStrict: the page runs this as a classic script, where strict mode is opt-in.
   "use strict";
 
-  // The dashboard's key (src/dashboard/page.browser.js): one sign-in per tab.
-  const TOKEN_KEY = "flashedge.dashboard.token";
   const NOT_FOUND = "No pending request with this code (it may have expired, been decided, or never existed).";
   const CODE_MAX = 64;
 
-  const config = readConfig();
+  const { $, getToken, setToken, messageOf, setStatus, plural } = pageKit;
+  const config = /** @type {EnrolConfig} */ (pageKit.readConfig());
   const poolName = new RegExp(config.pool_name.source, config.pool_name.flags);
   const segment = /^\/pools\/([^/]+)\/enrol$/.exec(location.pathname)?.[1];
   const match = segment !== undefined && poolName.test(segment) ? segment : null;
   const pool = match ?? "local";
   const base = match ? `/pools/${match}/v1alpha1` : "/v1alpha1";
 
-  let memoryToken = "";
   /** The request on screen; Approve and Deny send its code as the server spells it. @type {PendingEnrolment | null} */
   let shown = null;
   /** Bumped by every lookup, so a slow answer never overwrites a newer one. */
   let lookups = 0;
-
-  /** @returns {EnrolConfig} */
-  function readConfig() {
-    const meta = document.querySelector('meta[name="flashedge-config"]');
-    if (!(meta instanceof HTMLMetaElement)) throw new Error("the page has no flashedge-config");
-    return /** @type {EnrolConfig} */ (JSON.parse(meta.content));
-  }
-
-  /**
-   * @param {string} id
-   * @returns {HTMLElement}
-   */
-  function $(id) {
-    const node = document.getElementById(id);
-    if (!node) throw new Error(`the page has no #${id}`);
-    return node;
-  }
 
   /**
    * @template {typeof HTMLElement} T
@@ -80,41 +61,12 @@
   const approveButton = element("approve", HTMLButtonElement);
   const denyButton = element("deny", HTMLButtonElement);
 
-  /** @returns {string} */
-  function getToken() {
-    try {
-      return window.sessionStorage.getItem(TOKEN_KEY) || "";
-    } catch {
-      return memoryToken;
-    }
-  }
-
-  /** @param {string} value */
-  function setToken(value) {
-    memoryToken = value;
-    try {
-      if (value) window.sessionStorage.setItem(TOKEN_KEY, value);
-      else window.sessionStorage.removeItem(TOKEN_KEY);
-    } catch {
-      // storage disabled: the token lives in memory only
-    }
-    $("forget-token").hidden = !value;
-  }
-
   /**
    * A code as the operator may type it: any case, with or without spaces and dashes.
    * @param {string} code
    */
   function normalise(code) {
     return code.toUpperCase().replace(/[\s-]+/g, "");
-  }
-
-  /**
-   * @param {unknown} err
-   * @returns {string}
-   */
-  function messageOf(err) {
-    return err instanceof Error && err.message ? err.message : String(err);
   }
 
   /**
@@ -165,24 +117,6 @@
     const node = $(id);
     node.replaceChildren(...parts);
     node.className = kind ? `message ${kind}` : "message";
-  }
-
-  /**
-   * @param {string} text
-   * @param {boolean} [bad]
-   */
-  function setStatus(text, bad) {
-    const node = $("status");
-    node.textContent = text;
-    node.className = bad ? "status bad" : "status";
-  }
-
-  /**
-   * @param {number} n
-   * @param {string} word
-   */
-  function plural(n, word) {
-    return `${n} ${word}${n === 1 ? "" : "s"}`;
   }
 
   /**

@@ -20,6 +20,17 @@ function refuseOpen(c: AppContext): Response | null {
   return authConfig(c.env).mode === "open" ? c.json({ detail: OPEN_POOL }, 400) : null;
 }
 
+/**
+ * The operator deciding on enrolments and credentials, by name: 400 when
+ * the coordinator is open (nothing to decide), 403 for a node.
+ */
+export function enrolmentOperator(c: AppContext): { ok: true; name: string } | { ok: false; response: Response } {
+  const refused = refuseOpen(c) ?? requireOperator(c);
+  if (refused) return { ok: false, response: refused };
+  const caller = c.var.caller;
+  return { ok: true, name: caller.kind === "operator" ? caller.name : "" };
+}
+
 /** The page an operator approves codes on, for this request's pool. */
 function verificationUri(c: AppContext): string {
   const origin = new URL(c.req.url).origin;
@@ -63,8 +74,8 @@ export const deviceAgent = new Hono<AppEnv>()
 /** Mounted after the identity middleware: an operator's. */
 export const deviceOperator = new Hono<AppEnv>()
   .get("/pending", async (c) => {
-    const refused = refuseOpen(c) ?? requireOperator(c);
-    if (refused) return refused;
+    const operator = enrolmentOperator(c);
+    if (!operator.ok) return operator.response;
     c.header("cache-control", "no-store");
     return c.json(await c.var.stub.pendingDeviceCodes());
   })
@@ -72,14 +83,12 @@ export const deviceOperator = new Hono<AppEnv>()
   .post("/deny", (c) => decide(c, "denied"));
 
 async function decide(c: AppContext, decision: "approved" | "denied") {
-  const refused = refuseOpen(c) ?? requireOperator(c);
-  if (refused) return refused;
+  const operator = enrolmentOperator(c);
+  if (!operator.ok) return operator.response;
   const body = await readJson(c, UserCodeRequestSchema);
   if (!body.ok) return body.response;
-  const caller = c.var.caller;
-  const operator = caller.kind === "operator" ? caller.name : "";
   const userCode = normalizeUserCode(body.value.user_code);
-  const nodeId = userCode === null ? null : await c.var.stub.decideDeviceCode(userCode, decision, operator);
+  const nodeId = userCode === null ? null : await c.var.stub.decideDeviceCode(userCode, decision, operator.name);
   if (nodeId === null)
     return c.json({ detail: "no pending enrolment with this code (expired, decided or unknown)" }, 404);
   return c.json(decision === "approved" ? { approved: true, node_id: nodeId } : { denied: true, node_id: nodeId });

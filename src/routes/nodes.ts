@@ -10,6 +10,7 @@ import {
 } from "../protocol/nodes";
 import { decodeNodeCursor, encodeNodeCursor } from "../protocol/paging";
 import { type AppEnv, pagedList, readJson } from "./context";
+import { enrolmentOperator } from "./device";
 import { actingNode, requireOperator } from "./identity";
 
 export const nodes = new Hono<AppEnv>()
@@ -56,13 +57,10 @@ export const nodes = new Hono<AppEnv>()
   })
   .delete("/:node_id/credential", async (c) => {
     // SPEC §9: revoking an enrolled machine's credential; its next request is a 401.
-    if (c.var.caller.kind === "open")
-      return c.json({ detail: "this coordinator is open: no credential to revoke" }, 400);
-    const refused = requireOperator(c);
-    if (refused) return refused;
+    const operator = enrolmentOperator(c);
+    if (!operator.ok) return operator.response;
     const nodeId = c.req.param("node_id");
-    const operator = c.var.caller.kind === "operator" ? c.var.caller.name : "";
-    if (!(await c.var.stub.revokeCredential(nodeId, operator)))
+    if (!(await c.var.stub.revokeCredential(nodeId, operator.name)))
       return c.json({ detail: `node ${nodeId} has no enrolled credential` }, 404);
     return c.json({ node_id: nodeId, revoked: true });
   })

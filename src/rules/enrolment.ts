@@ -3,6 +3,8 @@
 // so the Worker knows who claims to call before the pool checks the claim.
 // Randomness comes in as bytes; no I/O, no Cloudflare imports.
 
+import { hex } from "../protocol/ids";
+
 /** How long a code waits for an operator (RFC 8628 §3.2 `expires_in`). */
 export const DEVICE_CODE_TTL_MS = 15 * 60 * 1000;
 /** Seconds the agent waits between token polls (RFC 8628 §3.2 `interval`). */
@@ -83,6 +85,5 @@ export function enrolledTokenNode(token: string): string | null {
 
 /** SHA-256 of UTF-8 text, lower-case hex: what the pool stores of a device code or a token. */
 export async function sha256Hex(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+  return hex(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text))));
 }

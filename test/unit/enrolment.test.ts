@@ -1,4 +1,6 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, expectTypeOf, it } from "vitest";
+import type { PendingEnrolment as PagePendingEnrolment } from "../../src/enrol/wire";
+import type { PendingEnrolment } from "../../src/protocol/device";
 import { authenticate } from "../../src/rules/auth";
 import {
   enrolledToken,
@@ -88,5 +90,11 @@ describe("enrolled tokens", () => {
 
   it("are stored as SHA-256 hex", async () => {
     expect(await sha256Hex("abc")).toBe("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  });
+});
+
+describe("the enrolment page's view of the API", () => {
+  it("holds what the server sends (src/enrol/wire.d.ts is a copy the page's type check reads)", () => {
+    expectTypeOf<PendingEnrolment>().toExtend<PagePendingEnrolment>();
   });
 });
