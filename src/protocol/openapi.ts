@@ -395,6 +395,11 @@ const query = (name: string, description: string, schema: SchemaObject, required
   schema,
 });
 
+/** What the dashboard and enrolment page routes answer. */
+const HTML_PAGE: ResponseObject = {
+  description: "A self-contained HTML page.",
+  content: { "text/html": { schema: string } },
+};
 const OPERATOR_ONLY = "When tokens are configured, an operator token is required.";
 const NOT_AN_OPERATOR = "A node token: an operator token is required for this route.";
 const NO_NODE_IDENTITY = "An operator credential that names no node in X-FlashML-On-Behalf-Of.";
@@ -453,7 +458,7 @@ const ROUTES: Route[] = [
     id: "dashboardPage",
     tag: "observability",
     summary: "The dashboard page of the pool `local`",
-    ok: { 200: { description: "A self-contained HTML page.", content: { "text/html": { schema: string } } } },
+    ok: { 200: HTML_PAGE },
   },
   {
     method: "get",
@@ -463,7 +468,7 @@ const ROUTES: Route[] = [
     tag: "observability",
     summary: "The dashboard page of a pool",
     parameters: [parameter("pool")],
-    ok: { 200: { description: "A self-contained HTML page.", content: { "text/html": { schema: string } } } },
+    ok: { 200: HTML_PAGE },
     refusals: { 404: "The pool name is invalid." },
   },
   {
@@ -474,7 +479,7 @@ const ROUTES: Route[] = [
     tag: "observability",
     summary: "The dashboard page of a pool (without the trailing slash)",
     parameters: [parameter("pool")],
-    ok: { 200: { description: "A self-contained HTML page.", content: { "text/html": { schema: string } } } },
+    ok: { 200: HTML_PAGE },
     refusals: { 404: "The pool name is invalid." },
   },
   {
@@ -485,7 +490,7 @@ const ROUTES: Route[] = [
     tag: "enrolment",
     summary: "The page where an operator approves or denies a machine's code, for the pool `local`",
     description: "`?code=` prefills the code. The page holds no data; the device API it calls needs an operator token.",
-    ok: { 200: { description: "A self-contained HTML page.", content: { "text/html": { schema: string } } } },
+    ok: { 200: HTML_PAGE },
   },
   {
     method: "get",
@@ -496,7 +501,7 @@ const ROUTES: Route[] = [
     summary: "The page where an operator approves or denies a machine's code (`verification_uri`)",
     description: "`?code=` prefills the code. The page holds no data; the device API it calls needs an operator token.",
     parameters: [parameter("pool")],
-    ok: { 200: { description: "A self-contained HTML page.", content: { "text/html": { schema: string } } } },
+    ok: { 200: HTML_PAGE },
     refusals: { 404: "The pool name is invalid." },
   },
   {
