@@ -38,6 +38,7 @@
   const match = segment !== undefined && poolName.test(segment) ? segment : null;
   const pool = match ?? "local";
   const base = match ? `/pools/${match}/v1alpha1` : "/v1alpha1";
+  const enrolPage = match ? `/pools/${match}/enrol` : "/enrol";
 
   /** @type {ReturnType<typeof setTimeout> | null} */
   let timer = null;
@@ -168,6 +169,16 @@
     return Number.isNaN(d.getTime()) ? "" : d.toLocaleTimeString([], { hour12: false });
   }
 
+  /**
+   * A time of day, with its date unless that is today: a credential outlives a day.
+   * @param {string} iso
+   */
+  function whenDated(iso) {
+    const d = new Date(iso);
+    if (Number.isNaN(d.getTime()) || d.toDateString() === new Date().toDateString()) return when(iso);
+    return `${d.toLocaleDateString()} ${when(iso)}`;
+  }
+
   /** @param {number} seconds */
   function age(seconds) {
     if (seconds < 1) return "just now";
@@ -225,6 +236,7 @@
     renderStuck(d);
     renderJobs(d);
     renderNodes(d);
+    renderEnrolment(d);
     renderLeases(d);
     renderEvents(d);
     tick();
@@ -260,6 +272,17 @@
           .filter(Boolean)
           .join(" · ") || null,
         c.nodes.held_back > 0,
+      ),
+      tile(
+        c.enrolment.enrolled,
+        "enrolled machines",
+        [
+          c.enrolment.pending_requests ? `${plural(c.enrolment.pending_requests, "request")} awaiting an operator` : "",
+          c.enrolment.revoked ? `${c.enrolment.revoked} revoked` : "",
+        ]
+          .filter(Boolean)
+          .join(" · ") || null,
+        c.enrolment.pending_requests > 0,
       ),
       tile(
         c.jobs.RUNNING,
@@ -498,6 +521,56 @@
   }
 
   /** @param {Summary} d */
+  function renderEnrolment(d) {
+    const { credentials, requests } = d.enrolment;
+    const credentialRows = credentials.items.map((c) =>
+      h(
+        "tr",
+        { "data-node": c.node_id },
+        h("td", { class: "mono", text: c.node_id }),
+        h("td", { class: "mono", text: c.hostname }),
+        h("td", { class: "small", text: c.platform }),
+        h("td", { text: c.approved_by }),
+        h("td", { class: "small muted nowrap", text: whenDated(c.approved_at) }),
+        h(
+          "td",
+          null,
+          c.revoked_at === null
+            ? h("span", { class: "badge active", text: `active since ${whenDated(c.issued_at)}` })
+            : h("span", { class: "badge revoked", text: `revoked by ${c.revoked_by} ${whenDated(c.revoked_at)}` }),
+        ),
+      ),
+    );
+    const requestRows = requests.items.map((r) => {
+      const lapse = r.state === "pending" ? "expires" : "expired";
+      return h(
+        "tr",
+        { "data-node": r.node_id },
+        h("td", { class: "mono", text: r.node_id }),
+        h("td", { class: "mono", text: r.hostname }),
+        h("td", { class: "small", text: r.platform }),
+        h("td", { class: "small muted nowrap", text: whenDated(r.requested_at) }),
+        h("td", null, h("span", { class: `badge ${r.state}`, text: r.state })),
+        h("td", { text: r.decided_by ?? "—" }),
+        h("td", {
+          class: "small muted nowrap",
+          text: r.decided_at === null ? `${lapse} ${when(r.expires_at)}` : whenDated(r.decided_at),
+        }),
+      );
+    });
+    replace("credentials", [
+      table(["node", "host", "platform", "approved by", "approved", "credential"], credentialRows) ||
+        h("div", { class: "empty", text: "No enrolled machines." }),
+      more(credentials.more, "credentials"),
+    ]);
+    replace("requests", [
+      table(["node", "host", "platform", "asked", "state", "decided by", "decided"], requestRows) ||
+        h("div", { class: "empty", text: "No enrolment requests in the last day." }),
+      more(requests.more, "requests"),
+    ]);
+  }
+
+  /** @param {Summary} d */
   function renderLeases(d) {
     const rows = d.leases.items.map((l) => {
       const bar = h("div", { class: "bar" }, h("span", { class: "left" }));
@@ -642,6 +715,11 @@
   });
   $("forget-token").hidden = !getToken();
   $("pool-name").textContent = pool;
+  replace("enrolment-sub", [
+    "codes from flashnode login are approved at ",
+    h("a", { href: enrolPage, text: enrolPage }),
+    " (operator token only)",
+  ]);
   setInterval(tick, 1000);
   poll();
 })();

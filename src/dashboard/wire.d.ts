@@ -86,6 +86,32 @@ export type LeaseItem = {
 
 export type EventItem = { type: string; timestamp: string; message: string };
 
+/** An enrolled machine's credential (SPEC §9 "Enrolled machines"); `revoked_*` are null while it is active. */
+export type CredentialItem = {
+  node_id: string;
+  hostname: string;
+  platform: string;
+  approved_by: string;
+  approved_at: string;
+  issued_at: string;
+  revoked_by: string | null;
+  revoked_at: string | null;
+};
+
+export type EnrolmentState = "pending" | "approved" | "denied" | "redeemed" | "expired";
+
+/** A machine's request for a device code; `decided_*` are null until an operator decides. No user code. */
+export type EnrolmentRequestItem = {
+  node_id: string;
+  hostname: string;
+  platform: string;
+  requested_at: string;
+  expires_at: string;
+  state: EnrolmentState;
+  decided_by: string | null;
+  decided_at: string | null;
+};
+
 /** `GET …/v1alpha1/dashboard` (src/pool/dashboard.ts). */
 export type Summary = {
   pool: string;
@@ -96,6 +122,7 @@ export type Summary = {
     jobs: { RUNNING: number; SUCCEEDED: number; FAILED: number; CANCELLED: number };
     leases_live: number;
     stuck_tasks: number;
+    enrolment: { enrolled: number; revoked: number; pending_requests: number };
   };
   nodes: Page<NodeItem>;
   jobs: Page<JobItem>;
@@ -103,6 +130,12 @@ export type Summary = {
   events: { items: EventItem[] };
   stuck: Page<StuckTasks> & { classes_unchecked: number };
   storage: { bytes: number; limit_bytes: number; warning: boolean };
+  enrolment: {
+    /** Enrolled credentials: active ones first, then newest issued first. */
+    credentials: Page<CredentialItem>;
+    /** Enrolment requests of the last day, newest first (no user codes: node tokens read this too). */
+    requests: Page<EnrolmentRequestItem>;
+  };
 };
 
 export type NodePlacement =

@@ -10,6 +10,7 @@
 import { JOB_STATES, type JobState } from "../protocol/jobs";
 import type { NodeRegistration } from "../protocol/nodes";
 import { TASK_STATES } from "../protocol/tasks";
+import { CODE_RECORD_MS } from "../rules/enrolment";
 import { summarizePlacement } from "../rules/explanations";
 import { deriveJobState, emptyTaskCounts, type TaskCounts } from "../rules/job-state";
 import { eligible } from "../rules/placement";
@@ -94,6 +95,30 @@ export type DashboardLease = {
   lease_seconds: number;
 };
 
+/** A machine's enrolled credential (SPEC §9), active or revoked. */
+export type DashboardCredential = {
+  node_id: string;
+  hostname: string;
+  platform: string;
+  approved_by: string;
+  approved_at: string;
+  issued_at: string;
+  revoked_by: string | null;
+  revoked_at: string | null;
+};
+
+/** An enrolment request of the last day. No user code: node tokens read the dashboard too. */
+export type DashboardEnrolmentRequest = {
+  node_id: string;
+  hostname: string;
+  platform: string;
+  requested_at: string;
+  expires_at: string;
+  state: "pending" | "approved" | "denied" | "redeemed" | "expired";
+  decided_by: string | null;
+  decided_at: string | null;
+};
+
 export type DashboardEvent = { seq: number; job_id: string; type: string; timestamp: string; message: string };
 
 export type Page<T> = { items: T[]; more: number };
@@ -109,6 +134,7 @@ export type DashboardSummary = {
     jobs: Record<JobState, number>;
     leases_live: number;
     stuck_tasks: number;
+    enrolment: { enrolled: number; revoked: number; pending_requests: number };
   };
   nodes: Page<DashboardNode>;
   jobs: Page<DashboardJob>;
@@ -117,6 +143,8 @@ export type DashboardSummary = {
   /** `classes_unchecked`: pending requirement classes past the check's bound. */
   stuck: Page<StuckTasks> & { classes_unchecked: number };
   storage: { bytes: number; limit_bytes: number; warning: boolean };
+  /** Credentials, active first then newest; requests, newest first. */
+  enrolment: { credentials: Page<DashboardCredential>; requests: Page<DashboardEnrolmentRequest> };
 };
 
 /** The bounded summary of a pool at `now`; `limit` bounds every list. */
@@ -135,6 +163,7 @@ export function dashboardSummary(sql: SqlStorage, now: number, pool: string, lim
     .one();
   const leasesLive = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM leases WHERE status = 'live'").one().n;
   const lastSeq = sql.exec<{ n: number }>("SELECT COALESCE(MAX(seq), 0) AS n FROM events").one().n;
+  const enrolment = enrolmentPages(sql, now, limit);
   return {
     pool,
     generated_at: iso(now),
@@ -152,6 +181,7 @@ export function dashboardSummary(sql: SqlStorage, now: number, pool: string, lim
       jobs: jobs.byState,
       leases_live: leasesLive,
       stuck_tasks: stuck.pending,
+      enrolment: enrolment.counts,
     },
     nodes: nodesPage(sql, now, limit, nodeCounts.total),
     jobs: { items: jobs.items, more: jobs.total - jobs.items.length },
@@ -159,6 +189,7 @@ export function dashboardSummary(sql: SqlStorage, now: number, pool: string, lim
     leases: leasesPage(sql, now, limit, leasesLive),
     events: { items: recentEvents(sql, limit), last_seq: lastSeq },
     stuck: { items: stuck.items, more: stuck.entries - stuck.items.length, classes_unchecked: stuck.classesUnchecked },
+    enrolment: enrolment.pages,
   };
 }
 
@@ -305,6 +336,101 @@ function leasesPage(sql: SqlStorage, now: number, limit: number, total: number):
       lease_seconds: r.lease_seconds,
     }));
   return { items, more: total - items.length };
+}
+
+type CredentialRow = {
+  node_id: string;
+  hostname: string;
+  platform: string;
+  approved_by: string;
+  approved_ms: number;
+  issued_ms: number;
+  revoked_by: string | null;
+  revoked_ms: number | null;
+};
+
+type RequestRow = {
+  node_id: string;
+  hostname: string;
+  platform: string;
+  requested_ms: number;
+  expires_ms: number;
+  state: "pending" | "approved" | "denied" | "redeemed";
+  decided_by: string | null;
+  decided_ms: number | null;
+};
+
+/**
+ * Enrolled credentials (one row per node ever enrolled) and the requests
+ * of the last day (at most MAX_PENDING_CODES per code lifetime), each page
+ * by an index or a sort over a table as small as the fleet.
+ */
+function enrolmentPages(sql: SqlStorage, now: number, limit: number) {
+  const credentialCounts = sql
+    .exec<{ total: number; revoked: number }>(
+      "SELECT COUNT(*) AS total, COUNT(revoked_ms) AS revoked FROM node_credentials",
+    )
+    .one();
+  const since = now - CODE_RECORD_MS;
+  const requestCounts = sql
+    .exec<{ total: number; pending: number }>(
+      "SELECT COUNT(*) AS total, TOTAL(state = 'pending' AND expires_ms > ?) AS pending FROM device_codes WHERE expires_ms > ?",
+      now,
+      since,
+    )
+    .one();
+  const credentials = sql
+    .exec<CredentialRow>(
+      `SELECT node_id, hostname, platform, approved_by, approved_ms, issued_ms, revoked_by, revoked_ms
+       FROM node_credentials ORDER BY revoked_ms IS NOT NULL, issued_ms DESC, node_id LIMIT ?`,
+      limit,
+    )
+    .toArray()
+    .map(
+      (r): DashboardCredential => ({
+        node_id: clip(r.node_id),
+        hostname: clip(r.hostname),
+        platform: clip(r.platform),
+        approved_by: clip(r.approved_by),
+        approved_at: iso(r.approved_ms),
+        issued_at: iso(r.issued_ms),
+        revoked_by: r.revoked_by === null ? null : clip(r.revoked_by),
+        revoked_at: r.revoked_ms === null ? null : iso(r.revoked_ms),
+      }),
+    );
+  // A code's lifetime is fixed, so newest expiry is newest request (the device_codes_expiry index).
+  const requests = sql
+    .exec<RequestRow>(
+      `SELECT node_id, hostname, platform, requested_ms, expires_ms, state, decided_by, decided_ms
+       FROM device_codes WHERE expires_ms > ? ORDER BY expires_ms DESC LIMIT ?`,
+      since,
+      limit,
+    )
+    .toArray()
+    .map(
+      (r): DashboardEnrolmentRequest => ({
+        node_id: clip(r.node_id),
+        hostname: clip(r.hostname),
+        platform: clip(r.platform),
+        requested_at: iso(r.requested_ms),
+        expires_at: iso(r.expires_ms),
+        // An undecided or unredeemed code that ran out is simply expired.
+        state: (r.state === "pending" || r.state === "approved") && r.expires_ms <= now ? "expired" : r.state,
+        decided_by: r.decided_by === null ? null : clip(r.decided_by),
+        decided_at: r.decided_ms === null ? null : iso(r.decided_ms),
+      }),
+    );
+  return {
+    counts: {
+      enrolled: credentialCounts.total - credentialCounts.revoked,
+      revoked: credentialCounts.revoked,
+      pending_requests: requestCounts.pending,
+    },
+    pages: {
+      credentials: { items: credentials, more: credentialCounts.total - credentials.length },
+      requests: { items: requests, more: requestCounts.total - requests.length },
+    },
+  };
 }
 
 function recentEvents(sql: SqlStorage, limit: number): DashboardEvent[] {

@@ -78,7 +78,7 @@ export function approvedNode(sql: SqlStorage, now: number, deviceCodeSha256: str
  * Redeems an approved code for the credential whose hash is given (minted
  * by the caller for `nodeId`): once only, and only while the code is still
  * approved, unexpired and for that node. The credential replaces the node's
- * earlier one.
+ * earlier one, revoked or not.
  */
 export function redeemCode(
   sql: SqlStorage,
@@ -103,7 +103,7 @@ export function redeemCode(
      VALUES (?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (node_id) DO UPDATE SET token_sha256 = excluded.token_sha256, hostname = excluded.hostname,
        platform = excluded.platform, approved_by = excluded.approved_by, approved_ms = excluded.approved_ms,
-       issued_ms = excluded.issued_ms`,
+       issued_ms = excluded.issued_ms, revoked_by = NULL, revoked_ms = NULL`,
     nodeId,
     tokenSha256,
     code.hostname,
@@ -142,7 +142,7 @@ export function pendingCodes(sql: SqlStorage, now: number): PendingEnrolment[] {
   return sql
     .exec<CodeRow & { enrolled: number }>(
       `SELECT d.user_code, d.node_id, d.hostname, d.platform, d.requested_ms, d.requested_from, d.expires_ms,
-              EXISTS (SELECT 1 FROM node_credentials c WHERE c.node_id = d.node_id) AS enrolled
+              EXISTS (SELECT 1 FROM node_credentials c WHERE c.node_id = d.node_id AND c.revoked_ms IS NULL) AS enrolled
        FROM device_codes d WHERE d.state = 'pending' AND d.expires_ms > ? ORDER BY d.requested_ms, d.user_code`,
       now,
     )
@@ -159,15 +159,31 @@ export function pendingCodes(sql: SqlStorage, now: number): PendingEnrolment[] {
     }));
 }
 
-/** Whether the proof matches the node's enrolled credential (compared in constant time). */
+/** Whether the proof matches the node's enrolled, unrevoked credential (compared in constant time). */
 export function credentialValid(sql: SqlStorage, proof: CredentialProof): boolean {
   const row = sql
-    .exec<{ token_sha256: string }>("SELECT token_sha256 FROM node_credentials WHERE node_id = ?", proof.nodeId)
+    .exec<{ token_sha256: string }>(
+      "SELECT token_sha256 FROM node_credentials WHERE node_id = ? AND revoked_ms IS NULL",
+      proof.nodeId,
+    )
     .toArray()[0];
   return row !== undefined && constantTimeEqual(proof.tokenSha256, row.token_sha256);
 }
 
-/** Revokes a node's enrolled credential; false when it has none. */
-export function revokeCredential(sql: SqlStorage, nodeId: string): boolean {
-  return sql.exec("DELETE FROM node_credentials WHERE node_id = ? RETURNING 1", nodeId).toArray().length > 0;
+/**
+ * Revokes a node's enrolled credential, keeping who revoked it and when
+ * (the dashboard lists it) but not its hash; false when it has none.
+ */
+export function revokeCredential(sql: SqlStorage, now: number, nodeId: string, operator: string): boolean {
+  return (
+    sql
+      .exec(
+        `UPDATE node_credentials SET token_sha256 = '', revoked_by = ?, revoked_ms = ?
+         WHERE node_id = ? AND revoked_ms IS NULL RETURNING 1`,
+        operator,
+        now,
+        nodeId,
+      )
+      .toArray().length > 0
+  );
 }

@@ -226,7 +226,7 @@ export class PoolObject extends DurableObject<Env> {
 
   /** Revokes a node's enrolled credential: its next request is refused. False: it had none. */
   revokeCredential(nodeId: string, operator: string): boolean {
-    const revoked = this.ctx.storage.transactionSync(() => revokeCredential(this.sql, nodeId));
+    const revoked = this.ctx.storage.transactionSync(() => revokeCredential(this.sql, Date.now(), nodeId, operator));
     if (revoked && this.logging())
       logLine({ pool: this.poolName(), event: "CREDENTIAL_REVOKED", node_id: nodeId, operator });
     return revoked;

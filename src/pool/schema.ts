@@ -389,6 +389,12 @@ export const MIGRATIONS: readonly string[] = [
     issued_ms INTEGER NOT NULL
   );
   `,
+  // 12: a revoked credential stays as a record of who revoked it and when
+  // (SPEC §9: the dashboard shows every revocation); its hash is forgotten.
+  `
+  ALTER TABLE node_credentials ADD COLUMN revoked_by TEXT;
+  ALTER TABLE node_credentials ADD COLUMN revoked_ms INTEGER;
+  `,
 ];
 
 /** Applies every migration newer than the recorded version, in order. */

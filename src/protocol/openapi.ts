@@ -282,6 +282,7 @@ const HAND = {
       jobs: { type: "object", propertyNames: served("JobState"), additionalProperties: count },
       leases_live: count,
       stuck_tasks: count,
+      enrolment: object({ enrolled: count, revoked: count, pending_requests: count }),
     }),
     nodes: page(
       object({
@@ -344,6 +345,33 @@ const HAND = {
       last_seq: count,
     }),
     stuck: { allOf: [page(own("StuckTasks")), object({ classes_unchecked: count })] },
+    storage: object({ bytes: count, limit_bytes: count, warning: bool }),
+    enrolment: object({
+      credentials: page(
+        object({
+          node_id: string,
+          hostname: string,
+          platform: string,
+          approved_by: string,
+          approved_at: dateTime,
+          issued_at: dateTime,
+          revoked_by: nullable(string),
+          revoked_at: nullable(dateTime),
+        }),
+      ),
+      requests: page(
+        object({
+          node_id: string,
+          hostname: string,
+          platform: string,
+          requested_at: dateTime,
+          expires_at: dateTime,
+          state: { type: "string", enum: ["pending", "approved", "denied", "redeemed", "expired"] },
+          decided_by: nullable(string),
+          decided_at: nullable(dateTime),
+        }),
+      ),
+    }),
   }),
   StuckTasks: {
     ...object({

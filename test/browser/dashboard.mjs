@@ -8,8 +8,9 @@
 // coordinators on 127.0.0.1 and checks what an operator sees: the token
 // prompt when auth is enforced, a registered node and a running job, the
 // page updating when a task completes, a stuck task flagged and explained,
-// and attacker-chosen node ids and labels rendered as text — no injected
-// script runs and the page's CSP is never violated. Writes a screenshot
+// enrolled machines with who approved, denied and revoked them, and
+// attacker-chosen node ids, labels and hostnames rendered as text — no
+// injected script runs and the page's CSP is never violated. Writes a screenshot
 // (DASHBOARD_SCREENSHOT, default /tmp/flashedge-dashboard.png).
 //
 // Every server it starts is stopped by pid, whatever happens; every wait is
@@ -39,6 +40,13 @@ const TOTAL_TIMEOUT_MS = 240_000;
 const EVIL_NODE = "<script>window.__pwned=1</script>";
 const EVIL_NODE_2 = "<img src=x onerror=window.__pwned=2>";
 const EVIL_LABEL = '"><svg onload=window.__pwned=3>';
+// Chosen by a machine asking to enrol, before anyone has approved it.
+const EVIL_HOSTNAME = "<img src=x onerror=window.__pwned=4>";
+
+// Machines asking to enrol (SPEC §9): one approved, one denied, one approved and then revoked.
+const LAPTOP_1 = { node_id: "laptop-1", hostname: EVIL_HOSTNAME, platform: "linux-x86_64" };
+const LAPTOP_2 = { node_id: "laptop-2", hostname: "laptop-2.local", platform: "darwin-arm64" };
+const LAPTOP_3 = { node_id: "laptop-3", hostname: "laptop-3.local", platform: "linux-aarch64" };
 
 const TOKENS = {
   FLASHML_NODE_TOKENS: `worker-1:tok-w1,${EVIL_NODE}:tok-evil,${EVIL_NODE_2}:tok-evil2`,
@@ -169,6 +177,49 @@ async function enforcedDashboard(browser, server) {
   const gates = await page.locator("#explain tbody tr td:nth-child(3)").allTextContents();
   assert.deepEqual(gates, ["gpu", "gpu", "gpu"], "every node is refused by the gpu gate");
 
+  log("enrolled machines are shown with who approved, denied and revoked them");
+  assert.equal(await page.locator("#enrolment-sub a").getAttribute("href"), `/pools/${pool}/enrol`);
+  await waitForText(page, "#credentials", "No enrolled machines.");
+  await enrol(api, LAPTOP_1);
+  const denied = await api.askForCode(LAPTOP_2);
+  assert.deepEqual(await api.decide("tok-ops", "deny", denied), { denied: true, node_id: LAPTOP_2.node_id });
+  await enrol(api, LAPTOP_3);
+  assert.deepEqual(await api.revoke("tok-ops", LAPTOP_3.node_id), { node_id: LAPTOP_3.node_id, revoked: true });
+  await waitForText(page, "#credentials", "revoked by ops");
+  await waitForText(page, "#requests", "denied");
+  const row = (/** @type {string} */ selector) => page.locator(`${selector} td`).allTextContents();
+  const active = await row(`#credentials tr[data-node="${LAPTOP_1.node_id}"]`);
+  assert.deepEqual(
+    active.slice(0, 4),
+    [LAPTOP_1.node_id, EVIL_HOSTNAME, LAPTOP_1.platform, "ops"],
+    "an enrolled machine, its hostname verbatim, and who approved it",
+  );
+  assert.match(active[5] ?? "", /^active since \d/);
+  const revoked = await row(`#credentials tr[data-node="${LAPTOP_3.node_id}"]`);
+  assert.equal(revoked[3], "ops");
+  assert.match(revoked[5] ?? "", /^revoked by ops \d/);
+  assert.deepEqual(
+    await Promise.all((await page.locator("#credentials tbody tr").all()).map((r) => r.getAttribute("data-node"))),
+    [LAPTOP_1.node_id, LAPTOP_3.node_id],
+    "active credentials first",
+  );
+  const refused = await row(`#requests tr[data-node="${LAPTOP_2.node_id}"]`);
+  assert.deepEqual(refused.slice(0, 3), [LAPTOP_2.node_id, LAPTOP_2.hostname, LAPTOP_2.platform]);
+  assert.deepEqual(refused.slice(4, 6), ["denied", "ops"], "the denied request, and who denied it");
+  assert.equal(
+    (await row(`#requests tr[data-node="${LAPTOP_1.node_id}"]`))[1],
+    EVIL_HOSTNAME,
+    "the request's hostname verbatim",
+  );
+  assert.equal(await page.locator("#requests tbody tr").count(), 3, "every request of the last day");
+  await waitForText(page, "#overview", "1 revoked");
+  assert.ok(((await page.locator("#overview").textContent()) ?? "").includes("enrolled machines"));
+  assert.equal(
+    await page.locator("#enrolment-section img, #enrolment-section script").count(),
+    0,
+    "no element was made from a hostname",
+  );
+
   // The second claim makes a live lease held by the hostile node, for the screenshot.
   await api.claim("tok-evil");
   await waitFor(
@@ -237,6 +288,9 @@ async function openDashboard(browser, server) {
   assert.equal(await page.locator('#nodes tr[data-node="flaky"].flagged').count(), 1, "the held node's row is flagged");
   await waitForText(page, "#nodes-sub", "1 held back");
   assert.equal(await page.locator("#pool-name").textContent(), "local");
+  assert.equal(await page.locator("#enrolment-sub a").getAttribute("href"), "/enrol");
+  assert.equal(await page.locator("#credentials").textContent(), "No enrolled machines.");
+  assert.equal(await page.locator("#requests").textContent(), "No enrolment requests in the last day.");
   assert.deepEqual(
     await pageState(page),
     { pwned: undefined, violations: [] },
@@ -247,6 +301,19 @@ async function openDashboard(browser, server) {
 }
 
 // ---- helpers ---------------------------------------------------------------
+
+/**
+ * A machine enrolled end to end: it asks, the operator approves, it redeems its node token.
+ * @param {ReturnType<typeof client>} api
+ * @param {import("./lib.mjs").Machine} machine
+ */
+async function enrol(api, machine) {
+  const grant = await api.askForCode(machine);
+  await api.decide("tok-ops", "approve", grant);
+  const issued = await api.redeem(grant);
+  assert.equal(issued.node_id, machine.node_id);
+  assert.equal(typeof issued.token, "string", "the approved machine gets a node token");
+}
 
 /**
  * @param {string} name

@@ -26,6 +26,8 @@ export const STEP_TIMEOUT_MS = 20_000;
  * @typedef {{ url: string, child: import("node:child_process").ChildProcess, persist: string, output: () => string }} Server
  * @typedef {{ job_id: string }} Job
  * @typedef {{ lease_id: string, job_id: string, task_id: string }} Lease
+ * @typedef {{ node_id: string, hostname: string, platform: string }} Machine
+ * @typedef {{ device_code: string, user_code: string }} Grant
  * The globals the page-side checks read and write: the test's own markers,
  * and the few browser globals it inspects (these files are checked with
  * Node's types, not the DOM's).
@@ -226,6 +228,18 @@ export function client(url, pool) {
       const answer = await send(token, "POST", `/attempts/${lease.lease_id}/complete`, { output_sha256: sha });
       assert.deepEqual(answer, { accepted: true });
     },
+    /** What `flashnode login` asks first, with no credential (SPEC §9). */
+    /** @type {(machine: Machine) => Promise<Grant>} */
+    askForCode: async (machine) => /** @type {Grant} */ (await send(null, "POST", "/device/code", machine)),
+    /** @type {(grant: Grant) => Promise<{ token: string, node_id: string }>} */
+    redeem: async (grant) =>
+      /** @type {{ token: string, node_id: string }} */ (
+        await send(null, "POST", "/device/token", { device_code: grant.device_code })
+      ),
+    /** @type {(token: string, verdict: "approve" | "deny", grant: Grant) => Promise<unknown>} */
+    decide: (token, verdict, grant) => send(token, "POST", `/device/${verdict}`, { user_code: grant.user_code }),
+    /** @type {(token: string, nodeId: string) => Promise<unknown>} */
+    revoke: (token, nodeId) => send(token, "DELETE", `/nodes/${encodeURIComponent(nodeId)}/credential`),
   };
 }
 

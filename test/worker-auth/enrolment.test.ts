@@ -7,8 +7,9 @@ import { createExecutionContext, runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import app from "../../src/index";
+import type { DashboardSummary } from "../../src/pool/dashboard";
 import type { Lease } from "../../src/protocol/tasks";
-import { MAX_PENDING_CODES } from "../../src/rules/enrolment";
+import { CODE_RECORD_MS, MAX_PENDING_CODES } from "../../src/rules/enrolment";
 import { freshPool, registration, sha256, stub, trialsJob } from "../worker/helpers";
 
 const OPS = { authorization: "Bearer tok-ops" };
@@ -169,6 +170,95 @@ describe("a machine joins with a code", () => {
     expect(second).not.toBe(first);
     expect((await call(pool, "GET", "/nodes", bearer(first))).status).toBe(401);
     expect((await call(pool, "GET", "/nodes", bearer(second))).status).toBe(200);
+  });
+});
+
+describe("what the dashboard shows", () => {
+  it("every request, approval, denial and revocation, with who and when, and never a code or an address", async () => {
+    const pool = freshPool();
+    const token = await enrol(pool);
+    const denied = await requestCode(pool, { ...MACHINE, node_id: "laptop-8", hostname: "<b>8</b>" });
+    expect((await decide(pool, "deny", denied.user_code)).status).toBe(200);
+    const waiting = await requestCode(pool, { ...MACHINE, node_id: "laptop-9" });
+    expect((await call(pool, "DELETE", "/nodes/laptop-7/credential", OPS)).status).toBe(200);
+    await enrol(pool, { ...MACHINE, node_id: "desk-1", platform: "windows-x86_64" });
+
+    // Node tokens read the dashboard too, so it is checked with one.
+    const r = await call(pool, "GET", "/dashboard", bearer("tok-n1"));
+    expect(r.status).toBe(200);
+    const text = await r.text();
+    const { counts, enrolment } = JSON.parse(text) as DashboardSummary;
+    expect(counts.enrolment).toEqual({ enrolled: 1, revoked: 1, pending_requests: 1 });
+    const at = expect.stringMatching(/^\d{4}-\d\d-\d\dT/);
+    // Active credentials first.
+    expect(enrolment.credentials).toEqual({
+      items: [
+        {
+          node_id: "desk-1",
+          hostname: MACHINE.hostname,
+          platform: "windows-x86_64",
+          approved_by: "ops",
+          approved_at: at,
+          issued_at: at,
+          revoked_by: null,
+          revoked_at: null,
+        },
+        {
+          ...MACHINE,
+          approved_by: "ops",
+          approved_at: at,
+          issued_at: at,
+          revoked_by: "ops",
+          revoked_at: at,
+        },
+      ],
+      more: 0,
+    });
+    // Newest request first; the client's strings as they sent them (the page escapes).
+    expect(enrolment.requests.items.map((q) => [q.node_id, q.hostname, q.state, q.decided_by])).toEqual([
+      ["desk-1", MACHINE.hostname, "redeemed", "ops"],
+      ["laptop-9", MACHINE.hostname, "pending", null],
+      ["laptop-8", "<b>8</b>", "denied", "ops"],
+      ["laptop-7", MACHINE.hostname, "redeemed", "ops"],
+    ]);
+    for (const secret of [denied.user_code, waiting.user_code, denied.device_code, token, "203.0.113.9"]) {
+      expect(text).not.toContain(secret);
+    }
+
+    // Codes that ran out unredeemed show as expired; a day later they are gone.
+    await runInDurableObject(stub(pool), (_o, state) => {
+      state.storage.sql.exec("UPDATE device_codes SET expires_ms = ? WHERE node_id = 'laptop-9'", Date.now() - 1);
+    });
+    const later = await (await call(pool, "GET", "/dashboard", OPS)).json<DashboardSummary>();
+    expect(later.enrolment.requests.items.find((q) => q.node_id === "laptop-9")?.state).toBe("expired");
+    expect(later.counts.enrolment.pending_requests).toBe(0);
+    await runInDurableObject(stub(pool), (_o, state) => {
+      state.storage.sql.exec("UPDATE device_codes SET expires_ms = ?", Date.now() - CODE_RECORD_MS - 1);
+    });
+    const dayAfter = await (await call(pool, "GET", "/dashboard", OPS)).json<DashboardSummary>();
+    expect(dayAfter.enrolment.requests).toEqual({ items: [], more: 0 });
+    expect(dayAfter.enrolment.credentials.items).toHaveLength(2);
+  });
+
+  it("a revoked credential keeps its record but not its hash, and the node can enrol again", async () => {
+    const pool = freshPool();
+    const old = await enrol(pool);
+    expect((await call(pool, "DELETE", "/nodes/laptop-7/credential", OPS)).status).toBe(200);
+    const row = await runInDurableObject(stub(pool), (_o, state) =>
+      state.storage.sql.exec("SELECT token_sha256, revoked_by FROM node_credentials").one(),
+    );
+    expect(row).toEqual({ token_sha256: "", revoked_by: "ops" });
+    const code = await requestCode(pool);
+    const pending = await (await call(pool, "GET", "/device/pending", OPS)).json<{ replaces_credential: boolean }[]>();
+    expect(pending[0]!.replaces_credential).toBe(false);
+    expect((await decide(pool, "approve", code.user_code)).status).toBe(200);
+    const renewed = (await (await poll(pool, code)).json<{ token: string }>()).token;
+    expect((await call(pool, "GET", "/nodes", bearer(renewed))).status).toBe(200);
+    expect((await call(pool, "GET", "/nodes", bearer(old))).status).toBe(401);
+    const { enrolment } = await (await call(pool, "GET", "/dashboard", OPS)).json<DashboardSummary>();
+    expect(enrolment.credentials.items).toEqual([
+      expect.objectContaining({ node_id: "laptop-7", revoked_by: null, revoked_at: null }),
+    ]);
   });
 });
 

@@ -9,6 +9,7 @@ import {
   json,
   register,
   sha256,
+  stub,
   submitJob,
   trialsJob,
   upload,
@@ -70,5 +71,36 @@ describe("structured logs", () => {
     expect((await claim(pool, "n1")).status).toBe(200);
     expect(await expireLeases(pool)).toBe(true);
     expect(lines.map((l) => l.event)).toEqual(["LEASE_CLAIMED", "LEASE_EXPIRED", "TASK_EXHAUSTED", "JOB_FAILED"]);
+  });
+});
+
+describe("enrolment logs", () => {
+  it("write a line per request, approval, denial, issue and revocation, naming the operator and no secret", async () => {
+    const pool = freshPool();
+    const lines = captureLogs();
+    const object = stub(pool);
+    const machine = { node_id: "laptop-7", hostname: "laptop-7.local", platform: "linux-x86_64" };
+    const asked = await object.requestDeviceCode(machine, "203.0.113.9");
+    const other = await object.requestDeviceCode({ ...machine, node_id: "laptop-8" }, null);
+    if (!asked.ok || !other.ok) throw new Error("no code");
+    expect(await object.decideDeviceCode(asked.userCode, "approved", "ops")).toBe("laptop-7");
+    expect(await object.decideDeviceCode(other.userCode, "denied", "ops")).toBe("laptop-8");
+    const issued = await object.redeemDeviceCode(asked.deviceCode);
+    expect(issued?.node_id).toBe("laptop-7");
+    expect(await object.revokeCredential("laptop-7", "ops")).toBe(true);
+
+    expect(lines.map(({ event, node_id, operator }) => ({ event, node_id, operator }))).toEqual([
+      { event: "ENROLMENT_REQUESTED", node_id: "laptop-7", operator: undefined },
+      { event: "ENROLMENT_REQUESTED", node_id: "laptop-8", operator: undefined },
+      { event: "ENROLMENT_APPROVED", node_id: "laptop-7", operator: "ops" },
+      { event: "ENROLMENT_DENIED", node_id: "laptop-8", operator: "ops" },
+      { event: "CREDENTIAL_ISSUED", node_id: "laptop-7", operator: undefined },
+      { event: "CREDENTIAL_REVOKED", node_id: "laptop-7", operator: "ops" },
+    ]);
+    expect(lines.every((l) => l.pool === pool && l.level === "info")).toBe(true);
+    const logged = JSON.stringify(lines);
+    for (const secret of [asked.deviceCode, asked.userCode, other.userCode, issued?.token ?? "?"]) {
+      expect(logged).not.toContain(secret);
+    }
   });
 });

@@ -199,6 +199,7 @@ describe("the dashboard summary", () => {
       jobs: { PENDING: 0, SUBMITTED: 0, RUNNING: 1, RECOVERING: 0, SUCCEEDED: 0, FAILED: 0, CANCELLED: 0 },
       leases_live: 1,
       stuck_tasks: 0,
+      enrolment: { enrolled: 0, revoked: 0, pending_requests: 0 },
     });
     expect(s.nodes.items.map((n) => n.node_id)).toEqual(["cpu-1", "gpu-1"]);
     expect(s.nodes.items[1]).toMatchObject({

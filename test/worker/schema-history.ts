@@ -31,6 +31,7 @@ const UNDO: Record<number, string> = {
           ON CONFLICT (job_id) DO UPDATE SET pending = pending + 1;
       END;`,
   11: "DROP TABLE device_codes; DROP TABLE node_credentials;",
+  12: "ALTER TABLE node_credentials DROP COLUMN revoked_by; ALTER TABLE node_credentials DROP COLUMN revoked_ms;",
 };
 
 /** The versions that have an undo: every migration after the second. */
