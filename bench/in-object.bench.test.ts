@@ -158,7 +158,7 @@ async function coreCycles(
       });
       if (!bound.ok) throw new Error(`bind: ${bound.detail}`);
       const outcome = storage.transactionSync(() =>
-        commit(sql, Date.now(), lease.lease_id, SHA, stored.object, null, lease.node_id),
+        commit(sql, Date.now(), lease.lease_id, SHA, { object: stored.object, metrics: null }, null, lease.node_id),
       );
       if (outcome.status !== "accepted") throw new Error(`commit: ${outcome.status}`);
     });
@@ -488,7 +488,7 @@ it("claim+commit cycles with 1,000 active jobs across 100 tenants", async () => 
         tenantOf.set(jobId, tenant);
         const tasks = Array.from({ length: TASKS_PER_JOB }, (_, i) => mixedTask(jobId, next + i, kind));
         next += TASKS_PER_JOB;
-        const submitted = await stub.submitJob(jobId, SPEC, tasks, pool, { priority, tenant });
+        const submitted = await stub.submitJob(jobId, SPEC, tasks, pool, { ...DEFAULT_PLACE, priority, tenant });
         if (!submitted.ok) throw new Error(`submit ${jobId}: ${submitted.reason}`);
       }
     }

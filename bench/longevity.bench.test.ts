@@ -105,7 +105,7 @@ it("a pool's hot paths and storage across a million finished tasks, then after r
     });
     if (!bound.ok) throw new Error(`bind: ${bound.detail}`);
     const outcome = state.storage.transactionSync(() =>
-      commit(sql, Date.now(), lease.lease_id, SHA, stored.object, null, "n1"),
+      commit(sql, Date.now(), lease.lease_id, SHA, { object: stored.object, metrics: null }, null, "n1"),
     );
     if (outcome.status !== "accepted") throw new Error(`commit: ${outcome.status}`);
     if (timed) {

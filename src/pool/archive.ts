@@ -107,6 +107,7 @@ export function finishArchive(sql: SqlStorage, now: number, jobId: string): numb
   const tasks = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE job_id = ?", jobId).one().n;
   sql.exec("DELETE FROM leases WHERE task_seq IN (SELECT seq FROM tasks WHERE job_id = ?)", jobId);
   sql.exec("DELETE FROM task_failures WHERE task_seq IN (SELECT seq FROM tasks WHERE job_id = ?)", jobId);
+  sql.exec("DELETE FROM replica_results WHERE task_seq IN (SELECT seq FROM tasks WHERE job_id = ?)", jobId);
   sql.exec("DELETE FROM events WHERE job_id = ?", jobId);
   sql.exec("DELETE FROM tasks WHERE job_id = ?", jobId);
   sql.exec("DELETE FROM job_task_counts WHERE job_id = ?", jobId);

@@ -3,7 +3,7 @@
 // bind re-checks everything the write depends on in the same transaction.
 
 import { artifactListEntry } from "../protocol/checkpoints";
-import { jobKeyRange, jobOfKey, taskOfKey } from "../protocol/keys";
+import { jobKeyRange, jobOfKey, replicaPrefix, taskOfKey } from "../protocol/keys";
 import { isLiveLease, type LeaseAndTask } from "../rules/leases";
 import { bindable, referenced, unreferenced } from "./collection";
 import { archiveState } from "./jobs";
@@ -47,21 +47,42 @@ export function checkWrite(sql: SqlStorage, now: number, key: string, writer: Wr
     }
   }
   if (writer === null) return { ok: true };
-  if (owner && holdsLiveLease(sql, now, writer, owner.jobId, owner.taskId)) return { ok: true };
+  const lease = owner && liveLeaseOf(sql, now, writer, owner.jobId, owner.taskId);
+  if (lease && lease.replica === 0) return { ok: true };
+  if (lease) {
+    // A replica writes only its own outputs: never another replica's, nor the task's key (SPEC §14).
+    const prefix = replicaPrefix(owner.jobId, owner.taskId, lease.replica);
+    if (key.startsWith(prefix)) return { ok: true };
+    return {
+      ok: false,
+      reason: "forbidden",
+      detail: `node ${writer} runs a replica of this task: it writes only under '${prefix}'`,
+    };
+  }
   return { ok: false, reason: "forbidden", detail: `node ${writer} holds no live lease covering '${key}'` };
 }
 
-/** Whether `nodeId` holds the live lease of (job, task): the task's current lease, issued to it. */
-export function holdsLiveLease(sql: SqlStorage, now: number, nodeId: string, jobId: string, taskId: string): boolean {
-  const row = sql
-    .exec<LeaseAndTask & { node_id: string }>(
-      `SELECT l.lease_id, l.status, l.deadline_ms, l.node_id, t.state, t.lease_id AS current_lease_id
-       FROM tasks t JOIN leases l ON l.lease_id = t.lease_id WHERE t.job_id = ? AND t.task_id = ?`,
+/**
+ * The live lease `nodeId` holds on (job, task): the task's current lease,
+ * or one replica's of a replicated task (SPEC §14); null for none.
+ */
+function liveLeaseOf(sql: SqlStorage, now: number, nodeId: string, jobId: string, taskId: string) {
+  const rows = sql
+    .exec<LeaseAndTask>(
+      `SELECT l.lease_id, l.status, l.deadline_ms, l.replica, t.state, t.lease_id AS current_lease_id
+       FROM tasks t JOIN leases l ON l.task_seq = t.seq
+       WHERE t.job_id = ? AND t.task_id = ? AND l.node_id = ? AND l.status = 'live'`,
       jobId,
       taskId,
+      nodeId,
     )
-    .toArray()[0];
-  return row !== undefined && row.node_id === nodeId && isLiveLease(row, now);
+    .toArray();
+  return rows.find((row) => isLiveLease(row, now)) ?? null;
+}
+
+/** Whether `nodeId` holds a live lease on (job, task). */
+export function holdsLiveLease(sql: SqlStorage, now: number, nodeId: string, jobId: string, taskId: string): boolean {
+  return liveLeaseOf(sql, now, nodeId, jobId, taskId) !== null;
 }
 
 export interface StoredObject {

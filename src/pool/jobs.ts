@@ -9,6 +9,7 @@ import type { TaskSpec } from "../protocol/tasks";
 import { deriveJobState, emptyTaskCounts, type TaskCounts } from "../rules/job-state";
 import { isLiveLease, type LeaseAndTask } from "../rules/leases";
 import { DEFAULT_TENANT } from "../rules/scheduling";
+import { type Replication, SINGLE_REPLICA } from "../rules/verification";
 import { type EventRow, emit, eventRecord, iso } from "./events";
 import { addTasks } from "./tasks";
 
@@ -67,10 +68,10 @@ type JobRow = {
   finished_ms: number | null;
 };
 
-/** Where a job's tasks stand in the scheduling policy (SPEC §13). */
-export type JobPlace = { priority: number; tenant: string };
-/** A job with no priority or tenant label, submitted in open mode. */
-export const DEFAULT_PLACE: JobPlace = { priority: 0, tenant: DEFAULT_TENANT };
+/** Where a job's tasks stand in the scheduling policy (SPEC §13), and how their results are verified (§14). */
+export type JobPlace = { priority: number; tenant: string; replication: Replication };
+/** A job with no priority, tenant or replication label, submitted in open mode. */
+export const DEFAULT_PLACE: JobPlace = { priority: 0, tenant: DEFAULT_TENANT, replication: SINGLE_REPLICA };
 
 /**
  * Inserts a job, its queue at `place` and all its tasks; the caller's
@@ -107,7 +108,10 @@ export function insertJob(
   emit(sql, now, jobId, "BACKEND_SELECTED", "backend leases selected", { backend: "leases" });
   // Before its tasks: their triggers count them into this queue.
   sql.exec("INSERT INTO job_queues (job_id, priority, tenant) VALUES (?, ?, ?)", jobId, place.priority, place.tenant);
-  const added = addTasks(sql, now, tasks, { outputJson: spec.spec.workload.type === "command" });
+  const added = addTasks(sql, now, tasks, {
+    outputJson: spec.spec.workload.type === "command",
+    replication: place.replication,
+  });
   // Job ids are fresh, so a duplicate is a bug in expansion: abort the transaction.
   if (!added.ok) throw new Error(`duplicate task ids in expansion: ${added.duplicates.slice(0, 3).join(", ")}`);
   return true;
@@ -129,7 +133,7 @@ export function cancelJob(sql: SqlStorage, now: number, jobId: string): boolean 
   if (!findJob(sql, jobId)) return false;
   sql.exec(
     `UPDATE leases SET status = 'cancelled' WHERE status = 'live' AND task_seq IN
-       (SELECT seq FROM tasks WHERE job_id = ? AND state = 'LEASED')`,
+       (SELECT seq FROM tasks WHERE job_id = ? AND state IN ('PENDING', 'LEASED'))`,
     jobId,
   );
   sql.exec("UPDATE tasks SET state = 'CANCELLED' WHERE job_id = ? AND state IN ('PENDING', 'LEASED')", jobId);
@@ -203,11 +207,12 @@ export type TaskLeaseRow = {
   node_id: string | null;
   deadline_ms: number | null;
   status: string | null;
+  replica: number | null;
 };
 
 /** The query behind GET .../tasks: `SELECT {TASKS_WITH_LEASE} WHERE t.job_id = ?`, extra columns allowed. */
 export const TASKS_WITH_LEASE = `t.task_id, t.state, t.attempts_used, t.max_attempts, t.lease_id AS current_lease_id,
-       l.lease_id, l.node_id, l.deadline_ms, l.status
+       l.lease_id, l.node_id, l.deadline_ms, l.status, l.replica
   FROM tasks t LEFT JOIN leases l ON l.lease_id = t.lease_id`;
 
 /** One row per task, sorted by task_id (SPEC §6); `deadline` only for a live lease. */

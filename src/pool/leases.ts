@@ -5,16 +5,19 @@
 
 import { mintId } from "../protocol/ids";
 import type { JsonObject } from "../protocol/json";
+import { replicaPrefix } from "../protocol/keys";
 import { MAX_STORED_TEXT_BYTES } from "../protocol/limits";
 import { type Lease, parseEvidence } from "../protocol/tasks";
 import { isLiveLease, mayDrive } from "../rules/leases";
 import { mayRetry } from "../rules/scheduling";
 import { truncateUtf8 } from "../rules/text";
+import { evidenceLies } from "../rules/verification";
 import { emit, iso, tally } from "./events";
 import { jobOpen, settleJob } from "./jobs";
 import { findNode, nodeView, seen } from "./nodes";
 import { attemptFailed, attemptSucceeded, pickTask, useTurn } from "./scheduling";
 import type { TaskRow } from "./tasks";
+import { invalidResult, nextReplica, recordReplica, replicaKey } from "./verification";
 
 export type LeaseRow = {
   lease_id: string;
@@ -24,6 +27,7 @@ export type LeaseRow = {
   issued_ms: number;
   deadline_ms: number;
   status: string;
+  replica: number;
 };
 
 /** A lease with its task's columns; `current_lease_id` is the task's latest lease. */
@@ -63,7 +67,9 @@ export function sweep(sql: SqlStorage, now: number): void {
 /**
  * Leases the PENDING task (optionally of one job) that the scheduling
  * policy picks among those the gate accepts for this node (SPEC §13,
- * `pickTask`), and uses up the turns of its job and tenant.
+ * `pickTask`), and uses up the turns of its job and tenant. A replicated
+ * task (SPEC §14) is leased as its next replica, and stays PENDING while
+ * it wants more. `random` draws adaptive replication's spot checks.
  */
 export function claim(
   sql: SqlStorage,
@@ -71,6 +77,7 @@ export function claim(
   nodeId: string,
   jobId: string | null,
   weights: TenantWeights = EQUAL_WEIGHTS,
+  random: () => number = Math.random,
 ): ClaimResult {
   sweep(sql, now);
   const node = findNode(sql, nodeId);
@@ -82,9 +89,13 @@ export function claim(
   if (best === undefined)
     return { ok: false, reason: jobId !== null && !jobOpen(sql, jobId) ? "job_closed" : "nothing" };
 
+  const picked = sql.exec<TaskRow>("SELECT * FROM tasks WHERE seq = ?", best).one();
+  const { replica, state } =
+    picked.replicas > 1 ? nextReplica(sql, picked, node.consecutive_valid, random()) : { replica: 0, state: "LEASED" };
   const task = sql
     .exec<TaskRow>(
-      "UPDATE tasks SET state = 'LEASED', attempts_used = attempts_used + 1, lease_id = ? WHERE seq = ? RETURNING *",
+      "UPDATE tasks SET state = ?, attempts_used = attempts_used + 1, lease_id = ? WHERE seq = ? RETURNING *",
+      state,
       newLeaseId(sql),
       best,
     )
@@ -92,13 +103,15 @@ export function claim(
   useTurn(sql, now, task.job_id, weights);
   const deadline = now + Math.round(task.lease_seconds * 1000);
   sql.exec(
-    "INSERT INTO leases (lease_id, task_seq, node_id, attempt_number, issued_ms, deadline_ms, status) VALUES (?, ?, ?, ?, ?, ?, 'live')",
+    `INSERT INTO leases (lease_id, task_seq, node_id, attempt_number, issued_ms, deadline_ms, status, replica)
+     VALUES (?, ?, ?, ?, ?, ?, 'live', ?)`,
     task.lease_id,
     task.seq,
     nodeId,
     task.attempts_used,
     now,
     deadline,
+    replica,
   );
   seen(sql, now, nodeId, deadline);
   emit(
@@ -106,12 +119,13 @@ export function claim(
     now,
     task.job_id,
     "LEASE_CLAIMED",
-    `task ${task.task_id} leased to ${nodeId} (attempt ${task.attempts_used})`,
+    `task ${task.task_id} leased to ${nodeId} (attempt ${task.attempts_used}${replica > 0 ? `, replica ${replica}` : ""})`,
     {
       task_id: task.task_id,
       node_id: nodeId,
       lease_id: task.lease_id,
       attempt: task.attempts_used,
+      ...(replica > 0 ? { replica } : {}),
     },
   );
   return { ok: true, lease: leaseRecord(findLease(sql, task.lease_id!)!) };
@@ -166,13 +180,20 @@ export type CommitOutcome =
   | { status: "unknown" }
   | { status: "accepted" }
   | { status: "rejected" }
-  | { status: "invalid" };
+  | { status: "invalid"; detail: string };
 
 /**
- * Judges a commit. `validObject` is the stored object whose bytes passed
- * validation against the claimed hash, or null when validation failed; it is
- * re-checked here against the key's current binding, so a binding replaced
- * while the bytes were being read counts as failed validation. Only the
+ * The stored object whose bytes passed validation against the claimed
+ * hash, and for a replica its metrics object as JSON text (SPEC §14).
+ */
+export type ValidOutput = { object: string; metrics: string | null };
+
+/**
+ * Judges a commit. `output` is what passed validation against the claimed
+ * hash, or null when validation failed; it is re-checked here against the
+ * key's current binding, so a binding replaced while the bytes were being
+ * read counts as failed validation. Evidence claiming more run time than
+ * passed since the claim is a lie: an invalid result (SPEC §14). Only the
  * lease's holder may commit (`caller`, null in open mode).
  */
 export function commit(
@@ -180,7 +201,7 @@ export function commit(
   now: number,
   leaseId: string,
   outputSha256: string,
-  validObject: string | null,
+  output: ValidOutput | null,
   evidence: unknown,
   caller: string | null,
 ): CommitOutcome {
@@ -190,14 +211,31 @@ export function commit(
   if (!row) return { status: "unknown" };
   seen(sql, now, row.node_id);
   const live = isLiveLease(row, now);
+  const key = commitKeyOf(row);
   const bound = sql
-    .exec<{ object: string; sha256: string }>("SELECT object, sha256 FROM artifacts WHERE key = ?", row.commit_key)
+    .exec<{ object: string; sha256: string }>("SELECT object, sha256 FROM artifacts WHERE key = ?", key)
     .toArray()[0];
-  const valid = validObject !== null && bound?.object === validObject && bound.sha256 === outputSha256;
+  const valid =
+    output !== null &&
+    bound?.object === output.object &&
+    bound.sha256 === outputSha256 &&
+    (row.replica === 0 || output.metrics !== null);
   const ids = { task_id: row.task_id, node_id: row.node_id, lease_id: leaseId };
   if (live && !valid) {
-    endAttempt(sql, now, row, "failed", "TASK_ATTEMPT_FAILED", `output validation failed for ${row.commit_key}`);
-    return { status: "invalid" };
+    endAttempt(sql, now, row, "failed", "TASK_ATTEMPT_FAILED", `output validation failed for ${key}`);
+    return { status: "invalid", detail: "output validation failed; attempt requeued" };
+  }
+  if (live && evidenceLies(evidence, now - row.issued_ms)) {
+    const claimed = (evidence as { wall_seconds: number }).wall_seconds;
+    const message = `evidence claims ${claimed} s of work, but ${(now - row.issued_ms) / 1000} s passed since the claim`;
+    endAttempt(sql, now, row, "failed", "TASK_ATTEMPT_FAILED", message);
+    invalidResult(sql, row.node_id);
+    return { status: "invalid", detail: `${message}: an invalid result; attempt requeued` };
+  }
+  if (live && valid && row.replica > 0) {
+    sql.exec("UPDATE leases SET status = 'completed' WHERE lease_id = ?", leaseId);
+    recordReplica(sql, now, { ...row, seq: row.task_seq }, row, outputSha256, bound!.object, output!.metrics!);
+    return { status: "accepted" };
   }
   if (live && valid) {
     sql.exec("UPDATE leases SET status = 'completed' WHERE lease_id = ?", leaseId);
@@ -251,6 +289,9 @@ export function endAttempt(
     emit(sql, now, row.job_id, "TASK_REQUEUED", `task ${row.task_id} requeued`, ids);
   } else {
     sql.exec("UPDATE tasks SET state = 'FAILED' WHERE seq = ?", row.task_seq);
+    // Other replicas still out are wasted work now (SPEC §14).
+    if (row.replica > 0)
+      sql.exec("UPDATE leases SET status = 'cancelled' WHERE task_seq = ? AND status = 'live'", row.task_seq);
     const why =
       lost && losses >= row.max_worker_losses
         ? `was lost to ${losses} workers`
@@ -271,7 +312,7 @@ export function findLease(sql: SqlStorage, leaseId: string): Joined | undefined 
     .exec<Joined>(
       `SELECT l.*, t.job_id, t.task_id, t.class_id, t.payload, t.commit_key, t.max_attempts, t.lease_seconds,
               t.output_json, t.state, t.attempts_used, t.accepted_object, t.worker_losses, t.max_worker_losses,
-              t.lease_id AS current_lease_id
+              t.replicas, t.quorum, t.tolerance, t.wanted, t.lease_id AS current_lease_id
        FROM leases l JOIN tasks t ON t.seq = l.task_seq
        WHERE l.lease_id = ? AND NOT EXISTS (SELECT 1 FROM archived_jobs a WHERE a.job_id = t.job_id)`,
       leaseId,
@@ -279,7 +320,15 @@ export function findLease(sql: SqlStorage, leaseId: string): Joined | undefined 
     .toArray()[0];
 }
 
+/** The key a lease commits: its task's, or under its replica's own prefix. */
+export function commitKeyOf(row: { job_id: string; task_id: string; commit_key: string; replica: number }): string {
+  return row.replica > 0 ? replicaKey(row, row.replica) : row.commit_key;
+}
+
 function leaseRecord(row: Joined): WireLease {
+  const payload = JSON.parse(row.payload) as JsonObject;
+  // A replica writes under its own prefix, which the agent honours (SPEC §14).
+  if (row.replica > 0) payload.output_prefix = replicaPrefix(row.job_id, row.task_id, row.replica);
   return {
     schema_version: "v1alpha1",
     lease_id: row.lease_id,
@@ -288,7 +337,7 @@ function leaseRecord(row: Joined): WireLease {
     node_id: row.node_id,
     attempt_number: row.attempt_number,
     deadline: iso(row.deadline_ms),
-    payload: JSON.parse(row.payload) as JsonObject,
+    payload,
   };
 }
 

@@ -23,6 +23,9 @@ type NodeRow = {
   accepted_tasks: number;
   consecutive_failures: number; // failed attempts since its last accepted commit
   held_until_ms: number; // held back from claiming while now < this (SPEC §13)
+  valid_results: number; // replicas in a quorum's agreement (SPEC §14)
+  invalid_results: number; // replicas outvoted, and evidence that lied
+  consecutive_valid: number; // valid results since its last invalid one
 };
 
 /** Replaces the registration; the accepted-task count survives re-registering. */
@@ -110,6 +113,8 @@ export function listNodes(sql: SqlStorage, now: number, after: string | null, li
       accepted_tasks: row.accepted_tasks,
       consecutive_failures: row.consecutive_failures,
       held_until: row.held_until_ms > now ? iso(row.held_until_ms) : null,
+      valid_results: row.valid_results,
+      invalid_results: row.invalid_results,
     };
   });
   const more =

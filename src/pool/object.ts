@@ -48,12 +48,14 @@ import {
   type ClaimResult,
   claim,
   commit,
+  commitKeyOf,
   earliestDeadline,
   failAttempt,
   findLease,
   renew,
   sweep,
   type TenantWeights,
+  type ValidOutput,
 } from "./leases";
 import { logEvent, logLine } from "./log";
 import { metricsSample } from "./metrics";
@@ -297,32 +299,35 @@ export class PoolObject extends DurableObject<Env> {
 
   /**
    * Validates the output, then judges the commit in one transaction. The
-   * bytes are read (for JSON outputs) before the transaction; the
-   * transaction re-checks that the key still points at what was read.
+   * bytes are read (for JSON outputs, and a replica's metrics object) before
+   * the transaction; the transaction re-checks that the key still points at
+   * what was read.
    */
   async completeLease(leaseId: string, outputSha256: string, evidence: unknown, caller: string | null) {
     const lease = findLease(this.sql, leaseId);
     // Refused before any bytes are read; the transaction checks again.
     if (!mayDrive(lease?.node_id, caller)) return { status: "not_holder" as const };
     if (!lease) return { status: "unknown" as const };
-    const bound = findArtifact(this.sql, lease.commit_key);
-    let validObject: string | null = null;
+    const bound = findArtifact(this.sql, commitKeyOf(lease));
+    let output: ValidOutput | null = null;
     if (bound && bound.sha256 === outputSha256) {
-      const jsonOk = lease.output_json ? await this.isJsonObject(bound.object, bound.size_bytes) : true;
-      if (jsonOk) validObject = bound.object;
+      const json = lease.output_json || lease.replica > 0 ? await this.jsonObject(bound.object, bound.size_bytes) : "";
+      if (json !== null) output = { object: bound.object, metrics: lease.replica > 0 ? json : null };
     }
-    return this.change((now) => commit(this.sql, now, leaseId, outputSha256, validObject, evidence, caller));
+    return this.change((now) => commit(this.sql, now, leaseId, outputSha256, output, evidence, caller));
   }
 
-  private async isJsonObject(object: string, size: number): Promise<boolean> {
-    if (size > MAX_JSON_OUTPUT_BYTES) return false;
+  /** The object's bytes when they are one JSON object, else null. */
+  private async jsonObject(object: string, size: number): Promise<string | null> {
+    if (size > MAX_JSON_OUTPUT_BYTES) return null;
     const body = await this.env.ARTIFACTS.get(object);
-    if (!body) return false;
+    if (!body) return null;
     try {
-      const value: unknown = JSON.parse(await body.text());
-      return typeof value === "object" && value !== null && !Array.isArray(value);
+      const text = await body.text();
+      const value: unknown = JSON.parse(text);
+      return typeof value === "object" && value !== null && !Array.isArray(value) ? text : null;
     } catch {
-      return false;
+      return null;
     }
   }
 

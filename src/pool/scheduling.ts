@@ -18,8 +18,12 @@ const headOf = (job: string) => `(SELECT MIN((SELECT t.seq FROM tasks t INDEXED 
       WHERE t.state = 'PENDING' AND t.job_id = c.job_id AND t.class_id = c.class_id ORDER BY t.seq LIMIT 1))
     FROM queue_classes c WHERE c.job_id = ${job} AND c.pending > 0 AND +c.class_id IN (SELECT value FROM json_each(?2)))`;
 
-/** Whether the node ?3 failed the task `head`. */
-const FAILED_HEAD = "EXISTS (SELECT 1 FROM task_failures f WHERE f.task_seq = head AND f.node_id = ?3) AS failed";
+/**
+ * Whether the node ?3 failed the task `head`, or holds or ran a replica of
+ * it (SPEC §14): either way the head is looked at closer.
+ */
+const FAILED_HEAD = `(EXISTS (SELECT 1 FROM task_failures f WHERE f.task_seq = head AND f.node_id = ?3)
+    OR EXISTS (SELECT 1 FROM leases l WHERE l.task_seq = head AND l.node_id = ?3 AND l.replica > 0)) AS failed`;
 
 /**
  * The jobs at priority ?1 holding pending tasks of the classes ?2, in claim
@@ -70,6 +74,8 @@ export const POLICY_SQL = {
     ORDER BY seq LIMIT ${PAGE}`,
   /** Whether a node failed a task. */
   failed: "SELECT 1 FROM task_failures WHERE task_seq = ? AND node_id = ?",
+  /** Whether a node holds or ran a replica of a task. */
+  ranReplica: "SELECT 1 FROM leases WHERE task_seq = ? AND node_id = ? AND replica > 0",
   /** A page of online, accepting nodes not held back, other than one, that have not failed a task (any node_id, '' too). */
   others: `SELECT rowid AS id, registration FROM nodes
     WHERE live_until_ms > ? AND status = 'online' AND held_until_ms <= ? AND node_id <> ?
@@ -143,7 +149,8 @@ function* jobsAt(sql: SqlStorage, level: number, classes: string, nodeId: string
 /**
  * The first task of one job, in queue order, among the `accepted` classes
  * (class id → requirement); a task the node has failed is passed over while
- * another online node could take it (SPEC §13 "retry elsewhere").
+ * another online node could take it (SPEC §13 "retry elsewhere"), and one
+ * it holds or ran a replica of always is (SPEC §14).
  */
 function jobHead(
   sql: SqlStorage,
@@ -166,6 +173,7 @@ function jobHead(
       ).toArray(),
     );
     for (const t of tasks) {
+      if (sql.exec(POLICY_SQL.ranReplica, t.seq, node.nodeId).toArray().length > 0) continue;
       const failed = sql.exec(POLICY_SQL.failed, t.seq, node.nodeId).toArray().length > 0;
       if (!failed || !anotherCouldTake(sql, now, t.seq, accepted.get(c.class_id)!, node.nodeId)) {
         best = t.seq;

@@ -395,6 +395,32 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE node_credentials ADD COLUMN revoked_by TEXT;
   ALTER TABLE node_credentials ADD COLUMN revoked_ms INTEGER;
   `,
+  // 13: verified results (SPEC §14). A replicated task keeps its job's
+  // replicas, quorum and tolerance, and how many replicas it wants out or
+  // done now (`wanted`); each replica is a lease numbered from 1, and each
+  // committed replica's metrics object waits in replica_results for the
+  // verdict. Nodes keep their record of valid and invalid results.
+  `
+  ALTER TABLE tasks ADD COLUMN replicas INTEGER NOT NULL DEFAULT 1;
+  ALTER TABLE tasks ADD COLUMN quorum INTEGER NOT NULL DEFAULT 1;
+  ALTER TABLE tasks ADD COLUMN tolerance REAL NOT NULL DEFAULT 0;
+  ALTER TABLE tasks ADD COLUMN wanted INTEGER NOT NULL DEFAULT 1;
+  ALTER TABLE leases ADD COLUMN replica INTEGER NOT NULL DEFAULT 0;
+  CREATE TABLE replica_results (
+    lease_id TEXT PRIMARY KEY,
+    task_seq INTEGER NOT NULL,
+    node_id TEXT NOT NULL,
+    replica INTEGER NOT NULL,
+    object TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    value TEXT NOT NULL,                    -- the metrics object, as JSON
+    verdict TEXT NOT NULL DEFAULT 'pending' -- pending, valid, invalid, lie, undecided
+  );
+  CREATE INDEX replica_results_task ON replica_results (task_seq);
+  ALTER TABLE nodes ADD COLUMN valid_results INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE nodes ADD COLUMN invalid_results INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE nodes ADD COLUMN consecutive_valid INTEGER NOT NULL DEFAULT 0;
+  `,
 ];
 
 /** Applies every migration newer than the recorded version, in order. */

@@ -3,6 +3,7 @@
 
 import type { TaskSpec } from "../protocol/tasks";
 import { requirementClass, requirementOf } from "../rules/placement";
+import { EXTRA_REPLICAS, type Replication, SINGLE_REPLICA } from "../rules/verification";
 import { emit } from "./events";
 
 export type TaskRow = {
@@ -21,6 +22,11 @@ export type TaskRow = {
   accepted_object: string | null;
   worker_losses: number;
   max_worker_losses: number;
+  /** Verified results (SPEC §14): the job's replication, and the replicas wanted out or done now. */
+  replicas: number;
+  quorum: number;
+  tolerance: number;
+  wanted: number;
 };
 
 export type AddTasksResult = { ok: true; added: number } | { ok: false; reason: "duplicate"; duplicates: string[] };
@@ -33,8 +39,12 @@ export function addTasks(
   sql: SqlStorage,
   now: number,
   tasks: readonly TaskSpec[],
-  options: { outputJson: boolean },
+  options: { outputJson: boolean; replication?: Replication },
 ): AddTasksResult {
+  const { replicas, quorum, tolerance } = options.replication ?? SINGLE_REPLICA;
+  // Every replica is a lease: a replicated task may issue up to replicas +
+  // EXTRA_REPLICAS of them and still have max_attempts - 1 failures to spare.
+  const extraLeases = replicas > 1 ? replicas + EXTRA_REPLICAS - 1 : 0;
   const seen = new Set<string>();
   const duplicates: string[] = [];
   for (const t of tasks) {
@@ -54,17 +64,21 @@ export function addTasks(
     }
     sql.exec(
       `INSERT INTO tasks (job_id, task_id, class_id, payload, commit_key, max_attempts, lease_seconds, output_json,
-                          max_worker_losses)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+                          max_worker_losses, replicas, quorum, tolerance, wanted)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       t.job_id,
       t.task_id,
       classId,
       JSON.stringify(t.payload),
       t.commit_key,
-      t.max_attempts,
+      t.max_attempts + extraLeases,
       t.lease_seconds,
       options.outputJson ? 1 : 0,
       t.max_worker_losses,
+      replicas,
+      quorum,
+      tolerance,
+      replicas,
     );
     emit(sql, now, t.job_id, "TASK_CREATED", `task ${t.task_id} created`, { task_id: t.task_id });
   }

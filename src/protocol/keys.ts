@@ -67,6 +67,11 @@ export function taskOfKey(key: string): { jobId: string; taskId: string } | null
   return { jobId: parts[1]!, taskId: parts[2]! };
 }
 
+/** Where replica `replica` of a task writes its outputs (SPEC §14): inside the task's own prefix. */
+export function replicaPrefix(jobId: string, taskId: string, replica: number): string {
+  return `jobs/${jobId}/${taskId}/r${replica}/`;
+}
+
 /**
  * The keys under `jobs/{jobId}/`, as a range: every such key sorts in
  * [prefix, prefix with its "/" bumped to "0"), so a range scan finds them.

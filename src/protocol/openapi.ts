@@ -113,6 +113,8 @@ const WIRE = {
     accepted_tasks: int().min(0),
     consecutive_failures: int().min(0),
     held_until: IsoDateTimeSchema.nullable(),
+    valid_results: int().min(0),
+    invalid_results: int().min(0),
   }),
   TaskState: TaskStateSchema,
   TaskCounts: TaskCountsSchema,

@@ -9,6 +9,7 @@ import { EVENTS_PAGE_DEFAULT, EVENTS_PAGE_MAX, EVENTS_STREAM_PAGE } from "../pro
 import { decodeJobCursor, encodeJobCursor } from "../protocol/paging";
 import { expandJob } from "../recipes";
 import { jobPriority, jobTenant } from "../rules/scheduling";
+import { jobReplication } from "../rules/verification";
 import { archiveOf, type JobArchive } from "./archive";
 import { type AppContext, type AppEnv, pagedList, queryInt, readJson } from "./context";
 import { requireOperator } from "./identity";
@@ -40,11 +41,12 @@ export const jobs = new Hono<AppEnv>()
     const caller = c.var.caller;
     const priority = jobPriority(spec.metadata.labels);
     const tenant = jobTenant(spec.metadata.labels, caller.kind === "operator" ? caller.name : null);
-    if (!priority.ok || !tenant.ok) {
-      const problems = [priority, tenant].flatMap((r) => (r.ok ? [] : [r.problem]));
+    const replication = jobReplication(spec.metadata.labels);
+    if (!priority.ok || !tenant.ok || !replication.ok) {
+      const problems = [priority, tenant, replication].flatMap((r) => (r.ok ? [] : [r.problem]));
       return c.json({ detail: `job cannot be scheduled: ${problems.join("; ")}` }, 422);
     }
-    const place = { priority: priority.value, tenant: tenant.value };
+    const place = { priority: priority.value, tenant: tenant.value, replication: replication.value };
     const options = {
       allowUnsandboxedArgv: c.env.FLASHML_ALLOW_UNSANDBOXED_ARGV === "1",
       maxWorkerLosses: c.var.maxWorkerLosses,
@@ -55,6 +57,16 @@ export const jobs = new Hono<AppEnv>()
       const jobId = randomHex12(); // SPEC §3.3: 12 lowercase hex
       const expansion = expandJob(spec, jobId, options);
       if (!expansion.ok) return c.json({ detail: `job cannot be expanded: ${expansion.problems.join("; ")}` }, 422);
+      // Replicas resuming one another's checkpoints would not be independent runs (SPEC §14).
+      if (place.replication.replicas > 1 && expansion.tasks.some((t) => t.payload.checkpoint !== undefined)) {
+        return c.json(
+          {
+            detail:
+              "job cannot be scheduled: a replicated job (flashml.dev/replicas > 1) cannot use checkpoints; drop one of them",
+          },
+          422,
+        );
+      }
       const submitted = await c.var.stub.submitJob(jobId, spec, expansion.tasks, c.var.pool, place);
       if (submitted.ok) return c.json(submitted.job, 201);
     }

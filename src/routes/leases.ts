@@ -80,7 +80,7 @@ export const attempts = new Hono<AppEnv>()
       case "accepted":
         return c.json({ accepted: true });
       case "invalid":
-        return c.json({ accepted: false, detail: "output validation failed; attempt requeued" });
+        return c.json({ accepted: false, detail: outcome.detail });
       case "rejected":
         return c.json({ accepted: false });
     }

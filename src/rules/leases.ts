@@ -10,17 +10,20 @@ export type LeaseAndTask = {
   deadline_ms: number;
   state: string; // the task's
   current_lease_id: string | null; // the task's latest lease
+  replica: number; // 0, or the replica this lease runs (SPEC §14)
 };
 
 /**
  * A lease is live while it is its task's current lease, still marked live,
- * before its deadline, and the task is LEASED. A lease at its deadline is
- * already dead: the sweep expires `deadline_ms <= now`.
+ * before its deadline, and the task is LEASED. A replica's lease is one of
+ * several at once: live while marked live, before its deadline, and its
+ * task open (PENDING while it wants more replicas). A lease at its deadline
+ * is already dead: the sweep expires `deadline_ms <= now`.
  */
 export function isLiveLease(row: LeaseAndTask, now: number): boolean {
-  return (
-    row.status === "live" && row.state === "LEASED" && row.current_lease_id === row.lease_id && row.deadline_ms > now
-  );
+  if (row.status !== "live" || row.deadline_ms <= now) return false;
+  if (row.replica > 0) return row.state === "LEASED" || row.state === "PENDING";
+  return row.state === "LEASED" && row.current_lease_id === row.lease_id;
 }
 
 /**

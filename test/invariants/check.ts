@@ -62,15 +62,30 @@ export function violations(s: PoolSnapshot): string[] {
     const leases = leasesOf.get(t.seq as number) ?? [];
     const live = leases.filter((l) => l.status === "live");
     if (!STATES.includes(t.state as string)) out.push(`${id}: unknown state ${t.state}`);
-    if (t.state === "LEASED") {
+    // SPEC §14: a replicated task's replicas are concurrent leases, each on
+    // a node that holds or ran no other replica of it.
+    const replicated = ((t.replicas as number | undefined) ?? 1) > 1;
+    const open = t.state === "PENDING" || t.state === "LEASED";
+    if (replicated) {
+      if (!open && live.length > 0) out.push(`${id}: ${t.state} but holds ${live.length} live replicas`);
+      if (leases.some((l) => !((l.replica as number) > 0))) out.push(`${id}: replicated, with a lease of no replica`);
+      const nodesRan = leases.map((l) => l.node_id);
+      if (new Set(nodesRan).size !== nodesRan.length)
+        out.push(`${id}: two replicas on one node (${nodesRan.join(", ")})`);
+      const numbers = leases.map((l) => l.replica as number).sort((a, b) => a - b);
+      if (numbers.some((n, i) => n !== i + 1)) out.push(`${id}: replicas numbered ${numbers.join(", ")}`);
+    } else if (t.state === "LEASED") {
       if (live.length !== 1) out.push(`${id}: LEASED with ${live.length} live leases`);
       else if (live[0]!.lease_id !== t.lease_id) out.push(`${id}: its live lease is not its current lease`);
     } else if (live.length > 0) out.push(`${id}: ${t.state} but holds ${live.length} live leases`);
     const accepted = leases.filter((l) => l.status === "completed");
-    if (t.state === "COMPLETED" && (accepted.length !== 1 || t.accepted_object === null)) {
+    if (t.state === "COMPLETED" && t.accepted_object === null) out.push(`${id}: COMPLETED with no accepted object`);
+    // A replicated task completes on a quorum of committed replicas; any other on exactly one commit.
+    if (t.state === "COMPLETED" && (replicated ? accepted.length < 1 : accepted.length !== 1)) {
       out.push(`${id}: COMPLETED with ${accepted.length} accepted commits`);
     }
-    if (t.state !== "COMPLETED" && accepted.length > 0) out.push(`${id}: ${t.state} but has an accepted commit`);
+    if (!replicated && t.state !== "COMPLETED" && accepted.length > 0)
+      out.push(`${id}: ${t.state} but has an accepted commit`);
     // SPEC §13: a lost worker does not use an attempt. Columns absent (a pool
     // from before §13) read as 0: every expiry then used an attempt.
     const losses = (t.worker_losses as number | undefined) ?? 0;
@@ -96,7 +111,10 @@ export function violations(s: PoolSnapshot): string[] {
     }
     // The ledger replays to the task's state.
     const replayed = replay(eventsOf.get(id) ?? [], cancelledJobs.has(t.job_id as string));
-    if (replayed !== t.state) out.push(`${id}: state ${t.state} but its events replay to ${replayed}`);
+    // A replica's claim may leave its task PENDING: the ledger says only that it is open.
+    const opened = (state: string) => (replicated && (state === "PENDING" || state === "LEASED") ? "open" : state);
+    if (opened(replayed) !== opened(t.state as string))
+      out.push(`${id}: state ${t.state} but its events replay to ${replayed}`);
     const commits = (eventsOf.get(id) ?? []).filter((e) => e.type === "TASK_COMMIT_ACCEPTED").length;
     if (commits !== (t.state === "COMPLETED" ? 1 : 0)) out.push(`${id}: ${commits} TASK_COMMIT_ACCEPTED events`);
   }
@@ -292,12 +310,20 @@ export function replayHolds(events: readonly Row[]): HoldReplay {
   const violations: string[] = [];
   const ordered = [...events].sort((a, b) => (a.seq as number) - (b.seq as number));
   for (const e of ordered) {
-    const nodeId = (JSON.parse(e.data as string) as { node_id?: string }).node_id;
+    const data = JSON.parse(e.data as string) as {
+      node_id?: string;
+      verdict?: string;
+      replicas?: Array<{ node_id: string; verdict: string }>;
+    };
+    const nodeId = data.node_id;
     if (nodeId === undefined) continue;
     const ts = e.ts_ms as number;
     switch (e.type) {
+      case "TASK_COMMIT_REJECTED":
       case "TASK_ATTEMPT_FAILED":
       case "LEASE_EXPIRED": {
+        // Only a replica outvoted by its quorum fails (SPEC §14); a late commit does not.
+        if (e.type === "TASK_COMMIT_REJECTED" && data.verdict !== "invalid") break;
         const n = (run.get(nodeId) ?? 0) + 1;
         run.set(nodeId, n);
         const hold = holdBackMs(n);
@@ -308,8 +334,11 @@ export function replayHolds(events: readonly Row[]): HoldReplay {
         break;
       }
       case "TASK_COMMIT_ACCEPTED":
-        run.set(nodeId, 0);
-        heldUntil.set(nodeId, 0);
+        // Every replica in the quorum's agreement ends its node's run.
+        for (const winner of data.replicas?.filter((r) => r.verdict === "valid").map((r) => r.node_id) ?? [nodeId]) {
+          run.set(winner, 0);
+          heldUntil.set(winner, 0);
+        }
         break;
       case "LEASE_CLAIMED": {
         const until = heldUntil.get(nodeId) ?? 0;

@@ -8,7 +8,9 @@ const live: LeaseAndTask = {
   deadline_ms: NOW + 1,
   state: "LEASED",
   current_lease_id: "ls-aaaaaaaaaaaa",
+  replica: 0,
 };
+const replica: LeaseAndTask = { ...live, replica: 2, current_lease_id: "ls-cccccccccccc" };
 
 describe("isLiveLease", () => {
   it("a current, unexpired lease of a LEASED task is live", () => {
@@ -28,6 +30,23 @@ describe("isLiveLease", () => {
     ["a lease still marked live on a COMPLETED task", { state: "COMPLETED" }],
   ])("%s is not live", (_, change) => {
     expect(isLiveLease({ ...live, ...change }, NOW)).toBe(false);
+  });
+
+  it.each<[string, Partial<LeaseAndTask>]>([
+    ["while its task waits for all its replicas (LEASED)", {}],
+    ["while its task wants more replicas (PENDING)", { state: "PENDING" }],
+  ])("a replica's lease, one of several at once, is live %s", (_, change) => {
+    expect(isLiveLease({ ...replica, ...change }, NOW)).toBe(true);
+  });
+
+  it.each<[string, Partial<LeaseAndTask>]>([
+    ["at its deadline", { deadline_ms: NOW }],
+    ["once its task completed on a quorum", { state: "COMPLETED" }],
+    ["once its task failed without one", { state: "FAILED" }],
+    ["once cancelled", { status: "cancelled", state: "CANCELLED" }],
+    ["once committed", { status: "completed" }],
+  ])("a replica's lease is not live %s", (_, change) => {
+    expect(isLiveLease({ ...replica, ...change }, NOW)).toBe(false);
   });
 });
 

@@ -238,14 +238,14 @@ describe("free text kept in storage is truncated to 4 KiB with a marker", () => 
     const digest = `sha256:${"f".repeat(900_000)}`;
     const r = await call(pool, "POST", `/attempts/${lease.lease_id}/complete`, {
       output_sha256: await sha256(output),
-      evidence: { wall_seconds: 12.5, gpu_util_percent_mean: 0, exit_code: 0, image_digest: digest },
+      evidence: { wall_seconds: 0.5, gpu_util_percent_mean: 0, exit_code: 0, image_digest: digest },
     });
     expect(await json(r)).toEqual({ accepted: true });
 
     const [accepted] = await eventsOf(pool, job, "TASK_COMMIT_ACCEPTED");
     const evidence = accepted!.data.evidence as Record<string, unknown>;
     expect(evidence).toMatchObject({
-      wall_seconds: 12.5,
+      wall_seconds: 0.5,
       gpu_util_percent_mean: 0,
       cpu_percent_mean: null,
       exit_code: 0,

@@ -84,6 +84,7 @@ describe("counters, not scans", () => {
         tasks: plan(POLICY_SQL.tasks, "job", 1, 0),
         tasksBefore: plan(POLICY_SQL.tasksBefore, "job", 1, 0, 10),
         failed: plan(POLICY_SQL.failed, 1, "n1"),
+        ranReplica: plan(POLICY_SQL.ranReplica, 1, "n1"),
         others: plan(POLICY_SQL.others, 0, 0, "n1", 1, 0),
       };
     });
@@ -97,12 +98,17 @@ describe("counters, not scans", () => {
     for (const head of [plans.firstJob, plans.jobs, plans.head]) {
       expect(head).toMatch(/SEARCH t USING (COVERING )?INDEX tasks_claim_job \(job_id=\? AND class_id=\?\)/);
       expect(head).toMatch(/SEARCH f USING PRIMARY KEY \(task_seq=\? AND node_id=\?\)/);
+      // A replica a node holds or ran: a seek of the task's leases, or of the node's live ones.
+      expect(head).toMatch(
+        /SEARCH l USING INDEX (leases_task \(task_seq=\?\)|leases_live_node \(node_id=\? AND task_seq=\?\))/,
+      );
     }
     // Each page continues after the last row read: a range of the index, in its order.
     expect(plans.tasks).toMatch(
       /SEARCH tasks USING (COVERING )?INDEX tasks_claim_job \(job_id=\? AND class_id=\? AND seq>\?\)/,
     );
     expect(plans.failed).toMatch(/SEARCH task_failures USING PRIMARY KEY \(task_seq=\? AND node_id=\?\)/);
+    expect(plans.ranReplica).toMatch(/SEARCH leases USING INDEX leases_task \(task_seq=\?\)/);
     expect(plans.pendingClasses).toMatch(/(SCAN|SEARCH) classes USING (COVERING )?INDEX classes_pending/);
     expect(plans.classes).toMatch(/SEARCH queue_classes USING PRIMARY KEY \(job_id=\?\)/);
     expect(plans.tasksBefore).toMatch(

@@ -32,6 +32,11 @@ const UNDO: Record<number, string> = {
       END;`,
   11: "DROP TABLE device_codes; DROP TABLE node_credentials;",
   12: "ALTER TABLE node_credentials DROP COLUMN revoked_by; ALTER TABLE node_credentials DROP COLUMN revoked_ms;",
+  13: `DROP TABLE replica_results; ALTER TABLE leases DROP COLUMN replica;
+      ALTER TABLE tasks DROP COLUMN replicas; ALTER TABLE tasks DROP COLUMN quorum;
+      ALTER TABLE tasks DROP COLUMN tolerance; ALTER TABLE tasks DROP COLUMN wanted;
+      ALTER TABLE nodes DROP COLUMN valid_results; ALTER TABLE nodes DROP COLUMN invalid_results;
+      ALTER TABLE nodes DROP COLUMN consecutive_valid;`,
 };
 
 /** The versions that have an undo: every migration after the second. */
