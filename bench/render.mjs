@@ -453,12 +453,71 @@ function longevitySection(l) {
   return out;
 }
 
+/** @typedef {import("./verification.mjs").Summary} VerificationSummary */
+/**
+ * bench/results/verification.json (written by bench/verification.mjs).
+ * @typedef {{ command: string, date: string, machine: import("./lib.mjs").Machine, wall_s: number, seeds: number[],
+ *   nodes: number, tasks: number, replicas: number, sometimes_wrong: number, simulated_hours: number,
+ *   goal: { cheater_rate: number, max_leases_per_task: number, max_wrong_fraction: number, met: boolean },
+ *   summaries: VerificationSummary[] }} VerificationResult
+ */
+
+/** @param {VerificationResult} v */
+function verificationSection(v) {
+  const out = [];
+  const pct2 = (/** @type {number} */ x) => `${round(x * 100, 2)}%`;
+  out.push("## 9. Verified results: the cost of replication, and how often a cheater gets through");
+  out.push("");
+  out.push(
+    `- Command: \`${v.command}\` (runs \`bench/verification.bench.test.ts\` under workerd via \`bench/vitest.bench.config.ts\`)`,
+  );
+  out.push(`- Machine: ${machineLine(v.machine)}`);
+  out.push(`- Date: ${v.date}; ${fmt(v.wall_s)} s wall for ${v.seeds.length} seeds (${v.seeds.join(", ")})`);
+  out.push(
+    `- How: one pool object, ${fmt(v.nodes)} nodes, one job of ${fmt(v.tasks)} tasks labelled ` +
+      `\`flashml.dev/replicas: "${v.replicas}"\` (quorum ${v.replicas}), run by the pool's own claim, bind and commit ` +
+      "(`src/pool/*`, as the object's methods call them; no HTTP). Each simulated minute every node asks for work once, " +
+      "then every lease out commits, in a random order, until no task is open " +
+      `(about ${v.simulated_hours} simulated hours). Honest nodes return the task's true metrics object; ` +
+      "always-wrong cheaters a made-up one every time; sometimes-wrong cheaters a made-up one " +
+      `${pct(v.sometimes_wrong)} of the time. Cheaters do not collude, and are half of each kind. ` +
+      "Fixed replication runs every task on two nodes (every adaptive draw is a spot check); adaptive lets a node with " +
+      "10 valid results in a row run a task alone, spot-checking 10% of those. A wrong result accepted is a completed " +
+      "task whose accepted object is not its true one.",
+  );
+  out.push("");
+  out.push(
+    "| replication | cheaters | leases per accepted task | tasks run alone | wrong results accepted | worst seed | failed tasks | invalid results per always- / sometimes-wrong cheater | honest nodes' invalid results |",
+  );
+  out.push("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+  for (const s of v.summaries) {
+    out.push(
+      `| ${s.mode} | ${pct(s.cheater_rate)} (${s.cheaters}) | ${s.leases_per_accepted_task} | ${pct(s.completed_alone_fraction)} | ` +
+        `${fmt(s.wrong_accepted)} of ${fmt(s.completed)} (${pct2(s.wrong_fraction)}) | ${pct2(s.max_wrong_fraction)} | ${fmt(s.failed)} | ` +
+        `${s.invalid_per_cheater.always} / ${s.invalid_per_cheater.sometimes} | ${fmt(s.honest_invalid_results)} |`,
+    );
+  }
+  out.push("");
+  out.push(
+    `Goal: with adaptive replication at ${pct(v.goal.cheater_rate)} cheaters, at most ${v.goal.max_leases_per_task} ` +
+      `leases per accepted task and at most ${pct2(v.goal.max_wrong_fraction)} of accepted results wrong in every seed: ` +
+      `${v.goal.met ? "met" : "**not met**"}. Fixed replication accepts no wrong result here because no two cheaters ` +
+      "agree; what gets through under adaptive replication is a sometimes-wrong cheater's unchecked result while it is " +
+      "trusted, until a spot check or a replicated task catches it and its run of valid results starts again. " +
+      "Always-wrong cheaters never earn trust: every result they return is outvoted, and five in a row hold them back " +
+      "(SPEC §13), longer each time.",
+  );
+  out.push("");
+  return out;
+}
+
 function render() {
   const inObject = /** @type {InObjectResult | null} */ (readResult("in-object"));
   const http = /** @type {HttpResult | null} */ (readResult("http"));
   const auth = /** @type {AuthResult | null} */ (readResult("http-auth"));
   const agents = /** @type {AgentsResult | null} */ (readResult("agents"));
   const longevity = /** @type {LongevityResult | null} */ (readResult("longevity"));
+  const verification = /** @type {VerificationResult | null} */ (readResult("verification"));
   /** @type {string[]} */
   const out = [];
   out.push("# Benchmarks");
@@ -469,7 +528,8 @@ function render() {
       "The machine is a shared 2-core VM, so expect ±10–30% between sessions; compare figures within one table. " +
       "Run everything with `npm run bench` (about 10 minutes: `node bench/in-object.mjs && node bench/http.mjs && node bench/render.mjs`); " +
       "`node bench/http.mjs --auth-only && node bench/render.mjs` reruns only section 6; `npm run bench:longevity` " +
-      "(about 15 minutes) reruns only section 8; `npm run bench:quick` is the small version CI runs.",
+      "(about 15 minutes) reruns only section 8; `npm run bench:verification` (about 2 minutes) only section 9; " +
+      "`npm run bench:quick` is the small version CI runs.",
   );
   out.push("");
 
@@ -678,6 +738,7 @@ function render() {
   if (auth) out.push(...authSection(auth));
   if (agents) out.push(...agentsSection(agents));
   if (longevity) out.push(...longevitySection(longevity));
+  if (verification) out.push(...verificationSection(verification));
 
   out.push("## Changes made for these numbers");
   out.push("");

@@ -1,0 +1,206 @@
+// Verification benchmark (issue 17): a simulated fleet with cheating nodes
+// runs replicated tasks through the pool's own claim, bind and commit
+// (src/pool/*, the functions the object's methods call), in one pool
+// object with real SQLite storage. Measured per scenario: the work overhead
+// (leases issued per accepted task) and the fraction of accepted results
+// that are wrong, with fixed replication (every task replicated: every draw
+// is a spot check) and adaptive replication (SPEC §14). Never run by
+// `npm test`; the Node driver is bench/verification.mjs.
+//
+// The fleet: honest nodes always return the task's true metrics object;
+// always-wrong cheaters return a made-up one every time; sometimes-wrong
+// cheaters a made-up one with probability BENCH_SOMETIMES (else the truth).
+// Cheaters do not collude: each made-up object is their own. Each round
+// every node asks for work once, then every lease out is committed, in a
+// random order; the rounds go on until no task is open. Every draw comes
+// from one seeded generator, so a run is reproducible.
+
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { it } from "vitest";
+import { bind } from "../src/pool/artifacts";
+import { uploadStarted } from "../src/pool/collection";
+import { DEFAULT_PLACE } from "../src/pool/jobs";
+import { claim, commit, type WireLease } from "../src/pool/leases";
+import { registerNode } from "../src/pool/nodes";
+import { JobSpecSchema } from "../src/protocol/jobs";
+import type { TaskSpec } from "../src/protocol/tasks";
+import { jobSpec } from "../test/fixtures/jobspec";
+import { registration } from "./in-workerd";
+
+const settings = env as unknown as Record<string, string | undefined>;
+const QUICK = settings.BENCH_QUICK === "1";
+const NODES = Number(settings.BENCH_NODES || (QUICK ? 100 : 200));
+const TASKS = Number(settings.BENCH_TASKS || (QUICK ? 1000 : 10_000));
+const RATES = (settings.BENCH_CHEATERS || "0.01,0.05").split(",").map(Number);
+const SOMETIMES = Number(settings.BENCH_SOMETIMES || 0.2);
+const REPLICAS = 2;
+const SEED = Number(settings.BENCH_SEED || 17);
+/** Simulated time per round, a task's run: holds (SPEC §13) are measured against it, not the bench's speed. */
+const ROUND_MS = 60_000;
+
+const SPEC = JobSpecSchema.parse(jobSpec({ type: "hyperparameter_search", parameters: {} }, {}, "verify"));
+
+/** mulberry32: small, fast and good enough for a simulation's draws. */
+function generator(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function shuffle<T>(items: T[], random: () => number): T[] {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [items[i], items[j]] = [items[j]!, items[i]!];
+  }
+  return items;
+}
+
+type Behaviour = "honest" | "always" | "sometimes";
+
+/** The task's true metrics object: what every honest run returns. */
+const truth = (taskId: string) => JSON.stringify({ loss: Number(taskId.slice(5)) / 1000, accuracy: 0.5 });
+
+function task(jobId: string, i: number): TaskSpec {
+  const taskId = `task-${String(i).padStart(5, "0")}`;
+  return {
+    schema_version: "v1alpha1",
+    task_id: taskId,
+    job_id: jobId,
+    payload: {
+      module: "flashml_workloads.sklearn_trial",
+      params: { seed: i },
+      inputs: {},
+      output_prefix: `jobs/${jobId}/${taskId}/`,
+      task_id: taskId,
+      image: "r:1",
+      isolation: { tier: "standard", allowFallback: false },
+    } as TaskSpec["payload"],
+    commit_key: `jobs/${jobId}/${taskId}/metrics.json`,
+    max_attempts: 3,
+    lease_seconds: 3600,
+    max_worker_losses: 10,
+  };
+}
+
+async function scenario(mode: "fixed" | "adaptive", rate: number) {
+  const pool = `verify-${mode}-${rate}-${crypto.randomUUID().slice(0, 8)}`;
+  const stub = env.POOL.get(env.POOL.idFromName(pool));
+  const jobId = "verifyjob001";
+  const tasks = Array.from({ length: TASKS }, (_, i) => task(jobId, i));
+  const replication = { replicas: REPLICAS, quorum: REPLICAS, tolerance: 0 };
+  const submitted = await stub.submitJob(jobId, SPEC, tasks, pool, { ...DEFAULT_PLACE, replication });
+  if (!submitted.ok) throw new Error(`submit: ${submitted.reason}`);
+  return runInDurableObject(stub, (_o, state) => {
+    const sql = state.storage.sql;
+    const random = generator(SEED);
+    // Fixed replication: every draw is a spot check, so no task ever runs alone.
+    const claimDraw = mode === "fixed" ? () => 0 : random;
+    // At least one cheater of each kind, spread through the fleet: every
+    // `spacing`-th node, alternately always and sometimes wrong.
+    const cheaters = Math.max(2, Math.round(NODES * rate));
+    const spacing = Math.floor(NODES / cheaters);
+    const behaviour = new Map<string, Behaviour>();
+    for (let n = 0; n < NODES; n++) {
+      const nodeId = `node-${String(n).padStart(4, "0")}`;
+      const c = n / spacing;
+      const kind: Behaviour = !Number.isInteger(c) || c >= cheaters ? "honest" : c % 2 === 0 ? "always" : "sometimes";
+      behaviour.set(nodeId, kind);
+      state.storage.transactionSync(() => registerNode(sql, Date.now(), registration(nodeId, 0)));
+    }
+    const nodes = [...behaviour.keys()];
+    let objects = 0;
+    let rounds = 0;
+    const started = Date.now();
+    let now = started;
+    for (; ; now += ROUND_MS) {
+      rounds++;
+      const out: WireLease[] = [];
+      for (const nodeId of shuffle([...nodes], random)) {
+        const r = state.storage.transactionSync(() => claim(sql, now, nodeId, null, undefined, claimDraw));
+        if (r.ok) out.push(r.lease);
+      }
+      if (out.length === 0) break;
+      for (const lease of shuffle(out, random)) {
+        const kind = behaviour.get(lease.node_id)!;
+        const wrong = kind === "always" || (kind === "sometimes" && random() < SOMETIMES);
+        const metrics = wrong ? JSON.stringify({ loss: random(), accuracy: 0.99 }) : truth(lease.task_id);
+        const object = `obj-${++objects}`;
+        const sha = objects.toString(16).padStart(64, "0");
+        const key = `${lease.payload.output_prefix as string}metrics.json`;
+        const bound = state.storage.transactionSync(() => {
+          uploadStarted(sql, now, object);
+          return bind(sql, now, key, { object, sha256: sha, size_bytes: metrics.length, etag: sha }, lease.node_id);
+        });
+        if (!bound.ok) throw new Error(`bind ${key}: ${bound.detail}`);
+        const outcome = state.storage.transactionSync(() =>
+          commit(sql, now + ROUND_MS / 2, lease.lease_id, sha, { object, metrics }, null, lease.node_id),
+        );
+        if (outcome.status !== "accepted") throw new Error(`commit ${lease.lease_id}: ${outcome.status}`);
+      }
+    }
+    const count = (q: string) => sql.exec<{ n: number }>(q).one().n;
+    const completed = count("SELECT COUNT(*) AS n FROM tasks WHERE state = 'COMPLETED'");
+    const failed = count("SELECT COUNT(*) AS n FROM tasks WHERE state = 'FAILED'");
+    const open = count("SELECT COUNT(*) AS n FROM tasks WHERE state IN ('PENDING', 'LEASED')");
+    // The object each completed task accepted is its first winning replica's.
+    let wrong = 0;
+    for (const r of sql.exec<{ task_id: string; value: string }>(
+      `SELECT t.task_id, r.value FROM tasks t JOIN replica_results r ON r.object = t.accepted_object
+       WHERE t.state = 'COMPLETED'`,
+    )) {
+      if (r.value !== truth(r.task_id)) wrong++;
+    }
+    const leases = count("SELECT COUNT(*) AS n FROM leases");
+    const single = count("SELECT COUNT(*) AS n FROM tasks WHERE state = 'COMPLETED' AND wanted = 1");
+    const cheaterRows = sql
+      .exec<{ node_id: string; valid_results: number; invalid_results: number; held_until_ms: number }>(
+        "SELECT node_id, valid_results, invalid_results, held_until_ms FROM nodes",
+      )
+      .toArray()
+      .filter((r) => behaviour.get(r.node_id) !== "honest");
+    const honestInvalid = count(
+      `SELECT COALESCE(SUM(invalid_results), 0) AS n FROM nodes WHERE node_id NOT IN (${cheaterRows.map((r) => `'${r.node_id}'`).join(",")})`,
+    );
+    return {
+      mode,
+      cheater_rate: rate,
+      nodes: NODES,
+      cheaters: cheaterRows.map((r) => ({
+        node_id: r.node_id,
+        behaviour: behaviour.get(r.node_id),
+        valid_results: r.valid_results,
+        invalid_results: r.invalid_results,
+        held_back: r.held_until_ms > now,
+      })),
+      tasks: TASKS,
+      sometimes_wrong: SOMETIMES,
+      replicas: REPLICAS,
+      rounds,
+      leases,
+      leases_per_accepted_task: Math.round((leases / completed) * 1000) / 1000,
+      completed,
+      failed,
+      open,
+      completed_alone: single,
+      wrong_accepted: wrong,
+      wrong_fraction: wrong / completed,
+      honest_invalid_results: honestInvalid,
+      simulated_hours: Math.round((rounds * ROUND_MS) / 360_000) / 10,
+      ms: Date.now() - started,
+    };
+  });
+}
+
+it("verification: replicas per accepted task and wrong results accepted", { timeout: 1_800_000 }, async () => {
+  for (const rate of RATES) {
+    for (const mode of ["fixed", "adaptive"] as const) {
+      console.log(`BENCH ${JSON.stringify(await scenario(mode, rate))}`);
+    }
+  }
+});
