@@ -18,6 +18,7 @@
  * @typedef {import("./wire").PageConfig} PageConfig
  * @typedef {import("./wire").Summary} Summary
  * @typedef {import("./wire").PlacementReport} PlacementReport
+ * @typedef {import("./wire").NodeItem} NodeItem
  * @typedef {import("./wire").TaskCounts} TaskCounts
  * @typedef {import("./wire").Labels} Labels
  * @typedef {Node | string | number | null | undefined | false | Child[]} Child
@@ -506,18 +507,47 @@
         ),
         h("td", { class: "num", text: n.accepted_tasks }),
         h("td", { class: n.consecutive_failures ? "num failures bad" : "num failures", text: n.consecutive_failures }),
+        validityCell(n),
         h("td", { class: "num", text: n.live_leases }),
       );
     });
     replace("nodes", [
       table(
-        ["node", "state", "hardware", "local datasets", "capabilities", "accepted", "failed in a row", "leases"],
+        [
+          "node",
+          "state",
+          "hardware",
+          "local datasets",
+          "capabilities",
+          "accepted",
+          "failed in a row",
+          "replica results",
+          "leases",
+        ],
         rows,
       ) || h("div", { class: "empty", text: "No nodes registered in this pool yet." }),
       more(d.nodes.more, "nodes", `GET ${base}/nodes lists all`),
     ]);
     const c = d.counts.nodes;
     $("nodes-sub").textContent = `${c.online} online of ${c.total}${c.held_back ? ` · ${c.held_back} held back` : ""}`;
+  }
+
+  /**
+   * A node's validity record (SPEC §14): its replicas a quorum agreed with and
+   * those it lost. A node with any invalid result is flagged.
+   * @param {NodeItem} n
+   */
+  function validityCell(n) {
+    if (n.valid_results === 0 && n.invalid_results === 0) {
+      return h("td", { class: "validity muted", title: "no replicated result judged yet", text: "—" });
+    }
+    return h("td", {
+      class: n.invalid_results ? "validity bad" : "validity",
+      title: n.invalid_results
+        ? `${plural(n.invalid_results, "result")} outvoted by a quorum or with evidence claiming more time than passed`
+        : "every judged result agreed with its quorum",
+      text: `${n.invalid_results ? "⚠ " : ""}${n.valid_results} valid · ${n.invalid_results} invalid`,
+    });
   }
 
   /** @param {Summary} d */
@@ -581,7 +611,20 @@
         h(
           "td",
           null,
-          h("div", { class: "mono", text: l.task_id }),
+          h(
+            "div",
+            null,
+            h("span", { class: "mono", text: l.task_id }),
+            // A replica's task has several leases at once: its placement report lists them all.
+            l.replica > 0
+              ? [
+                  " ",
+                  h("span", { class: "chip replica", text: `replica ${l.replica}` }),
+                  " ",
+                  explainButton(l.job_id, l.task_id),
+                ]
+              : null,
+          ),
           h("div", { class: "muted small", text: name ? `${name} · ${l.job_id}` : l.job_id }),
         ),
         h("td", { class: "mono", text: l.node_id }),
@@ -673,17 +716,66 @@
             null,
             h("span", { class: `badge ${p.state}`, text: p.state }),
             " ",
-            p.unplaceable ? h("strong", { class: "error", text: "No registered node can take this task. " }) : null,
+            // A finished task needs no node: a replicated one has refused every node that ran it.
+            p.unplaceable && (p.state === "PENDING" || p.state === "LEASED")
+              ? h("strong", { class: "error", text: "No registered node can take this task. " })
+              : null,
             h("span", { class: "summary", text: p.summary }),
           ),
-          table(["node", "state", "gate", "reason"], rows),
-          more(p.nodes.length - rows.length, "nodes"),
+          p.waiting
+            ? h("p", { class: "waiting small" }, h("span", { class: "muted", text: "In the queue: " }), p.waiting)
+            : null,
+          replicasPanel(p),
+          h(
+            "div",
+            { class: "placements" },
+            table(["node", "state", "gate", "reason"], rows),
+            more(p.nodes.length - rows.length, "nodes"),
+          ),
         ]);
         $("explain-section").scrollIntoView({ behavior: "smooth", block: "nearest" });
       },
       (err) => {
         replace("explain", h("div", { class: "error", text: `could not explain: ${messageOf(err)}` }));
       },
+    );
+  }
+
+  /**
+   * A replicated task's replicas (SPEC §14): who ran each, its state, its
+   * output's hash and the verdict on it.
+   * @param {PlacementReport} p
+   */
+  function replicasPanel(p) {
+    const r = p.replicas;
+    if (!r) return null;
+    const rows = r.items.map((item) =>
+      h(
+        "tr",
+        { "data-replica": item.replica },
+        h("td", { class: "num", text: item.replica }),
+        h("td", { class: "mono", text: item.node_id }),
+        h("td", null, h("span", { class: `badge ${item.state}`, text: item.state })),
+        h("td", {
+          class: "mono",
+          title: item.output_sha256 ?? "not committed",
+          text: item.output_sha256 ? item.output_sha256.slice(0, 12) : "—",
+        }),
+        h(
+          "td",
+          null,
+          item.verdict
+            ? h("span", { class: `badge ${item.verdict}`, text: item.verdict })
+            : h("span", { class: "muted", text: "—" }),
+        ),
+      ),
+    );
+    return h(
+      "div",
+      { class: "replicas" },
+      h("h3", { text: `Replicas · ${r.wanted} wanted · ${r.quorum} must agree` }),
+      table(["replica", "node", "state", "sha256", "verdict"], rows) ||
+        h("div", { class: "empty", text: "No replica issued yet." }),
     );
   }
 

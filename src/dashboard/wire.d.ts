@@ -73,6 +73,9 @@ export type NodeItem = {
   consecutive_failures: number;
   /** When its hold ends, while it is held back from claiming; else null. */
   held_until: string | null;
+  /** Its replicas a quorum agreed with, and those outvoted or with lying evidence (SPEC §14). */
+  valid_results: number;
+  invalid_results: number;
 };
 
 export type LeaseItem = {
@@ -82,6 +85,8 @@ export type LeaseItem = {
   attempt: number;
   deadline: string;
   lease_seconds: number;
+  /** The replica of its task this lease runs; 0 for a task run once. */
+  replica: number;
 };
 
 export type EventItem = { type: string; timestamp: string; message: string };
@@ -142,10 +147,23 @@ export type NodePlacement =
   | { node_id: string; online: boolean; status: string; eligible: true }
   | { node_id: string; online: boolean; status: string; eligible: false; gate: string; reason: string };
 
+/** One replica of a replicated task: its lease's state, and its output's hash and verdict once committed. */
+export type ReplicaItem = {
+  replica: number;
+  node_id: string;
+  state: string;
+  output_sha256: string | null;
+  verdict: string | null;
+};
+
 /** `GET …/jobs/{job}/tasks/{task}/placement` (src/pool/explain.ts). */
 export type PlacementReport = {
   state: string;
   nodes: NodePlacement[];
   unplaceable: boolean;
   summary: string;
+  /** What a pending task waits for, in words; null for any other state. */
+  waiting: string | null;
+  /** A replicated task's replicas (SPEC §14); null for a task run once. */
+  replicas: { wanted: number; quorum: number; items: ReplicaItem[] } | null;
 };

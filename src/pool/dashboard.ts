@@ -54,6 +54,9 @@ export type DashboardNode = {
   consecutive_failures: number;
   /** When its hold ends, while it is held back from claiming; else null. */
   held_until: string | null;
+  /** Its replicas a quorum agreed with, and those outvoted or with lying evidence (SPEC §14). */
+  valid_results: number;
+  invalid_results: number;
 };
 
 /** Pending tasks of a job that no online node can take, with why (for the earliest one). */
@@ -93,6 +96,8 @@ export type DashboardLease = {
   seconds_left: number;
   /** The task's lease window: the full length of `seconds_left`. */
   lease_seconds: number;
+  /** The replica of its task this lease runs (SPEC §14); 0 for a task run once. */
+  replica: number;
 };
 
 /** A machine's enrolled credential (SPEC §9), active or revoked. */
@@ -193,14 +198,20 @@ export function dashboardSummary(sql: SqlStorage, now: number, pool: string, lim
   };
 }
 
-type NodeRow = RegisteredNode & { accepted_tasks: number; consecutive_failures: number; held_until_ms: number };
+type NodeRow = RegisteredNode & {
+  accepted_tasks: number;
+  consecutive_failures: number;
+  held_until_ms: number;
+  valid_results: number;
+  invalid_results: number;
+};
 
 function nodesPage(sql: SqlStorage, now: number, limit: number, total: number): Page<DashboardNode> {
   // Online, accepting nodes first: those are the ones doing the work.
   const rows = sql
     .exec<NodeRow>(
       `SELECT node_id, registration, status, last_heartbeat_ms, live_until_ms, accepted_tasks, consecutive_failures,
-              held_until_ms
+              held_until_ms, valid_results, invalid_results
        FROM nodes
        ORDER BY (status = 'online' AND live_until_ms > ?) DESC, node_id LIMIT ?`,
       now,
@@ -242,6 +253,8 @@ function nodesPage(sql: SqlStorage, now: number, limit: number, total: number): 
       live_leases: live.get(row.node_id) ?? 0,
       consecutive_failures: row.consecutive_failures,
       held_until: row.held_until_ms > now ? iso(row.held_until_ms) : null,
+      valid_results: row.valid_results,
+      invalid_results: row.invalid_results,
     };
   });
   return { items, more: total - items.length };
@@ -318,8 +331,9 @@ function leasesPage(sql: SqlStorage, now: number, limit: number, total: number):
       job_id: string;
       task_id: string;
       lease_seconds: number;
+      replica: number;
     }>(
-      `SELECT l.lease_id, l.node_id, l.attempt_number, l.deadline_ms, t.job_id, t.task_id, t.lease_seconds
+      `SELECT l.lease_id, l.node_id, l.attempt_number, l.deadline_ms, t.job_id, t.task_id, t.lease_seconds, l.replica
        FROM leases l JOIN tasks t ON t.seq = l.task_seq
        WHERE l.status = 'live' ORDER BY l.deadline_ms LIMIT ?`,
       limit,
@@ -334,6 +348,7 @@ function leasesPage(sql: SqlStorage, now: number, limit: number, total: number):
       deadline: iso(r.deadline_ms),
       seconds_left: Math.max(0, Math.round((r.deadline_ms - now) / 100) / 10),
       lease_seconds: r.lease_seconds,
+      replica: r.replica,
     }));
   return { items, more: total - items.length };
 }

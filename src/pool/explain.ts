@@ -2,10 +2,40 @@
 // for one task, read from the task's stored payload and each node's
 // claim-time view. Read-only: it never changes state, and it asks the same
 // `explain` the claim path asks, so the report cannot disagree with a claim.
+// A replicated task (SPEC §14) also lists its replicas, and a node that
+// holds or ran one is refused by the pool's "replica" rule, as the claim
+// path passes it over.
 
-import { type NodePlacement, type QueuePosition, summarizePlacement, waitingSummary } from "../rules/explanations";
+import {
+  type NodePlacement,
+  type QueuePosition,
+  replicaRefusal,
+  summarizePlacement,
+  waitingSummary,
+} from "../rules/explanations";
 import { explain } from "../rules/placement";
 import { nodeView } from "./nodes";
+
+/** A replica's lease status: live until it commits, fails, expires or is cancelled. */
+export type ReplicaState = "live" | "completed" | "failed" | "expired" | "cancelled";
+/** A committed replica's verdict: pending until the task is judged (SPEC §14). */
+export type ReplicaVerdict = "pending" | "valid" | "invalid" | "undecided";
+
+/** One replica of a task: its lease's state, and its output's hash and verdict once committed. */
+export type ReplicaItem = {
+  replica: number;
+  node_id: string;
+  state: ReplicaState;
+  output_sha256: string | null;
+  verdict: ReplicaVerdict | null;
+};
+
+/**
+ * A replicated task's replicas, in replica order. `wanted` is how many it
+ * wants out or done now; `quorum` how many must agree (1 for a task trusted
+ * to one replica by adaptive replication).
+ */
+export type ReplicaReport = { wanted: number; quorum: number; items: ReplicaItem[] };
 
 export type PlacementReport = {
   job_id: string;
@@ -18,6 +48,8 @@ export type PlacementReport = {
   queue: QueuePosition | null;
   /** What a pending task waits for, in words; null for any other state. */
   waiting: string | null;
+  /** A replicated task's replicas (SPEC §14); null for a task run once. */
+  replicas: ReplicaReport | null;
 };
 
 export type PlacementResult =
@@ -43,11 +75,15 @@ export function placementOn(payload: unknown, node: RegisteredNode, view: unknow
     : { ...base, eligible: false, gate: answer.gate, reason: answer.reason };
 }
 
-/** Every registered node, sorted by node_id, judged against the task's payload. */
+/**
+ * Every registered node, sorted by node_id, judged against the task's
+ * payload; for a replicated task, a node that passes the gate but holds or
+ * ran a replica of it is refused by the "replica" rule.
+ */
 export function placementReport(sql: SqlStorage, now: number, jobId: string, taskId: string): PlacementResult {
   const task = sql
-    .exec<{ seq: number; state: string; payload: string }>(
-      "SELECT seq, state, payload FROM tasks WHERE job_id = ? AND task_id = ?",
+    .exec<{ seq: number; state: string; payload: string; replicas: number; quorum: number; wanted: number }>(
+      "SELECT seq, state, payload, replicas, quorum, wanted FROM tasks WHERE job_id = ? AND task_id = ?",
       jobId,
       taskId,
     )
@@ -62,7 +98,22 @@ export function placementReport(sql: SqlStorage, now: number, jobId: string, tas
       "SELECT node_id, registration, status, last_heartbeat_ms, live_until_ms, held_until_ms FROM nodes ORDER BY node_id",
     )
     .toArray();
-  const nodes = registered.map((node) => placementOn(payload, node, nodeView(node.registration), now));
+  const replicas = task.replicas > 1 ? replicaReport(sql, task) : null;
+  const ran = replicaNodes(replicas);
+  const nodes = registered.map((node): NodePlacement => {
+    const placement = placementOn(payload, node, nodeView(node.registration), now);
+    const own = ran.get(node.node_id);
+    if (!placement.eligible || own === undefined) return placement;
+    const reason = replicaRefusal(own.replicas, own.live);
+    return {
+      node_id: node.node_id,
+      online: placement.online,
+      status: node.status,
+      eligible: false,
+      gate: "replica",
+      reason,
+    };
+  });
   const { unplaceable, summary } = summarizePlacement(nodes);
   const heldBack = registered.filter((node, i) => nodes[i]!.eligible && node.held_until_ms > now).length;
   const queue = task.state === "PENDING" ? queuePosition(sql, jobId, task.seq, heldBack) : null;
@@ -76,9 +127,39 @@ export function placementReport(sql: SqlStorage, now: number, jobId: string, tas
       unplaceable,
       summary,
       queue,
-      waiting: queue && waitingSummary(queue),
+      waiting: queue && waitingSummary(queue, [...ran.keys()]),
+      replicas,
     },
   };
+}
+
+/** Every replica of a task issued so far, with its committed output and verdict, if any. */
+function replicaReport(sql: SqlStorage, task: { seq: number; quorum: number; wanted: number }): ReplicaReport {
+  const items = sql
+    .exec<ReplicaItem>(
+      `SELECT l.replica, l.node_id, l.status AS state, r.sha256 AS output_sha256, r.verdict
+       FROM leases l LEFT JOIN replica_results r ON r.lease_id = l.lease_id
+       WHERE l.task_seq = ? AND l.replica > 0 ORDER BY l.replica`,
+      task.seq,
+    )
+    .toArray();
+  // A task trusted to one replica accepts that one alone (adaptive replication).
+  return { wanted: task.wanted, quorum: task.wanted === 1 ? 1 : task.quorum, items };
+}
+
+/** The nodes that hold or ran a replica, in node order: which replicas, and whether one is live. */
+function replicaNodes(replicas: ReplicaReport | null): Map<string, { replicas: number[]; live: boolean }> {
+  const byNode = new Map<string, { replicas: number[]; live: boolean }>();
+  const items = [...(replicas?.items ?? [])].sort((a, b) =>
+    a.node_id < b.node_id ? -1 : a.node_id > b.node_id ? 1 : a.replica - b.replica,
+  );
+  for (const item of items) {
+    const known = byNode.get(item.node_id) ?? { replicas: [], live: false };
+    known.replicas.push(item.replica);
+    known.live ||= item.state === "live";
+    byNode.set(item.node_id, known);
+  }
+  return byNode;
 }
 
 /** Counts what is ahead of a pending task in the claim order, from the policy's tables. */

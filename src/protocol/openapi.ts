@@ -250,7 +250,24 @@ const HAND = {
       "reason",
     ]),
     description:
-      "One node's gate answer; a refused node names the gate (argv, module, local_data, gpu, exclusion, pool, isolation) and why.",
+      "One node's gate answer; a refused node names the gate (argv, module, local_data, gpu, exclusion, pool, isolation) and why, or `replica` when it holds or ran a replica of the task (each replica runs on a different node).",
+  },
+  ReplicaReport: {
+    ...object({
+      wanted: count,
+      quorum: count,
+      items: list(
+        object({
+          replica: { type: "integer", minimum: 1 },
+          node_id: string,
+          state: { type: "string", enum: ["live", "completed", "failed", "expired", "cancelled"] },
+          output_sha256: nullable(string),
+          verdict: nullable({ type: "string", enum: ["pending", "valid", "invalid", "undecided"] }),
+        }),
+      ),
+    }),
+    description:
+      "A replicated task's replicas in replica order: each one's lease state, and once committed its output's sha256 and verdict. `wanted`: replicas it wants out or done now; `quorum`: how many must agree (1 for a task trusted to one replica).",
   },
   PlacementReport: object({
     job_id: string,
@@ -272,6 +289,7 @@ const HAND = {
       }),
     ),
     waiting: nullable(string),
+    replicas: nullable(own("ReplicaReport")),
   }),
   DashboardSummary: object({
     pool: string,
@@ -311,6 +329,8 @@ const HAND = {
         live_leases: count,
         consecutive_failures: count,
         held_until: nullable(dateTime),
+        valid_results: count,
+        invalid_results: count,
       }),
     ),
     jobs: page(
@@ -340,6 +360,7 @@ const HAND = {
         deadline: dateTime,
         seconds_left: { type: "number" },
         lease_seconds: { type: "number" },
+        replica: count,
       }),
     ),
     events: object({

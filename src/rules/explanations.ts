@@ -9,13 +9,20 @@
 
 import type { GateName } from "./placement";
 
+/**
+ * What can refuse a node a task in a placement report: a gate of SPEC §4,
+ * or "replica", the pool's own rule that each replica of a task runs on a
+ * different node (SPEC §14).
+ */
+export type RefusalName = GateName | "replica";
+
 /** One node's answer for a task: eligible, or the first refusing gate and its reason. */
 export type NodePlacement =
   | { node_id: string; online: boolean; status: string; eligible: true }
-  | { node_id: string; online: boolean; status: string; eligible: false; gate: GateName; reason: string };
+  | { node_id: string; online: boolean; status: string; eligible: false; gate: RefusalName; reason: string };
 
 /** Nodes refused by the same gate for the same task-side reason. */
-export type RefusalGroup = { gate: GateName; reason: string; nodes: number };
+export type RefusalGroup = { gate: RefusalName; reason: string; nodes: number };
 
 export type PlacementSummary = {
   eligible: number;
@@ -29,8 +36,17 @@ export type PlacementSummary = {
 /** How many refusal groups the summary line names before "and K more". */
 export const SUMMARY_GROUPS = 4;
 
-// SPEC §4 order: the tie-break between groups of equal size.
-const GATE_ORDER: readonly GateName[] = ["argv", "module", "local_data", "gpu", "exclusion", "pool", "isolation"];
+// SPEC §4 order, then the replica rule: the tie-break between groups of equal size.
+const GATE_ORDER: readonly RefusalName[] = [
+  "argv",
+  "module",
+  "local_data",
+  "gpu",
+  "exclusion",
+  "pool",
+  "isolation",
+  "replica",
+];
 
 /**
  * Groups refusals by gate and task-side reason, largest group first (ties in
@@ -81,7 +97,7 @@ export function summarizePlacement(
 // every node short of the same thing gives the same text. A reason no rule
 // matches is about the task alone (a malformed requirement refuses every
 // node alike) and is kept as written.
-const TASK_SIDE: ReadonlyArray<readonly [GateName, RegExp, (m: RegExpExecArray) => string]> = [
+const TASK_SIDE: ReadonlyArray<readonly [RefusalName, RegExp, (m: RegExpExecArray) => string]> = [
   ["argv", /^task carries argv and node is not argv_capable\b/, () => "task runs argv, node is not argv_capable"],
   ["module", /^task runs a module and node says module_capable: false$/, () => "node is not module_capable"],
   ["local_data", /^node does not offer dataset (.*)$/s, (m) => `missing dataset ${m[1]}`],
@@ -101,14 +117,32 @@ const TASK_SIDE: ReadonlyArray<readonly [GateName, RegExp, (m: RegExpExecArray) 
     /^task needs a sandboxed node \(tier .*\) and node is not sandbox_capable/s,
     () => "task needs a sandboxed node",
   ],
+  [
+    "replica",
+    /^(?:holds|ran) replicas? \d+(?:(?:, | and )\d+)* of this task;/,
+    () => "holds or ran a replica of this task",
+  ],
 ];
+
+/**
+ * Why a node that holds (`live`) or ran the replicas numbered `replicas` of
+ * a task may not take it again: each replica runs on a different node
+ * (SPEC §14).
+ */
+export function replicaRefusal(replicas: readonly number[], live: boolean): string {
+  const numbers =
+    replicas.length === 1
+      ? `replica ${replicas[0]}`
+      : `replicas ${replicas.slice(0, -1).join(", ")} and ${replicas[replicas.length - 1]}`;
+  return `replica: ${live ? "holds" : "ran"} ${numbers} of this task; each replica runs on a different node`;
+}
 
 /**
  * The task's side of a gate refusal, without the gate prefix: what the task
  * needs that the node lacks, with the node's own values dropped
  * ("gpu: task needs 2 GPUs, node advertises 1" → "task needs 2 GPUs").
  */
-export function taskSideReason(gate: GateName, reason: string): string {
+export function taskSideReason(gate: RefusalName, reason: string): string {
   const prefix = `${gate}: `;
   const text = reason.startsWith(prefix) ? reason.slice(prefix.length) : reason;
   for (const [ruleGate, pattern, rewrite] of TASK_SIDE) {
@@ -141,10 +175,12 @@ const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? o
 
 /**
  * What a pending task waits for, in claim order: higher-priority work, its
- * tenant's and its job's turns, the tasks ahead of it in its job, and a node
- * that has not failed it; "next in line" when nothing is ahead of it.
+ * tenant's and its job's turns, the tasks ahead of it in its job, a node
+ * that has not failed it, and for a replicated task a node that has not run
+ * a replica of it (`replicaNodes` hold or ran one, SPEC §14); "next in
+ * line" when nothing is ahead of it.
  */
-export function waitingSummary(q: QueuePosition): string {
+export function waitingSummary(q: QueuePosition, replicaNodes: readonly string[] = []): string {
   const parts: string[] = [];
   if (q.higher_priority > 0)
     parts.push(`${plural(q.higher_priority, "pending task")} of higher priority than ${q.priority}`);
@@ -153,7 +189,13 @@ export function waitingSummary(q: QueuePosition): string {
   }
   if (q.other_jobs > 0) parts.push(`its job's turn (${q.other_jobs + 1} jobs of ${q.tenant} take turns)`);
   if (q.earlier_in_job > 0) parts.push(`${plural(q.earlier_in_job, "earlier task")} of its own job`);
-  if (q.failed_on.length > 0) parts.push(`a node other than ${q.failed_on.join(", ")} (failed it)`);
+  // A node that failed a replica is named once, as one that ran it: that is what keeps it away for good.
+  const failedOnly = q.failed_on.filter((node) => !replicaNodes.includes(node));
+  if (failedOnly.length > 0) parts.push(`a node other than ${failedOnly.join(", ")} (failed it)`);
+  if (replicaNodes.length > 0) {
+    const verb = replicaNodes.length === 1 ? "holds or ran one" : "hold or ran one";
+    parts.push(`a node that has not run a replica of it (${replicaNodes.join(", ")} ${verb})`);
+  }
   let line = parts.length === 0 ? "next in line" : `waits for ${parts.join("; ")}`;
   if (q.eligible_held_back > 0) {
     line += `; ${plural(q.eligible_held_back, "eligible node is", "eligible nodes are")} held back after failing`;

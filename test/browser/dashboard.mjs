@@ -8,16 +8,18 @@
 // coordinators on 127.0.0.1 and checks what an operator sees: the token
 // prompt when auth is enforced, a registered node and a running job, the
 // page updating when a task completes, a stuck task flagged and explained,
-// enrolled machines with who approved, denied and revoked them, and
-// attacker-chosen node ids, labels and hostnames rendered as text — no
+// enrolled machines with who approved, denied and revoked them, a
+// replicated task's replicas and verdicts and each node's validity record,
+// and attacker-chosen node ids, labels and hostnames rendered as text — no
 // injected script runs and the page's CSP is never violated. Writes a screenshot
-// (DASHBOARD_SCREENSHOT, default /tmp/flashedge-dashboard.png).
+// (DASHBOARD_SCREENSHOT, default /tmp/flashedge-dashboard.png), and one of the
+// open pool with a replicated task explained beside it (…-replicas.png).
 //
 // Every server it starts is stopped by pid, whatever happens; every wait is
 // bounded (the harness and helpers shared with enrol.mjs are in lib.mjs).
 
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import {
   client,
   launch,
@@ -291,6 +293,9 @@ async function openDashboard(browser, server) {
   assert.equal(await page.locator("#enrolment-sub a").getAttribute("href"), "/enrol");
   assert.equal(await page.locator("#credentials").textContent(), "No enrolled machines.");
   assert.equal(await page.locator("#requests").textContent(), "No enrolment requests in the last day.");
+
+  await verifiedResults(page, api, server.url);
+
   assert.deepEqual(
     await pageState(page),
     { pwned: undefined, violations: [] },
@@ -298,6 +303,112 @@ async function openDashboard(browser, server) {
   );
   assert.deepEqual(errors, [], "no uncaught errors and no CSP reports in the console");
   await context.close();
+}
+
+/**
+ * Verified results (SPEC §14), in open mode: a replica's lease says which
+ * replica it is and explains its task (the replicas, the node that may not
+ * run another one, what the task waits for); once a quorum agrees, each
+ * node's validity record, the outvoted node flagged.
+ * @param {import("./lib.mjs").Page} page
+ * @param {ReturnType<typeof client>} api
+ * @param {string} url
+ */
+async function verifiedResults(page, api, url) {
+  log("open mode: a replicated task's replicas, verdicts and the nodes' validity records");
+  for (const id of ["rep-a", "rep-b", "rep-c"]) await api.register(null, { node_id: id, hostname: `${id}.local` });
+  const job = await api.submit(null, searchJob("verified-job", 1, { labels: { "flashml.dev/replicas": "2" } }));
+
+  const a = await api.claim(null, "rep-a", job.job_id);
+  await explainLease(page, "replica 1");
+  await waitForText(page, "#explain .replicas", "2 wanted · 2 must agree");
+  assert.deepEqual(await replicaRows(page), [["1", "rep-a", "live", "—", "—"]]);
+  assert.equal(
+    await page.locator('#explain .placements tr:has(td:text-is("rep-a")) td:nth-child(3)').textContent(),
+    "replica",
+    "the node holding replica 1 is refused by the replica rule",
+  );
+  // Other jobs of this pool are ahead of it too: the waiting line names them first.
+  assert.match(
+    (await page.locator("#explain .waiting").textContent()) ?? "",
+    /^In the queue: waits for .*a node that has not run a replica of it \(rep-a holds or ran one\)/,
+  );
+
+  // rep-a and rep-b disagree: a third replica is wanted, on rep-c.
+  const honest = await commitReplica(url, a, { accuracy: 0.71 });
+  const cheat = await commitReplica(url, await api.claim(null, "rep-b", job.job_id), { accuracy: 0.99 });
+  const c = await api.claim(null, "rep-c", job.job_id);
+  await explainLease(page, "replica 3");
+  await waitForText(page, "#explain .replicas", "3 wanted · 2 must agree");
+  assert.deepEqual(await replicaRows(page), [
+    ["1", "rep-a", "completed", honest.slice(0, 12), "pending"],
+    ["2", "rep-b", "completed", cheat.slice(0, 12), "pending"],
+    ["3", "rep-c", "live", "—", "—"],
+  ]);
+
+  await commitReplica(url, c, { accuracy: 0.71 });
+  const record = (/** @type {string} */ node) => page.locator(`#nodes tr[data-node="${node}"] td.validity`);
+  await waitFor(
+    page,
+    () => record("rep-b").textContent(),
+    (t) => t === "⚠ 0 valid · 1 invalid",
+    "rep-b's invalid result",
+  );
+  assert.equal(await record("rep-b").getAttribute("class"), "validity bad", "the outvoted node is flagged");
+  assert.equal(await record("rep-a").textContent(), "1 valid · 0 invalid");
+  assert.equal(await record("rep-c").textContent(), "1 valid · 0 invalid");
+  assert.equal(await record("flaky").textContent(), "—", "a node with no judged result has no record");
+  const shot = SCREENSHOT.replace(/(\.png)?$/, "-replicas.png");
+  await page.screenshot({ path: shot, fullPage: true });
+  log(`screenshot: ${shot}`);
+}
+
+/**
+ * Opens the placement panel from the live lease showing `replica`.
+ * @param {import("./lib.mjs").Page} page
+ * @param {string} replica
+ */
+async function explainLease(page, replica) {
+  const row = page.locator("#leases tbody tr", { hasText: replica });
+  await row.waitFor({ timeout: STEP_TIMEOUT_MS });
+  await row.locator("button").click();
+}
+
+/**
+ * The explain panel's replica rows: replica, node, state, sha256 prefix, verdict.
+ * @param {import("./lib.mjs").Page} page
+ */
+function replicaRows(page) {
+  return page
+    .locator("#explain .replicas tbody tr")
+    .evaluateAll((rows) => rows.map((row) => Array.from(row.children, (cell) => cell.textContent ?? "")));
+}
+
+/**
+ * A replica's agent: writes `metrics` under the prefix its lease names and commits them; answers their sha256.
+ * @param {string} url
+ * @param {import("./lib.mjs").Lease} lease
+ * @param {unknown} metrics
+ */
+async function commitReplica(url, lease, metrics) {
+  const prefix = /** @type {{ payload: { output_prefix: string } }} */ (/** @type {unknown} */ (lease)).payload
+    .output_prefix;
+  const bytes = JSON.stringify(metrics);
+  const put = await fetch(`${url}/v1alpha1/artifacts/${prefix}metrics.json`, {
+    method: "PUT",
+    body: bytes,
+    signal: AbortSignal.timeout(STEP_TIMEOUT_MS),
+  });
+  assert.equal(put.status, 200, `the replica's metrics are stored under ${prefix}`);
+  const sha = createHash("sha256").update(bytes).digest("hex");
+  const r = await fetch(`${url}/v1alpha1/attempts/${lease.lease_id}/complete`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ output_sha256: sha }),
+    signal: AbortSignal.timeout(STEP_TIMEOUT_MS),
+  });
+  assert.deepEqual(await r.json(), { accepted: true });
+  return sha;
 }
 
 // ---- helpers ---------------------------------------------------------------

@@ -3,7 +3,14 @@
 // change of the gate's wording that breaks the grouping fails here.
 
 import { describe, expect, it } from "vitest";
-import { type NodePlacement, summarizePlacement, taskSideReason } from "../../src/rules/explanations";
+import {
+  type NodePlacement,
+  type QueuePosition,
+  replicaRefusal,
+  summarizePlacement,
+  taskSideReason,
+  waitingSummary,
+} from "../../src/rules/explanations";
 import { explain, type GateName } from "../../src/rules/placement";
 
 type Caps = { gpus?: unknown[]; pools?: unknown };
@@ -207,5 +214,86 @@ describe("summarizePlacement", () => {
   it("keeps the summary to one line when a dataset name holds line breaks", () => {
     const s = summarizePlacement([placed({ local_inputs: ["a\nb"] }, view("n"))]);
     expect(s.summary).not.toMatch(/[\n\r]/);
+  });
+});
+
+describe("the replica rule (SPEC §14)", () => {
+  /** A node the gate accepts but that holds or ran these replicas of the task. */
+  function ran(nodeId: string, replicas: number[], live = false): NodePlacement {
+    const reason = replicaRefusal(replicas, live);
+    return { node_id: nodeId, online: true, status: "online", eligible: false, gate: "replica", reason };
+  }
+
+  it.each([
+    [[2], true, "replica: holds replica 2 of this task; each replica runs on a different node"],
+    [[1], false, "replica: ran replica 1 of this task; each replica runs on a different node"],
+    [[1, 4], false, "replica: ran replicas 1 and 4 of this task; each replica runs on a different node"],
+    [[1, 3, 5], true, "replica: holds replicas 1, 3 and 5 of this task; each replica runs on a different node"],
+  ])("names the replicas %j (live: %s)", (replicas, live, reason) => {
+    expect(replicaRefusal(replicas, live)).toBe(reason);
+    // Whichever replica, held or run, the task's side is the same: one group in the summary.
+    expect(taskSideReason("replica", reason)).toBe("holds or ran a replica of this task");
+  });
+
+  it("groups nodes that hold or ran a replica, after the gates' refusals of the same size", () => {
+    const nodes = [
+      ran("a", [1], true),
+      ran("b", [2]),
+      placed({ gpus: 1 }, view("c")),
+      placed({ gpus: 1 }, view("d", {}, { gpus: gpus(1) })),
+    ];
+    const s = summarizePlacement(nodes);
+    expect(s.groups).toEqual([
+      { gate: "replica", reason: "holds or ran a replica of this task", nodes: 2 },
+      { gate: "gpu", reason: "task needs 1 GPU", nodes: 1 },
+    ]);
+    expect(s.summary).toBe(
+      "1/4 nodes eligible: 2 × replica (holds or ran a replica of this task), 1 × gpu (task needs 1 GPU)",
+    );
+    const tie = summarizePlacement([ran("a", [1]), placed({ gpus: 1 }, view("c"))]);
+    expect(tie.groups.map((g) => g.gate)).toEqual(["gpu", "replica"]);
+    expect(tie.unplaceable).toBe(true);
+  });
+
+  const next: QueuePosition = {
+    priority: 0,
+    tenant: "default",
+    higher_priority: 0,
+    earlier_in_job: 0,
+    other_tenants: 0,
+    other_jobs: 0,
+    failed_on: [],
+    eligible_held_back: 0,
+  };
+
+  it.each<[string, QueuePosition, string[], string]>([
+    ["no replica out yet", next, [], "next in line"],
+    [
+      "one node holds a replica",
+      next,
+      ["n1"],
+      "waits for a node that has not run a replica of it (n1 holds or ran one)",
+    ],
+    [
+      "two nodes ran one",
+      next,
+      ["n1", "n2"],
+      "waits for a node that has not run a replica of it (n1, n2 hold or ran one)",
+    ],
+    [
+      "a node failed its replica: named once, as one that ran it",
+      { ...next, failed_on: ["n1"] },
+      ["n1"],
+      "waits for a node that has not run a replica of it (n1 holds or ran one)",
+    ],
+    [
+      "another node failed it outright",
+      { ...next, failed_on: ["n0", "n1"], earlier_in_job: 1 },
+      ["n1"],
+      "waits for 1 earlier task of its own job; a node other than n0 (failed it); " +
+        "a node that has not run a replica of it (n1 holds or ran one)",
+    ],
+  ])("a pending replicated task with %s", (_what, queue, replicaNodes, text) => {
+    expect(waitingSummary(queue, replicaNodes)).toBe(text);
   });
 });
