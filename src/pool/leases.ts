@@ -17,7 +17,7 @@ import { jobOpen, settleJob } from "./jobs";
 import { findNode, nodeView, seen } from "./nodes";
 import { attemptFailed, attemptSucceeded, pickTask, useTurn } from "./scheduling";
 import type { TaskRow } from "./tasks";
-import { invalidResult, nextReplica, recordReplica, replicaKey } from "./verification";
+import { abandonReplicas, invalidResult, nextReplica, recordReplica, replicaKey } from "./verification";
 
 export type LeaseRow = {
   lease_id: string;
@@ -89,17 +89,20 @@ export function claim(
   if (best === undefined)
     return { ok: false, reason: jobId !== null && !jobOpen(sql, jobId) ? "job_closed" : "nothing" };
 
-  const picked = sql.exec<TaskRow>("SELECT * FROM tasks WHERE seq = ?", best).one();
-  const { replica, state } =
-    picked.replicas > 1 ? nextReplica(sql, picked, node.consecutive_valid, random()) : { replica: 0, state: "LEASED" };
   const task = sql
     .exec<TaskRow>(
-      "UPDATE tasks SET state = ?, attempts_used = attempts_used + 1, lease_id = ? WHERE seq = ? RETURNING *",
-      state,
+      "UPDATE tasks SET state = 'LEASED', attempts_used = attempts_used + 1, lease_id = ? WHERE seq = ? RETURNING *",
       newLeaseId(sql),
       best,
     )
     .one();
+  // A replica (SPEC §14) leaves its task PENDING while it wants more.
+  let replica = 0;
+  if (task.replicas > 1) {
+    const next = nextReplica(sql, task, node.consecutive_valid, random());
+    replica = next.replica;
+    if (next.state === "PENDING") sql.exec("UPDATE tasks SET state = 'PENDING' WHERE seq = ?", task.seq);
+  }
   useTurn(sql, now, task.job_id, weights);
   const deadline = now + Math.round(task.lease_seconds * 1000);
   sql.exec(
@@ -289,9 +292,8 @@ export function endAttempt(
     emit(sql, now, row.job_id, "TASK_REQUEUED", `task ${row.task_id} requeued`, ids);
   } else {
     sql.exec("UPDATE tasks SET state = 'FAILED' WHERE seq = ?", row.task_seq);
-    // Other replicas still out are wasted work now (SPEC §14).
-    if (row.replica > 0)
-      sql.exec("UPDATE leases SET status = 'cancelled' WHERE task_seq = ? AND status = 'live'", row.task_seq);
+    // Other replicas still out are wasted work now, and no verdict will come (SPEC §14).
+    if (row.replica > 0) abandonReplicas(sql, row.task_seq);
     const why =
       lost && losses >= row.max_worker_losses
         ? `was lost to ${losses} workers`

@@ -134,8 +134,6 @@ function judge(sql: SqlStorage, now: number, task: ReplicatedTask): void {
     }
     return;
   }
-  // Decided: whatever replica is still out is wasted work now.
-  sql.exec("UPDATE leases SET status = 'cancelled' WHERE task_seq = ? AND status = 'live'", task.seq);
   const evidence = (verdictOf: (id: string) => string) =>
     rows.map((r) => ({
       replica: r.replica,
@@ -144,7 +142,7 @@ function judge(sql: SqlStorage, now: number, task: ReplicatedTask): void {
       verdict: verdictOf(r.lease_id),
     }));
   if (v.kind === "failed") {
-    sql.exec("UPDATE replica_results SET verdict = 'undecided' WHERE task_seq = ?", task.seq);
+    abandonReplicas(sql, task.seq);
     sql.exec("UPDATE tasks SET state = 'FAILED' WHERE seq = ?", task.seq);
     emit(
       sql,
@@ -160,6 +158,8 @@ function judge(sql: SqlStorage, now: number, task: ReplicatedTask): void {
     settleJob(sql, now, task.job_id);
     return;
   }
+  // Whatever replica is still out is wasted work now.
+  sql.exec("UPDATE leases SET status = 'cancelled' WHERE task_seq = ? AND status = 'live'", task.seq);
   const winners = new Set(v.winners);
   const winner = rows.find((r) => r.lease_id === v.winners[0])!;
   bindTaskKey(sql, now, task, winner);
@@ -228,6 +228,12 @@ function bindTaskKey(sql: SqlStorage, now: number, task: ReplicatedTask, winner:
     now,
     replicaKey(task, winner.replica),
   );
+}
+
+/** A task that failed otherwise than by verdict: its replicas still out are cancelled, its results left undecided. */
+export function abandonReplicas(sql: SqlStorage, taskSeq: number): void {
+  sql.exec("UPDATE leases SET status = 'cancelled' WHERE task_seq = ? AND status = 'live'", taskSeq);
+  sql.exec("UPDATE replica_results SET verdict = 'undecided' WHERE task_seq = ? AND verdict = 'pending'", taskSeq);
 }
 
 /**
