@@ -8,9 +8,14 @@
 // another node. One node is broken: it fails every task it takes, is held
 // back after five failures in a row, and its tasks finish elsewhere. Once
 // the fleet is busy a priority job is submitted and overtakes the queue.
-// Prints a progress bar per job as it goes, and at the end a summary with
-// checks (every GPU task on a GPU node, nothing committed twice, the broken
-// node held back, the priority job first).
+// Then a replicated job (each task run on two nodes, SPEC §14) runs on the
+// fleet and a cheater that joins it, committing made-up metrics without
+// doing the work: it is outvoted, a third node settles each task it cheated
+// on, and its one commit with evidence claiming more time than passed is
+// refused. Prints a progress bar per job as it goes, and at the end a
+// summary with checks (every GPU task on a GPU node, nothing committed
+// twice, the broken node held back, the priority job first, the cheater
+// outvoted and counted, every task's key serving the honest metrics).
 //
 // The agents speak only HTTP, exactly as the Python agent does. Plain
 // Node 20, no dependencies. Stops by itself (at most --max-seconds), and
@@ -48,6 +53,7 @@ const cyan = color(36);
  * @property {{ cpu_cores: number, gpus?: { index: number, name: string, memory_total_mb: number }[] }} capabilities
  * @property {boolean} [dies]
  * @property {boolean} [broken] fails every task it takes
+ * @property {boolean} [cheats] commits made-up metrics without doing the work
  * @property {boolean} [argv_capable]
  * @property {boolean} [sandbox_capable]
  * @property {string[]} [local_datasets]
@@ -96,10 +102,28 @@ const FLEET = [
   },
 ];
 
+/**
+ * Joins for the verified-results step only, so the steps before it never
+ * see it. Its id is no fleet node's.
+ * @type {FleetNode}
+ */
+const CHEATER = {
+  node_id: "cheat-1",
+  note: "CPU only — commits made-up metrics without doing the work",
+  capabilities: { cpu_cores: 8 },
+  cheats: true,
+};
+
 /** What the broken node's agent reports for every attempt. */
 const BROKEN_REASON = "CUDA error: an illegal memory access was encountered";
 /** The label that ranks a job in the claim order (SPEC §13). */
 const PRIORITY_LABEL = "flashml.dev/priority";
+/** The label that runs each task of a job on this many nodes (SPEC §14). */
+const REPLICAS_LABEL = "flashml.dev/replicas";
+/** What the cheater reports for every task, whatever the task. */
+const FAKE_METRICS = { accuracy: 0.99 };
+/** The run time the cheater's first commit claims: far more than passes. */
+const LIE_SECONDS = 30;
 
 /**
  * @param {string} name
@@ -124,8 +148,9 @@ function jobSpec(name, workload, spec = {}, labels = {}) {
 
 /**
  * Submitted in this order; `gate` is what the job shows off. A `later` job
- * is submitted once the fleet is busy and the broken node is held back.
- * @type {{ gate: string, unplaceable?: boolean, later?: boolean, spec: ReturnType<typeof jobSpec> }[]}
+ * is submitted once the fleet is busy and the broken node is held back; a
+ * `verified` job once the fleet's jobs are done, for the cheater's step.
+ * @type {{ gate: string, unplaceable?: boolean, later?: boolean, verified?: boolean, spec: ReturnType<typeof jobSpec> }[]}
  */
 const JOBS = [
   {
@@ -199,6 +224,19 @@ const JOBS = [
       { [PRIORITY_LABEL]: "10" },
     ),
   },
+  {
+    gate: `none: any node, each task on 2 of them (${REPLICAS_LABEL}: "2")`,
+    verified: true,
+    spec: jobSpec(
+      "verified-eval",
+      {
+        type: "hyperparameter_search",
+        parameters: { trials: [{ seed: 1 }, { seed: 2 }, { seed: 3 }, { seed: 4 }], lease_seconds: 10 },
+      },
+      {},
+      { [REPLICAS_LABEL]: "2" },
+    ),
+  },
 ];
 
 // ---- main ----------------------------------------------------------------------
@@ -207,33 +245,50 @@ const JOBS = [
  * What the coordinator answers, as far as the demo reads it.
  * @typedef {{ PENDING: number, LEASED: number, COMPLETED: number, FAILED: number, CANCELLED: number }} TaskCounts
  * @typedef {{ job_id: string, state: string, task_counts: TaskCounts }} JobRecord
- * @typedef {{ lease_id: string, job_id: string, task_id: string, deadline: string, attempt_number: number }} Lease
+ * @typedef {{ lease_id: string, job_id: string, task_id: string, deadline: string, attempt_number: number,
+ *   payload: { output_prefix?: string } }} Lease
  * @typedef {{ task_id: string, state: string, node_id: string }} TaskRow
  * @typedef {{ summary: string, unplaceable: boolean, nodes: { node_id: string, eligible: boolean, reason: string }[] }} PlacementReport
- * @typedef {{ node_id: string, consecutive_failures: number, held_until: string | null }} NodeRecord
+ * @typedef {{ node_id: string, consecutive_failures: number, held_until: string | null, valid_results: number,
+ *   invalid_results: number }} NodeRecord
+ * @typedef {{ replica: number, node_id: string, output_sha256: string, verdict: string }} ReplicaVerdict
  */
 /**
- * A ledger event; `data` as the lease and commit events read below carry it.
+ * A ledger event; `data` as the lease and commit events read below carry it
+ * (a replica's, SPEC §14, also its number, verdict, or every replica's).
  * @typedef {{ seq: number, type: string, timestamp: string, message: string,
- *   data: { task_id: string, node_id: string, attempt: number } }} LedgerEvent
+ *   data: { task_id: string, node_id: string, attempt: number, replica?: number, verdict?: string,
+ *     replicas?: ReplicaVerdict[] } }} LedgerEvent
  */
 /**
  * A job as the demo follows it; `requeued` maps a task back in the queue to
- * the node whose attempt ended without a commit, and how it ended.
+ * the node whose attempt ended without a commit, and how it ended;
+ * `results` counts each replicated task's committed replicas, and
+ * `disputed` holds the tasks whose replicas disagreed, until the next
+ * replica is claimed. `phase` is the step that runs it.
  * @typedef {{ name: string, job_id: string, gate: string, unplaceable: boolean, counts: TaskCounts, state: string,
- *   cursor: number, priority: number, submittedAt: number,
- *   requeued: Record<string, { from: string, why: "expired" | "failed" }> }} WatchedJob
+ *   cursor: number, priority: number, submittedAt: number, phase: Phase,
+ *   requeued: Record<string, { from: string, why: "expired" | "failed" }>, results: Record<string, number>,
+ *   disputed: Set<string> }} WatchedJob
+ * @typedef {"fleet" | "verified"} Phase
  */
 /**
  * What the demo saw of the broken node being held back (GET /nodes).
  * @typedef {{ node: string, failures: number, until: string, seconds: number }} HeldBack
  */
+/**
+ * What the demo saw of the cheater: its invalid_results when it joined, its
+ * commit with lying evidence and the answer, the tasks it made metrics up for.
+ * @typedef {{ before: number, lie: { task: string, seconds: number, accepted: boolean, detail: string } | null,
+ *   fakes: { task: string, replica: number }[] }} Cheating
+ */
 
 /**
  * @type {{ stopping: boolean, interrupted: boolean, coordinator: import("node:child_process").ChildProcess | null,
- *   base: string, jobs: WatchedJob[], died: { node: string, task_id: string, job: string, lease_id: string, at: number } | null,
+ *   base: string, jobs: WatchedJob[], phase: Phase, died: { node: string, task_id: string, job: string, lease_id: string, at: number } | null,
  *   moved: { job: string, task: string, from: string, to: string, attempt: number, why: "expired" | "failed" }[],
- *   failed: { job: string, task: string, node: string }[], held: HeldBack | null, stop: AbortController, lines: number }}
+ *   failed: { job: string, task: string, node: string }[], held: HeldBack | null, cheating: Cheating,
+ *   stop: AbortController, lines: number }}
  */
 const run = {
   stopping: false,
@@ -241,10 +296,12 @@ const run = {
   coordinator: null, // the wrangler child we started, if any
   base: "",
   jobs: [], // { name, job_id, gate, unplaceable, counts, state }
+  phase: "fleet", // the step running: its jobs are the progress block
   died: null, // { node, task_id, job, lease_id, at }
   moved: [], // reassignments seen
   failed: [], // attempts the broken node failed
   held: null, // the broken node, once GET /nodes shows it held back
+  cheating: { before: 0, lie: null, fakes: [] }, // the cheater, in the verified-results step
   stop: new AbortController(), // aborts the agents' waiting claims when the run ends
   lines: 0, // lines of the progress block on screen
 };
@@ -270,7 +327,7 @@ async function main() {
 
   say(bold("Jobs"));
   for (const job of JOBS) {
-    if (job.later) continue;
+    if (job.later || job.verified) continue;
     const record = await submit(job);
     say(
       `  ${job.spec.metadata.name.padEnd(15)} ${dim(record.job_id)}  ${plural(countTasks(record.task_counts), "task")}  ${dim(`gate: ${job.gate}`)}`,
@@ -278,26 +335,32 @@ async function main() {
   }
   const later = JOBS.filter((j) => j.later);
   for (const job of later) say(`  ${job.spec.metadata.name.padEnd(15)} ${dim(`submitted later — gate: ${job.gate}`)}`);
+  const verified = JOBS.filter((j) => j.verified);
+  for (const job of verified)
+    say(`  ${job.spec.metadata.name.padEnd(15)} ${dim(`submitted once these finish — gate: ${job.gate}`)}`);
   say("");
   say(bold("Running") + dim(" (claim → heartbeat → upload → commit; durations are random)"));
 
   const agents = FLEET.map((node) => agent(node));
   const running = Date.now();
   const deadline = started + options.maxSeconds * 1000;
-  while (!run.stopping) {
-    await watch();
+  const finished = await watchUntil(deadline, async () => {
     // The priority job comes once the broken node is held back, so only
     // healthy nodes compete for it (or after 10 s, whatever happened).
     if (later.length > 0 && (run.held !== null || Date.now() - running > 10_000)) {
       for (const job of later.splice(0)) await submitPriorityJob(job);
     }
-    const placeable = run.jobs.filter((j) => !j.unplaceable);
-    if (later.length === 0 && placeable.every((j) => TERMINAL.has(j.state))) break;
-    if (Date.now() > deadline) {
-      say(yellow(`stopping: --max-seconds ${options.maxSeconds} reached`));
-      break;
-    }
-    await sleep(1000);
+    const placeable = run.jobs.filter((j) => !j.unplaceable && j.phase === "fleet");
+    return later.length === 0 && placeable.every((j) => TERMINAL.has(j.state));
+  });
+  // The fleet's agents keep running into the next step: one stopped while
+  // its claim waits (long-poll) would leave the coordinator holding that
+  // claim, and the next job's first lease would go to a closed connection.
+  if (finished && verified.length > 0) {
+    lastPrinted = 0; // the fleet's final state is printed
+    await watch();
+    run.lines = 0; // and stays on screen
+    await verifiedResults(verified, deadline, agents);
   }
   run.stopping = true;
   run.stop.abort(); // idle agents wait in a long-poll claim: no need to hear it out
@@ -329,6 +392,59 @@ async function main() {
 }
 
 /**
+ * Watches the jobs every second: true once `done` says so, false when the
+ * deadline passes or on Ctrl-C.
+ * @param {number} deadline
+ * @param {() => Promise<boolean>} done
+ */
+async function watchUntil(deadline, done) {
+  while (!run.stopping) {
+    await watch();
+    if (await done()) return true;
+    if (Date.now() > deadline) {
+      say(yellow(`stopping: --max-seconds ${options.maxSeconds} reached`));
+      return false;
+    }
+    await sleep(1000);
+  }
+  return false;
+}
+
+/**
+ * The verified-results step (SPEC §14): a job whose every task runs on two
+ * nodes, taken by the fleet's agents as before and by a cheater that joins
+ * for it (its agent is added to `agents`).
+ * @param {(typeof JOBS)[number][]} jobs
+ * @param {number} deadline
+ * @param {Promise<void>[]} agents
+ */
+async function verifiedResults(jobs, deadline, agents) {
+  say("");
+  say(
+    bold("Verified results") +
+      dim(` (${REPLICAS_LABEL}: each task runs on distinct nodes, and counts once their metrics agree)`),
+  );
+  await register(CHEATER);
+  const row = /** @type {NodeRecord[]} */ (await api("GET", "/nodes")).find((n) => n.node_id === CHEATER.node_id);
+  run.cheating.before = row?.invalid_results ?? 0;
+  say(
+    `  ${CHEATER.node_id.padEnd(15)} ${dim(`joins: ${CHEATER.note}, ${JSON.stringify(FAKE_METRICS)} for any task (GET /nodes: invalid_results ${run.cheating.before})`)}`,
+  );
+  agents.push(agent(CHEATER));
+  run.phase = "verified";
+  for (const job of jobs) {
+    const record = await submit(job);
+    say(
+      `  ${job.spec.metadata.name.padEnd(15)} ${dim(record.job_id)}  ${plural(countTasks(record.task_counts), "task")} × ${job.spec.metadata.labels[REPLICAS_LABEL]} replicas  ${dim(`gate: ${job.gate}`)}`,
+    );
+  }
+  say(dim(`  taken by the fleet's agents, as before, and by ${CHEATER.node_id}`));
+  await watchUntil(deadline, async () =>
+    run.jobs.filter((j) => j.phase === "verified").every((j) => TERMINAL.has(j.state)),
+  );
+}
+
+/**
  * Submits a job and starts following it.
  * @param {(typeof JOBS)[number]} job
  */
@@ -344,7 +460,10 @@ async function submit(job) {
     cursor: 0,
     priority: Number(job.spec.metadata.labels[PRIORITY_LABEL] ?? 0),
     submittedAt: Date.now(),
+    phase: job.verified ? "verified" : "fleet",
     requeued: {},
+    results: {},
+    disputed: new Set(),
   });
   return record;
 }
@@ -386,7 +505,8 @@ async function agent(node) {
       api("POST", `/nodes/${node.node_id}/heartbeat`, { node_id: node.node_id, status: "online" }).catch(() => {});
   }, 3000);
   try {
-    await sleep(Math.random() * 800);
+    // The cheater wastes no time.
+    await sleep(node.cheats ? 0 : Math.random() * 800);
     while (!run.stopping) {
       try {
         if ((await attempt(node, () => (alive = false))) === "died") return;
@@ -415,7 +535,8 @@ async function attempt(node, die) {
     await sleep(600 + Math.random() * 600);
     return "idle";
   }
-  const window = Date.parse(lease.deadline) - Date.now();
+  const claimedAt = Date.now();
+  const window = Date.parse(lease.deadline) - claimedAt;
   if (node.dies && run.died === null) {
     // Take the lease, then go silent: no attempt heartbeats, no node
     // heartbeats, no commit. The coordinator must notice on its own.
@@ -449,6 +570,7 @@ async function attempt(node, die) {
     );
     return "failed";
   }
+  if (node.cheats) return cheat(node, lease, claimedAt);
   const work = 1000 + Math.random() * 3500;
   const startedAt = Date.now();
   let gone = false;
@@ -463,27 +585,99 @@ async function attempt(node, die) {
     return "gone";
   }
   if (run.stopping) return "stopped";
-  const output = JSON.stringify({
-    task_id: lease.task_id,
-    node_id: node.node_id,
-    score: Math.round(Math.random() * 1000) / 1000,
-  });
-  const key = `jobs/${lease.job_id}/${lease.task_id}/metrics.json`;
-  await api("PUT", `/artifacts/${key}`, output, { raw: true });
-  const sha = createHash("sha256").update(output).digest("hex");
+  const output = JSON.stringify(taskMetrics(lease.job_id, lease.task_id));
+  await api("PUT", `/artifacts/${outputPrefix(lease)}metrics.json`, output, { raw: true });
   const answer = /** @type {{ accepted?: boolean } | null} */ (
     await api("POST", `/attempts/${lease.lease_id}/complete`, {
-      output_sha256: sha,
+      output_sha256: sha256(output),
       evidence: { wall_seconds: Math.round(work) / 1000, exit_code: 0 },
     })
   );
   const seconds = ((Date.now() - startedAt) / 1000).toFixed(1);
-  if (answer?.accepted)
+  const replica = replicaOf(lease);
+  if (answer?.accepted && replica > 0)
+    note(
+      `${green("✓")} ${jobName(lease.job_id)}/${lease.task_id} replica ${replica} committed by ${node.node_id} ${dim(`(${seconds} s; taken for judging against the other replicas)`)}`,
+    );
+  else if (answer?.accepted)
     note(
       `${green("✓")} ${jobName(lease.job_id)}/${lease.task_id} committed by ${node.node_id} ${dim(`(${seconds} s, attempt ${lease.attempt_number})`)}`,
     );
   else note(yellow(`✗ ${jobName(lease.job_id)}/${lease.task_id}: commit from ${node.node_id} rejected`));
   return "committed";
+}
+
+/**
+ * The cheater's attempt: no work, a made-up metrics object under the
+ * lease's prefix, committed a moment after the claim. Its first commit also
+ * claims LIE_SECONDS of run time; afterwards its evidence claims no more
+ * than passed, and only the other replicas can tell.
+ * @param {FleetNode} node
+ * @param {Lease} lease
+ * @param {number} claimedAt
+ */
+async function cheat(node, lease, claimedAt) {
+  await sleep(200 + Math.random() * 200);
+  const output = JSON.stringify({ task_id: lease.task_id, ...FAKE_METRICS });
+  await api("PUT", `/artifacts/${outputPrefix(lease)}metrics.json`, output, { raw: true });
+  const seconds = (Date.now() - claimedAt) / 1000;
+  const lies = run.cheating.lie === null;
+  const wall = lies ? LIE_SECONDS : Math.floor(seconds * 10) / 10;
+  const answer = /** @type {{ accepted?: boolean, detail?: string } | null} */ (
+    await api("POST", `/attempts/${lease.lease_id}/complete`, {
+      output_sha256: sha256(output),
+      evidence: { wall_seconds: wall, exit_code: 0 },
+    })
+  );
+  const task = `${jobName(lease.job_id)}/${lease.task_id}`;
+  const replica = replicaOf(lease);
+  const made = `${node.node_id} committed ${JSON.stringify(FAKE_METRICS)} for ${task} replica ${replica} ${seconds.toFixed(1)} s after its claim, with evidence wall_seconds ${wall}`;
+  if (lies) {
+    const detail = answer?.detail ?? "";
+    run.cheating.lie = { task: lease.task_id, seconds, accepted: answer?.accepted === true, detail };
+    note(
+      red(
+        `✖ ${made} — ${answer?.accepted ? "taken" : "refused"}: {accepted: ${answer?.accepted}, detail: "${detail}"}`,
+      ),
+    );
+  } else {
+    if (answer?.accepted) run.cheating.fakes.push({ task: lease.task_id, replica });
+    note(red(`✖ ${made} — ${answer?.accepted ? "taken for judging (accepted: true)" : "refused"}`));
+  }
+  return "committed";
+}
+
+/**
+ * What running a task yields: a function of the task alone (a seeded run),
+ * so every honest node that runs it reports the same object.
+ * @param {string} jobId
+ * @param {string} taskId
+ */
+function taskMetrics(jobId, taskId) {
+  const seed = createHash("sha256").update(`${jobId}/${taskId}`).digest();
+  return { task_id: taskId, accuracy: (700 + Math.round(((seed[0] ?? 0) / 255) * 200)) / 1000 };
+}
+
+/**
+ * Where the lease's outputs go: its payload's output_prefix (a replica's
+ * own, SPEC §14), else the task's.
+ * @param {Lease} lease
+ */
+function outputPrefix(lease) {
+  return lease.payload?.output_prefix ?? `jobs/${lease.job_id}/${lease.task_id}/`;
+}
+
+/**
+ * The replica a lease runs, from its output prefix; 0 for an unreplicated task.
+ * @param {Lease} lease
+ */
+function replicaOf(lease) {
+  return Number(/\/r(\d+)\/$/.exec(outputPrefix(lease))?.[1] ?? 0);
+}
+
+/** @param {string} text */
+function sha256(text) {
+  return createHash("sha256").update(text).digest("hex");
 }
 
 // ---- watching the jobs -----------------------------------------------------------------
@@ -538,14 +732,57 @@ async function watch() {
         const to = event.data.node_id;
         run.moved.push({ job: job.name, task, from, to, attempt: event.data.attempt, why });
         const how = why === "expired" ? "moved" : to === from ? "retried on the same node" : "retried elsewhere";
-        note(cyan(`↻ ${job.name}/${task} ${how}: ${from} → ${to} (attempt ${event.data.attempt})`));
+        const which = event.data.replica ? `replica ${event.data.replica}` : `attempt ${event.data.attempt}`;
+        note(cyan(`↻ ${job.name}/${task} ${how}: ${from} → ${to} (${which})`));
+      } else if (event.type === "TASK_ATTEMPT_COMPLETED" && event.data.replica) {
+        job.results[task] = (job.results[task] ?? 0) + 1;
+      } else if (disagreed(event, job.results[task] ?? 0)) {
+        job.disputed.add(task);
+        note(
+          cyan(
+            `⚖ ${job.name}/${task}: its ${job.results[task]} replicas disagree, no quorum yet — it wants another one`,
+          ),
+        );
+      } else if (event.type === "LEASE_CLAIMED" && job.disputed.delete(task)) {
+        note(
+          cyan(
+            `↻ ${job.name}/${task} replica ${event.data.replica} → ${event.data.node_id}, a node that ran no replica of it`,
+          ),
+        );
+      } else if (event.type === "TASK_COMMIT_REJECTED" && event.data.verdict === "invalid") {
+        const from = event.data.node_id;
+        note(
+          red(
+            `✗ ${job.name}/${task}: ${from}'s result disagrees with the quorum — outvoted, an invalid result for ${from}`,
+          ),
+        );
       } else if (event.type === "TASK_COMMIT_REJECTED") {
         note(yellow(`✗ ${job.name}/${task}: a commit was rejected (${event.message})`));
+      } else if (event.type === "TASK_COMMIT_ACCEPTED" && event.data.replicas) {
+        const votes = event.data.replicas.map((r) => `r${r.replica} ${r.node_id} ${r.verdict === "valid" ? "✓" : "✗"}`);
+        const agreed = event.data.replicas.filter((r) => r.verdict === "valid").length;
+        note(
+          green(
+            `✓ ${job.name}/${task} verified: ${agreed} of ${plural(event.data.replicas.length, "replica")} agree (${votes.join(", ")})`,
+          ),
+        );
       }
     }
   }
   clearProgress();
   drawProgress(false);
+}
+
+/**
+ * Whether the event is a replicated task wanting another replica because
+ * the `results` its replicas committed disagree (SPEC §14). No attempt
+ * ended (no node), and there are two results at least: with one, the task
+ * merely wants the replica not yet issued.
+ * @param {LedgerEvent} event
+ * @param {number} results
+ */
+function disagreed(event, results) {
+  return event.type === "TASK_REQUEUED" && event.data.node_id === undefined && results >= 2;
 }
 
 /** Reports the broken node once GET /nodes shows it held back. */
@@ -566,28 +803,30 @@ async function watchBrokenNode() {
 
 function progressLines() {
   const width = 24;
-  return run.jobs.map((job) => {
-    const c = job.counts;
-    const total = c.PENDING + c.LEASED + c.COMPLETED + c.FAILED + c.CANCELLED;
-    /** @param {number} n */
-    const cells = (n) => Math.round((n / Math.max(1, total)) * width);
-    const done = cells(c.COMPLETED);
-    const failed = cells(c.FAILED);
-    const leased = Math.min(width - done - failed, cells(c.LEASED));
-    const bar =
-      green("█".repeat(done)) +
-      red("█".repeat(failed)) +
-      cyan("▒".repeat(leased)) +
-      dim("░".repeat(Math.max(0, width - done - failed - leased)));
-    const state =
-      job.unplaceable && c.PENDING > 0
-        ? yellow("STUCK: no node can take it")
-        : job.state === "SUCCEEDED"
-          ? green(job.state)
-          : job.state;
-    const priority = job.priority !== 0 ? dim(`  priority ${job.priority}`) : "";
-    return `  ${job.name.padEnd(15)} ${bar} ${String(c.COMPLETED).padStart(2)}/${String(total).padEnd(2)} ${state}${priority}`;
-  });
+  return run.jobs
+    .filter((job) => job.phase === run.phase)
+    .map((job) => {
+      const c = job.counts;
+      const total = c.PENDING + c.LEASED + c.COMPLETED + c.FAILED + c.CANCELLED;
+      /** @param {number} n */
+      const cells = (n) => Math.round((n / Math.max(1, total)) * width);
+      const done = cells(c.COMPLETED);
+      const failed = cells(c.FAILED);
+      const leased = Math.min(width - done - failed, cells(c.LEASED));
+      const bar =
+        green("█".repeat(done)) +
+        red("█".repeat(failed)) +
+        cyan("▒".repeat(leased)) +
+        dim("░".repeat(Math.max(0, width - done - failed - leased)));
+      const state =
+        job.unplaceable && c.PENDING > 0
+          ? yellow("STUCK: no node can take it")
+          : job.state === "SUCCEEDED"
+            ? green(job.state)
+            : job.state;
+      const priority = job.priority !== 0 ? dim(`  priority ${job.priority}`) : "";
+      return `  ${job.name.padEnd(15)} ${bar} ${String(c.COMPLETED).padStart(2)}/${String(total).padEnd(2)} ${state}${priority}`;
+    });
 }
 
 let lastPrinted = 0;
@@ -635,8 +874,9 @@ function say(line) {
 async function summary(url, pool) {
   say("");
   say(bold("Summary"));
-  const nodes = Object.fromEntries(FLEET.map((n) => [n.node_id, n]));
-  const perNode = Object.fromEntries(FLEET.map((n) => [n.node_id, 0]));
+  const cast = run.jobs.some((j) => j.phase === "verified") ? [...FLEET, CHEATER] : FLEET;
+  const nodes = Object.fromEntries(cast.map((n) => [n.node_id, n]));
+  const perNode = Object.fromEntries(cast.map((n) => [n.node_id, 0]));
   /** @type {[boolean, string][]} */
   const checks = [];
   let commits = 0;
@@ -706,15 +946,18 @@ async function summary(url, pool) {
   checks.push(...priorityChecks(ledger));
 
   const fleet = /** @type {NodeRecord[]} */ (await api("GET", "/nodes"));
+  if (JOBS.some((j) => j.verified)) checks.push(...(await verifiedChecks(ledger, fleet)));
   say("  tasks committed per node:");
   const most = Math.max(1, ...Object.values(perNode));
   for (const [node, n] of Object.entries(perNode)) {
     const row = fleet.find((r) => r.node_id === node);
     const why = nodes[node]?.dies
       ? "  (died)"
-      : row && row.consecutive_failures > 0
-        ? `  (GET /nodes: consecutive_failures ${row.consecutive_failures}, held_until ${row.held_until ?? "null"})`
-        : "";
+      : row && row.invalid_results > 0
+        ? `  (GET /nodes: valid_results ${row.valid_results}, invalid_results ${row.invalid_results}, consecutive_failures ${row.consecutive_failures})`
+        : row && row.consecutive_failures > 0
+          ? `  (GET /nodes: consecutive_failures ${row.consecutive_failures}, held_until ${row.held_until ?? "null"})`
+          : "";
     say(`    ${node.padEnd(10)} ${"■".repeat(Math.round((n / most) * 20)).padEnd(20)} ${n}${dim(why)}`);
   }
   const stuck = run.jobs.find((j) => j.unplaceable);
@@ -798,7 +1041,7 @@ function priorityChecks(ledger) {
   for (const e of mine)
     if (e.type === "LEASE_CLAIMED" && !firstClaims.has(e.data.task_id)) firstClaims.set(e.data.task_id, e.seq);
   const allClaimed = Math.max(...firstClaims.values());
-  const lower = run.jobs.filter((j) => j.priority < urgent.priority && !j.unplaceable);
+  const lower = run.jobs.filter((j) => j.priority < urgent.priority && !j.unplaceable && j.phase === "fleet");
   /** @type {Map<string, number>} tasks queued when the priority job came, by job */
   const queued = new Map();
   let overtaken = 0;
@@ -824,6 +1067,92 @@ function priorityChecks(ledger) {
   checks.push([
     most > 0 && done(urgent.name) < done(biggest),
     `${urgent.name} finished first: SUCCEEDED before ${biggest}, submitted earlier with ${plural(most, "task")} still queued when ${urgent.name} came`,
+  ]);
+  return checks;
+}
+
+/**
+ * The cheater's made-up metrics lost every vote: each task it cheated on was
+ * settled by two other nodes agreeing, the second one issued after the
+ * disagreement; its commit with lying evidence was refused; every task's
+ * key serves the honest metrics; GET /nodes counts each lie and each loss
+ * as an invalid result, and none for the honest nodes.
+ * @param {Map<string, { tasks: Map<string, TaskRow>, events: LedgerEvent[] }>} ledger
+ * @param {NodeRecord[]} fleet
+ * @returns {Promise<[boolean, string][]>}
+ */
+async function verifiedChecks(ledger, fleet) {
+  const job = run.jobs.find((j) => j.phase === "verified");
+  const mine = job && ledger.get(job.name);
+  if (!job || !mine) {
+    const never = JOBS.filter((j) => j.verified).map((j) => j.spec.metadata.name);
+    return [[false, `${never.join(", ")} was never submitted: the run ended first`]];
+  }
+  const cheater = CHEATER.node_id;
+  const { lie, fakes, before } = run.cheating;
+  /** @type {[boolean, string][]} */
+  const checks = [
+    [
+      lie !== null && !lie.accepted && lie.detail.startsWith("evidence claims"),
+      lie
+        ? `${cheater}'s commit of ${job.name}/${lie.task} ${lie.seconds.toFixed(1)} s after its claim, with evidence wall_seconds ${LIE_SECONDS}, was refused: {accepted: ${lie.accepted}, detail: "${lie.detail}"}`
+        : `${cheater} never committed its lying evidence`,
+    ],
+  ];
+
+  const { events } = mine;
+  const votes = fakes.map(({ task }) => {
+    const ofTask = events.filter((e) => e.data?.task_id === task);
+    const replicas = ofTask.find((e) => e.type === "TASK_COMMIT_ACCEPTED")?.data.replicas ?? [];
+    const valid = replicas.filter((r) => r.verdict === "valid").map((r) => r.node_id);
+    const results = (/** @type {number} */ seq) =>
+      ofTask.filter((e) => e.type === "TASK_ATTEMPT_COMPLETED" && e.seq < seq).length;
+    const disputed = ofTask.find((e) => disagreed(e, results(e.seq)));
+    const ran = new Set(
+      ofTask.filter((e) => e.type === "LEASE_CLAIMED" && disputed && e.seq < disputed.seq).map((e) => e.data.node_id),
+    );
+    const next = disputed && ofTask.find((e) => e.type === "LEASE_CLAIMED" && e.seq > disputed.seq);
+    const ok =
+      replicas.find((r) => r.node_id === cheater)?.verdict === "invalid" &&
+      valid.length >= 2 &&
+      new Set([cheater, ...valid]).size === valid.length + 1 &&
+      next !== undefined &&
+      !ran.has(next.data.node_id) &&
+      valid.includes(next.data.node_id) &&
+      ofTask.some(
+        (e) => e.type === "TASK_COMMIT_REJECTED" && e.data.node_id === cheater && e.data.verdict === "invalid",
+      );
+    const text = replicas.map((r) => `r${r.replica} ${r.node_id} ${r.verdict === "valid" ? "✓" : "✗"}`).join(", ");
+    return { ok, text: `${task}: ${text || "not settled"}` };
+  });
+  checks.push([
+    votes.length > 0 && votes.every((v) => v.ok),
+    `${cheater}'s made-up ${JSON.stringify(FAKE_METRICS)} was outvoted on ${plural(votes.length, "task")}: after the disagreement another replica ran on a node that had run none, and agreed with the honest one (${votes.map((v) => v.text).join("; ")})`,
+  ]);
+
+  /** @type {string[]} */
+  const served = [];
+  let honest = 0;
+  for (const task of mine.tasks.keys()) {
+    const key = `jobs/${job.job_id}/${task}/metrics.json`;
+    const object = await api("GET", `/artifacts/${key}`, undefined, { allow: [404] });
+    const ok = JSON.stringify(object) === JSON.stringify(taskMetrics(job.job_id, task));
+    if (ok) honest++;
+    const value = /** @type {{ accuracy?: number } | null} */ (object === GONE ? null : object);
+    served.push(`${task} ${value?.accuracy ?? "404"}`);
+  }
+  checks.push([
+    honest > 0 && honest === mine.tasks.size,
+    `every ${job.name} task's key jobs/${job.job_id}/{task}/metrics.json serves the honest metrics, ${honest} of ${mine.tasks.size}, none the made-up ones (accuracy: ${served.join(", ")})`,
+  ]);
+
+  const row = fleet.find((r) => r.node_id === cheater);
+  const lies = lie && !lie.accepted ? 1 : 0;
+  const crew = FLEET.filter((n) => !n.dies && !n.broken).map((n) => fleet.find((r) => r.node_id === n.node_id));
+  const clean = crew.every((r) => r !== undefined && r.invalid_results === 0);
+  checks.push([
+    row !== undefined && row.invalid_results > before && row.invalid_results === before + lies + fakes.length && clean,
+    `GET /nodes: ${cheater}'s invalid_results went ${before} → ${row?.invalid_results ?? "?"} (${plural(lies, "lie")}, outvoted ${fakes.length}×; consecutive_failures ${row?.consecutive_failures ?? "?"}); the honest nodes' stayed 0 (valid_results ${crew.map((r) => `${r?.node_id} ${r?.valid_results}`).join(", ")})`,
   ]);
   return checks;
 }
