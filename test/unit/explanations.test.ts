@@ -3,14 +3,7 @@
 // change of the gate's wording that breaks the grouping fails here.
 
 import { describe, expect, it } from "vitest";
-import {
-  type NodePlacement,
-  type QueuePosition,
-  replicaRefusal,
-  summarizePlacement,
-  taskSideReason,
-  waitingSummary,
-} from "../../src/rules/explanations";
+import { type NodePlacement, replicaRefusal, summarizePlacement, taskSideReason } from "../../src/rules/explanations";
 import { explain, type GateName } from "../../src/rules/placement";
 
 type Caps = { gpus?: unknown[]; pools?: unknown };
@@ -253,47 +246,5 @@ describe("the replica rule (SPEC §14)", () => {
     const tie = summarizePlacement([ran("a", [1]), placed({ gpus: 1 }, view("c"))]);
     expect(tie.groups.map((g) => g.gate)).toEqual(["gpu", "replica"]);
     expect(tie.unplaceable).toBe(true);
-  });
-
-  const next: QueuePosition = {
-    priority: 0,
-    tenant: "default",
-    higher_priority: 0,
-    earlier_in_job: 0,
-    other_tenants: 0,
-    other_jobs: 0,
-    failed_on: [],
-    eligible_held_back: 0,
-  };
-
-  it.each<[string, QueuePosition, string[], string]>([
-    ["no replica out yet", next, [], "next in line"],
-    [
-      "one node holds a replica",
-      next,
-      ["n1"],
-      "waits for a node that has not run a replica of it (n1 holds or ran one)",
-    ],
-    [
-      "two nodes ran one",
-      next,
-      ["n1", "n2"],
-      "waits for a node that has not run a replica of it (n1, n2 hold or ran one)",
-    ],
-    [
-      "a node failed its replica: named once, as one that ran it",
-      { ...next, failed_on: ["n1"] },
-      ["n1"],
-      "waits for a node that has not run a replica of it (n1 holds or ran one)",
-    ],
-    [
-      "another node failed it outright",
-      { ...next, failed_on: ["n0", "n1"], earlier_in_job: 1 },
-      ["n1"],
-      "waits for 1 earlier task of its own job; a node other than n0 (failed it); " +
-        "a node that has not run a replica of it (n1 holds or ran one)",
-    ],
-  ])("a pending replicated task with %s", (_what, queue, replicaNodes, text) => {
-    expect(waitingSummary(queue, replicaNodes)).toBe(text);
   });
 });

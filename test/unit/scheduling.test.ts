@@ -133,4 +133,35 @@ describe("what a pending task waits for", () => {
       "next in line; 1 eligible node is held back after failing",
     );
   });
+
+  it.each<[string, QueuePosition, string[], string]>([
+    ["no replica out yet", next, [], "next in line"],
+    [
+      "one node holds a replica",
+      next,
+      ["n1"],
+      "waits for a node that has not run a replica of it (n1 holds or ran one)",
+    ],
+    [
+      "two nodes ran one",
+      next,
+      ["n1", "n2"],
+      "waits for a node that has not run a replica of it (n1, n2 hold or ran one)",
+    ],
+    [
+      "a node failed its replica: named once, as one that ran it",
+      { ...next, failed_on: ["n1"] },
+      ["n1"],
+      "waits for a node that has not run a replica of it (n1 holds or ran one)",
+    ],
+    [
+      "another node failed it outright",
+      { ...next, failed_on: ["n0", "n1"], earlier_in_job: 1 },
+      ["n1"],
+      "waits for 1 earlier task of its own job; a node other than n0 (failed it); " +
+        "a node that has not run a replica of it (n1 holds or ran one)",
+    ],
+  ])("a pending replicated task with %s", (_what, queue, replicaNodes, text) => {
+    expect(waitingSummary(queue, replicaNodes)).toBe(text);
+  });
 });

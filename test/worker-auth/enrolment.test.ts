@@ -4,16 +4,16 @@
 // and what nobody may learn.
 
 import { createExecutionContext, runInDurableObject } from "cloudflare:test";
-import { env, exports } from "cloudflare:workers";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import app from "../../src/index";
 import type { DashboardSummary } from "../../src/pool/dashboard";
 import type { Lease } from "../../src/protocol/tasks";
 import { CODE_RECORD_MS, MAX_PENDING_CODES } from "../../src/rules/enrolment";
 import { freshPool, registration, sha256, stub, trialsJob } from "../worker/helpers";
+import { bearer, call } from "./helpers";
 
 const OPS = { authorization: "Bearer tok-ops" };
-const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 const MACHINE = { node_id: "laptop-7", hostname: "laptop-7.local", platform: "linux-x86_64" };
 const USER_CODE = /^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/;
 
@@ -26,18 +26,6 @@ type Code = {
   expires_in: number;
   expires_at: string;
 };
-
-function call(pool: string, method: string, path: string, headers: Record<string, string> = {}, body?: unknown) {
-  const init: RequestInit = { method, headers: { ...headers } };
-  if (typeof body === "string") {
-    init.body = body;
-    (init.headers as Record<string, string>)["content-length"] = String(new TextEncoder().encode(body).length);
-  } else if (body !== undefined) {
-    init.body = JSON.stringify(body);
-    (init.headers as Record<string, string>)["content-type"] = "application/json";
-  }
-  return exports.default.fetch(new Request(`http://x/pools/${pool}/v1alpha1${path}`, init));
-}
 
 async function requestCode(pool: string, machine: Record<string, string> = MACHINE): Promise<Code> {
   const r = await call(pool, "POST", "/device/code", { "cf-connecting-ip": "203.0.113.9" }, machine);

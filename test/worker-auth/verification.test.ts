@@ -2,24 +2,10 @@
 // writes only under its own replica's prefix, so it can neither overwrite
 // another replica's output nor write the task's key the quorum binds.
 
-import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Lease } from "../../src/protocol/tasks";
 import { freshPool, registration, sha256, trialsJob } from "../worker/helpers";
-
-const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
-
-function call(pool: string, method: string, path: string, headers: Record<string, string>, body?: unknown) {
-  const init: RequestInit = { method, headers: { ...headers } };
-  if (typeof body === "string") {
-    init.body = body;
-    (init.headers as Record<string, string>)["content-length"] = String(new TextEncoder().encode(body).length);
-  } else if (body !== undefined) {
-    init.body = JSON.stringify(body);
-    (init.headers as Record<string, string>)["content-type"] = "application/json";
-  }
-  return exports.default.fetch(new Request(`http://x/pools/${pool}/v1alpha1${path}`, init));
-}
+import { bearer, call } from "./helpers";
 
 describe("a replica's writes", () => {
   it("go under its own prefix only: not another replica's, not the task's key", async () => {
