@@ -25,6 +25,7 @@ export default defineConfig({
           BENCH_CHEATERS: process.env.BENCH_CHEATERS ?? "",
           BENCH_SOMETIMES: process.env.BENCH_SOMETIMES ?? "",
           BENCH_SEED: process.env.BENCH_SEED ?? "",
+          BENCH_SIZES: process.env.BENCH_SIZES ?? "",
           FLASHML_LOG_STATE_CHANGES: "0",
         },
       },
