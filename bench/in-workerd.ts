@@ -2,6 +2,7 @@
 // workerd, whose clock moves in 1 ms steps during synchronous code.
 
 import { type NodeRegistration, NodeRegistrationSchema } from "../src/protocol/nodes";
+import type { TaskSpec } from "../src/protocol/tasks";
 
 /** A registration as the register route stores it: parsed, defaults applied. */
 export function registration(nodeId: string, gpus: number): NodeRegistration {
@@ -30,3 +31,27 @@ export function alignToClockStep(): number {
 
 /** One decimal place. */
 export const round = (x: number) => Math.round(x * 10) / 10;
+
+/** A hyperparameter trial as a recipe stamps it: task `trial-{i}` of `jobId`, a module task, optionally needing GPUs. */
+export function trialTask(jobId: string, i: number, gpus = 0): TaskSpec {
+  const taskId = `trial-${String(i).padStart(6, "0")}`;
+  return {
+    schema_version: "v1alpha1",
+    task_id: taskId,
+    job_id: jobId,
+    payload: {
+      module: "flashml_workloads.sklearn_trial",
+      params: { C: (i % 97) / 10, kernel: "rbf", seed: i },
+      inputs: {},
+      output_prefix: `jobs/${jobId}/${taskId}/`,
+      task_id: taskId,
+      image: "r:1",
+      isolation: { tier: "standard", allowFallback: false },
+      ...(gpus > 0 ? { gpus } : {}),
+    } as TaskSpec["payload"],
+    commit_key: `jobs/${jobId}/${taskId}/metrics.json`,
+    max_attempts: 3,
+    lease_seconds: 60,
+    max_worker_losses: 0,
+  };
+}

@@ -26,9 +26,8 @@ import { uploadStarted } from "../src/pool/collection";
 import { DEFAULT_PLACE } from "../src/pool/jobs";
 import { claim, commit, type WireLease } from "../src/pool/leases";
 import { JobSpecSchema } from "../src/protocol/jobs";
-import type { TaskSpec } from "../src/protocol/tasks";
 import { jobSpec } from "../test/fixtures/jobspec";
-import { alignToClockStep, registration, round } from "./in-workerd";
+import { alignToClockStep, registration, round, trialTask } from "./in-workerd";
 
 const settings = env as unknown as { BENCH_MARKS?: string };
 const MARKS = (settings.BENCH_MARKS || "100000,500000,1000000").split(",").map(Number);
@@ -40,29 +39,6 @@ const BATCHES = 5;
 const READS = 200;
 const SHA = "0".repeat(64);
 const SPEC = JobSpecSchema.parse(jobSpec({ type: "hyperparameter_search", parameters: {} }, {}, "longevity"));
-
-function task(jobId: string, i: number, gpus = 0): TaskSpec {
-  const taskId = `trial-${String(i).padStart(6, "0")}`;
-  return {
-    schema_version: "v1alpha1",
-    task_id: taskId,
-    job_id: jobId,
-    payload: {
-      module: "flashml_workloads.sklearn_trial",
-      params: { C: (i % 97) / 10, kernel: "rbf", seed: i },
-      inputs: {},
-      output_prefix: `jobs/${jobId}/${taskId}/`,
-      task_id: taskId,
-      image: "r:1",
-      isolation: { tier: "standard", allowFallback: false },
-      ...(gpus > 0 ? { gpus } : {}),
-    } as TaskSpec["payload"],
-    commit_key: `jobs/${jobId}/${taskId}/metrics.json`,
-    max_attempts: 3,
-    lease_seconds: 60,
-    max_worker_losses: 0,
-  };
-}
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
@@ -81,7 +57,7 @@ it("a pool's hot paths and storage across a million finished tasks, then after r
     await stub.submitJob(
       backlog,
       SPEC,
-      Array.from({ length: n }, (_, i) => task(backlog, i, 1)),
+      Array.from({ length: n }, (_, i) => trialTask(backlog, i, 1)),
       pool,
       DEFAULT_PLACE,
     );
@@ -124,7 +100,7 @@ it("a pool's hot paths and storage across a million finished tasks, then after r
     await stub.submitJob(
       timedJob,
       SPEC,
-      Array.from({ length: size }, (_, i) => task(timedJob, i)),
+      Array.from({ length: size }, (_, i) => trialTask(timedJob, i)),
       pool,
       DEFAULT_PLACE,
     );
@@ -169,7 +145,7 @@ it("a pool's hot paths and storage across a million finished tasks, then after r
       await stub.submitJob(
         jobId,
         SPEC,
-        Array.from({ length: n }, (_, i) => task(jobId, i)),
+        Array.from({ length: n }, (_, i) => trialTask(jobId, i)),
         pool,
         DEFAULT_PLACE,
       );

@@ -24,9 +24,8 @@ import { DEFAULT_PLACE } from "../src/pool/jobs";
 import { claim, commit, type WireLease } from "../src/pool/leases";
 import { registerNode } from "../src/pool/nodes";
 import { JobSpecSchema } from "../src/protocol/jobs";
-import type { TaskSpec } from "../src/protocol/tasks";
 import { jobSpec } from "../test/fixtures/jobspec";
-import { registration } from "./in-workerd";
+import { registration, trialTask } from "./in-workerd";
 
 const settings = env as unknown as Record<string, string | undefined>;
 const QUICK = settings.BENCH_QUICK === "1";
@@ -64,35 +63,13 @@ function shuffle<T>(items: T[], random: () => number): T[] {
 type Behaviour = "honest" | "always" | "sometimes";
 
 /** The task's true metrics object: what every honest run returns. */
-const truth = (taskId: string) => JSON.stringify({ loss: Number(taskId.slice(5)) / 1000, accuracy: 0.5 });
-
-function task(jobId: string, i: number): TaskSpec {
-  const taskId = `task-${String(i).padStart(5, "0")}`;
-  return {
-    schema_version: "v1alpha1",
-    task_id: taskId,
-    job_id: jobId,
-    payload: {
-      module: "flashml_workloads.sklearn_trial",
-      params: { seed: i },
-      inputs: {},
-      output_prefix: `jobs/${jobId}/${taskId}/`,
-      task_id: taskId,
-      image: "r:1",
-      isolation: { tier: "standard", allowFallback: false },
-    } as TaskSpec["payload"],
-    commit_key: `jobs/${jobId}/${taskId}/metrics.json`,
-    max_attempts: 3,
-    lease_seconds: 3600,
-    max_worker_losses: 10,
-  };
-}
+const truth = (taskId: string) => JSON.stringify({ loss: Number(taskId.slice(-6)) / 1000, accuracy: 0.5 });
 
 async function scenario(mode: "fixed" | "adaptive", rate: number) {
   const pool = `verify-${mode}-${rate}-${crypto.randomUUID().slice(0, 8)}`;
   const stub = env.POOL.get(env.POOL.idFromName(pool));
   const jobId = "verifyjob001";
-  const tasks = Array.from({ length: TASKS }, (_, i) => task(jobId, i));
+  const tasks = Array.from({ length: TASKS }, (_, i) => trialTask(jobId, i));
   const replication = { replicas: REPLICAS, quorum: REPLICAS, tolerance: 0 };
   const submitted = await stub.submitJob(jobId, SPEC, tasks, pool, { ...DEFAULT_PLACE, replication });
   if (!submitted.ok) throw new Error(`submit: ${submitted.reason}`);
