@@ -9,7 +9,7 @@ import { EVENTS_PAGE_DEFAULT, EVENTS_PAGE_MAX, EVENTS_STREAM_PAGE } from "../pro
 import { decodeJobCursor, encodeJobCursor } from "../protocol/paging";
 import { expandJob } from "../recipes";
 import { jobPriority, jobTenant } from "../rules/scheduling";
-import { jobReplication } from "../rules/verification";
+import { jobReplication, replicatedCheckpoints } from "../rules/verification";
 import { archiveOf, type JobArchive } from "./archive";
 import { type AppContext, type AppEnv, pagedList, queryInt, readJson } from "./context";
 import { requireOperator } from "./identity";
@@ -57,16 +57,8 @@ export const jobs = new Hono<AppEnv>()
       const jobId = randomHex12(); // SPEC §3.3: 12 lowercase hex
       const expansion = expandJob(spec, jobId, options);
       if (!expansion.ok) return c.json({ detail: `job cannot be expanded: ${expansion.problems.join("; ")}` }, 422);
-      // Replicas resuming one another's checkpoints would not be independent runs (SPEC §14).
-      if (place.replication.replicas > 1 && expansion.tasks.some((t) => t.payload.checkpoint !== undefined)) {
-        return c.json(
-          {
-            detail:
-              "job cannot be scheduled: a replicated job (flashml.dev/replicas > 1) cannot use checkpoints; drop one of them",
-          },
-          422,
-        );
-      }
+      const unverifiable = replicatedCheckpoints(place.replication, expansion.tasks);
+      if (unverifiable) return c.json({ detail: `job cannot be scheduled: ${unverifiable}` }, 422);
       const submitted = await c.var.stub.submitJob(jobId, spec, expansion.tasks, c.var.pool, place);
       if (submitted.ok) return c.json(submitted.job, 201);
     }

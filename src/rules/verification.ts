@@ -89,6 +89,18 @@ export function jobReplication(labels: Readonly<Record<string, string>>): Read<R
   return { ok: true, value: { replicas, quorum, tolerance } };
 }
 
+/**
+ * Why a job's tasks cannot be replicated as expanded, or null: replicas
+ * resuming one another's checkpoints would not be independent runs.
+ */
+export function replicatedCheckpoints(
+  replication: Replication,
+  tasks: ReadonlyArray<{ payload: Readonly<Record<string, unknown>> }>,
+): string | null {
+  if (replication.replicas === 1 || !tasks.some((t) => t.payload.checkpoint !== undefined)) return null;
+  return `a replicated job ('${REPLICAS_LABEL}' above 1) cannot use checkpoints; drop one of them`;
+}
+
 // What JSON.parse makes for an object. A Map, Date or class instance has no
 // own keys to compare, so two of them would "agree" vacuously: refuse them.
 function isPlainObject(value: unknown): value is Record<string, unknown> {

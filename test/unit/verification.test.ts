@@ -13,6 +13,7 @@ import {
   REPLICAS_LABEL,
   type ReplicaResult,
   replicasFor,
+  replicatedCheckpoints,
   SPOT_CHECK_RATE,
   TOLERANCE_LABEL,
   TRUST_AFTER_VALID,
@@ -432,5 +433,19 @@ describe("the wall-time lie", () => {
     ["an inherited wall_seconds", Object.create({ wall_seconds: 3600 }), 5000, false],
   ])("%s: %j after %d ms → %s", (_name, evidence, elapsedMs, lies) => {
     expect(evidenceLies(evidence, elapsedMs)).toBe(lies);
+  });
+});
+
+describe("replicatedCheckpoints", () => {
+  const plain = { payload: { module: "m" } };
+  const checkpointed = { payload: { module: "m", checkpoint: { every_steps: 10 } } };
+  it.each<[string, number, Array<{ payload: Record<string, unknown> }>, boolean]>([
+    ["an unreplicated job may checkpoint", 1, [checkpointed], true],
+    ["a replicated job without checkpoints", 2, [plain, plain], true],
+    ["a replicated job with one checkpointing task", 3, [plain, checkpointed], false],
+  ])("%s", (_what, replicas, tasks, allowed) => {
+    const problem = replicatedCheckpoints({ replicas, quorum: Math.max(1, replicas), tolerance: 0 }, tasks);
+    expect(problem === null).toBe(allowed);
+    if (!allowed) expect(problem).toContain("cannot use checkpoints");
   });
 });
