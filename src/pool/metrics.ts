@@ -18,5 +18,10 @@ export function metricsSample(sql: SqlStorage, now: number): MetricsSample {
     nodesRegistered: count("SELECT COUNT(*) AS n FROM nodes"),
     nodesOnline: count("SELECT COUNT(*) AS n FROM nodes WHERE live_until_ms > ?", now),
     nodesHeldBack: count("SELECT COUNT(*) AS n FROM nodes WHERE held_until_ms > ?", now),
+    results: sql
+      .exec<{ valid: number; invalid: number }>(
+        "SELECT TOTAL(valid_results) AS valid, TOTAL(invalid_results) AS invalid FROM nodes",
+      )
+      .one(),
   };
 }

@@ -12,6 +12,7 @@ export interface MetricsSample {
   nodesRegistered: number;
   nodesOnline: number;
   nodesHeldBack: number; // held back from claiming after failing attempts in a row (SPEC §13)
+  results: { valid: number; invalid: number }; // nodes' judged results, summed (SPEC §14)
   events: Record<string, number>; // by type, since the pool began
 }
 
@@ -55,6 +56,15 @@ export function renderMetrics(pool: string, s: MetricsSample): string {
     "gauge",
     "Registered nodes held back from claiming because their last attempts all failed.",
     [[p, s.nodesHeldBack]],
+  );
+  metric(
+    "flashedge_results_total",
+    "counter",
+    "Results judged, by verdict: replicas in or outvoted by a quorum, and evidence that lied (invalid).",
+    [
+      [`${p},verdict="valid"`, s.results.valid],
+      [`${p},verdict="invalid"`, s.results.invalid],
+    ],
   );
   metric("flashedge_storage_bytes", "gauge", "Size of the pool object's SQLite storage.", [[p, s.storageBytes]]);
   metric("flashedge_storage_limit_bytes", "gauge", "The storage limit of one Durable Object.", [

@@ -9,6 +9,7 @@ describe("metrics text", () => {
     nodesRegistered: 4,
     nodesOnline: 3,
     nodesHeldBack: 2,
+    results: { valid: 7, invalid: 1 },
     events: { LEASE_CLAIMED: 5, TASK_COMMIT_ACCEPTED: 2, TASK_COMMIT_REJECTED: 1, LEASE_EXPIRED: 2 },
   });
 
@@ -24,6 +25,8 @@ describe("metrics text", () => {
     'flashedge_nodes{pool="team-a",online="false"} 1',
     'flashedge_nodes_held_back{pool="team-a"} 2',
     'flashedge_events_total{pool="team-a",type="LEASE_CLAIMED"} 5',
+    'flashedge_results_total{pool="team-a",verdict="valid"} 7',
+    'flashedge_results_total{pool="team-a",verdict="invalid"} 1',
     'flashedge_storage_bytes{pool="team-a"} 123456',
     'flashedge_storage_limit_bytes{pool="team-a"} 10000000000',
   ])("has the sample %s", (line) => {
@@ -45,6 +48,7 @@ describe("metrics text", () => {
       nodesRegistered: 0,
       nodesOnline: 0,
       nodesHeldBack: 0,
+      results: { valid: 0, invalid: 0 },
       events: {},
     });
     expect(odd).toContain('pool="a\\"b\\\\c"');

@@ -128,6 +128,9 @@ describe("replicas", () => {
     const nodes = await records(pool);
     expect(nodes.cheat).toMatchObject({ valid_results: 0, invalid_results: 1, consecutive_failures: 1 });
     expect(nodes["honest-1"]).toMatchObject({ valid_results: 1, invalid_results: 0 });
+    const metrics = await (await call(pool, "GET", "/metrics")).text();
+    expect(metrics).toMatch(/^flashedge_results_total\{pool="[^"]+",verdict="valid"\} 2$/m);
+    expect(metrics).toMatch(/^flashedge_results_total\{pool="[^"]+",verdict="invalid"\} 1$/m);
     const events = await ledger(pool, job);
     const rejected = events.find((e) => e.type === "TASK_COMMIT_REJECTED");
     expect(rejected?.data).toMatchObject({ node_id: "cheat", verdict: "invalid" });
