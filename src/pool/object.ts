@@ -48,7 +48,6 @@ import {
   type ClaimResult,
   claim,
   commit,
-  commitKeyOf,
   earliestDeadline,
   failAttempt,
   findLease,
@@ -62,6 +61,7 @@ import { metricsSample } from "./metrics";
 import { heartbeatNode, listNodes, registerNode } from "./nodes";
 import { releaseNode } from "./scheduling";
 import { migrate } from "./schema";
+import { commitKey } from "./verification";
 
 /** How long archiving waits after R2 refused an archive write. */
 const ARCHIVE_RETRY_MS = 60 * 1000;
@@ -146,9 +146,12 @@ export class PoolObject extends DurableObject<Env> {
 
   /**
    * Runs one of this object's actions for an enrolled node, after checking
-   * its credential in the same turn (no await between the check and the
-   * action's transaction), so a revoked credential's next request is
-   * refused. `{ ok: false }`: no such credential, or not an action.
+   * its credential in the same turn as the action starts, so a revoked
+   * credential's next request is refused. Two actions wait before they
+   * write: a held claim (a revocation answers it, see revokeCredential) and
+   * a commit that reads its output from R2 first, which finishes if the
+   * revocation lands during that read. `{ ok: false }`: no such
+   * credential, or not an action.
    */
   async act(
     proof: CredentialProof,
@@ -226,9 +229,15 @@ export class PoolObject extends DurableObject<Env> {
     return pendingCodes(this.sql, Date.now());
   }
 
-  /** Revokes a node's enrolled credential: its next request is refused. False: it had none. */
+  /**
+   * Revokes a node's enrolled credential: its next request is refused, and
+   * a claim it holds open is answered with nothing now, so no lease goes to
+   * a revoked machine. False: it had none.
+   */
   revokeCredential(nodeId: string, operator: string): boolean {
     const revoked = this.ctx.storage.transactionSync(() => revokeCredential(this.sql, Date.now(), nodeId, operator));
+    const held = revoked ? this.held.find((h) => h.nodeId === nodeId) : undefined;
+    if (held) this.release(held, { ok: false, reason: "nothing" });
     if (revoked && this.logging())
       logLine({ pool: this.poolName(), event: "CREDENTIAL_REVOKED", node_id: nodeId, operator });
     return revoked;
@@ -308,7 +317,7 @@ export class PoolObject extends DurableObject<Env> {
     // Refused before any bytes are read; the transaction checks again.
     if (!mayDrive(lease?.node_id, caller)) return { status: "not_holder" as const };
     if (!lease) return { status: "unknown" as const };
-    const bound = findArtifact(this.sql, commitKeyOf(lease));
+    const bound = findArtifact(this.sql, commitKey(lease, lease.replica));
     let output: ValidOutput | null = null;
     if (bound && bound.sha256 === outputSha256) {
       const json = lease.output_json || lease.replica > 0 ? await this.jsonObject(bound.object, bound.size_bytes) : "";

@@ -251,6 +251,24 @@ describe("what the dashboard shows", () => {
 });
 
 describe("what a credential is good for", () => {
+  it("a claim held open by a machine whose credential is revoked gets nothing, even when work arrives", async () => {
+    const pool = freshPool();
+    const token = await enrol(pool);
+    expect((await call(pool, "POST", "/nodes/register", bearer(token), registration("laptop-7"))).status).toBe(200);
+    // The object's own call, as an enrolled node's claim makes it, held for up to 10 s.
+    const proof = { nodeId: "laptop-7", tokenSha256: await sha256(token) };
+    const held = stub(pool).act(proof, "claim", ["laptop-7", null, 10_000]);
+    expect((await call(pool, "DELETE", "/nodes/laptop-7/credential", OPS)).status).toBe(200);
+    expect((await call(pool, "POST", "/jobs", OPS, trialsJob(1))).status).toBe(201);
+    expect(await held).toEqual({ ok: true, value: { ok: false, reason: "nothing" } });
+    const nodes = await (await call(pool, "GET", "/nodes", OPS)).json<Array<{ node_id: string }>>();
+    expect(nodes.map((n) => n.node_id)).toContain("laptop-7");
+    const leases = await runInDurableObject(stub(pool), (_o, state) =>
+      state.storage.sql.exec("SELECT node_id FROM leases").toArray(),
+    );
+    expect(leases).toEqual([]);
+  });
+
   it("another pool's credential is a 401", async () => {
     const token = await enrol(freshPool());
     const other = freshPool();
