@@ -14,6 +14,7 @@ import {
   waitingSummary,
 } from "../rules/explanations";
 import { explain } from "../rules/placement";
+import { effectiveQuorum } from "../rules/verification";
 import { nodeView } from "./nodes";
 
 /** A replica's lease status: live until it commits, fails, expires or is cancelled. */
@@ -143,8 +144,7 @@ function replicaReport(sql: SqlStorage, task: { seq: number; quorum: number; wan
       task.seq,
     )
     .toArray();
-  // A task trusted to one replica accepts that one alone (adaptive replication).
-  return { wanted: task.wanted, quorum: task.wanted === 1 ? 1 : task.quorum, items };
+  return { wanted: task.wanted, quorum: effectiveQuorum(task), items };
 }
 
 /** The nodes that hold or ran a replica, in node order: which replicas, and whether one is live. */

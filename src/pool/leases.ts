@@ -17,7 +17,7 @@ import { jobOpen, settleJob } from "./jobs";
 import { findNode, nodeView, seen } from "./nodes";
 import { attemptFailed, attemptSucceeded, pickTask, useTurn } from "./scheduling";
 import type { TaskRow } from "./tasks";
-import { abandonReplicas, invalidResult, nextReplica, recordReplica, replicaKey } from "./verification";
+import { abandonReplicas, commitKey, invalidResult, nextReplica, recordReplica } from "./verification";
 
 export type LeaseRow = {
   lease_id: string;
@@ -214,7 +214,7 @@ export function commit(
   if (!row) return { status: "unknown" };
   seen(sql, now, row.node_id);
   const live = isLiveLease(row, now);
-  const key = commitKeyOf(row);
+  const key = commitKey(row, row.replica);
   const bound = sql
     .exec<{ object: string; sha256: string }>("SELECT object, sha256 FROM artifacts WHERE key = ?", key)
     .toArray()[0];
@@ -320,11 +320,6 @@ export function findLease(sql: SqlStorage, leaseId: string): Joined | undefined 
       leaseId,
     )
     .toArray()[0];
-}
-
-/** The key a lease commits: its task's, or under its replica's own prefix. */
-export function commitKeyOf(row: { job_id: string; task_id: string; commit_key: string; replica: number }): string {
-  return row.replica > 0 ? replicaKey(row, row.replica) : row.commit_key;
 }
 
 function leaseRecord(row: Joined): WireLease {

@@ -6,7 +6,7 @@
 // transaction.
 
 import { replicaPrefix } from "../protocol/keys";
-import { EXTRA_REPLICAS, type ReplicaResult, replicasFor, verdict } from "../rules/verification";
+import { EXTRA_REPLICAS, effectiveQuorum, type ReplicaResult, replicasFor, verdict } from "../rules/verification";
 import { findArtifact } from "./artifacts";
 import { unreferenced } from "./collection";
 import { emit } from "./events";
@@ -27,9 +27,10 @@ export type ReplicatedTask = {
 
 type ResultRow = { lease_id: string; node_id: string; replica: number; object: string; sha256: string; value: string };
 
-/** The key a replica commits: the task's commit key, moved under the replica's own prefix. */
-export function replicaKey(task: { job_id: string; task_id: string; commit_key: string }, replica: number): string {
+/** The key a lease commits: its task's, or for replica `replica` > 0 the same under the replica's own prefix. */
+export function commitKey(task: { job_id: string; task_id: string; commit_key: string }, replica: number): string {
   const own = `jobs/${task.job_id}/${task.task_id}/`;
+  if (replica === 0) return task.commit_key;
   const rest = task.commit_key.startsWith(own) ? task.commit_key.slice(own.length) : "metrics.json";
   return replicaPrefix(task.job_id, task.task_id, replica) + rest;
 }
@@ -117,8 +118,7 @@ function judge(sql: SqlStorage, now: number, task: ReplicatedTask): void {
     .toArray();
   const results: ReplicaResult[] = rows.map((r) => ({ id: r.lease_id, node: r.node_id, value: JSON.parse(r.value) }));
   const { live } = replicaCounts(sql, task.seq);
-  // A task trusted to one replica accepts that one (adaptive replication).
-  const quorum = task.wanted === 1 ? 1 : task.quorum;
+  const quorum = effectiveQuorum(task);
   const v = verdict(results, live, quorum, task.replicas + EXTRA_REPLICAS, task.tolerance);
   const ids = { task_id: task.task_id };
   if (v.kind === "waiting") {
@@ -226,7 +226,7 @@ function bindTaskKey(sql: SqlStorage, now: number, task: ReplicatedTask, winner:
     "UPDATE artifacts SET key = ?, created_ms = ? WHERE key = ?",
     task.commit_key,
     now,
-    replicaKey(task, winner.replica),
+    commitKey(task, winner.replica),
   );
 }
 

@@ -203,6 +203,11 @@ export function verdict(
   return { kind: "waiting", more: Math.max(0, need - live) };
 }
 
+/** How many results must agree: the job's quorum, or 1 for a task trusted to one replica (adaptive replication). */
+export function effectiveQuorum(task: { quorum: number; wanted: number }): number {
+  return task.wanted === 1 ? 1 : task.quorum;
+}
+
 /**
  * Replicas to issue for a task with no replica out yet, given the claiming
  * node's run of valid results and a uniform random number in [0,1). A node
