@@ -28,7 +28,7 @@ import { JobSpecSchema } from "../src/protocol/jobs";
 import { NodeHeartbeatSchema } from "../src/protocol/nodes";
 import type { TaskSpec } from "../src/protocol/tasks";
 import { jobSpec } from "../test/fixtures/jobspec";
-import { alignToClockStep, registration, round } from "./in-workerd";
+import { alignToClockStep, registration, round, trialTask } from "./in-workerd";
 
 // Bench-only bindings (bench/vitest.bench.config.ts), not in the generated Env.
 const settings = env as unknown as { BENCH_QUICK?: string; BENCH_DEPTHS?: string };
@@ -72,28 +72,9 @@ function kindOf(payload: Record<string, unknown>): Kind {
 
 /** The issue's mix: 70% plain, 20% `gpus: 1`, 10% `local_inputs: ["ds-a"]`, interleaved. */
 function mixedTask(jobId: string, i: number, kind: Kind = KIND_OF_SLOT[i % 10]!): TaskSpec {
-  const taskId = `trial-${String(i).padStart(6, "0")}`;
-  const payload: Record<string, unknown> = {
-    module: "flashml_workloads.sklearn_trial",
-    params: { C: (i % 97) / 10, kernel: "rbf", seed: i },
-    inputs: {},
-    output_prefix: `jobs/${jobId}/${taskId}/`,
-    task_id: taskId,
-    image: "r:1",
-    isolation: { tier: "standard", allowFallback: false },
-  };
-  if (kind === "gpu") payload.gpus = 1;
-  if (kind === "local") payload.local_inputs = ["ds-a"];
-  return {
-    schema_version: "v1alpha1",
-    task_id: taskId,
-    job_id: jobId,
-    payload: payload as TaskSpec["payload"],
-    commit_key: `jobs/${jobId}/${taskId}/metrics.json`,
-    max_attempts: 3,
-    lease_seconds: 60,
-    max_worker_losses: 0,
-  };
+  const task = trialTask(jobId, i, kind === "gpu" ? 1 : 0);
+  if (kind === "local") task.payload.local_inputs = ["ds-a"];
+  return task;
 }
 
 function report(result: Record<string, unknown>) {
