@@ -123,8 +123,11 @@ it("a pool's hot paths and storage across a million finished tasks, then after r
         for (let i = 0; i < READS; i++) op();
         return round(((performance.now() - t0) * 1000) / READS);
       };
-      const dashboardUs = [perCall(() => instance.dashboard(pool, 25)), perCall(() => instance.dashboard(pool, 25))];
-      const metricsUs = [perCall(() => instance.metrics()), perCall(() => instance.metrics())];
+      const dashboardUs = [
+        perCall(() => instance.dashboard(pool, 25, null)),
+        perCall(() => instance.dashboard(pool, 25, null)),
+      ];
+      const metricsUs = [perCall(() => instance.metrics(null)), perCall(() => instance.metrics(null))];
       return {
         finished_tasks: history,
         storage_bytes: storageBytes,

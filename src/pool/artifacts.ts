@@ -5,9 +5,10 @@
 import { artifactListEntry } from "../protocol/checkpoints";
 import { jobKeyRange, jobOfKey, replicaPrefix, taskOfKey } from "../protocol/keys";
 import { isLiveLease, type LeaseAndTask } from "../rules/leases";
-import { bindable, referenced, unreferenced } from "./collection";
+import { bindable, kept, referenced, unreferenced } from "./collection";
 import { archiveState } from "./jobs";
 import { seen } from "./nodes";
+import { sealedFrom, type Viewer } from "./sealing";
 
 export type ArtifactRow = {
   key: string;
@@ -128,20 +129,39 @@ export function bind(sql: SqlStorage, now: number, key: string, stored: StoredOb
     .one();
   referenced(sql, stored.object);
   if (previous) unreferenced(sql, now, previous.object); // the bytes it replaced
-  return { ok: true, record, replaced: previous?.object ?? null };
+  // Bytes a verdict judged or a commit accepted stay, whatever key was rebound (SPEC §14).
+  const replaced = previous && !kept(sql, previous.object) ? previous.object : null;
+  return { ok: true, record, replaced };
 }
 
 export function findArtifact(sql: SqlStorage, key: string): ArtifactRow | undefined {
   return sql.exec<ArtifactRow>("SELECT * FROM artifacts WHERE key = ?", key).toArray()[0];
 }
 
-/** `[{uri, key, size_bytes}]` under `jobs/{jobId}/`, sorted by key (a range scan). */
-export function listJobArtifacts(sql: SqlStorage, jobId: string) {
-  return sql
+/** The artifact at `key` as `viewer` may read it: none while it is another replica's sealed output (SPEC §14). */
+export function readArtifact(sql: SqlStorage, key: string, viewer: Viewer): ArtifactRow | undefined {
+  return sealedFrom(sql, key, viewer) ? undefined : findArtifact(sql, key);
+}
+
+/**
+ * One page of `[{uri, key, size_bytes}]` under `jobs/{jobId}/`, sorted by
+ * key, after the key `after` (SPEC §12: paged, never assembled whole), with
+ * the keys `viewer` may not read left out; `next` is the key to continue
+ * after, null on the last page. A page may come out short of `limit` where
+ * it left keys out: the walk costs `limit` rows, whatever is sealed.
+ */
+export function listJobArtifacts(sql: SqlStorage, jobId: string, after: string | null, limit: number, viewer: Viewer) {
+  const [from, before] = jobKeyRange(jobId);
+  const rows = sql
     .exec<{ key: string; size_bytes: number }>(
-      "SELECT key, size_bytes FROM artifacts WHERE key >= ? AND key < ? ORDER BY key",
-      ...jobKeyRange(jobId),
+      "SELECT key, size_bytes FROM artifacts WHERE key >= ? AND key > ? AND key < ? ORDER BY key LIMIT ?",
+      from,
+      after ?? "",
+      before,
+      limit + 1,
     )
-    .toArray()
-    .map(artifactListEntry);
+    .toArray();
+  const page = rows.slice(0, limit);
+  const items = page.filter((row) => !sealedFrom(sql, row.key, viewer)).map(artifactListEntry);
+  return { items, next: rows.length > limit ? page[page.length - 1]!.key : null };
 }

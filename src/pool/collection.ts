@@ -33,11 +33,29 @@ export function referenced(sql: SqlStorage, object: string): void {
  * where that delete failed.
  */
 export function unreferenced(sql: SqlStorage, now: number, object: string): void {
+  if (kept(sql, object)) return;
   sql.exec(
     `INSERT INTO unreferenced (object, collect_after_ms) VALUES (?, ?)
      ON CONFLICT (object) DO UPDATE SET collect_after_ms = excluded.collect_after_ms`,
     object,
     now + RETRY_MS,
+  );
+}
+
+/**
+ * Whether `object` is one a verdict judged or a commit accepted (SPEC §14:
+ * the judged bytes are the served bytes): never collected, even once no
+ * key refers to it any more.
+ */
+export function kept(sql: SqlStorage, object: string): boolean {
+  return (
+    sql
+      .exec(
+        `SELECT 1 WHERE EXISTS (SELECT 1 FROM replica_results WHERE object = ?1)
+            OR EXISTS (SELECT 1 FROM tasks WHERE accepted_object = ?1)`,
+        object,
+      )
+      .toArray().length > 0
   );
 }
 

@@ -21,6 +21,7 @@ import { iso } from "./events";
 import { placementOn, type RegisteredNode } from "./explain";
 import { poolTaskCounts, taskCounts } from "./jobs";
 import { nodeView, ONLINE_WINDOW_MS } from "./nodes";
+import { asSeenByNodes, SEALED_EVENT, sealedPendingByJob, type Viewer } from "./sealing";
 
 /** Requirement classes with pending tasks checked against the online nodes, earliest first. */
 export const STUCK_CLASSES_CHECKED = 100;
@@ -153,10 +154,21 @@ export type DashboardSummary = {
 };
 
 /** The bounded summary of a pool at `now`; `limit` bounds every list. */
-export function dashboardSummary(sql: SqlStorage, now: number, pool: string, limit: number): DashboardSummary {
+export function dashboardSummary(
+  sql: SqlStorage,
+  now: number,
+  pool: string,
+  limit: number,
+  viewer: Viewer = null,
+): DashboardSummary {
+  // A node sees replicated tasks before their verdict as tasks run alone (SPEC §14).
+  const sealed = viewer === null ? new Map<string, number>() : sealedPendingByJob(sql);
   const stuck = stuckTasks(sql, now, limit);
-  const jobs = jobsPage(sql, limit, stuck.byJob);
-  const taskTotals = poolTaskCounts(sql);
+  const jobs = jobsPage(sql, limit, stuck.byJob, sealed);
+  const taskTotals = asSeenByNodes(
+    poolTaskCounts(sql),
+    [...sealed.values()].reduce((a, b) => a + b, 0),
+  );
   const nodeCounts = sql
     .exec<{ total: number; online: number; not_accepting: number; held_back: number }>(
       `SELECT COUNT(*) AS total, TOTAL(live_until_ms > ?) AS online, TOTAL(status <> 'online') AS not_accepting,
@@ -166,7 +178,11 @@ export function dashboardSummary(sql: SqlStorage, now: number, pool: string, lim
       now,
     )
     .one();
-  const leasesLive = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM leases WHERE status = 'live'").one().n;
+  const leasesLive = sql
+    .exec<{ n: number }>(
+      `SELECT COUNT(${viewer === null ? "*" : "DISTINCT task_seq"}) AS n FROM leases WHERE status = 'live'`,
+    )
+    .one().n;
   const lastSeq = sql.exec<{ n: number }>("SELECT COALESCE(MAX(seq), 0) AS n FROM events").one().n;
   const enrolment = enrolmentPages(sql, now, limit);
   return {
@@ -191,8 +207,8 @@ export function dashboardSummary(sql: SqlStorage, now: number, pool: string, lim
     nodes: nodesPage(sql, now, limit, nodeCounts.total),
     jobs: { items: jobs.items, more: jobs.total - jobs.items.length },
     storage: storageReport(sql.databaseSize),
-    leases: leasesPage(sql, now, limit, leasesLive),
-    events: { items: recentEvents(sql, limit), last_seq: lastSeq },
+    leases: leasesPage(sql, now, limit, leasesLive, viewer),
+    events: { items: recentEvents(sql, limit, viewer), last_seq: lastSeq },
     stuck: { items: stuck.items, more: stuck.entries - stuck.items.length, classes_unchecked: stuck.classesUnchecked },
     enrolment: enrolment.pages,
   };
@@ -270,7 +286,12 @@ type JobRow = {
   finished_ms: number | null;
 };
 
-function jobsPage(sql: SqlStorage, limit: number, stuckByJob: Map<string, StuckTasks>) {
+function jobsPage(
+  sql: SqlStorage,
+  limit: number,
+  stuckByJob: Map<string, StuckTasks>,
+  sealed: ReadonlyMap<string, number>,
+) {
   // Jobs per state from their counter: a job not yet terminal is RUNNING (a
   // job always has tasks), so history costs nothing here.
   const byState = Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as Record<JobState, number>;
@@ -289,7 +310,7 @@ function jobsPage(sql: SqlStorage, limit: number, stuckByJob: Map<string, StuckT
     )
     .toArray();
   const items = rows.map((row): DashboardJob => {
-    const counts = taskCounts(sql, row.job_id);
+    const counts = asSeenByNodes(taskCounts(sql, row.job_id), sealed.get(row.job_id) ?? 0);
     // One primary-key seek per job shown; a job with no queue row (finished
     // before the scheduling policy) was queued at the defaults.
     const queue = sql
@@ -321,7 +342,16 @@ function stateOf(terminal: string | null, counts: TaskCounts | undefined): JobSt
   return (terminal as JobState | null) ?? deriveJobState(counts ?? emptyTaskCounts());
 }
 
-function leasesPage(sql: SqlStorage, now: number, limit: number, total: number): Page<DashboardLease> {
+/**
+ * The live leases, soonest deadline first. A node is shown one lease per
+ * task, and no replica numbers: two leases on one task would tell it the
+ * task was spot-checked (SPEC §14).
+ */
+function leasesPage(sql: SqlStorage, now: number, limit: number, total: number, viewer: Viewer): Page<DashboardLease> {
+  const oneForEachTask =
+    viewer === null
+      ? ""
+      : "AND l.lease_id = (SELECT o.lease_id FROM leases o WHERE o.task_seq = l.task_seq AND o.status = 'live' ORDER BY o.issued_ms, o.lease_id LIMIT 1)";
   const items = sql
     .exec<{
       lease_id: string;
@@ -335,7 +365,7 @@ function leasesPage(sql: SqlStorage, now: number, limit: number, total: number):
     }>(
       `SELECT l.lease_id, l.node_id, l.attempt_number, l.deadline_ms, t.job_id, t.task_id, t.lease_seconds, l.replica
        FROM leases l JOIN tasks t ON t.seq = l.task_seq
-       WHERE l.status = 'live' ORDER BY l.deadline_ms LIMIT ?`,
+       WHERE l.status = 'live' ${oneForEachTask} ORDER BY l.deadline_ms LIMIT ?`,
       limit,
     )
     .toArray()
@@ -348,7 +378,7 @@ function leasesPage(sql: SqlStorage, now: number, limit: number, total: number):
       deadline: iso(r.deadline_ms),
       seconds_left: Math.max(0, Math.round((r.deadline_ms - now) / 100) / 10),
       lease_seconds: r.lease_seconds,
-      replica: r.replica,
+      replica: viewer === null ? r.replica : 0,
     }));
   return { items, more: total - items.length };
 }
@@ -448,10 +478,11 @@ function enrolmentPages(sql: SqlStorage, now: number, limit: number) {
   };
 }
 
-function recentEvents(sql: SqlStorage, limit: number): DashboardEvent[] {
+function recentEvents(sql: SqlStorage, limit: number, viewer: Viewer): DashboardEvent[] {
+  const sealed = viewer === null ? "" : `WHERE NOT ${SEALED_EVENT}`;
   return sql
     .exec<{ seq: number; job_id: string; type: string; ts_ms: number; message: string }>(
-      "SELECT seq, job_id, type, ts_ms, message FROM events ORDER BY seq DESC LIMIT ?",
+      `SELECT e.seq, e.job_id, e.type, e.ts_ms, e.message FROM events e ${sealed} ORDER BY e.seq DESC LIMIT ?`,
       limit,
     )
     .toArray()

@@ -5,6 +5,7 @@
 
 import type { EventType } from "../protocol/jobs";
 import type { JsonObject } from "../protocol/json";
+import { sealedTaskOf } from "./sealing";
 
 export const EVENT_SOURCE = "flashruntime.leases";
 
@@ -18,13 +19,16 @@ export function emit(
   message: string,
   data: EventData,
 ): void {
+  // Every task has a TASK_CREATED: that one tells nothing, and a submission writes thousands.
+  const sealed = type === "TASK_CREATED" ? null : sealedTaskOf(sql, jobId, data.task_id);
   sql.exec(
-    "INSERT INTO events (job_id, type, ts_ms, message, data) VALUES (?, ?, ?, ?, ?)",
+    "INSERT INTO events (job_id, type, ts_ms, message, data, sealed_task) VALUES (?, ?, ?, ?, ?, ?)",
     jobId,
     type,
     now,
     message,
     JSON.stringify(data),
+    sealed,
   );
   tally(sql, type);
 }

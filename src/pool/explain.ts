@@ -16,6 +16,7 @@ import {
 import { explain } from "../rules/placement";
 import { effectiveQuorum } from "../rules/verification";
 import { nodeView } from "./nodes";
+import type { Viewer } from "./sealing";
 
 /** A replica's lease status: live until it commits, fails, expires or is cancelled. */
 export type ReplicaState = "live" | "completed" | "failed" | "expired" | "cancelled";
@@ -81,7 +82,13 @@ export function placementOn(payload: unknown, node: RegisteredNode, view: unknow
  * payload; for a replicated task, a node that passes the gate but holds or
  * ran a replica of it is refused by the "replica" rule.
  */
-export function placementReport(sql: SqlStorage, now: number, jobId: string, taskId: string): PlacementResult {
+export function placementReport(
+  sql: SqlStorage,
+  now: number,
+  jobId: string,
+  taskId: string,
+  viewer: Viewer = null,
+): PlacementResult {
   const task = sql
     .exec<{ seq: number; state: string; payload: string; replicas: number; quorum: number; wanted: number }>(
       "SELECT seq, state, payload, replicas, quorum, wanted FROM tasks WHERE job_id = ? AND task_id = ?",
@@ -99,8 +106,12 @@ export function placementReport(sql: SqlStorage, now: number, jobId: string, tas
       "SELECT node_id, registration, status, last_heartbeat_ms, live_until_ms, held_until_ms FROM nodes ORDER BY node_id",
     )
     .toArray();
+  // A node sees a replicated task before its verdict as one run alone (SPEC
+  // §14): leased while any replica is out, no replicas, no replica rule.
+  const sealed = viewer !== null && task.replicas > 1 && (task.state === "PENDING" || task.state === "LEASED");
   const replicas = task.replicas > 1 ? replicaReport(sql, task) : null;
-  const ran = replicaNodes(replicas);
+  const state = sealed && replicas!.items.some((r) => r.state === "live") ? "LEASED" : task.state;
+  const ran = replicaNodes(sealed ? null : replicas);
   const nodes = registered.map((node): NodePlacement => {
     const placement = placementOn(payload, node, nodeView(node.registration), now);
     const own = ran.get(node.node_id);
@@ -117,19 +128,19 @@ export function placementReport(sql: SqlStorage, now: number, jobId: string, tas
   });
   const { unplaceable, summary } = summarizePlacement(nodes);
   const heldBack = registered.filter((node, i) => nodes[i]!.eligible && node.held_until_ms > now).length;
-  const queue = task.state === "PENDING" ? queuePosition(sql, jobId, task.seq, heldBack) : null;
+  const queue = state === "PENDING" ? queuePosition(sql, jobId, task.seq, heldBack) : null;
   return {
     ok: true,
     report: {
       job_id: jobId,
       task_id: taskId,
-      state: task.state,
+      state,
       nodes,
       unplaceable,
       summary,
       queue,
       waiting: queue && waitingSummary(queue, [...ran.keys()]),
-      replicas,
+      replicas: sealed ? null : replicas,
     },
   };
 }

@@ -11,6 +11,7 @@ import { isLiveLease, type LeaseAndTask } from "../rules/leases";
 import { DEFAULT_TENANT } from "../rules/scheduling";
 import { type Replication, SINGLE_REPLICA } from "../rules/verification";
 import { type EventRow, emit, eventRecord, iso } from "./events";
+import { asSeenByNodes, SEALED_EVENT, sealedPendingByJob, type Viewer } from "./sealing";
 import { addTasks } from "./tasks";
 
 /** The pool's tasks by state, from the counters kept by the schema's triggers (no scan). */
@@ -163,8 +164,9 @@ export function findJob(sql: SqlStorage, jobId: string): JobRow | undefined {
 }
 
 /** The JobRecord of SPEC §3.3, with its state derived from the task counts. */
-export function jobRecord(sql: SqlStorage, row: JobRow, pool: string) {
-  const counts = taskCounts(sql, row.job_id);
+/** A job as GET /jobs/{id} answers it; `sealed` pending tasks with a replica out count as leased (SPEC §14). */
+export function jobRecord(sql: SqlStorage, row: JobRow, pool: string, sealed = 0) {
+  const counts = asSeenByNodes(taskCounts(sql, row.job_id), sealed);
   return {
     schema_version: "v1alpha1" as const,
     job_id: row.job_id,
@@ -188,9 +190,17 @@ export function jobRecord(sql: SqlStorage, row: JobRow, pool: string) {
  * page. Rows are read one at a time through the seq index and stop being
  * read once the page is full: a page costs its own rows, never the pool's.
  */
-export function listJobs(sql: SqlStorage, pool: string, after: number, limit: number, maxBytes: number) {
+export function listJobs(
+  sql: SqlStorage,
+  pool: string,
+  after: number,
+  limit: number,
+  maxBytes: number,
+  viewer: Viewer,
+) {
+  const sealed = viewer === null ? new Map<string, number>() : sealedPendingByJob(sql);
   const rows = sql.exec<JobRow>("SELECT * FROM jobs WHERE seq > ? ORDER BY seq LIMIT ?", after, limit);
-  const { items, last } = fillPage(rows, maxBytes, (row) => jobRecord(sql, row, pool));
+  const { items, last } = fillPage(rows, maxBytes, (row) => jobRecord(sql, row, pool, sealed.get(row.job_id)));
   const more =
     last !== undefined && sql.exec("SELECT 1 FROM jobs WHERE seq > ? LIMIT 1", last.seq).toArray().length > 0;
   return { items, next: more ? last.seq : null };
@@ -208,23 +218,41 @@ export type TaskLeaseRow = {
   deadline_ms: number | null;
   status: string | null;
   replica: number | null;
+  replicas: number;
+  live_replicas: number;
 };
 
 /** The query behind GET .../tasks: `SELECT {TASKS_WITH_LEASE} WHERE t.job_id = ?`, extra columns allowed. */
 export const TASKS_WITH_LEASE = `t.task_id, t.state, t.attempts_used, t.max_attempts, t.lease_id AS current_lease_id,
-       l.lease_id, l.node_id, l.deadline_ms, l.status, l.replica
+       l.lease_id, l.node_id, l.deadline_ms, l.status, l.replica, t.replicas,
+       CASE WHEN t.replicas > 1 THEN (SELECT COUNT(*) FROM leases r WHERE r.task_seq = t.seq AND r.status = 'live')
+            ELSE 0 END AS live_replicas
   FROM tasks t LEFT JOIN leases l ON l.lease_id = t.lease_id`;
 
 /** One row per task, sorted by task_id (SPEC §6); `deadline` only for a live lease. */
-export function jobTasks(sql: SqlStorage, now: number, jobId: string) {
+export function jobTasks(sql: SqlStorage, now: number, jobId: string, viewer: Viewer) {
   return sql
     .exec<TaskLeaseRow>(`SELECT ${TASKS_WITH_LEASE} WHERE t.job_id = ? ORDER BY t.task_id`, jobId)
     .toArray()
-    .map((r) => taskAnswer(r, now));
+    .map((r) => taskAnswer(r, now, viewer));
 }
 
-/** A task as GET .../tasks answers it. */
-export function taskAnswer(r: TaskLeaseRow, now: number) {
+/**
+ * A task as GET .../tasks answers it. A node sees a replicated task before
+ * its verdict as it would see one run alone (SPEC §14): LEASED while any
+ * replica is out, and no node or deadline that would tell replicas apart.
+ */
+export function taskAnswer(r: TaskLeaseRow, now: number, viewer: Viewer = null) {
+  if (viewer !== null && r.replicas > 1 && (r.state === "PENDING" || r.state === "LEASED")) {
+    return {
+      task_id: r.task_id,
+      state: r.live_replicas > 0 ? "LEASED" : "PENDING",
+      attempts: r.attempts_used,
+      max_attempts: r.max_attempts,
+      node_id: null,
+      deadline: null,
+    };
+  }
   return {
     task_id: r.task_id,
     state: r.state,
@@ -235,10 +263,20 @@ export function taskAnswer(r: TaskLeaseRow, now: number) {
   };
 }
 
-/** A job's ledger in order, after the `after` cursor (an event's `seq`). */
-export function jobEvents(sql: SqlStorage, jobId: string, after: number, limit: number) {
+/**
+ * A job's ledger in order, after the `after` cursor (an event's `seq`). A
+ * node is not shown the events of a replicated task before its verdict
+ * (SPEC §14); they are in the ledger, in order, once the task ends.
+ */
+export function jobEvents(sql: SqlStorage, jobId: string, after: number, limit: number, viewer: Viewer) {
+  const sealed = viewer === null ? "" : `AND NOT ${SEALED_EVENT}`;
   return sql
-    .exec<EventRow>("SELECT * FROM events WHERE job_id = ? AND seq > ? ORDER BY seq LIMIT ?", jobId, after, limit)
+    .exec<EventRow>(
+      `SELECT e.* FROM events e WHERE e.job_id = ? AND e.seq > ? ${sealed} ORDER BY e.seq LIMIT ?`,
+      jobId,
+      after,
+      limit,
+    )
     .toArray()
     .map(eventRecord);
 }

@@ -17,7 +17,15 @@ import { jobOpen, settleJob } from "./jobs";
 import { findNode, nodeView, seen } from "./nodes";
 import { attemptFailed, attemptSucceeded, pickTask, useTurn } from "./scheduling";
 import type { TaskRow } from "./tasks";
-import { abandonReplicas, commitKey, invalidResult, nextReplica, recordReplica } from "./verification";
+import {
+  abandonReplicas,
+  commitKey,
+  endedReplicas,
+  invalidResult,
+  nextReplica,
+  recordReplica,
+  replicaAbandoned,
+} from "./verification";
 
 export type LeaseRow = {
   lease_id: string;
@@ -96,12 +104,14 @@ export function claim(
       best,
     )
     .one();
-  // A replica (SPEC §14) leaves its task PENDING while it wants more.
+  // A replica (SPEC §14) leaves its task PENDING while it wants more, and
+  // uses no attempt: its attempt number counts the failed ones before it.
   let replica = 0;
   if (task.replicas > 1) {
-    const next = nextReplica(sql, task, node.consecutive_valid, random());
+    const next = nextReplica(sql, task, node, random());
     replica = next.replica;
-    if (next.state === "PENDING") sql.exec("UPDATE tasks SET state = 'PENDING' WHERE seq = ?", task.seq);
+    task.attempts_used = next.attempt;
+    sql.exec("UPDATE tasks SET state = ?, attempts_used = ? WHERE seq = ?", next.state, next.attempt, task.seq);
   }
   useTurn(sql, now, task.job_id, weights);
   const deadline = now + Math.round(task.lease_seconds * 1000);
@@ -128,6 +138,7 @@ export function claim(
       node_id: nodeId,
       lease_id: task.lease_id,
       attempt: task.attempts_used,
+      // Sealed from nodes with the rest of a replicated task's events until it ends (SPEC §14).
       ...(replica > 0 ? { replica } : {}),
     },
   );
@@ -216,7 +227,10 @@ export function commit(
   const live = isLiveLease(row, now);
   const key = commitKey(row, row.replica);
   const bound = sql
-    .exec<{ object: string; sha256: string }>("SELECT object, sha256 FROM artifacts WHERE key = ?", key)
+    .exec<{ object: string; sha256: string; size_bytes: number; etag: string }>(
+      "SELECT object, sha256, size_bytes, etag FROM artifacts WHERE key = ?",
+      key,
+    )
     .toArray()[0];
   const valid =
     output !== null &&
@@ -232,12 +246,12 @@ export function commit(
     const claimed = (evidence as { wall_seconds: number }).wall_seconds;
     const message = `evidence claims ${claimed} s of work, but ${(now - row.issued_ms) / 1000} s passed since the claim`;
     endAttempt(sql, now, row, "failed", "TASK_ATTEMPT_FAILED", message);
-    invalidResult(sql, row.node_id);
+    invalidResult(sql, now, row.node_id, `its evidence lied: ${message}`);
     return { status: "invalid", detail: `${message}: an invalid result; attempt requeued` };
   }
   if (live && valid && row.replica > 0) {
     sql.exec("UPDATE leases SET status = 'completed' WHERE lease_id = ?", leaseId);
-    recordReplica(sql, now, { ...row, seq: row.task_seq }, row, outputSha256, bound!.object, output!.metrics!);
+    recordReplica(sql, now, { ...row, seq: row.task_seq }, row, bound!, output!.metrics!);
     return { status: "accepted" };
   }
   if (live && valid) {
@@ -281,6 +295,13 @@ export function endAttempt(
   sql.exec("UPDATE leases SET status = ? WHERE lease_id = ?", leaseStatus, row.lease_id);
   emit(sql, now, row.job_id, type, message, ids);
   attemptFailed(sql, now, row.node_id, row.task_seq);
+  if (row.replica > 0) {
+    // Abandoning a replica is not free (SPEC §14); and the task's attempts
+    // are its failed replicas, whatever other replicas are still out.
+    replicaAbandoned(sql, row.node_id);
+    row = { ...row, attempts_used: endedReplicas(sql, row.task_seq) };
+    sql.exec("UPDATE tasks SET attempts_used = ? WHERE seq = ?", row.attempts_used, row.task_seq);
+  }
   const lost = leaseStatus === "expired" && row.max_worker_losses > 0;
   const losses = row.worker_losses + (lost ? 1 : 0);
   if (lost) {
@@ -314,7 +335,7 @@ export function findLease(sql: SqlStorage, leaseId: string): Joined | undefined 
     .exec<Joined>(
       `SELECT l.*, t.job_id, t.task_id, t.class_id, t.payload, t.commit_key, t.max_attempts, t.lease_seconds,
               t.output_json, t.state, t.attempts_used, t.accepted_object, t.worker_losses, t.max_worker_losses,
-              t.replicas, t.quorum, t.tolerance, t.wanted, t.lease_id AS current_lease_id
+              t.replicas, t.quorum, t.tolerance, t.tolerance_abs, t.wanted, t.lease_id AS current_lease_id
        FROM leases l JOIN tasks t ON t.seq = l.task_seq
        WHERE l.lease_id = ? AND NOT EXISTS (SELECT 1 FROM archived_jobs a WHERE a.job_id = t.job_id)`,
       leaseId,

@@ -4,9 +4,14 @@
 
 import type { MetricsSample } from "../rules/metrics";
 import { poolTaskCounts } from "./jobs";
+import { asSeenByNodes, sealedPendingByJob, type Viewer } from "./sealing";
 
-export function metricsSample(sql: SqlStorage, now: number): MetricsSample {
+const sum = (values: Iterable<number>) => [...values].reduce((a, b) => a + b, 0);
+
+/** `viewer` as for every read: a node sees pending tasks with a replica out as leased (SPEC §14). */
+export function metricsSample(sql: SqlStorage, now: number, viewer: Viewer = null): MetricsSample {
   const tasks = poolTaskCounts(sql);
+  if (viewer !== null) Object.assign(tasks, asSeenByNodes(tasks, sum(sealedPendingByJob(sql).values())));
   const events: Record<string, number> = {};
   for (const r of sql.exec<{ type: string; n: number }>("SELECT type, n FROM event_counts")) events[r.type] = r.n;
   const count = (query: string, ...args: number[]) => sql.exec<{ n: number }>(query, ...args).one().n;
@@ -14,7 +19,10 @@ export function metricsSample(sql: SqlStorage, now: number): MetricsSample {
     tasks,
     events,
     storageBytes: sql.databaseSize,
-    leasesLive: count("SELECT COUNT(*) AS n FROM leases WHERE status = 'live'"),
+    // A node counts leased tasks: two replicas out on one task would tell it was spot-checked.
+    leasesLive: count(
+      `SELECT COUNT(${viewer === null ? "*" : "DISTINCT task_seq"}) AS n FROM leases WHERE status = 'live'`,
+    ),
     nodesRegistered: count("SELECT COUNT(*) AS n FROM nodes"),
     nodesOnline: count("SELECT COUNT(*) AS n FROM nodes WHERE live_until_ms > ?", now),
     nodesHeldBack: count("SELECT COUNT(*) AS n FROM nodes WHERE held_until_ms > ?", now),

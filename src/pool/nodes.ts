@@ -25,7 +25,9 @@ type NodeRow = {
   held_until_ms: number; // held back from claiming while now < this (SPEC §13)
   valid_results: number; // replicas in a quorum's agreement (SPEC §14)
   invalid_results: number; // replicas outvoted, and evidence that lied
-  consecutive_valid: number; // valid results since its last invalid one
+  consecutive_valid: number; // verified results since its last invalid one or abandoned replica
+  verdicts: string; // its latest verdicts, oldest first: "v" valid, "i" lost (SPEC §14)
+  distrusted: string | null; // why it may no longer run a task alone, until an operator releases it
 };
 
 /** Replaces the registration; the accepted-task count survives re-registering. */
@@ -115,6 +117,7 @@ export function listNodes(sql: SqlStorage, now: number, after: string | null, li
       held_until: row.held_until_ms > now ? iso(row.held_until_ms) : null,
       valid_results: row.valid_results,
       invalid_results: row.invalid_results,
+      distrusted: row.distrusted,
     };
   });
   const more =

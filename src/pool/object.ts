@@ -15,8 +15,17 @@ import { base64url, DEVICE_CODE_TTL_MS, enrolledToken, sha256Hex, userCodeFrom }
 import { mayDrive } from "../rules/leases";
 import { jobRetentionMs } from "../rules/retention";
 import { tenantWeights } from "../rules/scheduling";
+import { parseMetrics } from "../rules/strict-json";
 import { ARCHIVE_BATCH_TASKS, archiveObjects, finishArchive, nextArchive, startArchive } from "./archive";
-import { bind, checkWrite, findArtifact, listJobArtifacts, type StoredObject, type Writer } from "./artifacts";
+import {
+  bind,
+  checkWrite,
+  findArtifact,
+  listJobArtifacts,
+  readArtifact,
+  type StoredObject,
+  type Writer,
+} from "./artifacts";
 import { commitManifest, latest, lostWork, markRestoreVerified, quarantine, registerPart } from "./checkpoints";
 import { collected, nextCollection, takeForCollection, unreferenced, uploadStarted } from "./collection";
 import { dashboardSummary } from "./dashboard";
@@ -61,6 +70,7 @@ import { metricsSample } from "./metrics";
 import { heartbeatNode, listNodes, registerNode } from "./nodes";
 import { releaseNode } from "./scheduling";
 import { migrate } from "./schema";
+import { sealedPendingByJob, type Viewer } from "./sealing";
 import { commitKey } from "./verification";
 
 /** How long archiving waits after R2 refused an archive write. */
@@ -321,7 +331,9 @@ export class PoolObject extends DurableObject<Env> {
     let output: ValidOutput | null = null;
     if (bound && bound.sha256 === outputSha256) {
       const json = lease.output_json || lease.replica > 0 ? await this.jsonObject(bound.object, bound.size_bytes) : "";
-      if (json !== null) output = { object: bound.object, metrics: lease.replica > 0 ? json : null };
+      // A replica's metrics are compared: one a reader could read two ways is invalid output (SPEC §14).
+      const comparable = json !== null && (lease.replica === 0 || parseMetrics(json).ok);
+      if (comparable) output = { object: bound.object, metrics: lease.replica > 0 ? json : null };
     }
     return this.change((now) => commit(this.sql, now, leaseId, outputSha256, output, evidence, caller));
   }
@@ -357,25 +369,29 @@ export class PoolObject extends DurableObject<Env> {
     });
   }
 
+  // Reads take the `viewer` they are served to: a node's id sees what SPEC
+  // §14 seals from nodes sealed, null (an operator) everything.
+
   /** One page of GET /jobs, after the job with submission number `after` (0: the first page). */
-  listJobs(pool: string, after: number, limit: number) {
-    return listJobs(this.sql, pool, after, limit, LIST_PAGE_MAX_BYTES);
+  listJobs(pool: string, after: number, limit: number, viewer: Viewer) {
+    return listJobs(this.sql, pool, after, limit, LIST_PAGE_MAX_BYTES, viewer);
   }
 
   // Reads of a job answer "archived" once it lives in R2 only (SPEC §12):
   // the Worker then reads its archive. null is a job the pool never had.
 
-  getJob(jobId: string, pool: string) {
+  getJob(jobId: string, pool: string, viewer: Viewer) {
     const row = findJob(this.sql, jobId);
-    return row ? jobRecord(this.sql, row, pool) : this.archivedOrNull(jobId);
+    const sealed = viewer === null ? 0 : (sealedPendingByJob(this.sql).get(jobId) ?? 0);
+    return row ? jobRecord(this.sql, row, pool, sealed) : this.archivedOrNull(jobId);
   }
 
-  jobEvents(jobId: string, after: number, limit: number) {
-    return findJob(this.sql, jobId) ? jobEvents(this.sql, jobId, after, limit) : this.archivedOrNull(jobId);
+  jobEvents(jobId: string, after: number, limit: number, viewer: Viewer) {
+    return findJob(this.sql, jobId) ? jobEvents(this.sql, jobId, after, limit, viewer) : this.archivedOrNull(jobId);
   }
 
-  jobTasks(jobId: string) {
-    return findJob(this.sql, jobId) ? jobTasks(this.sql, Date.now(), jobId) : this.archivedOrNull(jobId);
+  jobTasks(jobId: string, viewer: Viewer) {
+    return findJob(this.sql, jobId) ? jobTasks(this.sql, Date.now(), jobId, viewer) : this.archivedOrNull(jobId);
   }
 
   cancelJob(jobId: string, pool: string) {
@@ -421,12 +437,13 @@ export class PoolObject extends DurableObject<Env> {
     return result;
   }
 
-  resolveArtifact(key: string) {
-    return findArtifact(this.sql, key) ?? this.archivedOrNull(jobOfKey(key));
+  resolveArtifact(key: string, viewer: Viewer) {
+    return readArtifact(this.sql, key, viewer) ?? this.archivedOrNull(jobOfKey(key));
   }
 
-  listJobArtifacts(jobId: string) {
-    return this.archivedOrNull(jobId) ?? listJobArtifacts(this.sql, jobId);
+  /** One page of a job's artifacts after the key `after` (null: the first page). */
+  listJobArtifacts(jobId: string, after: string | null, limit: number, viewer: Viewer) {
+    return this.archivedOrNull(jobId) ?? listJobArtifacts(this.sql, jobId, after, limit, viewer);
   }
 
   // -- checkpoints -----------------------------------------------------------
@@ -460,18 +477,18 @@ export class PoolObject extends DurableObject<Env> {
   // -- observability ---------------------------------------------------------
 
   /** Every registered node's gate answer for one task (SPEC §11): eligible, or the refusing gate. */
-  explainPlacement(jobId: string, taskId: string) {
-    return placementReport(this.sql, Date.now(), jobId, taskId);
+  explainPlacement(jobId: string, taskId: string, viewer: Viewer) {
+    return placementReport(this.sql, Date.now(), jobId, taskId, viewer);
   }
 
   /** The dashboard's bounded summary of this pool: counts, and at most `limit` of each list. */
-  dashboard(pool: string, limit: number) {
-    return dashboardSummary(this.sql, Date.now(), pool, limit);
+  dashboard(pool: string, limit: number, viewer: Viewer) {
+    return dashboardSummary(this.sql, Date.now(), pool, limit, viewer);
   }
 
   /** Counts for GET /metrics. */
-  metrics() {
-    return metricsSample(this.sql, Date.now());
+  metrics(viewer: Viewer) {
+    return metricsSample(this.sql, Date.now(), viewer);
   }
 
   // -- expiry --------------------------------------------------------------

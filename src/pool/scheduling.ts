@@ -245,11 +245,18 @@ export function attemptSucceeded(sql: SqlStorage, nodeId: string): void {
   );
 }
 
-/** An operator releases a held-back node early; false for an unknown node. */
+/**
+ * An operator releases a held-back node early, and lifts its distrust
+ * (SPEC §14): its latest verdicts start afresh. False for an unknown node.
+ */
 export function releaseNode(sql: SqlStorage, nodeId: string): boolean {
   return (
     sql
-      .exec("UPDATE nodes SET consecutive_failures = 0, held_until_ms = 0 WHERE node_id = ? RETURNING 1", nodeId)
+      .exec(
+        `UPDATE nodes SET consecutive_failures = 0, held_until_ms = 0, distrusted = NULL, verdicts = ''
+         WHERE node_id = ? RETURNING 1`,
+        nodeId,
+      )
       .toArray().length > 0
   );
 }

@@ -423,6 +423,23 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE nodes ADD COLUMN invalid_results INTEGER NOT NULL DEFAULT 0;
   ALTER TABLE nodes ADD COLUMN consecutive_valid INTEGER NOT NULL DEFAULT 0;
   `,
+  // 14: verification against adversaries (SPEC §14). A task's absolute
+  // tolerance; a committed
+  // replica keeps its object's size and etag, so the verdict binds the
+  // judged object whatever its replica key points at later, and judged or
+  // accepted objects are found when collection asks. A node keeps its
+  // latest verdicts and, past the lie threshold, why it is distrusted. An
+  // event about a replicated task is sealed from nodes until the task ends.
+  `
+  ALTER TABLE tasks ADD COLUMN tolerance_abs REAL NOT NULL DEFAULT 1e-12;
+  ALTER TABLE replica_results ADD COLUMN size_bytes INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE replica_results ADD COLUMN etag TEXT NOT NULL DEFAULT '';
+  CREATE INDEX replica_results_object ON replica_results (object);
+  CREATE INDEX tasks_accepted_object ON tasks (accepted_object) WHERE accepted_object IS NOT NULL;
+  ALTER TABLE nodes ADD COLUMN verdicts TEXT NOT NULL DEFAULT '';
+  ALTER TABLE nodes ADD COLUMN distrusted TEXT;
+  ALTER TABLE events ADD COLUMN sealed_task INTEGER;
+  `,
 ];
 
 /** Applies every migration newer than the recorded version, in order. */

@@ -3,7 +3,7 @@
 
 import type { TaskSpec } from "../protocol/tasks";
 import { requirementClass, requirementOf } from "../rules/placement";
-import { EXTRA_REPLICAS, type Replication, SINGLE_REPLICA } from "../rules/verification";
+import { type Replication, SINGLE_REPLICA } from "../rules/verification";
 import { emit } from "./events";
 
 export type TaskRow = {
@@ -26,6 +26,7 @@ export type TaskRow = {
   replicas: number;
   quorum: number;
   tolerance: number;
+  tolerance_abs: number;
   wanted: number;
 };
 
@@ -41,10 +42,8 @@ export function addTasks(
   tasks: readonly TaskSpec[],
   options: { outputJson: boolean; replication?: Replication },
 ): AddTasksResult {
-  const { replicas, quorum, tolerance } = options.replication ?? SINGLE_REPLICA;
-  // Every replica is a lease: a replicated task may issue up to replicas +
-  // EXTRA_REPLICAS of them and still have max_attempts - 1 failures to spare.
-  const extraLeases = replicas > 1 ? replicas + EXTRA_REPLICAS - 1 : 0;
+  // Replicas use no attempts (SPEC §14): max_attempts is kept as submitted.
+  const { replicas, quorum, tolerance, toleranceAbs } = options.replication ?? SINGLE_REPLICA;
   const seen = new Set<string>();
   const duplicates: string[] = [];
   for (const t of tasks) {
@@ -64,20 +63,21 @@ export function addTasks(
     }
     sql.exec(
       `INSERT INTO tasks (job_id, task_id, class_id, payload, commit_key, max_attempts, lease_seconds, output_json,
-                          max_worker_losses, replicas, quorum, tolerance, wanted)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+                          max_worker_losses, replicas, quorum, tolerance, tolerance_abs, wanted)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       t.job_id,
       t.task_id,
       classId,
       JSON.stringify(t.payload),
       t.commit_key,
-      t.max_attempts + extraLeases,
+      t.max_attempts,
       t.lease_seconds,
       options.outputJson ? 1 : 0,
       t.max_worker_losses,
       replicas,
       quorum,
       tolerance,
+      toleranceAbs,
       replicas,
     );
     emit(sql, now, t.job_id, "TASK_CREATED", `task ${t.task_id} created`, { task_id: t.task_id });

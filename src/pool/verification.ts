@@ -6,7 +6,17 @@
 // transaction.
 
 import { replicaPrefix } from "../protocol/keys";
-import { EXTRA_REPLICAS, effectiveQuorum, type ReplicaResult, replicasFor, verdict } from "../rules/verification";
+import { HOLD_AFTER_FAILURES, holdBackMs } from "../rules/scheduling";
+import { parseMetrics } from "../rules/strict-json";
+import {
+  EXTRA_REPLICAS,
+  effectiveQuorum,
+  type ReplicaResult,
+  recordVerdict,
+  replicasFor,
+  trusted,
+  verdict,
+} from "../rules/verification";
 import { findArtifact } from "./artifacts";
 import { unreferenced } from "./collection";
 import { emit } from "./events";
@@ -22,10 +32,17 @@ export type ReplicatedTask = {
   replicas: number;
   quorum: number;
   tolerance: number;
+  tolerance_abs: number;
   wanted: number;
 };
 
-type ResultRow = { lease_id: string; node_id: string; replica: number; object: string; sha256: string; value: string };
+/** What a claim knows of the claiming node's record (SPEC §14). */
+export type NodeRecord = { consecutive_valid: number; distrusted: string | null };
+
+/** The stored object a replica committed: the bytes its verdict judges and the task key then serves. */
+export type JudgedObject = { object: string; sha256: string; size_bytes: number; etag: string };
+
+type ResultRow = JudgedObject & { lease_id: string; node_id: string; replica: number; value: string };
 
 /** The key a lease commits: its task's, or for replica `replica` > 0 the same under the replica's own prefix. */
 export function commitKey(task: { job_id: string; task_id: string; commit_key: string }, replica: number): string {
@@ -37,8 +54,8 @@ export function commitKey(task: { job_id: string; task_id: string; commit_key: s
 
 function replicaCounts(sql: SqlStorage, taskSeq: number) {
   return sql
-    .exec<{ issued: number; live: number; results: number }>(
-      `SELECT COUNT(*) AS issued, TOTAL(status = 'live') AS live,
+    .exec<{ issued: number; live: number; results: number; ended: number }>(
+      `SELECT COUNT(*) AS issued, TOTAL(status = 'live') AS live, TOTAL(status IN ('failed', 'expired')) AS ended,
               (SELECT COUNT(*) FROM replica_results WHERE task_seq = ?1) AS results
        FROM leases WHERE task_seq = ?1 AND replica > 0`,
       taskSeq,
@@ -47,24 +64,31 @@ function replicaCounts(sql: SqlStorage, taskSeq: number) {
 }
 
 /**
- * One more replica of `task` for a node with `consecutiveValid` valid
- * results in a row: its number, and the task's state once it is out. The
- * first replica out decides how many the task wants (adaptive replication:
- * one for a trusted node, unless `random` picks a spot check).
+ * One more replica of `task` for `node`: its number, its attempt number
+ * (failed attempts + 1: replicas use none, SPEC §14), and the task's state
+ * once it is out. The first replica ever issued decides how many the task
+ * wants (adaptive replication: one for a trusted node, unless `random`
+ * picks a spot check), once: a replica that fails, expires or is cancelled
+ * never buys a fresh draw. A task decided to run alone that an untrusted
+ * node now claims is replicated in full instead (never the other way).
  */
 export function nextReplica(
   sql: SqlStorage,
   task: ReplicatedTask,
-  consecutiveValid: number,
+  node: NodeRecord,
   random: number,
-): { replica: number; state: "PENDING" | "LEASED" } {
-  const { issued, live, results } = replicaCounts(sql, task.seq);
+): { replica: number; attempt: number; state: "PENDING" | "LEASED" } {
+  const { issued, live, results, ended } = replicaCounts(sql, task.seq);
   let wanted = task.wanted;
-  if (live === 0 && results === 0) {
-    wanted = replicasFor(task, consecutiveValid, random);
-    sql.exec("UPDATE tasks SET wanted = ? WHERE seq = ?", wanted, task.seq);
-  }
-  return { replica: issued + 1, state: live + 1 + results >= wanted ? "LEASED" : "PENDING" };
+  if (issued === 0) wanted = replicasFor(task, trusted(node), random);
+  else if (wanted === 1 && !trusted(node)) wanted = task.replicas;
+  if (wanted !== task.wanted) sql.exec("UPDATE tasks SET wanted = ? WHERE seq = ?", wanted, task.seq);
+  return { replica: issued + 1, attempt: ended + 1, state: live + 1 + results >= wanted ? "LEASED" : "PENDING" };
+}
+
+/** Replica attempts of a task that failed or expired: what its attempt count is made of (SPEC §14). */
+export function endedReplicas(sql: SqlStorage, taskSeq: number): number {
+  return replicaCounts(sql, taskSeq).ended;
 }
 
 /**
@@ -77,13 +101,13 @@ export function recordReplica(
   now: number,
   task: ReplicatedTask,
   lease: { lease_id: string; node_id: string; replica: number },
-  sha256: string,
-  object: string,
+  judged: JudgedObject,
   metrics: string,
 ): void {
+  const { object, sha256 } = judged;
   sql.exec(
-    `INSERT INTO replica_results (lease_id, task_seq, node_id, replica, object, sha256, value)
-     VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO replica_results (lease_id, task_seq, node_id, replica, object, sha256, value, size_bytes, etag)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     lease.lease_id,
     task.seq,
     lease.node_id,
@@ -91,6 +115,8 @@ export function recordReplica(
     object,
     sha256,
     metrics,
+    judged.size_bytes,
+    judged.etag,
   );
   emit(
     sql,
@@ -112,14 +138,20 @@ export function recordReplica(
 function judge(sql: SqlStorage, now: number, task: ReplicatedTask): void {
   const rows = sql
     .exec<ResultRow>(
-      "SELECT lease_id, node_id, replica, object, sha256, value FROM replica_results WHERE task_seq = ? ORDER BY rowid",
+      `SELECT lease_id, node_id, replica, object, sha256, size_bytes, etag, value
+       FROM replica_results WHERE task_seq = ? ORDER BY rowid`,
       task.seq,
     )
     .toArray();
-  const results: ReplicaResult[] = rows.map((r) => ({ id: r.lease_id, node: r.node_id, value: JSON.parse(r.value) }));
+  // Stored only once parseMetrics accepted it at commit; read the same way here.
+  const results: ReplicaResult[] = rows.map((r) => {
+    const parsed = parseMetrics(r.value);
+    return { id: r.lease_id, node: r.node_id, value: parsed.ok ? parsed.value : undefined };
+  });
   const { live } = replicaCounts(sql, task.seq);
   const quorum = effectiveQuorum(task);
-  const v = verdict(results, live, quorum, task.replicas + EXTRA_REPLICAS, task.tolerance);
+  const tolerance = { relative: task.tolerance, absolute: task.tolerance_abs };
+  const v = verdict(results, live, quorum, task.replicas + EXTRA_REPLICAS, tolerance);
   const ids = { task_id: task.task_id };
   if (v.kind === "waiting") {
     const wanted = rows.length + live + v.more;
@@ -164,19 +196,17 @@ function judge(sql: SqlStorage, now: number, task: ReplicatedTask): void {
   const winner = rows.find((r) => r.lease_id === v.winners[0])!;
   bindTaskKey(sql, now, task, winner);
   sql.exec("UPDATE tasks SET state = 'COMPLETED', accepted_object = ? WHERE seq = ?", winner.object, task.seq);
+  // A result accepted alone was compared with nothing: it earns no trust (SPEC §14).
+  const compared = quorum > 1;
   for (const r of rows) {
     const valid = winners.has(r.lease_id);
     sql.exec("UPDATE replica_results SET verdict = ? WHERE lease_id = ?", valid ? "valid" : "invalid", r.lease_id);
     if (valid) {
-      sql.exec(
-        `UPDATE nodes SET valid_results = valid_results + 1, consecutive_valid = consecutive_valid + 1,
-                          accepted_tasks = accepted_tasks + 1
-         WHERE node_id = ?`,
-        r.node_id,
-      );
+      sql.exec("UPDATE nodes SET accepted_tasks = accepted_tasks + 1 WHERE node_id = ?", r.node_id);
+      if (compared) validResult(sql, r.node_id);
       attemptSucceeded(sql, r.node_id);
     } else {
-      invalidResult(sql, r.node_id);
+      invalidResult(sql, now, r.node_id, null);
       attemptFailed(sql, now, r.node_id, task.seq);
       emit(
         sql,
@@ -212,21 +242,32 @@ function judge(sql: SqlStorage, now: number, task: ReplicatedTask): void {
 }
 
 /**
- * The task's own key now names the agreed object, so readers find one
- * answer where they always looked. An object has one key: the winning
- * replica's metrics key moves there (the ledger keeps every replica's hash).
+ * The task's own key now names the object the verdict judged, so readers
+ * find one answer where they always looked: that object, by the hash the
+ * replica committed, never whatever its replica key points at by now. An
+ * object has one key, so wherever it is still bound moves there (the
+ * ledger keeps every replica's hash).
  */
 function bindTaskKey(sql: SqlStorage, now: number, task: ReplicatedTask, winner: ResultRow): void {
   const previous = findArtifact(sql, task.commit_key);
-  if (previous) {
-    sql.exec("DELETE FROM artifacts WHERE key = ?", task.commit_key);
-    unreferenced(sql, now, previous.object);
-  }
+  const current = sql
+    .exec<{ size_bytes: number; etag: string }>(
+      "SELECT size_bytes, etag FROM artifacts WHERE object = ?",
+      winner.object,
+    )
+    .toArray()[0];
+  // Results judged before these columns existed still have their key row.
+  const { size_bytes, etag } = winner.etag === "" && current ? current : winner;
+  sql.exec("DELETE FROM artifacts WHERE key = ? OR object = ?", task.commit_key, winner.object);
+  if (previous && previous.object !== winner.object) unreferenced(sql, now, previous.object);
   sql.exec(
-    "UPDATE artifacts SET key = ?, created_ms = ? WHERE key = ?",
+    "INSERT INTO artifacts (key, object, sha256, size_bytes, etag, created_ms) VALUES (?, ?, ?, ?, ?, ?)",
     task.commit_key,
+    winner.object,
+    winner.sha256,
+    size_bytes,
+    etag,
     now,
-    commitKey(task, winner.replica),
   );
 }
 
@@ -236,11 +277,52 @@ export function abandonReplicas(sql: SqlStorage, taskSeq: number): void {
   sql.exec("UPDATE replica_results SET verdict = 'undecided' WHERE task_seq = ? AND verdict = 'pending'", taskSeq);
 }
 
+/** A result a quorum agreed with: one more verified result in the node's run, and in its latest verdicts. */
+function validResult(sql: SqlStorage, nodeId: string): void {
+  const node = sql.exec<{ verdicts: string }>("SELECT verdicts FROM nodes WHERE node_id = ?", nodeId).toArray()[0];
+  if (!node) return;
+  sql.exec(
+    `UPDATE nodes SET valid_results = valid_results + 1, consecutive_valid = consecutive_valid + 1, verdicts = ?
+     WHERE node_id = ?`,
+    recordVerdict(node.verdicts, false).window,
+    nodeId,
+  );
+}
+
 /**
- * A result that lost its quorum, or evidence that lied: counted on the
- * node, ending its run of valid results. The caller counts it as a failed
- * attempt too (SPEC §13: enough in a row hold the node back).
+ * A result that lost its quorum, or (with `lie` saying how) evidence that
+ * lied: counted on the node, ending its run of valid results. A lie, or
+ * LOST_VERDICTS_LIMIT lost among its latest verdicts, distrusts the node:
+ * held back (SPEC §13) and never again trusted with a task alone until an
+ * operator releases it. The caller counts it as a failed attempt too.
  */
-export function invalidResult(sql: SqlStorage, nodeId: string): void {
-  sql.exec("UPDATE nodes SET invalid_results = invalid_results + 1, consecutive_valid = 0 WHERE node_id = ?", nodeId);
+export function invalidResult(sql: SqlStorage, now: number, nodeId: string, lie: string | null): void {
+  const node = sql
+    .exec<{ verdicts: string; distrusted: string | null; consecutive_failures: number }>(
+      "SELECT verdicts, distrusted, consecutive_failures FROM nodes WHERE node_id = ?",
+      nodeId,
+    )
+    .toArray()[0];
+  if (!node) return;
+  const { window, distrust } =
+    lie === null ? recordVerdict(node.verdicts, true) : { window: node.verdicts, distrust: true };
+  sql.exec(
+    "UPDATE nodes SET invalid_results = invalid_results + 1, consecutive_valid = 0, verdicts = ? WHERE node_id = ?",
+    window,
+    nodeId,
+  );
+  if (!distrust || node.distrusted !== null) return;
+  const reason = lie ?? `lost ${[...window].filter((v) => v === "i").length} of its last ${window.length} verdicts`;
+  const hold = holdBackMs(Math.max(node.consecutive_failures + 1, HOLD_AFTER_FAILURES));
+  sql.exec(
+    "UPDATE nodes SET distrusted = ?, held_until_ms = MAX(held_until_ms, ?) WHERE node_id = ?",
+    reason,
+    now + hold,
+    nodeId,
+  );
+}
+
+/** A replica its node failed, let expire or committed invalid output for ends the node's run of valid results. */
+export function replicaAbandoned(sql: SqlStorage, nodeId: string): void {
+  sql.exec("UPDATE nodes SET consecutive_valid = 0 WHERE node_id = ?", nodeId);
 }

@@ -90,7 +90,7 @@ export function pagesHolding(pages: readonly PageRange[], key: string | number):
   return out;
 }
 
-/** The number of the first page holding a row after `key` (an events cursor), or -1. */
-export function firstPageAfter(pages: readonly PageRange[], key: number): number {
+/** The number of the first page holding a row after `key` (an events or artifacts cursor), or -1. */
+export function firstPageAfter(pages: readonly PageRange[], key: string | number): number {
   return pages.findIndex((page) => compareKeys(page.last, key) > 0);
 }

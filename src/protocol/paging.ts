@@ -13,7 +13,7 @@ import { MAX_REGISTRATION_BYTES } from "./limits";
  * row served, `jobs:{seq}` for jobs in submission order, `nodes:{node_id}`
  * for nodes sorted by node_id. Clients must treat it as opaque.
  */
-type CursorList = "jobs" | "nodes";
+type CursorList = "jobs" | "nodes" | "artifacts";
 
 /** The longest cursor this coordinator hands out: a node_id is part of a bounded registration. */
 const MAX_CURSOR_CHARS = Math.ceil(((MAX_REGISTRATION_BYTES + "nodes:".length) * 4) / 3);
@@ -43,6 +43,16 @@ export function encodeNodeCursor(nodeId: string): string {
 /** The node_id a GET /nodes cursor continues after; null when no cursor was sent. */
 export function decodeNodeCursor(raw: string | undefined): DecodedCursor<string> {
   return decode("nodes", raw);
+}
+
+/** The cursor continuing GET /jobs/{id}/artifacts after the key `key`. */
+export function encodeArtifactCursor(key: string): string {
+  return encode("artifacts", key);
+}
+
+/** The key a GET /jobs/{id}/artifacts cursor continues after; null when no cursor was sent. */
+export function decodeArtifactCursor(raw: string | undefined): DecodedCursor<string> {
+  return decode("artifacts", raw);
 }
 
 /**

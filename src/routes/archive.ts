@@ -57,10 +57,23 @@ export class JobArchive {
     return out;
   }
 
-  /** `[{uri, key, size_bytes}]` of the job's artifacts, sorted by key. */
-  async artifacts(): Promise<JsonObject[]> {
-    const rows = await this.section<ArchivedArtifact>("artifacts");
-    return rows.map(artifactListEntry);
+  /**
+   * One page of `[{uri, key, size_bytes}]` of the job's artifacts, sorted by
+   * key, after the key `after`: at most `limit`, read an archive page at a
+   * time; `next` continues it, null on the last page.
+   */
+  async artifacts(after: string | null, limit: number): Promise<{ items: JsonObject[]; next: string | null }> {
+    const pages = (await this.index()).pages.artifacts;
+    const rows: ArchivedArtifact[] = [];
+    const start = after === null ? 0 : firstPageAfter(pages, after);
+    for (let n = start; n >= 0 && n < pages.length; n++) {
+      for (const row of await this.page<ArchivedArtifact>("artifacts", n)) {
+        if (after !== null && row.key <= after) continue;
+        if (rows.length === limit) return { items: rows.map(artifactListEntry), next: rows[limit - 1]!.key };
+        rows.push(row);
+      }
+    }
+    return { items: rows.map(artifactListEntry), next: null };
   }
 
   /** The stored object behind an artifact key of the job, or null. */

@@ -12,7 +12,7 @@ import { hex } from "../protocol/ids";
 import { artifactKeyProblem, jobOfKey } from "../protocol/keys";
 import { archiveOf } from "./archive";
 import type { AppContext, AppEnv } from "./context";
-import { writerOf } from "./identity";
+import { viewerOf, writerOf } from "./identity";
 
 export const artifacts = new Hono<AppEnv>()
   .put("/*", async (c) => {
@@ -52,7 +52,8 @@ export const artifacts = new Hono<AppEnv>()
   .get("/*", async (c) => {
     const key = artifactKey(c);
     if (typeof key !== "string") return key;
-    const resolved = await c.var.stub.resolveArtifact(key);
+    // Another replica's output before the verdict does not exist for a node (SPEC §14).
+    const resolved = await c.var.stub.resolveArtifact(key, viewerOf(c));
     // A key of an archived job names its object in the job's archive (SPEC §12).
     const row = resolved === "archived" ? await archiveOf(c, jobOfKey(key)!).artifact(key) : resolved;
     const body = row ? await c.env.ARTIFACTS.get(row.object) : null;

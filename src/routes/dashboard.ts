@@ -14,12 +14,13 @@ import { DASHBOARD_HTML, DASHBOARD_SCRIPT, DASHBOARD_STYLE } from "../dashboard/
 import { invalidPoolDetail, isPoolName } from "../protocol/keys";
 import { DASHBOARD_LIMIT_DEFAULT, DASHBOARD_LIMIT_MAX } from "../protocol/limits";
 import { type AppContext, type AppEnv, queryInt } from "./context";
+import { viewerOf } from "./identity";
 
 export const dashboardData = new Hono<AppEnv>().get("/", async (c) => {
   const limit = queryInt(c, "limit", { min: 1, max: DASHBOARD_LIMIT_MAX });
   if (!limit.ok) return limit.response;
   c.header("cache-control", "no-store");
-  return c.json(await c.var.stub.dashboard(c.var.pool, limit.value ?? DASHBOARD_LIMIT_DEFAULT));
+  return c.json(await c.var.stub.dashboard(c.var.pool, limit.value ?? DASHBOARD_LIMIT_DEFAULT, viewerOf(c)));
 });
 
 export const dashboardPage = new Hono<AppEnv>()

@@ -6,6 +6,7 @@ import type { MiddlewareHandler } from "hono";
 import type { Writer } from "../pool/artifacts";
 import type { CredentialProof } from "../pool/enrolment";
 import type { Action, PoolObject } from "../pool/object";
+import type { Viewer } from "../pool/sealing";
 import { authConfig, authenticate, delegation } from "../rules/auth";
 import { sha256Hex } from "../rules/enrolment";
 import type { AppContext, AppEnv } from "./context";
@@ -105,4 +106,14 @@ export function requireOperator(c: AppContext): Response | null {
  */
 export function leaseCaller(c: AppContext): Answer<string | null> {
   return c.var.caller.kind === "open" ? { ok: true, value: null } : actingNode(c, "");
+}
+
+/**
+ * Whose view a read is served in (SPEC §14): a node's own, where replicas
+ * before their verdict are sealed, or null for an operator and on an open
+ * coordinator (which serves no replicated jobs). An operator acting for a
+ * node still reads as an operator.
+ */
+export function viewerOf(c: AppContext): Viewer {
+  return c.var.caller.kind === "node" ? c.var.caller.nodeId : null;
 }

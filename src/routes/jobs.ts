@@ -6,13 +6,13 @@ import { Hono } from "hono";
 import { randomHex12 } from "../protocol/ids";
 import { JobSpecSchema } from "../protocol/jobs";
 import { EVENTS_PAGE_DEFAULT, EVENTS_PAGE_MAX, EVENTS_STREAM_PAGE } from "../protocol/limits";
-import { decodeJobCursor, encodeJobCursor } from "../protocol/paging";
+import { decodeArtifactCursor, decodeJobCursor, encodeArtifactCursor, encodeJobCursor } from "../protocol/paging";
 import { expandJob } from "../recipes";
 import { jobPriority, jobTenant } from "../rules/scheduling";
-import { jobReplication, replicatedCheckpoints } from "../rules/verification";
+import { jobReplication, replicatedCheckpoints, replicationWithoutIdentities } from "../rules/verification";
 import { archiveOf, type JobArchive } from "./archive";
 import { type AppContext, type AppEnv, pagedList, queryInt, readJson } from "./context";
-import { requireOperator } from "./identity";
+import { requireOperator, viewerOf } from "./identity";
 
 /** Fresh job ids tried before a submission is refused (48 random bits: a retry is already rare). */
 const JOB_ID_ATTEMPTS = 5;
@@ -42,8 +42,12 @@ export const jobs = new Hono<AppEnv>()
     const priority = jobPriority(spec.metadata.labels);
     const tenant = jobTenant(spec.metadata.labels, caller.kind === "operator" ? caller.name : null);
     const replication = jobReplication(spec.metadata.labels);
-    if (!priority.ok || !tenant.ok || !replication.ok) {
+    const unverifiable = replication.ok
+      ? replicationWithoutIdentities(replication.value, caller.kind !== "open")
+      : null;
+    if (!priority.ok || !tenant.ok || !replication.ok || unverifiable !== null) {
       const problems = [priority, tenant, replication].flatMap((r) => (r.ok ? [] : [r.problem]));
+      if (unverifiable !== null) problems.push(unverifiable);
       return c.json({ detail: `job cannot be scheduled: ${problems.join("; ")}` }, 422);
     }
     const place = { priority: priority.value, tenant: tenant.value, replication: replication.value };
@@ -69,11 +73,11 @@ export const jobs = new Hono<AppEnv>()
   })
   .get("/", (c) =>
     pagedList(c, { decode: decodeJobCursor, encode: encodeJobCursor }, (after, limit) =>
-      c.var.stub.listJobs(c.var.pool, after ?? 0, limit),
+      c.var.stub.listJobs(c.var.pool, after ?? 0, limit, viewerOf(c)),
     ),
   )
   .get("/:job_id", async (c) => {
-    const job = await c.var.stub.getJob(c.req.param("job_id"), c.var.pool);
+    const job = await c.var.stub.getJob(c.req.param("job_id"), c.var.pool, viewerOf(c));
     if (job === "archived") return c.json(await archiveOf(c, jobIdOf(c)).job());
     return job ? c.json(job) : unknownJob(c);
   })
@@ -88,7 +92,7 @@ export const jobs = new Hono<AppEnv>()
     let archive: JobArchive | null = null;
     const read = async (after: number, limit: number) => {
       if (archive) return archive.events(after, limit);
-      const events = await c.var.stub.jobEvents(jobId, after, limit);
+      const events = await c.var.stub.jobEvents(jobId, after, limit, viewerOf(c));
       if (events !== "archived") return events;
       archive = archiveOf(c, jobId);
       return archive.events(after, limit);
@@ -107,7 +111,7 @@ export const jobs = new Hono<AppEnv>()
     return events ? c.json(events) : unknownJob(c);
   })
   .get("/:job_id/tasks", async (c) => {
-    const tasks = await c.var.stub.jobTasks(c.req.param("job_id"));
+    const tasks = await c.var.stub.jobTasks(c.req.param("job_id"), viewerOf(c));
     if (tasks === "archived") return c.json(await archiveOf(c, jobIdOf(c)).tasks());
     return tasks ? c.json(tasks) : unknownJob(c);
   })
@@ -121,13 +125,16 @@ export const jobs = new Hono<AppEnv>()
   })
   .get("/:job_id/logs", async (c) => {
     // Lease jobs have no backend log; the reference CLI's `logs` calls this.
-    const job = await c.var.stub.getJob(c.req.param("job_id"), c.var.pool);
+    const job = await c.var.stub.getJob(c.req.param("job_id"), c.var.pool, viewerOf(c));
     return job ? c.json({ logs: "" }) : unknownJob(c);
   })
-  .get("/:job_id/artifacts", async (c) => {
-    const artifacts = await c.var.stub.listJobArtifacts(c.req.param("job_id"));
-    return c.json(artifacts === "archived" ? await archiveOf(c, jobIdOf(c)).artifacts() : artifacts);
-  });
+  .get("/:job_id/artifacts", (c) =>
+    // A page at a time, live or archived (SPEC §12); the archive holds no sealed keys (every task ended).
+    pagedList(c, { decode: decodeArtifactCursor, encode: encodeArtifactCursor }, async (after, limit) => {
+      const page = await c.var.stub.listJobArtifacts(jobIdOf(c), after, limit, viewerOf(c));
+      return page === "archived" ? archiveOf(c, jobIdOf(c)).artifacts(after, limit) : page;
+    }),
+  );
 
 function jobIdOf(c: AppContext): string {
   return c.req.param("job_id")!;

@@ -6,13 +6,14 @@
 
 import { Hono } from "hono";
 import type { AppEnv } from "./context";
+import { viewerOf } from "./identity";
 
 export const placement = new Hono<AppEnv>().get("/", async (c) => {
   const jobId = c.req.param("job_id");
   const taskId = c.req.param("task_id");
   // Unreachable when mounted as intended: the mount path always binds both.
   if (jobId === undefined || taskId === undefined) throw new Error("placement route mounted without :job_id/:task_id");
-  const result = await c.var.stub.explainPlacement(jobId, taskId);
+  const result = await c.var.stub.explainPlacement(jobId, taskId, viewerOf(c));
   if (!result.ok) {
     const detail = result.reason === "unknown_job" ? `unknown job ${jobId}` : `unknown task ${taskId} in job ${jobId}`;
     return c.json({ detail }, 404);

@@ -8,13 +8,24 @@
 export const REPLICAS_LABEL = "flashml.dev/replicas";
 export const QUORUM_LABEL = "flashml.dev/quorum";
 export const TOLERANCE_LABEL = "flashml.dev/tolerance";
+export const TOLERANCE_ABS_LABEL = "flashml.dev/tolerance-abs";
+/** Differences this small always agree under a relative tolerance, so values near zero can (SPEC §14). */
+export const DEFAULT_TOLERANCE_ABS = 1e-12;
 export const MAX_REPLICAS = 5;
 /** Replicas a disagreement may add beyond the job's `replicas` (SPEC §14: up to replicas + 2 in all). */
 export const EXTRA_REPLICAS = 2;
 /** Valid results in a row after which a node's work is trusted with one replica (adaptive replication). */
 export const TRUST_AFTER_VALID = 10;
-/** The chance that a trusted node's task is replicated anyway (the spot check). */
-export const SPOT_CHECK_RATE = 0.1;
+/**
+ * The chance that a trusted node's task is replicated anyway (the spot
+ * check). A node that turns bad once trusted runs about (1 - rate) / rate
+ * tasks alone before a check catches it: 0.2 keeps that near four
+ * (BENCHMARKS.md, "Against adversaries").
+ */
+export const SPOT_CHECK_RATE = 0.2;
+/** How many of a node's latest verdicts the lie threshold looks at, and how many lost ones distrust it (SPEC §14). */
+export const VERDICT_WINDOW = 20;
+export const LOST_VERDICTS_LIMIT = 3;
 /** Seconds of slack when comparing an agent's wall_seconds with the coordinator's own claim-to-commit time. */
 export const WALL_SLACK_S = 1;
 /** Metrics nested deeper than this never agree: a bound on the comparison's work, not a real metrics shape. */
@@ -22,9 +33,14 @@ export const MAX_AGREE_DEPTH = 64;
 
 type Read<T> = { ok: true; value: T } | { ok: false; problem: string };
 
-export type Replication = { replicas: number; quorum: number; tolerance: number };
+export type Replication = { replicas: number; quorum: number; tolerance: number; toleranceAbs: number };
 /** A job without replication labels: one run per task, accepted on its own. */
-export const SINGLE_REPLICA: Replication = { replicas: 1, quorum: 1, tolerance: 0 };
+export const SINGLE_REPLICA: Replication = {
+  replicas: 1,
+  quorum: 1,
+  tolerance: 0,
+  toleranceAbs: DEFAULT_TOLERANCE_ABS,
+};
 
 // Own properties only, and strings only: labels arrive as JSON, and a value
 // that is not a string at run time is refused, never coerced.
@@ -37,11 +53,16 @@ function integer(raw: unknown): number {
   return typeof raw === "string" && /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
 }
 
+function decimal(raw: unknown): number {
+  return typeof raw === "string" && /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : Number.NaN;
+}
+
 /**
  * A job's replication from its labels: replicas from 1 to 5 (absent is 1);
  * quorum from 2 to replicas (absent is replicas), and no quorum label at all
  * when replicas is 1; tolerance a plain decimal from 0 up to but not
- * including 1 (absent is 0, exact).
+ * including 1 (absent is 0, exact); tolerance-abs a plain decimal below 1
+ * (absent is 1e-12), only beside a relative tolerance, which it widens.
  */
 export function jobReplication(labels: Readonly<Record<string, string>>): Read<Replication> {
   const rawReplicas = label(labels, REPLICAS_LABEL);
@@ -73,12 +94,7 @@ export function jobReplication(labels: Readonly<Record<string, string>>): Read<R
   }
 
   const rawTolerance = label(labels, TOLERANCE_LABEL);
-  const tolerance =
-    rawTolerance === undefined
-      ? 0
-      : typeof rawTolerance === "string" && /^\d+(\.\d+)?$/.test(rawTolerance)
-        ? Number(rawTolerance)
-        : Number.NaN;
+  const tolerance = rawTolerance === undefined ? 0 : decimal(rawTolerance);
   if (!(tolerance >= 0 && tolerance < 1)) {
     return {
       ok: false,
@@ -86,7 +102,23 @@ export function jobReplication(labels: Readonly<Record<string, string>>): Read<R
     };
   }
 
-  return { ok: true, value: { replicas, quorum, tolerance } };
+  const rawAbs = label(labels, TOLERANCE_ABS_LABEL);
+  if (rawAbs !== undefined && !(tolerance > 0)) {
+    // Exact comparison stays exact: an absolute slack alone is a mistake worth naming.
+    return {
+      ok: false,
+      problem: `label '${TOLERANCE_ABS_LABEL}' needs a relative tolerance ('${TOLERANCE_LABEL}' above 0), got ${JSON.stringify(rawAbs)}`,
+    };
+  }
+  const toleranceAbs = rawAbs === undefined ? DEFAULT_TOLERANCE_ABS : decimal(rawAbs);
+  if (!(toleranceAbs >= 0 && toleranceAbs < 1)) {
+    return {
+      ok: false,
+      problem: `label '${TOLERANCE_ABS_LABEL}' must be a decimal number from 0 up to but not including 1, got ${JSON.stringify(rawAbs)}`,
+    };
+  }
+
+  return { ok: true, value: { replicas, quorum, tolerance, toleranceAbs } };
 }
 
 /**
@@ -101,6 +133,16 @@ export function replicatedCheckpoints(
   return `a replicated job ('${REPLICAS_LABEL}' above 1) cannot use checkpoints; drop one of them`;
 }
 
+/**
+ * Why a job's replication cannot be served here, or null: replicas are
+ * independent only if the pool knows who runs them, and on an open
+ * coordinator (no tokens) any caller can be any node (SPEC §14).
+ */
+export function replicationWithoutIdentities(replication: Replication, enforcing: boolean): string | null {
+  if (replication.replicas === 1 || enforcing) return null;
+  return `label '${REPLICAS_LABEL}' above 1 needs node identities, and this coordinator is open (no tokens configured): configure FLASHML_NODE_TOKENS or FLASHML_OPERATOR_TOKENS, or drop the label`;
+}
+
 // What JSON.parse makes for an object. A Map, Date or class instance has no
 // own keys to compare, so two of them would "agree" vacuously: refuse them.
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -109,27 +151,43 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return proto === Object.prototype || proto === null;
 }
 
-function numbersAgree(a: unknown, b: unknown, tolerance: number): boolean {
-  if (typeof a !== "number" || typeof b !== "number") return false;
+/** How numbers may differ and still agree: relative to the larger magnitude, and (beside it) absolutely. */
+export type Tolerance = { relative: number; absolute: number };
+export const EXACT: Tolerance = { relative: 0, absolute: 0 };
+
+/**
+ * Numbers as parsed by `parseMetrics`: a number, or a bigint for an integer
+ * a double cannot hold exactly. Integers compare exactly at any size; only a
+ * relative tolerance above 0 lets numbers differ, and then also by the
+ * absolute slack.
+ */
+function numbersAgree(a: unknown, b: unknown, tolerance: Tolerance): boolean {
+  const isNumeric = (x: unknown) => typeof x === "bigint" || (typeof x === "number" && Number.isFinite(x));
   // JSON has no NaN or Infinity; one here is not a metric to vouch for.
-  if (!Number.isFinite(a) || !Number.isFinite(b)) return false;
-  return a === b || Math.abs(a - b) <= tolerance * Math.max(Math.abs(a), Math.abs(b));
+  if (!isNumeric(a) || !isNumeric(b)) return false;
+  if (typeof a === "bigint" && typeof b === "bigint" && a === b) return true;
+  if (typeof a === "number" && typeof b === "number" && a === b) return true;
+  if (!(tolerance.relative > 0)) return false;
+  const x = Number(a);
+  const y = Number(b);
+  const difference = typeof a === "bigint" && typeof b === "bigint" ? Math.abs(Number(a - b)) : Math.abs(x - y);
+  return difference <= tolerance.relative * Math.max(Math.abs(x), Math.abs(y)) || difference <= tolerance.absolute;
 }
 
 /**
  * Whether two metrics values agree: the same JSON shape, the same keys in
- * any order, strings, booleans and null equal, numbers equal or within
- * `tolerance` of the larger magnitude. Values of different types never
+ * any order, strings, booleans and null equal, numbers equal (integers
+ * exactly, at any size) or within the tolerance. Values of different types never
  * agree, nor do values that JSON cannot hold, nor anything nested more than
  * MAX_AGREE_DEPTH levels deep.
  */
-export function agree(a: unknown, b: unknown, tolerance: number): boolean {
+export function agree(a: unknown, b: unknown, tolerance: Tolerance): boolean {
   // An explicit stack, not recursion: a hostile depth must not blow the call stack.
   const pending: Array<[unknown, unknown, number]> = [[a, b, 0]];
   for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
     const [x, y, depth] = next;
     if (depth > MAX_AGREE_DEPTH) return false;
-    if (typeof x === "number" || typeof y === "number") {
+    if (typeof x === "number" || typeof y === "number" || typeof x === "bigint" || typeof y === "bigint") {
       if (!numbersAgree(x, y, tolerance)) return false;
     } else if (typeof x === "string" || typeof x === "boolean" || x === null) {
       if (x !== y) return false;
@@ -146,7 +204,7 @@ export function agree(a: unknown, b: unknown, tolerance: number): boolean {
         pending.push([x[key], y[key], depth + 1]);
       }
     } else {
-      return false; // undefined, a function, a bigint: not metrics JSON
+      return false; // undefined, a function, a symbol: not metrics JSON
     }
   }
   return true;
@@ -175,7 +233,7 @@ export function verdict(
   live: number,
   quorum: number,
   maxTotal: number,
-  tolerance: number,
+  tolerance: Tolerance,
 ): Verdict {
   // Compared with each group's first member only, so a chain of near values
   // cannot drift a group past the tolerance.
@@ -209,18 +267,39 @@ export function effectiveQuorum(task: { quorum: number; wanted: number }): numbe
 }
 
 /**
- * Replicas to issue for a task with no replica out yet, given the claiming
- * node's run of valid results and a uniform random number in [0,1). A node
- * with TRUST_AFTER_VALID valid results in a row gets one replica, except for
- * the SPOT_CHECK_RATE share of its tasks (the spot check); everyone else
- * gets the job's replicas.
+ * Whether a node's record lets it run a task alone: TRUST_AFTER_VALID
+ * verified results in a row, and never distrusted since an operator last
+ * released it.
  */
-export function replicasFor(replication: Replication, consecutiveValid: number, random: number): number {
+export function trusted(node: { consecutive_valid: number; distrusted: string | null }): boolean {
+  // Written as "not below" so a NaN is never trusted.
+  return node.distrusted === null && node.consecutive_valid >= TRUST_AFTER_VALID;
+}
+
+/**
+ * Replicas to issue for a task, decided once at its first lease (SPEC
+ * §14), given whether the claiming node is `trusted` and a uniform random
+ * number in [0,1): a trusted node's task runs alone, except for the
+ * SPOT_CHECK_RATE share (the spot check); everyone else's gets the job's
+ * replicas.
+ */
+export function replicasFor(replication: { replicas: number }, isTrusted: boolean, random: number): number {
   if (replication.replicas === 1) return 1;
-  // Written as "not trusted" and "not spared" so a NaN replicates in full.
-  if (!(consecutiveValid >= TRUST_AFTER_VALID)) return replication.replicas;
+  if (!isTrusted) return replication.replicas;
+  // Written as "not spared" so a NaN replicates in full.
   if (!(random >= SPOT_CHECK_RATE)) return replication.replicas;
   return 1;
+}
+
+/**
+ * A node's latest verdicts (oldest first, "v" valid and "i" lost, at most
+ * VERDICT_WINDOW) with one more, and whether they now reach the lie
+ * threshold: LOST_VERDICTS_LIMIT lost among them.
+ */
+export function recordVerdict(window: string, lost: boolean): { window: string; distrust: boolean } {
+  const next = `${window}${lost ? "i" : "v"}`.slice(-VERDICT_WINDOW);
+  const losses = [...next].filter((v) => v === "i").length;
+  return { window: next, distrust: losses >= LOST_VERDICTS_LIMIT };
 }
 
 /**

@@ -100,7 +100,14 @@ export function violations(s: PoolSnapshot): string[] {
     if (losses !== expectedLosses)
       out.push(`${id}: ${losses} worker losses but ${expectedLosses} expired leases count as losses`);
     if (maxLosses > 0 && losses > maxLosses) out.push(`${id}: ${losses} worker losses > max ${maxLosses}`);
-    if (t.attempts_used !== leases.length)
+    // SPEC §14: replicas use no attempts; a replicated task counts its ended
+    // (failed or expired) replicas, plus the one under way since the last.
+    const ended = leases.filter((l) => l.status === "failed" || l.status === "expired").length;
+    if ((t.replicas as number | undefined) !== undefined && (t.replicas as number) > 1) {
+      const used = t.attempts_used as number;
+      if (used < ended || used > ended + 1 || used > leases.length)
+        out.push(`${id}: attempts_used ${used} but ${ended} of its ${leases.length} replicas ended`);
+    } else if (t.attempts_used !== leases.length)
       out.push(`${id}: attempts_used ${t.attempts_used} but ${leases.length} leases issued`);
     for (const l of leases) {
       const node = nodes.get(l.node_id as string);

@@ -3,24 +3,36 @@
 // wall-time lie check.
 
 import { describe, expect, it } from "vitest";
+import { parseMetrics } from "../../src/rules/strict-json";
 import {
   agree,
+  DEFAULT_TOLERANCE_ABS,
+  EXACT,
   EXTRA_REPLICAS,
   evidenceLies,
   jobReplication,
+  LOST_VERDICTS_LIMIT,
   MAX_AGREE_DEPTH,
   QUORUM_LABEL,
   REPLICAS_LABEL,
   type ReplicaResult,
+  recordVerdict,
   replicasFor,
   replicatedCheckpoints,
+  SINGLE_REPLICA,
   SPOT_CHECK_RATE,
+  TOLERANCE_ABS_LABEL,
   TOLERANCE_LABEL,
   TRUST_AFTER_VALID,
+  trusted,
+  VERDICT_WINDOW,
   type Verdict,
   verdict,
   WALL_SLACK_S,
 } from "../../src/rules/verification";
+
+/** A relative tolerance alone, as the older cases were written. */
+const relative = (tolerance: number) => ({ relative: tolerance, absolute: 0 });
 
 describe("the replication labels", () => {
   it.each([
@@ -44,8 +56,39 @@ describe("the replication labels", () => {
       { replicas: 4, quorum: 3, tolerance: 0.5 },
     ],
     ["other labels are ignored", { "flashml.dev/priority": "9" }, { replicas: 1, quorum: 1, tolerance: 0 }],
+    [
+      "an absolute tolerance beside a relative one",
+      { [TOLERANCE_LABEL]: "0.01", [TOLERANCE_ABS_LABEL]: "0.001" },
+      { replicas: 1, quorum: 1, tolerance: 0.01, toleranceAbs: 0.001 },
+    ],
+    [
+      "an absolute tolerance of 0",
+      { [TOLERANCE_LABEL]: "0.01", [TOLERANCE_ABS_LABEL]: "0" },
+      { replicas: 1, quorum: 1, tolerance: 0.01, toleranceAbs: 0 },
+    ],
   ])("%s", (_name, labels: Record<string, string>, value) => {
-    expect(jobReplication(labels)).toEqual({ ok: true, value });
+    expect(jobReplication(labels)).toEqual({ ok: true, value: { toleranceAbs: DEFAULT_TOLERANCE_ABS, ...value } });
+  });
+
+  it.each<[string, Record<string, string>, string]>([
+    ["without a relative tolerance", { [TOLERANCE_ABS_LABEL]: "0.001" }, "needs a relative tolerance"],
+    [
+      "beside a tolerance of 0",
+      { [TOLERANCE_LABEL]: "0", [TOLERANCE_ABS_LABEL]: "0.001" },
+      "needs a relative tolerance",
+    ],
+    ...["1", "-0.1", "1e-3", "", "NaN"].map(
+      (raw) =>
+        [
+          `of ${JSON.stringify(raw)}`,
+          { [TOLERANCE_LABEL]: "0.1", [TOLERANCE_ABS_LABEL]: raw },
+          "must be a decimal number from 0 up to but not including 1",
+        ] as [string, Record<string, string>, string],
+    ),
+  ])("the absolute tolerance label %s is refused, naming it", (_name, labels, problem) => {
+    const read = jobReplication(labels);
+    expect(read.ok).toBe(false);
+    if (!read.ok) expect(read.problem).toContain(`label '${TOLERANCE_ABS_LABEL}' ${problem}`);
   });
 
   it.each([
@@ -99,7 +142,90 @@ describe("the replication labels", () => {
 
   it("a label inherited from the prototype is not a label", () => {
     const labels = Object.create({ [REPLICAS_LABEL]: "9" }) as Record<string, string>;
-    expect(jobReplication(labels)).toEqual({ ok: true, value: { replicas: 1, quorum: 1, tolerance: 0 } });
+    expect(jobReplication(labels)).toEqual({ ok: true, value: SINGLE_REPLICA });
+  });
+});
+
+describe("exact comparison (SPEC §14 against adversaries)", () => {
+  const parsed = (text: string) => {
+    const p = parseMetrics(text);
+    if (!p.ok) throw new Error(p.problem);
+    return p.value;
+  };
+
+  it.each([
+    ["integers past 2^53 that differ by one", '{"n": 9007199254740993}', '{"n": 9007199254740992}', false],
+    [
+      "integers past 2^64 that differ in the last digit",
+      '{"n": 123456789012345678901}',
+      '{"n": 123456789012345678902}',
+      false,
+    ],
+    ["the same huge integer", '{"n": 123456789012345678901}', '{"n": 123456789012345678901}', true],
+    ["a huge integer and its rounded double", '{"n": 9007199254740993}', '{"n": 9007199254740992.0}', false],
+    ["the largest safe integer", '{"n": 9007199254740991}', '{"n": 9007199254740991}', true],
+    ["negative huge integers", '{"n": -99999999999999999999}', '{"n": -99999999999999999999}', true],
+  ])("%s agree at tolerance 0: %s", (_name, a, b, agrees) => {
+    expect(agree(parsed(a), parsed(b), EXACT)).toBe(agrees);
+    expect(agree(parsed(b), parsed(a), EXACT)).toBe(agrees);
+  });
+
+  it.each([
+    ["a duplicate key, the last one agreeing", '{"loss": 999, "loss": 0.25}', "appears twice"],
+    ["a duplicate key inside a list", '{"epochs": [{"a": 1, "a": 1}]}', "appears twice"],
+    ["a duplicate __proto__ key", '{"__proto__": 1, "__proto__": 2}', "appears twice"],
+    ["a number that overflows to Infinity", '{"loss": 1e999}', "is not finite"],
+    ["a negative overflow", '{"loss": -1e400}', "is not finite"],
+    ["a list, not an object", "[1, 2]", "one JSON object"],
+    ["trailing text", '{"a": 1} {"a": 2}', "trailing text"],
+    ["NaN", '{"a": NaN}', "not JSON"],
+    ["a bad escape", '{"a": "\\x41"}', "malformed string"],
+    [
+      "nesting past the bound",
+      `{"a": ${"[".repeat(MAX_AGREE_DEPTH + 1)}${"]".repeat(MAX_AGREE_DEPTH + 1)}}`,
+      "nested deeper",
+    ],
+  ])("%s is invalid output", (_name, text, problem) => {
+    const read = parseMetrics(text);
+    expect(read.ok).toBe(false);
+    if (!read.ok) expect(read.problem).toContain(problem);
+  });
+
+  it("the parser reads what JSON.parse reads for ordinary metrics, a __proto__ key included", () => {
+    const text =
+      '{"loss": 0.25, "acc": [0.9, -1.5e-3], "ok": true, "none": null, "s": "\\u00e9\\n", "__proto__": {"x": 1}}';
+    expect(agree(parsed(text), JSON.parse(text), EXACT)).toBe(true);
+    expect(Object.keys(parsed(text))).toContain("__proto__");
+  });
+
+  it.each([
+    ["values near zero within the absolute slack", 1e-15, -1e-15, { relative: 0.01, absolute: 1e-12 }, true],
+    ["values near zero past it", 1e-9, -1e-9, { relative: 0.01, absolute: 1e-12 }, false],
+    ["no slack without a relative tolerance", 1e-15, -1e-15, { relative: 0, absolute: 1e-12 }, false],
+    ["exact zero and negative zero", 0, -0, EXACT, true],
+    ["relative as before", 100, 100.5, { relative: 0.01, absolute: 1e-12 }, true],
+  ])("%s", (_name, a, b, tolerance, agrees) => {
+    expect(agree({ v: a }, { v: b }, tolerance)).toBe(agrees);
+  });
+});
+
+describe("the lie threshold", () => {
+  const run = (verdicts: boolean[]) => {
+    let window = "";
+    let distrust = false;
+    for (const lost of verdicts) ({ window, distrust } = recordVerdict(window, lost));
+    return { window, distrust };
+  };
+  it(`${LOST_VERDICTS_LIMIT} lost among the last ${VERDICT_WINDOW} verdicts distrust a node`, () => {
+    expect(run([true, false, true, false, true]).distrust).toBe(true);
+    expect(run([true, false, true]).distrust).toBe(false);
+  });
+  it("losses that slid out of the window no longer count", () => {
+    const old = [true, true, ...Array<boolean>(VERDICT_WINDOW - 1).fill(false)];
+    expect(run(old)).toEqual({ window: "v".repeat(VERDICT_WINDOW - 1).padStart(VERDICT_WINDOW, "i"), distrust: false });
+    expect(run([...old, true]).distrust).toBe(false);
+    expect(run([...old, true, true]).distrust).toBe(false);
+    expect(run([...old, true, false, true, true]).distrust).toBe(true);
   });
 });
 
@@ -189,17 +315,17 @@ describe("agreement between two metrics values", () => {
     ],
     ["a nested object confused with an array", { model: { layers: [] } }, { model: { layers: {} } }, 0, false],
   ])("%s: %j and %j at %d → %s", (_name, a, b, tolerance, agrees) => {
-    expect(agree(a, b, tolerance)).toBe(agrees);
-    expect(agree(b, a, tolerance)).toBe(agrees);
+    expect(agree(a, b, relative(tolerance))).toBe(agrees);
+    expect(agree(b, a, relative(tolerance))).toBe(agrees);
   });
 
   it("a __proto__ key from JSON is compared as a key", () => {
     const a = JSON.parse('{"__proto__": {"x": 1}, "y": 2}');
-    expect(agree(a, JSON.parse('{"y": 2, "__proto__": {"x": 1}}'), 0)).toBe(true);
-    expect(agree(a, JSON.parse('{"__proto__": {"x": 2}, "y": 2}'), 0)).toBe(false);
-    expect(agree(a, { y: 2 }, 0)).toBe(false);
+    expect(agree(a, JSON.parse('{"y": 2, "__proto__": {"x": 1}}'), EXACT)).toBe(true);
+    expect(agree(a, JSON.parse('{"__proto__": {"x": 2}, "y": 2}'), EXACT)).toBe(false);
+    expect(agree(a, { y: 2 }, EXACT)).toBe(false);
     // Read without an own-key check, b.__proto__ would be Object.prototype: a keyless plain object, like {}.
-    expect(agree(JSON.parse('{"__proto__": {}, "y": 2}'), { y: 2, z: 2 }, 0)).toBe(false);
+    expect(agree(JSON.parse('{"__proto__": {}, "y": 2}'), { y: 2, z: 2 }, EXACT)).toBe(false);
   });
 
   it.each([
@@ -207,14 +333,14 @@ describe("agreement between two metrics values", () => {
     [MAX_AGREE_DEPTH + 1, false],
     [100_000, false],
   ])("values nested %d levels deep agree: %s", (depth, agrees) => {
-    expect(agree(nested(depth, 1), nested(depth, 1), 0)).toBe(agrees);
+    expect(agree(nested(depth, 1), nested(depth, 1), EXACT)).toBe(agrees);
   });
 
   it("objects count toward the depth like arrays", () => {
     let value: unknown = 1;
     for (let i = 0; i < MAX_AGREE_DEPTH + 1; i++) value = { v: value };
-    expect(agree(value, value, 0)).toBe(false);
-    expect(agree((value as { v: unknown }).v, (value as { v: unknown }).v, 0)).toBe(true);
+    expect(agree(value, value, EXACT)).toBe(false);
+    expect(agree((value as { v: unknown }).v, (value as { v: unknown }).v, EXACT)).toBe(true);
   });
 });
 
@@ -382,13 +508,13 @@ describe("a task's verdict", () => {
     ],
     ["no results yet waits for the live ones", [], 2, 2, 4, 0, { kind: "waiting", more: 0 }],
   ])("%s", (_name, results, live, quorum, maxTotal, tolerance, expected) => {
-    expect(verdict(results, live, quorum, maxTotal, tolerance)).toEqual(expected);
+    expect(verdict(results, live, quorum, maxTotal, relative(tolerance))).toEqual(expected);
   });
 });
 
 describe("adaptive replication", () => {
-  const three = { replicas: 3, quorum: 2, tolerance: 0 };
-  const one = { replicas: 1, quorum: 1, tolerance: 0 };
+  const three = { replicas: 3, quorum: 2, tolerance: 0, toleranceAbs: 0 };
+  const one = { replicas: 1, quorum: 1, tolerance: 0, toleranceAbs: 0 };
 
   it.each([
     ["an untrusted node gets every replica", three, TRUST_AFTER_VALID - 1, 0.99, 3],
@@ -402,8 +528,11 @@ describe("adaptive replication", () => {
     ["a NaN record is not trusted", three, Number.NaN, 0.5, 3],
     ["an unreplicated job gets one from an untrusted node", one, 0, 0.5, 1],
     ["an unreplicated job gets one on a spot check", one, TRUST_AFTER_VALID, 0, 1],
-  ])("%s", (_name, replication, consecutiveValid, random, replicas) => {
-    expect(replicasFor(replication, consecutiveValid, random)).toBe(replicas);
+    ["a distrusted node is never trusted, whatever its record", three, Number.POSITIVE_INFINITY, 0.99, 3, "lied"],
+  ])("%s", (_name, replication, consecutiveValid, random, replicas, distrusted: string | null = null) => {
+    expect(replicasFor(replication, trusted({ consecutive_valid: consecutiveValid, distrusted }), random)).toBe(
+      replicas,
+    );
   });
 });
 
@@ -444,7 +573,10 @@ describe("replicatedCheckpoints", () => {
     ["a replicated job without checkpoints", 2, [plain, plain], true],
     ["a replicated job with one checkpointing task", 3, [plain, checkpointed], false],
   ])("%s", (_what, replicas, tasks, allowed) => {
-    const problem = replicatedCheckpoints({ replicas, quorum: Math.max(1, replicas), tolerance: 0 }, tasks);
+    const problem = replicatedCheckpoints(
+      { replicas, quorum: Math.max(1, replicas), tolerance: 0, toleranceAbs: 0 },
+      tasks,
+    );
     expect(problem === null).toBe(allowed);
     if (!allowed) expect(problem).toContain("cannot use checkpoints");
   });

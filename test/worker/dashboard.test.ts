@@ -260,40 +260,6 @@ describe("the dashboard summary", () => {
     expect(s.events.items[0]!.seq).toBe(s.events.last_seq);
   });
 
-  it("shows each live replica's number, and each node's record of valid and invalid results", async () => {
-    const pool = freshPool();
-    for (const n of ["honest-1", "cheat", "honest-2"]) await register(pool, n);
-    const job = await submitJob(pool, searchJob("verified", 1, { labels: { "flashml.dev/replicas": "2" } }));
-    const finish = async (lease: Lease, metrics: unknown) => {
-      const bytes = JSON.stringify(metrics);
-      await upload(pool, `${lease.payload.output_prefix as string}metrics.json`, bytes);
-      await call(pool, "POST", `/attempts/${lease.lease_id}/complete`, { output_sha256: await sha256(bytes) });
-    };
-    const a = await json<Lease>(await claim(pool, "honest-1"));
-    const b = await json<Lease>(await claim(pool, "cheat"));
-    const out = await summary(pool);
-    expect(out.leases.items.map((l) => [l.node_id, l.task_id, l.replica])).toEqual([
-      ["honest-1", "trial-000", 1],
-      ["cheat", "trial-000", 2],
-    ]);
-
-    await finish(a, { accuracy: 0.71 });
-    await finish(b, { accuracy: 0.99 });
-    const c = await json<Lease>(await claim(pool, "honest-2"));
-    expect((await summary(pool)).leases.items.map((l) => [l.node_id, l.replica])).toEqual([["honest-2", 3]]);
-    await finish(c, { accuracy: 0.71 });
-
-    const s = await summary(pool);
-    expect(s.jobs.items[0]).toMatchObject({ job_id: job.job_id, state: "SUCCEEDED" });
-    expect(s.leases.items).toEqual([]);
-    const records = s.nodes.items.map((n) => [n.node_id, n.valid_results, n.invalid_results, n.accepted_tasks]);
-    expect(records).toEqual([
-      ["cheat", 0, 1, 0],
-      ["honest-1", 1, 0, 1],
-      ["honest-2", 1, 0, 1],
-    ]);
-  });
-
   it("shows each job's priority and tenant from its labels", async () => {
     const pool = freshPool();
     const urgent = await submitJob(

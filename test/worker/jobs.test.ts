@@ -330,3 +330,17 @@ describe("payload forwards reach the gate through the real claim endpoint", () =
     expect(env.FLASHML_ALLOW_UNSANDBOXED_ARGV).toBe("0");
   });
 });
+
+describe("replicated jobs on an open coordinator (SPEC §14)", () => {
+  it("are refused with a 422 saying why: without identities any caller can be every replica", async () => {
+    const pool = freshPool();
+    const spec = trialsJob(1);
+    const r = await call(pool, "POST", "/jobs", {
+      ...spec,
+      metadata: { ...spec.metadata, labels: { "flashml.dev/replicas": "2" } },
+    });
+    expect(r.status).toBe(422);
+    expect((await json<{ detail: string }>(r)).detail).toContain("needs node identities, and this coordinator is open");
+    expect(await json<unknown[]>(await call(pool, "GET", "/jobs"))).toEqual([]);
+  });
+});

@@ -1,18 +1,27 @@
-// Verified results (SPEC §14) through the real Worker and pool object:
-// replicas as concurrent leases on distinct nodes, quorum over their
-// metrics objects, extra replicas on disagreement, failure without quorum,
-// each node's validity record, adaptive replication and lying evidence.
+// Verified results (SPEC §14) through the real Worker and pool object, with
+// tokens enforced (replicas need identities): replicas as concurrent leases
+// on distinct nodes, quorum over their metrics objects, extra replicas on
+// disagreement, failure without quorum, each node's validity record,
+// adaptive replication and lying evidence. The attacks on them are in
+// adversaries.test.ts.
 
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { claim as claimInPool } from "../../src/pool/leases";
 import type { Lease } from "../../src/protocol/tasks";
 import { TRUST_AFTER_VALID } from "../../src/rules/verification";
-import { call, claim, freshPool, json, register, sha256, stub, submitJob, trialsJob, upload } from "./helpers";
-import { violations } from "./invariants";
+import { freshPool, json, sha256, stub, trialsJob } from "../worker/helpers";
+import { violations } from "../worker/invariants";
+import { call, claim, register, submitJob, upload } from "./nodes";
 
 type Task = { task_id: string; state: string; attempts: number; max_attempts: number; node_id: string | null };
-type NodeRecord = { node_id: string; valid_results: number; invalid_results: number; consecutive_failures: number };
+type NodeRecord = {
+  node_id: string;
+  valid_results: number;
+  invalid_results: number;
+  consecutive_failures: number;
+  distrusted: string | null;
+};
 
 /** A one-task job with these labels. */
 function replicated(labels: Record<string, string>, tasks = 1) {
@@ -37,11 +46,14 @@ async function take(pool: string, nodeId: string): Promise<Lease> {
 async function finish(pool: string, lease: Lease, metrics: unknown, evidence?: unknown) {
   const bytes = JSON.stringify(metrics);
   const prefix = lease.payload.output_prefix as string;
-  expect((await upload(pool, `${prefix}metrics.json`, bytes)).status).toBe(200);
-  const r = await call(pool, "POST", `/attempts/${lease.lease_id}/complete`, {
-    output_sha256: await sha256(bytes),
-    ...(evidence === undefined ? {} : { evidence }),
-  });
+  expect((await upload(pool, `${prefix}metrics.json`, bytes, lease.node_id)).status).toBe(200);
+  const r = await call(
+    pool,
+    "POST",
+    `/attempts/${lease.lease_id}/complete`,
+    { output_sha256: await sha256(bytes), ...(evidence === undefined ? {} : { evidence }) },
+    lease.node_id,
+  );
   return json<{ accepted: boolean; detail?: string }>(r);
 }
 
@@ -181,10 +193,14 @@ describe("replicas", () => {
     expect((await taskOf(pool, job)).state).toBe("COMPLETED");
     // Its outputs are refused (the task's prefix is immutable now), and so is its commit.
     const late = `${c.payload.output_prefix as string}metrics.json`;
-    expect((await upload(pool, late, '{"f1": 0.8}')).status).toBe(409);
-    const commit = await call(pool, "POST", `/attempts/${c.lease_id}/complete`, {
-      output_sha256: await sha256('{"f1": 0.8}'),
-    });
+    expect((await upload(pool, late, '{"f1": 0.8}', c.node_id)).status).toBe(409);
+    const commit = await call(
+      pool,
+      "POST",
+      `/attempts/${c.lease_id}/complete`,
+      { output_sha256: await sha256('{"f1": 0.8}') },
+      c.node_id,
+    );
     expect(await json(commit)).toEqual({ accepted: false });
     expect((await ledger(pool, job)).filter((e) => e.type === "TASK_COMMIT_ACCEPTED")).toHaveLength(1);
     expect(await violations(pool)).toEqual([]);
@@ -194,7 +210,7 @@ describe("replicas", () => {
     const { pool, job } = await setUp({ "flashml.dev/replicas": "2" }, ["n1", "n2", "n3"]);
     const a = await take(pool, "n1");
     await take(pool, "n2");
-    expect((await call(pool, "POST", `/attempts/${a.lease_id}/fail`, { reason: "OOM" })).status).toBe(200);
+    expect((await call(pool, "POST", `/attempts/${a.lease_id}/fail`, { reason: "OOM" }, "n1")).status).toBe(200);
     expect((await taskOf(pool, job)).state).toBe("PENDING");
     expect((await claim(pool, "n1")).status).toBe(204);
     const c = await take(pool, "n3");
@@ -234,7 +250,7 @@ describe("adaptive replication and evidence", () => {
     const claimed = await runInDurableObject(stub(pool), (_o, state) => {
       const sql = state.storage.sql;
       sql.exec("UPDATE nodes SET consecutive_valid = ? WHERE node_id = 'trusted'", TRUST_AFTER_VALID);
-      // A draw of 0.5 is no spot check (SPOT_CHECK_RATE is 0.1).
+      // A draw of 0.5 is no spot check (SPOT_CHECK_RATE is 0.2).
       return state.storage.transactionSync(() => claimInPool(sql, Date.now(), "trusted", null, undefined, () => 0.5));
     });
     if (!claimed.ok) throw new Error("no lease");
@@ -266,9 +282,50 @@ describe("adaptive replication and evidence", () => {
     expect(answer.detail).toMatch(/^evidence claims 3600 s of work, but [\d.]+ s passed since the claim/);
     expect((await taskOf(pool, job.job_id)).state).toBe("PENDING");
     expect((await records(pool)).liar).toMatchObject({ invalid_results: 1, consecutive_failures: 1 });
+    // A lie distrusts the node at once (SPEC §14), and holds it back.
+    expect((await records(pool)).liar!.distrusted).toMatch(/^its evidence lied: evidence claims 3600 s/);
+    expect((await claim(pool, "liar")).status).toBe(204);
+    expect((await call(pool, "POST", "/nodes/liar/release")).status).toBe(200);
     // Honest evidence is accepted.
     const again = await take(pool, "liar");
     expect(await finish(pool, again, { loss: 0.2 }, { wall_seconds: 0.01 })).toEqual({ accepted: true });
     expect(await violations(pool)).toEqual([]);
+  });
+});
+
+describe("the dashboard, to an operator", () => {
+  type Summary = {
+    jobs: { items: Array<{ job_id: string; state: string }> };
+    leases: { items: Array<{ node_id: string; task_id: string; replica: number }> };
+    nodes: {
+      items: Array<{ node_id: string; valid_results: number; invalid_results: number; accepted_tasks: number }>;
+    };
+  };
+  const summary = async (pool: string) => json<Summary>(await call(pool, "GET", "/dashboard"));
+
+  it("shows each live replica's number, and each node's record of valid and invalid results", async () => {
+    const { pool, job } = await setUp({ "flashml.dev/replicas": "2" }, ["honest-1", "cheat", "honest-2"]);
+    const a = await take(pool, "honest-1");
+    const b = await take(pool, "cheat");
+    const out = await summary(pool);
+    expect(out.leases.items.map((l) => [l.node_id, l.task_id, l.replica])).toEqual([
+      ["honest-1", "trial-000", 1],
+      ["cheat", "trial-000", 2],
+    ]);
+    await finish(pool, a, { accuracy: 0.71 });
+    await finish(pool, b, { accuracy: 0.99 });
+    const c = await take(pool, "honest-2");
+    expect((await summary(pool)).leases.items.map((l) => [l.node_id, l.replica])).toEqual([["honest-2", 3]]);
+    await finish(pool, c, { accuracy: 0.71 });
+
+    const s = await summary(pool);
+    expect(s.jobs.items[0]).toMatchObject({ job_id: job, state: "SUCCEEDED" });
+    expect(s.leases.items).toEqual([]);
+    const records = s.nodes.items.map((n) => [n.node_id, n.valid_results, n.invalid_results, n.accepted_tasks]);
+    expect(records).toEqual([
+      ["cheat", 0, 1, 0],
+      ["honest-1", 1, 0, 1],
+      ["honest-2", 1, 0, 1],
+    ]);
   });
 });
