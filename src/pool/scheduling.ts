@@ -234,13 +234,19 @@ export function attemptFailed(sql: SqlStorage, now: number, nodeId: string, task
     )
     .toArray()[0];
   const hold = row ? holdBackMs(row.n) : 0;
-  if (hold > 0) sql.exec("UPDATE nodes SET held_until_ms = ? WHERE node_id = ?", now + hold, nodeId);
+  // Never shortens a longer hold already set (a distrusted node's, SPEC §14).
+  if (hold > 0)
+    sql.exec("UPDATE nodes SET held_until_ms = MAX(held_until_ms, ?) WHERE node_id = ?", now + hold, nodeId);
 }
 
-/** An accepted commit ends the node's run of failures. */
+/**
+ * An accepted commit ends the node's run of failures, and its hold, unless
+ * the node is distrusted: a lie's hold runs out or is released (SPEC §14).
+ */
 export function attemptSucceeded(sql: SqlStorage, nodeId: string): void {
   sql.exec(
-    "UPDATE nodes SET consecutive_failures = 0, held_until_ms = 0 WHERE node_id = ? AND consecutive_failures > 0",
+    `UPDATE nodes SET consecutive_failures = 0, held_until_ms = CASE WHEN distrusted IS NULL THEN 0 ELSE held_until_ms END
+     WHERE node_id = ? AND consecutive_failures > 0`,
     nodeId,
   );
 }

@@ -1003,7 +1003,10 @@ const ROUTES: Route[] = [
     id: "listJobArtifacts",
     tag: "jobs",
     summary: "The artifacts under `jobs/{job_id}/`",
-    ok: { 200: jsonBody(list(own("JobArtifact")), "Sorted by key; empty for an unknown job.") },
+    description: `${PAGED} To a node, another replica's outputs before the task's verdict are left out (a page may then hold fewer than \`limit\`).`,
+    parameters: pageParameters,
+    ok: { 200: pageOf(own("JobArtifact"), "A page of the artifacts, sorted by key; empty for an unknown job.") },
+    refusals: { 422: badPage },
   },
 ];
 

@@ -449,3 +449,32 @@ describe("a job id the pool already has is retried", () => {
     expect(await violations(pool)).toEqual([]);
   });
 });
+
+describe("GET /jobs/{job}/artifacts pages (SPEC §12)", () => {
+  it("40,000 keys, as any lease holder can create, come a page at a time with a Link, never a 5xx", async () => {
+    const pool = freshPool();
+    const job = await submitJob(pool, trialsJob(1));
+    const keys = Array.from({ length: 40_000 }, (_, i) => `jobs/${job.job_id}/trial-000/out/${String(i).padStart(5, "0")}`);
+    await runInDurableObject(stub(pool), (_o, state) => {
+      state.storage.transactionSync(() => {
+        for (const [i, key] of keys.entries()) {
+          state.storage.sql.exec(
+            "INSERT INTO artifacts (key, object, sha256, size_bytes, etag, created_ms) VALUES (?, ?, ?, 1, 'e', 0)",
+            key,
+            `pools/${pool}/objects/o${i}`,
+            "0".repeat(64),
+          );
+        }
+      });
+    });
+    const url = `${BASE}/pools/${pool}/v1alpha1/jobs/${job.job_id}/artifacts`;
+    const first = await getPage<{ key: string; uri: string; size_bytes: number }>(url);
+    expect(first.status).toBe(200);
+    expect(first.items.map((a) => a.key)).toEqual(keys.slice(0, 100));
+    expect(first.items[0]).toEqual({ uri: `artifact://${keys[0]}`, key: keys[0], size_bytes: 1 });
+    const pages = await pageThrough<{ key: string }>(`${url}?limit=1000`);
+    expect(pages).toHaveLength(40);
+    expect(pages.flatMap((p) => p.items.map((a) => a.key))).toEqual(keys);
+    expect(pages.at(-1)!.next).toBeNull();
+  }, 120_000);
+});
