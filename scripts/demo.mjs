@@ -12,18 +12,28 @@
 // fleet and a cheater that joins it, committing made-up metrics without
 // doing the work: it is outvoted, a third node settles each task it cheated
 // on, and its one commit with evidence claiming more time than passed is
-// refused. Prints a progress bar per job as it goes, and at the end a
+// refused; before each commit it tries to copy the other replicas' outputs,
+// and the pool shows it none. Prints a progress bar per job as it goes, and at the end a
 // summary with checks (every GPU task on a GPU node, nothing committed
 // twice, the broken node held back, the priority job first, the cheater
-// outvoted and counted, every task's key serving the honest metrics).
+// outvoted and counted, every task's key serving the honest metrics, its
+// attempts to copy the other replicas' outputs all refused).
 //
-// The agents speak only HTTP, exactly as the Python agent does. Plain
-// Node 20, no dependencies. Stops by itself (at most --max-seconds), and
-// cleanly on Ctrl-C; a coordinator it started is stopped by its pid.
+// The coordinator enforces tokens (SPEC §9; replicated jobs need node
+// identities, §14): the demo makes a fresh random token per run for every
+// node it simulates (the cheater included) and one operator token, `demo`,
+// and passes them to the wrangler dev it starts (`--var`). Each node's agent
+// sends its own token; submitting, cancelling and every read the demo makes
+// as an onlooker send the operator's. So the demo always starts its own
+// coordinator: it cannot know the tokens of one already running, and
+// `--url` is refused (pick a free port with --port instead).
+//
+// The agents speak only HTTP, exactly as the Python agent does, to
+// 127.0.0.1 only. Plain Node 20, no dependencies. Stops by itself (at most
+// --max-seconds), and cleanly on Ctrl-C; the coordinator is stopped by its pid.
 //
 //   npm run demo                        # start a coordinator on :8787 and run
 //   npm run demo -- --keep              # leave it running afterwards (Ctrl-C stops)
-//   npm run demo -- --url http://127.0.0.1:8787   # use one already running (npm run dev)
 //   npm run demo -- --port 8788 --max-seconds 90
 
 import { spawn } from "node:child_process";
@@ -114,12 +124,32 @@ const CHEATER = {
   cheats: true,
 };
 
+/**
+ * Who sends a request: the operator (the demo submitting jobs and watching
+ * them), or a node (its agent, FleetNode).
+ * @typedef {{ operator: string } | FleetNode} Caller
+ */
+/** The demo as the operator `demo` (FLASHML_OPERATOR_TOKENS). */
+const OPERATOR = { operator: "demo" };
+
+/**
+ * This run's tokens (SPEC §9), made fresh each run and given to the
+ * coordinator it starts: one per node it simulates, the cheater included,
+ * and one for the operator.
+ */
+const TOKENS = {
+  operator: randomBytes(24).toString("hex"),
+  nodes: new Map([...FLEET, CHEATER].map((n) => [n.node_id, randomBytes(24).toString("hex")])),
+};
+
 /** What the broken node's agent reports for every attempt. */
 const BROKEN_REASON = "CUDA error: an illegal memory access was encountered";
 /** The label that ranks a job in the claim order (SPEC §13). */
 const PRIORITY_LABEL = "flashml.dev/priority";
 /** The label that runs each task of a job on this many nodes (SPEC §14). */
 const REPLICAS_LABEL = "flashml.dev/replicas";
+/** The replicas the cheater tries to copy from: r1 to r{COPY_REPLICAS}, but its own. */
+const COPY_REPLICAS = 4;
 /** What the cheater reports for every task, whatever the task. */
 const FAKE_METRICS = { accuracy: 0.99 };
 /** The run time the cheater's first commit claims: far more than passes. */
@@ -231,7 +261,7 @@ const JOBS = [
       "verified-eval",
       {
         type: "hyperparameter_search",
-        parameters: { trials: [{ seed: 1 }, { seed: 2 }, { seed: 3 }, { seed: 4 }], lease_seconds: 10 },
+        parameters: { trials: Array.from({ length: 8 }, (_, i) => ({ seed: i + 1 })), lease_seconds: 10 },
       },
       {},
       { [REPLICAS_LABEL]: "2" },
@@ -278,9 +308,13 @@ const JOBS = [
  */
 /**
  * What the demo saw of the cheater: its invalid_results when it joined, its
- * commit with lying evidence and the answer, the tasks it made metrics up for.
+ * commit with lying evidence and the answer, the tasks it made metrics up for,
+ * and its tries at copying another replica's output: the key, whether its
+ * artifact list showed it, what its GET got ("404" is refused, "200" a copy), and
+ * whether the output was there to copy (the operator's GET, just before).
+ * @typedef {{ task: string, replica: number, key: string, listed: boolean, answer: string, existed: boolean }} CopyTry
  * @typedef {{ before: number, lie: { task: string, seconds: number, accepted: boolean, detail: string } | null,
- *   fakes: { task: string, replica: number }[] }} Cheating
+ *   fakes: { task: string, replica: number }[], copies: CopyTry[] }} Cheating
  */
 
 /**
@@ -301,21 +335,22 @@ const run = {
   moved: [], // reassignments seen
   failed: [], // attempts the broken node failed
   held: null, // the broken node, once GET /nodes shows it held back
-  cheating: { before: 0, lie: null, fakes: [] }, // the cheater, in the verified-results step
+  cheating: { before: 0, lie: null, fakes: [], copies: [] }, // the cheater, in the verified-results step
   stop: new AbortController(), // aborts the agents' waiting claims when the run ends
   lines: 0, // lines of the progress block on screen
 };
 
 async function main() {
   const started = Date.now();
-  const url = options.url ?? (await startCoordinator());
+  const url = await startCoordinator();
   const pool = `demo-${randomBytes(3).toString("hex")}`;
   run.base = `${url}/pools/${pool}/v1alpha1`;
 
   say(`${bold("flashedge demo")} — a simulated fleet against a local coordinator`);
-  say(`  coordinator  ${url}${options.url ? "" : dim("  (wrangler dev, state in .wrangler/state)")}`);
+  say(`  coordinator  ${url}${dim("  (wrangler dev, state in .wrangler/state; enforcing this run's tokens)")}`);
   say(`  pool         ${pool}`);
   say(`  dashboard    ${cyan(`${url}/pools/${pool}/`)}  ← open this in a browser`);
+  say(`  operator     ${OPERATOR.operator}, token ${TOKENS.operator}  ${dim("← the dashboard asks for it")}`);
   say("");
 
   say(bold("Fleet"));
@@ -376,16 +411,18 @@ async function main() {
   const ok = await summary(url, pool);
   if (!ok) process.exitCode = 1;
 
-  if (options.keep && !options.url) {
+  if (options.keep) {
     say("");
-    say(`The coordinator keeps running: ${cyan(`${url}/pools/${pool}/`)} — Ctrl-C to stop.`);
+    say(
+      `The coordinator keeps running: ${cyan(`${url}/pools/${pool}/`)} (operator token ${TOKENS.operator}) — Ctrl-C to stop.`,
+    );
     while (!run.interrupted) await sleep(500);
     process.exitCode = ok ? 0 : 1; // Ctrl-C is how --keep ends: not a failure
-  } else if (!options.url) {
-    // npm run dev serves on 8787 whatever port this run used.
+  } else {
+    // npm run dev serves on 8787 whatever port this run used, with .dev.vars' tokens, not this run's.
     say(
       dim(
-        `The state stays in .wrangler/state: \`npm run dev\` and open http://127.0.0.1:8787/pools/${pool}/ to look again.`,
+        `The state stays in .wrangler/state: \`npm run dev\` and open http://127.0.0.1:8787/pools/${pool}/ to look again (with a token .dev.vars configures; this run's end with it).`,
       ),
     );
   }
@@ -425,7 +462,9 @@ async function verifiedResults(jobs, deadline, agents) {
       dim(` (${REPLICAS_LABEL}: each task runs on distinct nodes, and counts once their metrics agree)`),
   );
   await register(CHEATER);
-  const row = /** @type {NodeRecord[]} */ (await api("GET", "/nodes")).find((n) => n.node_id === CHEATER.node_id);
+  const row = /** @type {NodeRecord[]} */ (await api(OPERATOR, "GET", "/nodes")).find(
+    (n) => n.node_id === CHEATER.node_id,
+  );
   run.cheating.before = row?.invalid_results ?? 0;
   say(
     `  ${CHEATER.node_id.padEnd(15)} ${dim(`joins: ${CHEATER.note}, ${JSON.stringify(FAKE_METRICS)} for any task (GET /nodes: invalid_results ${run.cheating.before})`)}`,
@@ -449,7 +488,7 @@ async function verifiedResults(jobs, deadline, agents) {
  * @param {(typeof JOBS)[number]} job
  */
 async function submit(job) {
-  const record = /** @type {JobRecord} */ (await api("POST", "/jobs", job.spec));
+  const record = /** @type {JobRecord} */ (await api(OPERATOR, "POST", "/jobs", job.spec));
   run.jobs.push({
     name: job.spec.metadata.name,
     job_id: record.job_id,
@@ -502,7 +541,9 @@ async function agent(node) {
   let alive = true;
   const beat = setInterval(() => {
     if (alive)
-      api("POST", `/nodes/${node.node_id}/heartbeat`, { node_id: node.node_id, status: "online" }).catch(() => {});
+      api(node, "POST", `/nodes/${node.node_id}/heartbeat`, { node_id: node.node_id, status: "online" }).catch(
+        () => {},
+      );
   }, 3000);
   try {
     // The cheater wastes no time.
@@ -529,7 +570,7 @@ async function agent(node) {
  */
 async function attempt(node, die) {
   const lease = /** @type {Lease | null} */ (
-    await api("POST", "/leases/claim", { node_id: node.node_id }, { signal: run.stop.signal })
+    await api(node, "POST", "/leases/claim", { node_id: node.node_id }, { signal: run.stop.signal })
   );
   if (!lease) {
     await sleep(600 + Math.random() * 600);
@@ -561,7 +602,7 @@ async function attempt(node, die) {
     // Five in a row and the coordinator holds the node back (its claims get
     // 204); each task it failed is retried on another node.
     await sleep(300 + Math.random() * 500);
-    await api("POST", `/attempts/${lease.lease_id}/fail`, { reason: BROKEN_REASON });
+    await api(node, "POST", `/attempts/${lease.lease_id}/fail`, { reason: BROKEN_REASON });
     run.failed.push({ job: jobName(lease.job_id), task: lease.task_id, node: node.node_id });
     note(
       red(
@@ -577,7 +618,7 @@ async function attempt(node, die) {
   while (!gone && Date.now() - startedAt < work && !run.stopping) {
     await sleep(Math.min(work - (Date.now() - startedAt), Math.max(500, window / 3)));
     if (Date.now() - startedAt >= work) break;
-    const renewed = await api("POST", `/attempts/${lease.lease_id}/heartbeat`, undefined, { allow: [410] });
+    const renewed = await api(node, "POST", `/attempts/${lease.lease_id}/heartbeat`, undefined, { allow: [410] });
     if (renewed === GONE) gone = true;
   }
   if (gone) {
@@ -586,9 +627,9 @@ async function attempt(node, die) {
   }
   if (run.stopping) return "stopped";
   const output = JSON.stringify(taskMetrics(lease.job_id, lease.task_id));
-  await api("PUT", `/artifacts/${outputPrefix(lease)}metrics.json`, output, { raw: true });
+  await api(node, "PUT", `/artifacts/${outputPrefix(lease)}metrics.json`, output, { raw: true });
   const answer = /** @type {{ accepted?: boolean } | null} */ (
-    await api("POST", `/attempts/${lease.lease_id}/complete`, {
+    await api(node, "POST", `/attempts/${lease.lease_id}/complete`, {
       output_sha256: sha256(output),
       evidence: { wall_seconds: Math.round(work) / 1000, exit_code: 0 },
     })
@@ -608,23 +649,27 @@ async function attempt(node, die) {
 }
 
 /**
- * The cheater's attempt: no work, a made-up metrics object under the
- * lease's prefix, committed a moment after the claim. Its first commit also
- * claims LIE_SECONDS of run time; afterwards its evidence claims no more
- * than passed, and only the other replicas can tell.
+ * The cheater's attempt: no work; first a try at copying the other
+ * replicas' outputs (tryToCopy), then a made-up metrics object under the
+ * lease's prefix, committed a moment later, with evidence claiming no more
+ * time than passed: only the other replicas can tell. Once one of those is
+ * taken for judging, its next commit also claims LIE_SECONDS of run time,
+ * once: refused. (Lying first would end its cheating before it began: a
+ * lie holds the node back and distrusts it, SPEC §14.)
  * @param {FleetNode} node
  * @param {Lease} lease
  * @param {number} claimedAt
  */
 async function cheat(node, lease, claimedAt) {
+  if (replicaOf(lease) > 0) await tryToCopy(node, lease);
   await sleep(200 + Math.random() * 200);
   const output = JSON.stringify({ task_id: lease.task_id, ...FAKE_METRICS });
-  await api("PUT", `/artifacts/${outputPrefix(lease)}metrics.json`, output, { raw: true });
+  await api(node, "PUT", `/artifacts/${outputPrefix(lease)}metrics.json`, output, { raw: true });
   const seconds = (Date.now() - claimedAt) / 1000;
-  const lies = run.cheating.lie === null;
+  const lies = run.cheating.lie === null && run.cheating.fakes.length > 0;
   const wall = lies ? LIE_SECONDS : Math.floor(seconds * 10) / 10;
   const answer = /** @type {{ accepted?: boolean, detail?: string } | null} */ (
-    await api("POST", `/attempts/${lease.lease_id}/complete`, {
+    await api(node, "POST", `/attempts/${lease.lease_id}/complete`, {
       output_sha256: sha256(output),
       evidence: { wall_seconds: wall, exit_code: 0 },
     })
@@ -645,6 +690,74 @@ async function cheat(node, lease, claimedAt) {
     note(red(`✖ ${made} — ${answer?.accepted ? "taken for judging (accepted: true)" : "refused"}`));
   }
   return "committed";
+}
+
+/**
+ * The cheater as a copier: before committing its replica of a task it looks
+ * for the other replicas' outputs, to commit one as its own. It lists the
+ * job's artifacts every 500 ms while an honest replica may still be working
+ * (for up to 4 s; the demo, as the operator who may read sealed outputs,
+ * ends the wait early once another replica's output is there, so the tries
+ * are at something to copy), then GETs `jobs/{job}/{task}/r{k}/metrics.json`
+ * for every other k up to COPY_REPLICAS, all with its own token. Until the
+ * task's verdict another replica's output is sealed (SPEC §14): absent from
+ * its list, 404 to its GET. Just before each GET the operator looks whether
+ * that output exists. Each try is recorded (run.cheating.copies) and
+ * printed with its answer; a copy would not be used, the summary's check
+ * fails instead.
+ * @param {FleetNode} node
+ * @param {Lease} lease
+ */
+async function tryToCopy(node, lease) {
+  const own = replicaOf(lease);
+  const prefix = `jobs/${lease.job_id}/${lease.task_id}/`;
+  /** @param {string} key */
+  const otherReplica = (key) =>
+    key.startsWith(prefix) && /^r\d+\//.test(key.slice(prefix.length)) && !key.startsWith(`${prefix}r${own}/`);
+  /** @type {Set<string>} */
+  let listed = new Set();
+  /** @param {Caller} caller */
+  const list = async (caller) => {
+    const page = /** @type {{ key: string }[]} */ (
+      await api(caller, "GET", `/jobs/${lease.job_id}/artifacts?limit=1000`)
+    );
+    return new Set(page.map((a) => a.key).filter(otherReplica));
+  };
+  for (const started = Date.now(); Date.now() - started < 4000 && !run.stopping; await sleep(500)) {
+    listed = await list(node);
+    if (listed.size > 0) break; // something to copy: the pool let it show
+    if ((await list(OPERATOR)).size > 0) break; // there is something to copy
+  }
+  const task = `${jobName(lease.job_id)}/${lease.task_id}`;
+  for (let k = 1; k <= COPY_REPLICAS; k++) {
+    if (k === own || run.stopping) continue;
+    const key = `${prefix}r${k}/metrics.json`;
+    const existed = (await api(OPERATOR, "GET", `/artifacts/${key}`, undefined, { allow: [404] })) !== GONE;
+    /** @type {string} 404 is "no such output", the answer sealing gives; anything else tells something */
+    let answer;
+    try {
+      const copied = await api(node, "GET", `/artifacts/${key}`, undefined, { allow: [404] });
+      answer = copied === GONE ? "404" : "200";
+    } catch (error) {
+      answer = /** @type {Error} */ (error).message;
+    }
+    const seen = [...listed].some((l) => l.startsWith(`${prefix}r${k}/`));
+    run.cheating.copies.push({ task: lease.task_id, replica: own, key, listed: seen, answer, existed });
+    const there = existed ? "it exists, sealed until the verdict" : "not written yet";
+    const shown = seen ? "shown in its GET …/artifacts" : "absent from its GET …/artifacts";
+    if (answer === "404" && !seen)
+      note(
+        red(
+          `✖ ${node.node_id} tried to copy ${task} replica ${k}'s metrics.json before committing replica ${own}: refused — 404, ${shown} ${dim(`(${there})`)}`,
+        ),
+      );
+    else
+      note(
+        yellow(
+          `! ${node.node_id} tried to copy ${task} replica ${k}'s metrics.json before committing replica ${own}: ${answer}, ${shown} — not sealed`,
+        ),
+      );
+  }
 }
 
 /**
@@ -691,7 +804,7 @@ const TERMINAL = new Set(["SUCCEEDED", "FAILED", "CANCELLED"]);
 async function watch() {
   let records;
   try {
-    records = /** @type {JobRecord[]} */ (await api("GET", "/jobs"));
+    records = /** @type {JobRecord[]} */ (await api(OPERATOR, "GET", "/jobs"));
     if (run.held === null) await watchBrokenNode();
   } catch {
     return; // the next round retries
@@ -712,7 +825,7 @@ async function watch() {
     job.counts = record.task_counts;
     job.state = record.state;
     const events = /** @type {LedgerEvent[]} */ (
-      await api("GET", `/jobs/${job.job_id}/events?after=${job.cursor}&limit=1000`).catch(() => [])
+      await api(OPERATOR, "GET", `/jobs/${job.job_id}/events?after=${job.cursor}&limit=1000`).catch(() => [])
     );
     for (const event of events) {
       job.cursor = event.seq;
@@ -789,7 +902,7 @@ function disagreed(event, results) {
 async function watchBrokenNode() {
   const broken = FLEET.find((n) => n.broken);
   if (!broken) return;
-  const nodes = /** @type {NodeRecord[]} */ (await api("GET", "/nodes"));
+  const nodes = /** @type {NodeRecord[]} */ (await api(OPERATOR, "GET", "/nodes"));
   const row = nodes.find((n) => n.node_id === broken.node_id);
   if (!row?.held_until) return;
   const seconds = Math.round((Date.parse(row.held_until) - Date.now()) / 1000);
@@ -884,8 +997,8 @@ async function summary(url, pool) {
   /** @type {Map<string, { tasks: Map<string, TaskRow>, events: LedgerEvent[] }>} by job name */
   const ledger = new Map();
   for (const job of run.jobs) {
-    const tasks = /** @type {TaskRow[]} */ (await api("GET", `/jobs/${job.job_id}/tasks`));
-    const events = /** @type {LedgerEvent[]} */ (await api("GET", `/jobs/${job.job_id}/events?limit=1000`));
+    const tasks = /** @type {TaskRow[]} */ (await api(OPERATOR, "GET", `/jobs/${job.job_id}/tasks`));
+    const events = /** @type {LedgerEvent[]} */ (await api(OPERATOR, "GET", `/jobs/${job.job_id}/events?limit=1000`));
     ledger.set(job.name, { tasks: new Map(tasks.map((t) => [t.task_id, t])), events });
     /** @type {Map<string, number>} */
     const accepted = new Map();
@@ -945,7 +1058,7 @@ async function summary(url, pool) {
   if (broken) checks.push(...brokenNodeChecks(broken.node_id, ledger));
   checks.push(...priorityChecks(ledger));
 
-  const fleet = /** @type {NodeRecord[]} */ (await api("GET", "/nodes"));
+  const fleet = /** @type {NodeRecord[]} */ (await api(OPERATOR, "GET", "/nodes"));
   if (JOBS.some((j) => j.verified)) checks.push(...(await verifiedChecks(ledger, fleet)));
   say("  tasks committed per node:");
   const most = Math.max(1, ...Object.values(perNode));
@@ -962,7 +1075,9 @@ async function summary(url, pool) {
   }
   const stuck = run.jobs.find((j) => j.unplaceable);
   if (stuck) {
-    const report = /** @type {PlacementReport} */ (await api("GET", `/jobs/${stuck.job_id}/tasks/trial-000/placement`));
+    const report = /** @type {PlacementReport} */ (
+      await api(OPERATOR, "GET", `/jobs/${stuck.job_id}/tasks/trial-000/placement`)
+    );
     say(
       `  why is ${stuck.name}/trial-000 not running?  ${dim(`GET …/jobs/${stuck.job_id}/tasks/trial-000/placement`)}`,
     );
@@ -1096,7 +1211,7 @@ async function verifiedChecks(ledger, fleet) {
       lie !== null && !lie.accepted && lie.detail.startsWith("evidence claims"),
       lie
         ? `${cheater}'s commit of ${job.name}/${lie.task} ${lie.seconds.toFixed(1)} s after its claim, with evidence wall_seconds ${LIE_SECONDS}, was refused: {accepted: ${lie.accepted}, detail: "${lie.detail}"}`
-        : `${cheater} never committed its lying evidence`,
+        : `${cheater} never committed its lying evidence (it lies on its first claim after a made-up commit was taken for judging, ${plural(fakes.length, "such commit")}; it claimed nothing after)`,
     ],
   ];
 
@@ -1135,7 +1250,7 @@ async function verifiedChecks(ledger, fleet) {
   let honest = 0;
   for (const task of mine.tasks.keys()) {
     const key = `jobs/${job.job_id}/${task}/metrics.json`;
-    const object = await api("GET", `/artifacts/${key}`, undefined, { allow: [404] });
+    const object = await api(OPERATOR, "GET", `/artifacts/${key}`, undefined, { allow: [404] });
     const ok = JSON.stringify(object) === JSON.stringify(taskMetrics(job.job_id, task));
     if (ok) honest++;
     const value = /** @type {{ accuracy?: number } | null} */ (object === GONE ? null : object);
@@ -1144,6 +1259,15 @@ async function verifiedChecks(ledger, fleet) {
   checks.push([
     honest > 0 && honest === mine.tasks.size,
     `every ${job.name} task's key jobs/${job.job_id}/{task}/metrics.json serves the honest metrics, ${honest} of ${mine.tasks.size}, none the made-up ones (accuracy: ${served.join(", ")})`,
+  ]);
+
+  // Refused is a 404 to its GET and nothing of another replica's in its list; anything else is a leak.
+  const { copies } = run.cheating;
+  const copied = copies.filter((c) => c.answer !== "404" || c.listed);
+  const there = copies.filter((c) => c.existed).length;
+  checks.push([
+    copies.length > 0 && copied.length === 0,
+    `the cheater's copy attempts were all refused (${copies.length} tries, ${copied.length} copies): each other replica's metrics.json was 404 to ${cheater} and absent from its GET /jobs/${job.job_id}/artifacts before the verdict, ${there} of them written already (the operator read them)${copied.length > 0 ? `; not refused: ${copied.map((c) => `${c.key} ${c.answer}${c.listed ? ", listed" : ""}`).join("; ")}` : ""}`,
   ]);
 
   const row = fleet.find((r) => r.node_id === cheater);
@@ -1179,17 +1303,35 @@ function pendingAt(events, seq) {
 const GONE = Symbol("gone");
 
 /**
- * One request; the parsed JSON answer (the caller states its shape), null for
- * 204 or an empty body, GONE for a status in `allow`.
+ * The `Authorization` header of every request `caller` sends: its own
+ * bearer token, the one place that picks it.
+ * @param {Caller} caller
+ */
+function authorization(caller) {
+  const token = "node_id" in caller ? TOKENS.nodes.get(caller.node_id) : TOKENS.operator;
+  if (token === undefined) throw new Error(`no token for ${JSON.stringify(caller)}`);
+  return `Bearer ${token}`;
+}
+
+/** @param {Caller} caller */
+function callerName(caller) {
+  return "node_id" in caller ? caller.node_id : `operator ${caller.operator}`;
+}
+
+/**
+ * One request from `caller`, with its token; the parsed JSON answer (the
+ * caller states its shape), null for 204 or an empty body, GONE for a
+ * status in `allow`.
+ * @param {Caller} caller
  * @param {string} method
  * @param {string} path
  * @param {unknown} [body] JSON, or with `raw` the bytes as a string
  * @param {{ raw?: boolean, allow?: number[], signal?: AbortSignal }} [options]
  * @returns {Promise<unknown>}
  */
-async function api(method, path, body, { raw = false, allow = [], signal } = {}) {
+async function api(caller, method, path, body, { raw = false, allow = [], signal } = {}) {
   /** @type {Record<string, string>} */
-  const headers = {};
+  const headers = { authorization: authorization(caller) };
   /** @type {string | undefined} */
   let payload;
   if (body !== undefined) {
@@ -1220,9 +1362,9 @@ async function api(method, path, body, { raw = false, allow = [], signal } = {})
   if (!r.ok) {
     if (r.status === 401)
       throw new Error(
-        `${method} ${path}: 401 — this coordinator enforces tokens; the demo needs an open one (no FLASHML_*_TOKENS)`,
+        `${method} ${path} as ${callerName(caller)}: 401 — the coordinator does not know this run's token (the demo configures its own on the wrangler dev it starts)`,
       );
-    throw new Error(`${method} ${path}: ${r.status} ${text}`);
+    throw new Error(`${method} ${path} as ${callerName(caller)}: ${r.status} ${text}`);
   }
   return text ? JSON.parse(text) : null;
 }
@@ -1230,7 +1372,7 @@ async function api(method, path, body, { raw = false, allow = [], signal } = {})
 /** @param {FleetNode} node */
 async function register(node) {
   const { note: _note, dies: _dies, broken: _broken, ...fields } = node;
-  await api("POST", "/nodes/register", {
+  await api(node, "POST", "/nodes/register", {
     kubernetes_node: "",
     hostname: `${node.node_id}.demo.local`,
     agent_version: "demo",
@@ -1288,7 +1430,7 @@ async function startCoordinator() {
   const url = `http://127.0.0.1:${options.port}`;
   if (!(await portFree(options.port))) {
     throw new Error(
-      `port ${options.port} is in use. If it is \`npm run dev\`, run \`npm run demo -- --url ${url}\`; else pick another with --port`,
+      `port ${options.port} is in use (\`npm run dev\`?): pick another with --port — the demo starts its own coordinator, with this run's tokens`,
     );
   }
   say(dim(`starting wrangler dev on ${url} …`));
@@ -1305,15 +1447,16 @@ async function startCoordinator() {
     "--show-interactive-dev-session=false",
     "--log-level",
     "warn",
-    // The demo runs open, whatever .dev.vars says: its agents carry no tokens.
+    // This run's tokens, whatever .dev.vars says (they replace its tokens):
+    // enforcing, as replicated jobs need (SPEC §14), and never served open.
     "--var",
-    "FLASHML_NODE_TOKENS:",
+    `FLASHML_NODE_TOKENS:${[...TOKENS.nodes].map(([node, token]) => `${node}:${token}`).join(",")}`,
     "--var",
-    "FLASHML_OPERATOR_TOKENS:",
+    `FLASHML_OPERATOR_TOKENS:${OPERATOR.operator}:${TOKENS.operator}`,
     "--var",
     "FLASHML_JOIN_CODE:",
     "--var",
-    "FLASHML_REQUIRE_NODE_AUTH:0",
+    "FLASHML_REQUIRE_NODE_AUTH:1",
   ];
   const child = spawn(join(ROOT, "node_modules", ".bin", "wrangler"), args, {
     cwd: ROOT,
@@ -1329,7 +1472,8 @@ async function startCoordinator() {
   while (Date.now() < until && !run.interrupted) {
     if (child.exitCode !== null) throw new Error(`wrangler dev exited (${child.exitCode}):\n${output}`);
     try {
-      if ((await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2000) })).ok) return url;
+      const headers = { authorization: authorization(OPERATOR) };
+      if ((await fetch(`${url}/healthz`, { headers, signal: AbortSignal.timeout(2000) })).ok) return url;
     } catch {
       // not up yet
     }
@@ -1368,8 +1512,8 @@ function sleep(ms) {
 
 /** @param {string[]} argv */
 function parseOptions(argv) {
-  /** @type {{ port: number, maxSeconds: number, keep: boolean, url: string | undefined }} */
-  const out = { port: 8787, maxSeconds: 120, keep: false, url: undefined };
+  /** @type {{ port: number, maxSeconds: number, keep: boolean }} */
+  const out = { port: 8787, maxSeconds: 120, keep: false };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     const value = () => {
@@ -1379,7 +1523,10 @@ function parseOptions(argv) {
     };
     if (arg === "--port") out.port = Number(value());
     else if (arg === "--max-seconds") out.maxSeconds = Number(value());
-    else if (arg === "--url") out.url = value().replace(/\/+$/, "");
+    else if (arg === "--url")
+      usage(
+        "--url is not supported: the demo configures its own tokens (one per simulated node, one operator) on the coordinator it starts, and cannot know those of one already running; pick a free port with --port",
+      );
     else if (arg === "--keep") out.keep = true;
     else if (arg === "--help" || arg === "-h") usage();
     else usage(`unknown option ${arg}`);
@@ -1396,7 +1543,8 @@ function parseOptions(argv) {
 function usage(problem) {
   if (problem) process.stderr.write(`demo: ${problem}\n`);
   process.stderr.write(
-    "usage: npm run demo -- [--port 8787] [--max-seconds 120] [--keep] [--url http://127.0.0.1:8787]\n",
+    "usage: npm run demo -- [--port 8787] [--max-seconds 120] [--keep]\n" +
+      "  starts wrangler dev on 127.0.0.1:PORT with this run's fresh tokens (one per simulated node, one operator)\n",
   );
   process.exit(problem ? 2 : 0);
 }
