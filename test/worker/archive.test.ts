@@ -75,6 +75,17 @@ async function reads(pool: string, jobId: string, taskIds: string[], keys: strin
   await get("events past end", `/jobs/${jobId}/events?after=999999999`);
   await get("logs", `/jobs/${jobId}/logs`);
   await get("artifacts", `/jobs/${jobId}/artifacts`);
+  // Paged like the live list (SPEC §12): the same pages, the same Link.
+  for (let url: string | null = `/jobs/${jobId}/artifacts?limit=1`, n = 0; url !== null && n < 5; n++) {
+    const r = await get(`artifacts page ${n}`, url);
+    const link = r.headers.get("link");
+    out[`artifacts page ${n}`]!.headers = { link };
+    url =
+      link === null
+        ? null
+        : new URL(/^<([^>]+)>/.exec(link)![1]!).pathname.replace(/^.*\/v1alpha1/, "") +
+          new URL(/^<([^>]+)>/.exec(link)![1]!).search;
+  }
   for (const key of keys) {
     const r = await get(`artifact ${key}`, `/artifacts/${key}`);
     out[`artifact ${key}`]!.headers = {
@@ -120,6 +131,8 @@ async function finishedJob(pool: string) {
     }
   }
   const key = `jobs/${job.job_id}/${first.task_id}/metrics.json`;
+  const log = `jobs/${job.job_id}/${first.task_id}/log.txt`;
+  expect((await upload(pool, log, "step 1\nstep 2\n")).status).toBe(200);
   expect((await upload(pool, key, '{"loss": 0.5}')).status).toBe(200);
   const done = await call(pool, "POST", `/attempts/${first.lease_id}/complete`, {
     output_sha256: await sha256('{"loss": 0.5}'),
@@ -129,7 +142,7 @@ async function finishedJob(pool: string) {
   expect((await call(pool, "POST", `/attempts/${second.lease_id}/fail`, { reason: "oom" })).status).toBe(200);
   const record = await json<{ state: string }>(await call(pool, "GET", `/jobs/${job.job_id}`));
   expect(record.state).toBe("FAILED");
-  return { jobId: job.job_id, taskIds: [first.task_id, second.task_id], keys: [key], leases: [first, second] };
+  return { jobId: job.job_id, taskIds: [first.task_id, second.task_id], keys: [log, key], leases: [first, second] };
 }
 
 describe("retention and archive", () => {
@@ -141,6 +154,11 @@ describe("retention and archive", () => {
 
     await age(pool);
     const before = await reads(pool, jobId, taskIds, keys);
+    // Two artifacts at one a page: a Link from the first page to the second, none from the last.
+    expect([before["artifacts page 0"]!.headers!.link !== null, before["artifacts page 1"]!.headers!.link]).toEqual([
+      true,
+      null,
+    ]);
     expect(before.job!.status).toBe(200);
     expect(before["latest trial-000"]!.status).toBe(200);
     await runDurableObjectAlarm(stub(pool));
