@@ -15,7 +15,7 @@ import { evidenceLies } from "../rules/verification";
 import { emit, iso, tally } from "./events";
 import { jobOpen, settleJob } from "./jobs";
 import { findNode, nodeView, seen } from "./nodes";
-import { attemptFailed, attemptSucceeded, pickTask, useTurn } from "./scheduling";
+import { attemptFailed, attemptSucceeded, DEFAULT_RETRY_ELSEWHERE_MS, pickTask, useTurn } from "./scheduling";
 import type { TaskRow } from "./tasks";
 import { abandonReplicas, commitKey, invalidResult, nextReplica, recordReplica } from "./verification";
 
@@ -69,7 +69,8 @@ export function sweep(sql: SqlStorage, now: number): void {
  * policy picks among those the gate accepts for this node (SPEC §13,
  * `pickTask`), and uses up the turns of its job and tenant. A replicated
  * task (SPEC §14) is leased as its next replica, and stays PENDING while
- * it wants more. `random` draws adaptive replication's spot checks.
+ * it wants more. `random` draws adaptive replication's spot checks;
+ * `retryElsewhereMs` is SPEC §13 rule 4's window.
  */
 export function claim(
   sql: SqlStorage,
@@ -78,6 +79,7 @@ export function claim(
   jobId: string | null,
   weights: TenantWeights = EQUAL_WEIGHTS,
   random: () => number = Math.random,
+  retryElsewhereMs = DEFAULT_RETRY_ELSEWHERE_MS,
 ): ClaimResult {
   sweep(sql, now);
   const node = findNode(sql, nodeId);
@@ -85,7 +87,7 @@ export function claim(
   seen(sql, now, nodeId);
   if (node.status !== "online") return { ok: false, reason: "not_accepting" };
   if (node.held_until_ms > now) return { ok: false, reason: "held" };
-  const best = pickTask(sql, now, { nodeId, view: nodeView(node.registration) }, jobId);
+  const best = pickTask(sql, now, { nodeId, view: nodeView(node.registration) }, jobId, retryElsewhereMs);
   if (best === undefined)
     return { ok: false, reason: jobId !== null && !jobOpen(sql, jobId) ? "job_closed" : "nothing" };
 

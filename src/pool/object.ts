@@ -14,7 +14,7 @@ import type { TaskSpec } from "../protocol/tasks";
 import { base64url, DEVICE_CODE_TTL_MS, enrolledToken, sha256Hex, userCodeFrom } from "../rules/enrolment";
 import { mayDrive } from "../rules/leases";
 import { jobRetentionMs } from "../rules/retention";
-import { tenantWeights } from "../rules/scheduling";
+import { retryElsewhereMs, tenantWeights } from "../rules/scheduling";
 import { ARCHIVE_BATCH_TASKS, archiveObjects, finishArchive, nextArchive, startArchive } from "./archive";
 import { bind, checkWrite, findArtifact, listJobArtifacts, type StoredObject, type Writer } from "./artifacts";
 import { commitManifest, latest, lostWork, markRestoreVerified, quarantine, registerPart } from "./checkpoints";
@@ -59,7 +59,7 @@ import {
 import { logEvent, logLine } from "./log";
 import { metricsSample } from "./metrics";
 import { heartbeatNode, listNodes, registerNode } from "./nodes";
-import { releaseNode } from "./scheduling";
+import { DEFAULT_RETRY_ELSEWHERE_MS, releaseNode } from "./scheduling";
 import { migrate } from "./schema";
 import { commitKey } from "./verification";
 
@@ -281,7 +281,9 @@ export class PoolObject extends DurableObject<Env> {
     // timed out): answer that one now, so no lease goes to a closed connection.
     const earlier = this.held.find((held) => held.nodeId === nodeId);
     if (earlier) this.release(earlier, { ok: false, reason: "nothing" });
-    const result = await this.change((now) => claim(this.sql, now, nodeId, jobId, this.weights()));
+    const result = await this.change((now) =>
+      claim(this.sql, now, nodeId, jobId, this.weights(), Math.random, this.retryElsewhereMs()),
+    );
     if (result.ok || !worthWaiting(result) || waitMs <= 0) return result;
     return new Promise((resolve) => {
       const held: HeldClaim = {
@@ -588,7 +590,15 @@ export class PoolObject extends DurableObject<Env> {
       for (const held of this.held) {
         // With nothing pending only a claim for one job can change: its job may have closed.
         if (!pending && held.jobId === null) continue;
-        const result = claim(this.sql, now, held.nodeId, held.jobId, this.weights());
+        const result = claim(
+          this.sql,
+          now,
+          held.nodeId,
+          held.jobId,
+          this.weights(),
+          Math.random,
+          this.retryElsewhereMs(),
+        );
         if (result.ok || !worthWaiting(result)) out.push([held, result]);
         if (result.ok) pending = this.pendingLeft();
       }
@@ -617,6 +627,12 @@ export class PoolObject extends DurableObject<Env> {
   private weights(): TenantWeights {
     const weights = tenantWeights(this.env.FLASHML_TENANT_WEIGHTS);
     return typeof weights === "string" ? new Map() : weights;
+  }
+
+  /** SPEC §13 rule 4's window; the Worker refuses to serve when the setting is unreadable. */
+  private retryElsewhereMs(): number {
+    const window = retryElsewhereMs(this.env.FLASHML_RETRY_ELSEWHERE_SECONDS);
+    return typeof window === "string" ? DEFAULT_RETRY_ELSEWHERE_MS : window;
   }
 
   private lastEventSeq(): number {

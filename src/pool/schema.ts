@@ -423,6 +423,21 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE nodes ADD COLUMN invalid_results INTEGER NOT NULL DEFAULT 0;
   ALTER TABLE nodes ADD COLUMN consecutive_valid INTEGER NOT NULL DEFAULT 0;
   `,
+  // 14: liveness and retry elsewhere (SPEC §13 rule 4). A failure records
+  // when it happened: a retry waits for another idle node only for a window
+  // after it (failures recorded before this count as long past). When a lease stops being live, whatever code
+  // path ends it, its node is online until its last request plus the online
+  // window (15 s, ONLINE_WINDOW_MS) or the deadline of another live lease it
+  // holds, no longer until the ended lease's deadline.
+  `
+  ALTER TABLE task_failures ADD COLUMN failed_ms INTEGER NOT NULL DEFAULT 0;
+  CREATE TRIGGER leases_end_liveness AFTER UPDATE OF status ON leases
+    WHEN OLD.status = 'live' AND NEW.status <> 'live' BEGIN
+    UPDATE nodes SET live_until_ms = MAX(last_heartbeat_ms + 15000, COALESCE(
+        (SELECT MAX(l.deadline_ms) FROM leases l WHERE l.node_id = NEW.node_id AND l.status = 'live'), 0))
+      WHERE node_id = NEW.node_id;
+  END;
+  `,
 ];
 
 /** Applies every migration newer than the recorded version, in order. */

@@ -37,6 +37,7 @@ const UNDO: Record<number, string> = {
       ALTER TABLE tasks DROP COLUMN tolerance; ALTER TABLE tasks DROP COLUMN wanted;
       ALTER TABLE nodes DROP COLUMN valid_results; ALTER TABLE nodes DROP COLUMN invalid_results;
       ALTER TABLE nodes DROP COLUMN consecutive_valid;`,
+  14: "ALTER TABLE task_failures DROP COLUMN failed_ms; DROP TRIGGER leases_end_liveness;",
 };
 
 /** The versions that have an undo: every migration after the second. */
