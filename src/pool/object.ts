@@ -32,6 +32,7 @@ import {
 } from "./enrolment";
 import type { EventRow } from "./events";
 import { placementReport } from "./explain";
+import { type Answered, HeldClaims, worthWaiting } from "./held-claims";
 import {
   archiveState,
   cancelJob,
@@ -68,11 +69,6 @@ const ARCHIVE_RETRY_MS = 60 * 1000;
 
 /** Outputs that must parse as JSON are small; larger ones fail validation unread. */
 export const MAX_JSON_OUTPUT_BYTES = 1024 * 1024;
-
-/** Claims that may yet get a lease by waiting: nothing to take yet, or a node held back for now. */
-function worthWaiting(result: ClaimResult & { ok: false }): boolean {
-  return result.reason === "nothing" || result.reason === "held";
-}
 
 /**
  * What an enrolled node's requests call, through `act` (SPEC §9): the
@@ -114,19 +110,10 @@ const ACTION_NAMES = [
 export type Action = (typeof ACTION_NAMES)[number];
 const ACTIONS: ReadonlySet<string> = new Set(ACTION_NAMES);
 
-/** A claim waiting for work (long-poll): not state, a connection held open. */
-type HeldClaim = {
-  nodeId: string;
-  jobId: string | null;
-  resolve: (result: ClaimResult) => void;
-  timer: ReturnType<typeof setTimeout>;
-};
-
 export class PoolObject extends DurableObject<Env> {
   private readonly sql: SqlStorage;
-  // Held claims in arrival order. Losing them (eviction, restart) loses no
-  // state: each caller just gets 204 and claims again.
-  private readonly held: HeldClaim[] = [];
+  // Held claims in arrival order (src/pool/held-claims.ts): connections, not state.
+  private readonly held = new HeldClaims();
   // A cache of the alarm time last set, rebuilt from SQL after eviction
   // (undefined = unknown). Only saves redundant setAlarm calls.
   private armedAt: number | null | undefined;
@@ -236,8 +223,7 @@ export class PoolObject extends DurableObject<Env> {
    */
   revokeCredential(nodeId: string, operator: string): boolean {
     const revoked = this.ctx.storage.transactionSync(() => revokeCredential(this.sql, Date.now(), nodeId, operator));
-    const held = revoked ? this.held.find((h) => h.nodeId === nodeId) : undefined;
-    if (held) this.release(held, { ok: false, reason: "nothing" });
+    if (revoked) this.held.releaseNode(nodeId);
     if (revoked && this.logging())
       logLine({ pool: this.poolName(), event: "CREDENTIAL_REVOKED", node_id: nodeId, operator });
     return revoked;
@@ -245,15 +231,22 @@ export class PoolObject extends DurableObject<Env> {
 
   // -- nodes ---------------------------------------------------------------
 
+  // A change to the node itself may make work eligible for it (SPEC §5): its
+  // held claim gets another try, as when work appears.
+
   async register(registration: NodeRegistration): Promise<void> {
-    await this.change((now) => registerNode(this.sql, now, registration));
+    await this.change((now) => registerNode(this.sql, now, registration), { wakesNode: registration.node_id });
     if (this.logging()) logLine({ pool: this.poolName(), event: "NODE_REGISTERED", node_id: registration.node_id });
   }
 
-  heartbeatNode(nodeId: string, heartbeat: NodeHeartbeat) {
-    const now = Date.now();
-    // Liveness, not a state change worth a log line every few seconds per node.
-    return this.ctx.storage.transactionSync(() => heartbeatNode(this.sql, now, nodeId, heartbeat));
+  async heartbeatNode(nodeId: string, heartbeat: NodeHeartbeat) {
+    // Liveness is not a state change worth a log line every few seconds per
+    // node: only a node with a held claim needs the whole change.
+    if (!this.held.holds(nodeId)) {
+      const now = Date.now();
+      return this.ctx.storage.transactionSync(() => heartbeatNode(this.sql, now, nodeId, heartbeat));
+    }
+    return this.change((now) => heartbeatNode(this.sql, now, nodeId, heartbeat), { wakesNode: nodeId });
   }
 
   /** Lets a held-back node claim again (SPEC §13); its waiting claim tries at once. False: unknown node. */
@@ -272,28 +265,22 @@ export class PoolObject extends DurableObject<Env> {
    * Leases a task to the node, or, when nothing it may take is pending,
    * holds the claim up to `waitMs` (SPEC §5, long-poll): it is answered the
    * moment such a task appears, in the order the claims arrived, else with
-   * nothing when the wait ends. Each answer is its own claim transaction, so
-   * no task is handed out twice. Held claims live in memory only: a restart
-   * drops them, and the Worker answers a dropped claim with 204.
+   * nothing when the wait ends — by the object's clock, and never with a
+   * lease after that. Each answer is its own claim transaction, so no task
+   * is handed out twice. Held claims live in memory only: a restart drops
+   * them, and the Worker answers a dropped claim with 204.
    */
   async claim(nodeId: string, jobId: string | null, waitMs = 0): Promise<ClaimResult> {
     // A node that claims again has given up on its earlier claim (its client
     // timed out): answer that one now, so no lease goes to a closed connection.
-    const earlier = this.held.find((held) => held.nodeId === nodeId);
-    if (earlier) this.release(earlier, { ok: false, reason: "nothing" });
-    const result = await this.change((now) =>
-      claim(this.sql, now, nodeId, jobId, this.weights(), Math.random, this.retryElsewhereMs()),
-    );
+    this.held.releaseNode(nodeId);
+    const result = await this.change((now) => this.claimFor(now, nodeId, jobId));
     if (result.ok || !worthWaiting(result) || waitMs <= 0) return result;
-    return new Promise((resolve) => {
-      const held: HeldClaim = {
-        nodeId,
-        jobId,
-        resolve,
-        timer: setTimeout(() => this.release(held, { ok: false, reason: "nothing" }), waitMs),
-      };
-      this.held.push(held);
-    });
+    return this.held.hold(nodeId, jobId, Date.now(), waitMs);
+  }
+
+  private claimFor(now: number, nodeId: string, jobId: string | null): ClaimResult {
+    return claim(this.sql, now, nodeId, jobId, this.weights(), Math.random, this.retryElsewhereMs());
   }
 
   // The lease routes below take `caller`: the node the request acts as, or
@@ -540,14 +527,22 @@ export class PoolObject extends DurableObject<Env> {
    * change), and keeps the alarm at the earliest live deadline. Every
    * mutating method goes through here, so none can forget the alarm. When
    * the change queued work or closed a job (`wakesClaims` for changes that
-   * record no event), held claims get their turn before anyone else.
+   * record no event), held claims get their turn before anyone else; a
+   * change to one node (`wakesNode`) gives that node's held claim a turn.
    */
-  private async change<T>(fn: (now: number) => T, options: { wakesClaims?: boolean } = {}): Promise<T> {
-    const before = this.logging() || this.held.length > 0 ? this.lastEventSeq() : null;
+  private async change<T>(
+    fn: (now: number) => T,
+    options: { wakesClaims?: boolean; wakesNode?: string } = {},
+  ): Promise<T> {
+    const before = this.logging() || this.held.size > 0 ? this.lastEventSeq() : null;
     const now = Date.now();
     const result = this.ctx.storage.transactionSync(() => fn(now));
-    const wake = this.held.length > 0 && (options.wakesClaims || (before !== null && this.workAppeared(before)));
-    const woken = wake ? this.claimForHeld() : [];
+    const wakeAll = this.held.size > 0 && (options.wakesClaims || (before !== null && this.workAppeared(before)));
+    const woken = wakeAll
+      ? this.claimForHeld(null)
+      : this.held.size > 0 && options.wakesNode !== undefined
+        ? this.claimForHeld(options.wakesNode)
+        : [];
     if (before !== null && this.logging()) {
       // A job's TASK_CREATED events are summarised by its JOB_ACCEPTED line (it
       // carries the count): a 10,000-task submission is one change, not 10,000.
@@ -577,50 +572,28 @@ export class PoolObject extends DurableObject<Env> {
   }
 
   /**
-   * Gives every held claim, oldest first, another try in one transaction.
-   * Those that got a lease, or will never get one, are taken off the list at
-   * once (so their timers cannot answer them too) and returned to be
-   * answered once the change is durable and its alarm armed.
+   * Gives every held claim (only `nodeId`'s when given), oldest first,
+   * another try in one transaction. Those that got a lease, will never get
+   * one, or whose hold has ended are taken off the list at once (so their
+   * timers cannot answer them too) and returned to be answered once the
+   * change is durable and its alarm armed.
    */
-  private claimForHeld(): Array<[HeldClaim, ClaimResult]> {
+  private claimForHeld(nodeId: string | null): Answered {
     const now = Date.now();
-    const answered = this.ctx.storage.transactionSync(() => {
-      const out: Array<[HeldClaim, ClaimResult]> = [];
-      let pending = this.pendingLeft();
-      for (const held of this.held) {
-        // With nothing pending only a claim for one job can change: its job may have closed.
-        if (!pending && held.jobId === null) continue;
-        const result = claim(
-          this.sql,
-          now,
-          held.nodeId,
-          held.jobId,
-          this.weights(),
-          Math.random,
-          this.retryElsewhereMs(),
-        );
-        if (result.ok || !worthWaiting(result)) out.push([held, result]);
-        if (result.ok) pending = this.pendingLeft();
-      }
-      return out;
-    });
-    for (const [held] of answered) {
-      this.held.splice(this.held.indexOf(held), 1);
-      clearTimeout(held.timer);
-    }
+    const answered = this.ctx.storage.transactionSync(() =>
+      this.held.retry(
+        now,
+        (held) => this.claimFor(now, held.nodeId, held.jobId),
+        () => this.pendingLeft(),
+        nodeId,
+      ),
+    );
+    this.held.take(answered);
     return answered;
   }
 
   private pendingLeft(): boolean {
     return poolTaskCounts(this.sql).PENDING > 0;
-  }
-
-  /** Answers a held claim when its wait ends, unless it was answered already. */
-  private release(held: HeldClaim, result: ClaimResult): void {
-    const i = this.held.indexOf(held);
-    if (i < 0) return;
-    this.held.splice(i, 1);
-    held.resolve(result);
   }
 
   /** Tenant weights (SPEC §13); the Worker refuses to serve when the setting is unreadable. */
