@@ -305,6 +305,23 @@ export function endAttempt(
   }
 }
 
+/**
+ * Ends every live lease of `nodeId` now, exactly as an expiry does
+ * (LEASE_EXPIRED, a worker loss where the job retries them, SPEC §13): its
+ * machine can no longer commit, so no task waits out its deadline (SPEC §9,
+ * a revoked or replaced credential). Returns how many ended.
+ */
+export function endLeasesOf(sql: SqlStorage, now: number, nodeId: string, why: string): number {
+  const live = sql
+    .exec<{ lease_id: string }>("SELECT lease_id FROM leases WHERE node_id = ? AND status = 'live'", nodeId)
+    .toArray();
+  for (const { lease_id } of live) {
+    const row = findLease(sql, lease_id);
+    if (row) endAttempt(sql, now, row, "expired", "LEASE_EXPIRED", `lease ${lease_id} ended: ${why}`);
+  }
+  return live.length;
+}
+
 /** The earliest live deadline: where the alarm must be. */
 export function earliestDeadline(sql: SqlStorage): number | null {
   return sql.exec<{ d: number | null }>("SELECT MIN(deadline_ms) AS d FROM leases WHERE status = 'live'").one().d;

@@ -25,6 +25,7 @@ import {
   type CredentialProof,
   credentialValid,
   decideCode,
+  denyAllCodes,
   pendingCodes,
   redeemCode,
   requestCode,
@@ -50,6 +51,7 @@ import {
   claim,
   commit,
   earliestDeadline,
+  endLeasesOf,
   failAttempt,
   findLease,
   renew,
@@ -152,11 +154,14 @@ export class PoolObject extends DurableObject<Env> {
 
   // -- enrolment (SPEC §9 "Enrolled machines") -------------------------------
 
-  /** A new device code for a machine asking to join; "full" past the pool's pending limit. */
+  /** A new device code for a machine asking to join; "full" / "source_full" past the pool's / the source's pending limit. */
   async requestDeviceCode(
     request: DeviceCodeRequest,
     from: string | null,
-  ): Promise<{ ok: true; deviceCode: string; userCode: string; expiresMs: number } | { ok: false; reason: "full" }> {
+  ): Promise<
+    | { ok: true; deviceCode: string; userCode: string; expiresMs: number }
+    | { ok: false; reason: "full" | "source_full" }
+  > {
     // A drawn user code already in the records (a day's worth) is drawn again.
     for (let draw = 0; draw < 5; draw++) {
       const userCode = userCodeFrom(crypto.getRandomValues(new Uint8Array(32)));
@@ -174,7 +179,7 @@ export class PoolObject extends DurableObject<Env> {
           from,
         }),
       );
-      if (result === "full") return { ok: false, reason: "full" };
+      if (result === "full" || result === "source_full") return { ok: false, reason: result };
       if (result === "ok") {
         if (this.logging()) logLine({ pool: this.poolName(), event: "ENROLMENT_REQUESTED", node_id: request.node_id });
         return { ok: true, deviceCode, userCode, expiresMs: now + DEVICE_CODE_TTL_MS };
@@ -191,12 +196,14 @@ export class PoolObject extends DurableObject<Env> {
     const token = enrolledToken(nodeId, crypto.getRandomValues(new Uint8Array(32)));
     const tokenSha256 = await sha256Hex(token);
     // Checked again in the transaction: a concurrent redeem of the same code loses here.
-    const now = Date.now();
-    const redeemed = this.ctx.storage.transactionSync(() =>
-      redeemCode(this.sql, now, deviceCodeSha256, nodeId, tokenSha256),
-    );
+    const redeemed = await this.change((now) => {
+      const result = redeemCode(this.sql, now, deviceCodeSha256, nodeId, tokenSha256);
+      if (result?.replaced) this.cutOff(now, nodeId, `the credential of ${nodeId} was replaced`);
+      return result;
+    });
     if (!redeemed) return null;
-    if (this.logging()) logLine({ pool: this.poolName(), event: "CREDENTIAL_ISSUED", node_id: nodeId });
+    if (this.logging())
+      logLine({ pool: this.poolName(), event: "CREDENTIAL_ISSUED", node_id: nodeId, replaced: redeemed.replaced });
     return { token, node_id: nodeId };
   }
 
@@ -211,6 +218,16 @@ export class PoolObject extends DurableObject<Env> {
     return nodeId;
   }
 
+  /** An operator denies every pending code at once (one source flooding the pool); the nodes they named. */
+  denyAllDeviceCodes(operator: string): string[] {
+    const now = Date.now();
+    const nodeIds = this.ctx.storage.transactionSync(() => denyAllCodes(this.sql, now, operator));
+    if (this.logging())
+      for (const nodeId of nodeIds)
+        logLine({ pool: this.poolName(), event: "ENROLMENT_DENIED", node_id: nodeId, operator });
+    return nodeIds;
+  }
+
   /** The codes waiting for an operator. */
   pendingDeviceCodes() {
     return pendingCodes(this.sql, Date.now());
@@ -218,15 +235,30 @@ export class PoolObject extends DurableObject<Env> {
 
   /**
    * Revokes a node's enrolled credential: its next request is refused, and
-   * a claim it holds open is answered with nothing now, so no lease goes to
-   * a revoked machine. False: it had none.
+   * its machine is cut off (`cutOff`). False: it had none.
    */
-  revokeCredential(nodeId: string, operator: string): boolean {
-    const revoked = this.ctx.storage.transactionSync(() => revokeCredential(this.sql, Date.now(), nodeId, operator));
-    if (revoked) this.held.releaseNode(nodeId);
+  async revokeCredential(nodeId: string, operator: string): Promise<boolean> {
+    const revoked = await this.change((now) => {
+      if (!revokeCredential(this.sql, now, nodeId, operator)) return false;
+      this.cutOff(now, nodeId, `the credential of ${nodeId} was revoked`);
+      return true;
+    });
     if (revoked && this.logging())
       logLine({ pool: this.poolName(), event: "CREDENTIAL_REVOKED", node_id: nodeId, operator });
     return revoked;
+  }
+
+  /**
+   * A machine that can no longer commit (SPEC §9: its credential revoked or
+   * replaced): its held claims are answered with nothing now — before the
+   * change wakes held claims, so the tasks given back below cannot go to
+   * them — and its live leases end as expiries do, requeued as worker
+   * losses. Inside the change's transaction; answering a claim is only a
+   * promise resolved, no await.
+   */
+  private cutOff(now: number, nodeId: string, why: string): void {
+    this.held.releaseNode(nodeId);
+    endLeasesOf(this.sql, now, nodeId, why);
   }
 
   // -- nodes ---------------------------------------------------------------

@@ -428,7 +428,9 @@ export const MIGRATIONS: readonly string[] = [
   // after it (failures recorded before this count as long past). When a lease stops being live, whatever code
   // path ends it, its node is online until its last request plus the online
   // window (15 s, ONLINE_WINDOW_MS) or the deadline of another live lease it
-  // holds, no longer until the ended lease's deadline.
+  // holds, no longer until the ended lease's deadline. A pending device
+  // code keeps the source it came from (SPEC §9: codes are limited per
+  // source; rules/enrolment.ts codeSource), counted through a partial index.
   `
   ALTER TABLE task_failures ADD COLUMN failed_ms INTEGER NOT NULL DEFAULT 0;
   CREATE TRIGGER leases_end_liveness AFTER UPDATE OF status ON leases
@@ -437,6 +439,8 @@ export const MIGRATIONS: readonly string[] = [
         (SELECT MAX(l.deadline_ms) FROM leases l WHERE l.node_id = NEW.node_id AND l.status = 'live'), 0))
       WHERE node_id = NEW.node_id;
   END;
+  ALTER TABLE device_codes ADD COLUMN source TEXT;
+  CREATE INDEX device_codes_pending_source ON device_codes (source) WHERE state = 'pending';
   `,
 ];
 

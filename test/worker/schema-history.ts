@@ -37,7 +37,8 @@ const UNDO: Record<number, string> = {
       ALTER TABLE tasks DROP COLUMN tolerance; ALTER TABLE tasks DROP COLUMN wanted;
       ALTER TABLE nodes DROP COLUMN valid_results; ALTER TABLE nodes DROP COLUMN invalid_results;
       ALTER TABLE nodes DROP COLUMN consecutive_valid;`,
-  14: "ALTER TABLE task_failures DROP COLUMN failed_ms; DROP TRIGGER leases_end_liveness;",
+  14: `ALTER TABLE task_failures DROP COLUMN failed_ms; DROP TRIGGER leases_end_liveness;
+      DROP INDEX device_codes_pending_source; ALTER TABLE device_codes DROP COLUMN source;`,
 };
 
 /** The versions that have an undo: every migration after the second. */
