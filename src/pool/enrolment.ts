@@ -6,7 +6,13 @@
 
 import type { PendingEnrolment } from "../protocol/device";
 import { constantTimeEqual } from "../rules/auth";
-import { CODE_RECORD_MS, DEVICE_CODE_TTL_MS, MAX_PENDING_CODES } from "../rules/enrolment";
+import {
+  CODE_RECORD_MS,
+  codeSource,
+  DEVICE_CODE_TTL_MS,
+  MAX_PENDING_CODES,
+  MAX_PENDING_CODES_PER_SOURCE,
+} from "../rules/enrolment";
 import { iso } from "./events";
 
 /** What an enrolled caller presents: the node its token names and the token's SHA-256 (hex). */
@@ -34,10 +40,11 @@ type CodeRow = {
 /**
  * Records a code waiting for an operator, after forgetting records past
  * their keeping time (a bounded batch). "full": the pool already holds
- * MAX_PENDING_CODES pending codes; "taken": the user code is in use (draw
- * another).
+ * MAX_PENDING_CODES pending codes; "source_full": the request's source
+ * (`codeSource`) holds MAX_PENDING_CODES_PER_SOURCE; "taken": the user code
+ * is in use (draw another).
  */
-export function requestCode(sql: SqlStorage, now: number, r: CodeRequest): "ok" | "full" | "taken" {
+export function requestCode(sql: SqlStorage, now: number, r: CodeRequest): "ok" | "full" | "source_full" | "taken" {
   sql.exec(
     "DELETE FROM device_codes WHERE rowid IN (SELECT rowid FROM device_codes WHERE expires_ms < ? ORDER BY expires_ms LIMIT 100)",
     now - CODE_RECORD_MS,
@@ -46,10 +53,19 @@ export function requestCode(sql: SqlStorage, now: number, r: CodeRequest): "ok" 
     .exec<{ n: number }>("SELECT COUNT(*) AS n FROM device_codes WHERE state = 'pending' AND expires_ms > ?", now)
     .one().n;
   if (pending >= MAX_PENDING_CODES) return "full";
+  const source = codeSource(r.from);
+  const fromSource = sql
+    .exec<{ n: number }>(
+      "SELECT COUNT(*) AS n FROM device_codes WHERE source = ? AND state = 'pending' AND expires_ms > ?",
+      source,
+      now,
+    )
+    .one().n;
+  if (fromSource >= MAX_PENDING_CODES_PER_SOURCE) return "source_full";
   if (sql.exec("SELECT 1 FROM device_codes WHERE user_code = ?", r.userCode).toArray().length > 0) return "taken";
   sql.exec(
-    `INSERT INTO device_codes (device_code_sha256, user_code, node_id, hostname, platform, requested_ms, requested_from, expires_ms)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO device_codes (device_code_sha256, user_code, node_id, hostname, platform, requested_ms, requested_from, expires_ms, source)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     r.deviceCodeSha256,
     r.userCode,
     r.nodeId,
@@ -58,6 +74,7 @@ export function requestCode(sql: SqlStorage, now: number, r: CodeRequest): "ok" 
     now,
     r.from,
     now + DEVICE_CODE_TTL_MS,
+    source,
   );
   return "ok";
 }
@@ -78,7 +95,8 @@ export function approvedNode(sql: SqlStorage, now: number, deviceCodeSha256: str
  * Redeems an approved code for the credential whose hash is given (minted
  * by the caller for `nodeId`): once only, and only while the code is still
  * approved, unexpired and for that node. The credential replaces the node's
- * earlier one, revoked or not.
+ * earlier one, revoked or not; `replaced` says an unrevoked one stops here.
+ * Null: not redeemed.
  */
 export function redeemCode(
   sql: SqlStorage,
@@ -86,7 +104,7 @@ export function redeemCode(
   deviceCodeSha256: string,
   nodeId: string,
   tokenSha256: string,
-): boolean {
+): { replaced: boolean } | null {
   const code = sql
     .exec<{ hostname: string; platform: string; decided_by: string; decided_ms: number }>(
       `UPDATE device_codes SET state = 'redeemed'
@@ -97,7 +115,9 @@ export function redeemCode(
       nodeId,
     )
     .toArray()[0];
-  if (!code) return false;
+  if (!code) return null;
+  const replaced =
+    sql.exec("SELECT 1 FROM node_credentials WHERE node_id = ? AND revoked_ms IS NULL", nodeId).toArray().length > 0;
   sql.exec(
     `INSERT INTO node_credentials (node_id, token_sha256, hostname, platform, approved_by, approved_ms, issued_ms)
      VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -112,7 +132,7 @@ export function redeemCode(
     code.decided_ms,
     now,
   );
-  return true;
+  return { replaced };
 }
 
 /** An operator's decision on a pending, unexpired code; the node it names, or null (404) for any other code. */
@@ -135,6 +155,21 @@ export function decideCode(
     )
     .toArray()[0];
   return row?.node_id ?? null;
+}
+
+/** An operator denies every pending, unexpired code at once; the nodes they named, oldest first. */
+export function denyAllCodes(sql: SqlStorage, now: number, operator: string): string[] {
+  return sql
+    .exec<{ node_id: string; requested_ms: number }>(
+      `UPDATE device_codes SET state = 'denied', decided_by = ?, decided_ms = ?
+       WHERE state = 'pending' AND expires_ms > ? RETURNING node_id, requested_ms`,
+      operator,
+      now,
+      now,
+    )
+    .toArray()
+    .sort((a, b) => a.requested_ms - b.requested_ms)
+    .map((r) => r.node_id);
 }
 
 /** The codes waiting for an operator, oldest first (at most MAX_PENDING_CODES by construction). */

@@ -15,7 +15,7 @@ import { evidenceLies } from "../rules/verification";
 import { emit, iso, tally } from "./events";
 import { jobOpen, settleJob } from "./jobs";
 import { findNode, nodeView, seen } from "./nodes";
-import { attemptFailed, attemptSucceeded, pickTask, useTurn } from "./scheduling";
+import { attemptFailed, attemptSucceeded, DEFAULT_RETRY_ELSEWHERE_MS, pickTask, useTurn } from "./scheduling";
 import type { TaskRow } from "./tasks";
 import {
   abandonReplicas,
@@ -77,7 +77,8 @@ export function sweep(sql: SqlStorage, now: number): void {
  * policy picks among those the gate accepts for this node (SPEC §13,
  * `pickTask`), and uses up the turns of its job and tenant. A replicated
  * task (SPEC §14) is leased as its next replica, and stays PENDING while
- * it wants more. `random` draws adaptive replication's spot checks.
+ * it wants more. `random` draws adaptive replication's spot checks;
+ * `retryElsewhereMs` is SPEC §13 rule 4's window.
  */
 export function claim(
   sql: SqlStorage,
@@ -86,6 +87,7 @@ export function claim(
   jobId: string | null,
   weights: TenantWeights = EQUAL_WEIGHTS,
   random: () => number = Math.random,
+  retryElsewhereMs = DEFAULT_RETRY_ELSEWHERE_MS,
 ): ClaimResult {
   sweep(sql, now);
   const node = findNode(sql, nodeId);
@@ -93,7 +95,7 @@ export function claim(
   seen(sql, now, nodeId);
   if (node.status !== "online") return { ok: false, reason: "not_accepting" };
   if (node.held_until_ms > now) return { ok: false, reason: "held" };
-  const best = pickTask(sql, now, { nodeId, view: nodeView(node.registration) }, jobId);
+  const best = pickTask(sql, now, { nodeId, view: nodeView(node.registration) }, jobId, retryElsewhereMs);
   if (best === undefined)
     return { ok: false, reason: jobId !== null && !jobOpen(sql, jobId) ? "job_closed" : "nothing" };
 
@@ -322,6 +324,23 @@ export function endAttempt(
     emit(sql, now, row.job_id, "TASK_EXHAUSTED", `task ${row.task_id} ${why}`, ids);
     settleJob(sql, now, row.job_id);
   }
+}
+
+/**
+ * Ends every live lease of `nodeId` now, exactly as an expiry does
+ * (LEASE_EXPIRED, a worker loss where the job retries them, SPEC §13): its
+ * machine can no longer commit, so no task waits out its deadline (SPEC §9,
+ * a revoked or replaced credential). Returns how many ended.
+ */
+export function endLeasesOf(sql: SqlStorage, now: number, nodeId: string, why: string): number {
+  const live = sql
+    .exec<{ lease_id: string }>("SELECT lease_id FROM leases WHERE node_id = ? AND status = 'live'", nodeId)
+    .toArray();
+  for (const { lease_id } of live) {
+    const row = findLease(sql, lease_id);
+    if (row) endAttempt(sql, now, row, "expired", "LEASE_EXPIRED", `lease ${lease_id} ended: ${why}`);
+  }
+  return live.length;
 }
 
 /** The earliest live deadline: where the alarm must be. */

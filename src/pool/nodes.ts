@@ -11,6 +11,10 @@ import { iso } from "./events";
  * A node is online for this long after any request it makes (SPEC §5), and
  * for as long as it holds a live lease: the agent sends no node heartbeats
  * while a task runs, and a node that dies loses its lease at the deadline.
+ * When a lease stops being live (commit, fail, expiry, cancel), schema step
+ * 14's trigger lowers the node's live_until_ms to its last request plus
+ * this window, or another live lease's deadline (SPEC §13 rule 4): the
+ * literal 15000 there must match.
  */
 export const ONLINE_WINDOW_MS = 15_000;
 

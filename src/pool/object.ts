@@ -14,7 +14,7 @@ import type { TaskSpec } from "../protocol/tasks";
 import { base64url, DEVICE_CODE_TTL_MS, enrolledToken, sha256Hex, userCodeFrom } from "../rules/enrolment";
 import { mayDrive } from "../rules/leases";
 import { jobRetentionMs } from "../rules/retention";
-import { tenantWeights } from "../rules/scheduling";
+import { retryElsewhereMs, tenantWeights } from "../rules/scheduling";
 import { parseMetrics } from "../rules/strict-json";
 import { ARCHIVE_BATCH_TASKS, archiveObjects, finishArchive, nextArchive, startArchive } from "./archive";
 import {
@@ -34,6 +34,7 @@ import {
   type CredentialProof,
   credentialValid,
   decideCode,
+  denyAllCodes,
   pendingCodes,
   redeemCode,
   requestCode,
@@ -41,6 +42,7 @@ import {
 } from "./enrolment";
 import type { EventRow } from "./events";
 import { placementReport } from "./explain";
+import { type Answered, HeldClaims, worthWaiting } from "./held-claims";
 import {
   archiveState,
   cancelJob,
@@ -58,6 +60,7 @@ import {
   claim,
   commit,
   earliestDeadline,
+  endLeasesOf,
   failAttempt,
   findLease,
   renew,
@@ -68,7 +71,7 @@ import {
 import { logEvent, logLine } from "./log";
 import { metricsSample } from "./metrics";
 import { heartbeatNode, listNodes, registerNode } from "./nodes";
-import { releaseNode } from "./scheduling";
+import { DEFAULT_RETRY_ELSEWHERE_MS, releaseNode } from "./scheduling";
 import { migrate } from "./schema";
 import { sealedPendingByJob, type Viewer } from "./sealing";
 import { commitKey } from "./verification";
@@ -78,11 +81,6 @@ const ARCHIVE_RETRY_MS = 60 * 1000;
 
 /** Outputs that must parse as JSON are small; larger ones fail validation unread. */
 export const MAX_JSON_OUTPUT_BYTES = 1024 * 1024;
-
-/** Claims that may yet get a lease by waiting: nothing to take yet, or a node held back for now. */
-function worthWaiting(result: ClaimResult & { ok: false }): boolean {
-  return result.reason === "nothing" || result.reason === "held";
-}
 
 /**
  * What an enrolled node's requests call, through `act` (SPEC §9): the
@@ -124,19 +122,10 @@ const ACTION_NAMES = [
 export type Action = (typeof ACTION_NAMES)[number];
 const ACTIONS: ReadonlySet<string> = new Set(ACTION_NAMES);
 
-/** A claim waiting for work (long-poll): not state, a connection held open. */
-type HeldClaim = {
-  nodeId: string;
-  jobId: string | null;
-  resolve: (result: ClaimResult) => void;
-  timer: ReturnType<typeof setTimeout>;
-};
-
 export class PoolObject extends DurableObject<Env> {
   private readonly sql: SqlStorage;
-  // Held claims in arrival order. Losing them (eviction, restart) loses no
-  // state: each caller just gets 204 and claims again.
-  private readonly held: HeldClaim[] = [];
+  // Held claims in arrival order (src/pool/held-claims.ts): connections, not state.
+  private readonly held = new HeldClaims();
   // A cache of the alarm time last set, rebuilt from SQL after eviction
   // (undefined = unknown). Only saves redundant setAlarm calls.
   private armedAt: number | null | undefined;
@@ -175,11 +164,14 @@ export class PoolObject extends DurableObject<Env> {
 
   // -- enrolment (SPEC §9 "Enrolled machines") -------------------------------
 
-  /** A new device code for a machine asking to join; "full" past the pool's pending limit. */
+  /** A new device code for a machine asking to join; "full" / "source_full" past the pool's / the source's pending limit. */
   async requestDeviceCode(
     request: DeviceCodeRequest,
     from: string | null,
-  ): Promise<{ ok: true; deviceCode: string; userCode: string; expiresMs: number } | { ok: false; reason: "full" }> {
+  ): Promise<
+    | { ok: true; deviceCode: string; userCode: string; expiresMs: number }
+    | { ok: false; reason: "full" | "source_full" }
+  > {
     // A drawn user code already in the records (a day's worth) is drawn again.
     for (let draw = 0; draw < 5; draw++) {
       const userCode = userCodeFrom(crypto.getRandomValues(new Uint8Array(32)));
@@ -197,7 +189,7 @@ export class PoolObject extends DurableObject<Env> {
           from,
         }),
       );
-      if (result === "full") return { ok: false, reason: "full" };
+      if (result === "full" || result === "source_full") return { ok: false, reason: result };
       if (result === "ok") {
         if (this.logging()) logLine({ pool: this.poolName(), event: "ENROLMENT_REQUESTED", node_id: request.node_id });
         return { ok: true, deviceCode, userCode, expiresMs: now + DEVICE_CODE_TTL_MS };
@@ -214,12 +206,14 @@ export class PoolObject extends DurableObject<Env> {
     const token = enrolledToken(nodeId, crypto.getRandomValues(new Uint8Array(32)));
     const tokenSha256 = await sha256Hex(token);
     // Checked again in the transaction: a concurrent redeem of the same code loses here.
-    const now = Date.now();
-    const redeemed = this.ctx.storage.transactionSync(() =>
-      redeemCode(this.sql, now, deviceCodeSha256, nodeId, tokenSha256),
-    );
+    const redeemed = await this.change((now) => {
+      const result = redeemCode(this.sql, now, deviceCodeSha256, nodeId, tokenSha256);
+      if (result?.replaced) this.cutOff(now, nodeId, `the credential of ${nodeId} was replaced`);
+      return result;
+    });
     if (!redeemed) return null;
-    if (this.logging()) logLine({ pool: this.poolName(), event: "CREDENTIAL_ISSUED", node_id: nodeId });
+    if (this.logging())
+      logLine({ pool: this.poolName(), event: "CREDENTIAL_ISSUED", node_id: nodeId, replaced: redeemed.replaced });
     return { token, node_id: nodeId };
   }
 
@@ -234,6 +228,16 @@ export class PoolObject extends DurableObject<Env> {
     return nodeId;
   }
 
+  /** An operator denies every pending code at once (one source flooding the pool); the nodes they named. */
+  denyAllDeviceCodes(operator: string): string[] {
+    const now = Date.now();
+    const nodeIds = this.ctx.storage.transactionSync(() => denyAllCodes(this.sql, now, operator));
+    if (this.logging())
+      for (const nodeId of nodeIds)
+        logLine({ pool: this.poolName(), event: "ENROLMENT_DENIED", node_id: nodeId, operator });
+    return nodeIds;
+  }
+
   /** The codes waiting for an operator. */
   pendingDeviceCodes() {
     return pendingCodes(this.sql, Date.now());
@@ -241,29 +245,50 @@ export class PoolObject extends DurableObject<Env> {
 
   /**
    * Revokes a node's enrolled credential: its next request is refused, and
-   * a claim it holds open is answered with nothing now, so no lease goes to
-   * a revoked machine. False: it had none.
+   * its machine is cut off (`cutOff`). False: it had none.
    */
-  revokeCredential(nodeId: string, operator: string): boolean {
-    const revoked = this.ctx.storage.transactionSync(() => revokeCredential(this.sql, Date.now(), nodeId, operator));
-    const held = revoked ? this.held.find((h) => h.nodeId === nodeId) : undefined;
-    if (held) this.release(held, { ok: false, reason: "nothing" });
+  async revokeCredential(nodeId: string, operator: string): Promise<boolean> {
+    const revoked = await this.change((now) => {
+      if (!revokeCredential(this.sql, now, nodeId, operator)) return false;
+      this.cutOff(now, nodeId, `the credential of ${nodeId} was revoked`);
+      return true;
+    });
     if (revoked && this.logging())
       logLine({ pool: this.poolName(), event: "CREDENTIAL_REVOKED", node_id: nodeId, operator });
     return revoked;
   }
 
+  /**
+   * A machine that can no longer commit (SPEC §9: its credential revoked or
+   * replaced): its held claims are answered with nothing now — before the
+   * change wakes held claims, so the tasks given back below cannot go to
+   * them — and its live leases end as expiries do, requeued as worker
+   * losses. Inside the change's transaction; answering a claim is only a
+   * promise resolved, no await.
+   */
+  private cutOff(now: number, nodeId: string, why: string): void {
+    this.held.releaseNode(nodeId);
+    endLeasesOf(this.sql, now, nodeId, why);
+  }
+
   // -- nodes ---------------------------------------------------------------
 
+  // A change to the node itself may make work eligible for it (SPEC §5): its
+  // held claim gets another try, as when work appears.
+
   async register(registration: NodeRegistration): Promise<void> {
-    await this.change((now) => registerNode(this.sql, now, registration));
+    await this.change((now) => registerNode(this.sql, now, registration), { wakesNode: registration.node_id });
     if (this.logging()) logLine({ pool: this.poolName(), event: "NODE_REGISTERED", node_id: registration.node_id });
   }
 
-  heartbeatNode(nodeId: string, heartbeat: NodeHeartbeat) {
-    const now = Date.now();
-    // Liveness, not a state change worth a log line every few seconds per node.
-    return this.ctx.storage.transactionSync(() => heartbeatNode(this.sql, now, nodeId, heartbeat));
+  async heartbeatNode(nodeId: string, heartbeat: NodeHeartbeat) {
+    // Liveness is not a state change worth a log line every few seconds per
+    // node: only a node with a held claim needs the whole change.
+    if (!this.held.holds(nodeId)) {
+      const now = Date.now();
+      return this.ctx.storage.transactionSync(() => heartbeatNode(this.sql, now, nodeId, heartbeat));
+    }
+    return this.change((now) => heartbeatNode(this.sql, now, nodeId, heartbeat), { wakesNode: nodeId });
   }
 
   /** Lets a held-back node claim again (SPEC §13); its waiting claim tries at once. False: unknown node. */
@@ -282,26 +307,22 @@ export class PoolObject extends DurableObject<Env> {
    * Leases a task to the node, or, when nothing it may take is pending,
    * holds the claim up to `waitMs` (SPEC §5, long-poll): it is answered the
    * moment such a task appears, in the order the claims arrived, else with
-   * nothing when the wait ends. Each answer is its own claim transaction, so
-   * no task is handed out twice. Held claims live in memory only: a restart
-   * drops them, and the Worker answers a dropped claim with 204.
+   * nothing when the wait ends — by the object's clock, and never with a
+   * lease after that. Each answer is its own claim transaction, so no task
+   * is handed out twice. Held claims live in memory only: a restart drops
+   * them, and the Worker answers a dropped claim with 204.
    */
   async claim(nodeId: string, jobId: string | null, waitMs = 0): Promise<ClaimResult> {
     // A node that claims again has given up on its earlier claim (its client
     // timed out): answer that one now, so no lease goes to a closed connection.
-    const earlier = this.held.find((held) => held.nodeId === nodeId);
-    if (earlier) this.release(earlier, { ok: false, reason: "nothing" });
-    const result = await this.change((now) => claim(this.sql, now, nodeId, jobId, this.weights()));
+    this.held.releaseNode(nodeId);
+    const result = await this.change((now) => this.claimFor(now, nodeId, jobId));
     if (result.ok || !worthWaiting(result) || waitMs <= 0) return result;
-    return new Promise((resolve) => {
-      const held: HeldClaim = {
-        nodeId,
-        jobId,
-        resolve,
-        timer: setTimeout(() => this.release(held, { ok: false, reason: "nothing" }), waitMs),
-      };
-      this.held.push(held);
-    });
+    return this.held.hold(nodeId, jobId, Date.now(), waitMs);
+  }
+
+  private claimFor(now: number, nodeId: string, jobId: string | null): ClaimResult {
+    return claim(this.sql, now, nodeId, jobId, this.weights(), Math.random, this.retryElsewhereMs());
   }
 
   // The lease routes below take `caller`: the node the request acts as, or
@@ -555,14 +576,22 @@ export class PoolObject extends DurableObject<Env> {
    * change), and keeps the alarm at the earliest live deadline. Every
    * mutating method goes through here, so none can forget the alarm. When
    * the change queued work or closed a job (`wakesClaims` for changes that
-   * record no event), held claims get their turn before anyone else.
+   * record no event), held claims get their turn before anyone else; a
+   * change to one node (`wakesNode`) gives that node's held claim a turn.
    */
-  private async change<T>(fn: (now: number) => T, options: { wakesClaims?: boolean } = {}): Promise<T> {
-    const before = this.logging() || this.held.length > 0 ? this.lastEventSeq() : null;
+  private async change<T>(
+    fn: (now: number) => T,
+    options: { wakesClaims?: boolean; wakesNode?: string } = {},
+  ): Promise<T> {
+    const before = this.logging() || this.held.size > 0 ? this.lastEventSeq() : null;
     const now = Date.now();
     const result = this.ctx.storage.transactionSync(() => fn(now));
-    const wake = this.held.length > 0 && (options.wakesClaims || (before !== null && this.workAppeared(before)));
-    const woken = wake ? this.claimForHeld() : [];
+    const wakeAll = this.held.size > 0 && (options.wakesClaims || (before !== null && this.workAppeared(before)));
+    const woken = wakeAll
+      ? this.claimForHeld(null)
+      : this.held.size > 0 && options.wakesNode !== undefined
+        ? this.claimForHeld(options.wakesNode)
+        : [];
     if (before !== null && this.logging()) {
       // A job's TASK_CREATED events are summarised by its JOB_ACCEPTED line (it
       // carries the count): a 10,000-task submission is one change, not 10,000.
@@ -592,29 +621,23 @@ export class PoolObject extends DurableObject<Env> {
   }
 
   /**
-   * Gives every held claim, oldest first, another try in one transaction.
-   * Those that got a lease, or will never get one, are taken off the list at
-   * once (so their timers cannot answer them too) and returned to be
-   * answered once the change is durable and its alarm armed.
+   * Gives every held claim (only `nodeId`'s when given), oldest first,
+   * another try in one transaction. Those that got a lease, will never get
+   * one, or whose hold has ended are taken off the list at once (so their
+   * timers cannot answer them too) and returned to be answered once the
+   * change is durable and its alarm armed.
    */
-  private claimForHeld(): Array<[HeldClaim, ClaimResult]> {
+  private claimForHeld(nodeId: string | null): Answered {
     const now = Date.now();
-    const answered = this.ctx.storage.transactionSync(() => {
-      const out: Array<[HeldClaim, ClaimResult]> = [];
-      let pending = this.pendingLeft();
-      for (const held of this.held) {
-        // With nothing pending only a claim for one job can change: its job may have closed.
-        if (!pending && held.jobId === null) continue;
-        const result = claim(this.sql, now, held.nodeId, held.jobId, this.weights());
-        if (result.ok || !worthWaiting(result)) out.push([held, result]);
-        if (result.ok) pending = this.pendingLeft();
-      }
-      return out;
-    });
-    for (const [held] of answered) {
-      this.held.splice(this.held.indexOf(held), 1);
-      clearTimeout(held.timer);
-    }
+    const answered = this.ctx.storage.transactionSync(() =>
+      this.held.retry(
+        now,
+        (held) => this.claimFor(now, held.nodeId, held.jobId),
+        () => this.pendingLeft(),
+        nodeId,
+      ),
+    );
+    this.held.take(answered);
     return answered;
   }
 
@@ -622,18 +645,16 @@ export class PoolObject extends DurableObject<Env> {
     return poolTaskCounts(this.sql).PENDING > 0;
   }
 
-  /** Answers a held claim when its wait ends, unless it was answered already. */
-  private release(held: HeldClaim, result: ClaimResult): void {
-    const i = this.held.indexOf(held);
-    if (i < 0) return;
-    this.held.splice(i, 1);
-    held.resolve(result);
-  }
-
   /** Tenant weights (SPEC §13); the Worker refuses to serve when the setting is unreadable. */
   private weights(): TenantWeights {
     const weights = tenantWeights(this.env.FLASHML_TENANT_WEIGHTS);
     return typeof weights === "string" ? new Map() : weights;
+  }
+
+  /** SPEC §13 rule 4's window; the Worker refuses to serve when the setting is unreadable. */
+  private retryElsewhereMs(): number {
+    const window = retryElsewhereMs(this.env.FLASHML_RETRY_ELSEWHERE_SECONDS);
+    return typeof window === "string" ? DEFAULT_RETRY_ELSEWHERE_MS : window;
   }
 
   private lastEventSeq(): number {

@@ -4,7 +4,7 @@
 // another node. Every function runs inside the caller's transaction.
 
 import { eligible, type NodeView } from "../rules/placement";
-import { holdBackMs, MAX_PRIORITY } from "../rules/scheduling";
+import { DEFAULT_RETRY_ELSEWHERE_SECONDS, holdBackMs, MAX_PRIORITY } from "../rules/scheduling";
 import { nodeView } from "./nodes";
 
 /** Rows per page of an ordered walk. */
@@ -72,14 +72,18 @@ export const POLICY_SQL = {
    */
   tasksBefore: `SELECT seq FROM tasks WHERE state = 'PENDING' AND job_id = ? AND class_id = ? AND seq > ? AND seq < ?
     ORDER BY seq LIMIT ${PAGE}`,
-  /** Whether a node failed a task. */
-  failed: "SELECT 1 FROM task_failures WHERE task_seq = ? AND node_id = ?",
+  /** When a node last failed a task (no row: never). */
+  failed: "SELECT failed_ms FROM task_failures WHERE task_seq = ? AND node_id = ?",
   /** Whether a node holds or ran a replica of a task. */
   ranReplica: "SELECT 1 FROM leases WHERE task_seq = ? AND node_id = ? AND replica > 0",
-  /** A page of online, accepting nodes not held back, other than one, that have not failed a task (any node_id, '' too). */
+  /**
+   * A page of idle nodes other than ?3 (any node_id, '' too): online, accepting, not held back, holding
+   * no live lease, and not having failed the task ?4 since ?5 (a failure before that has run its window).
+   */
   others: `SELECT rowid AS id, registration FROM nodes
-    WHERE live_until_ms > ? AND status = 'online' AND held_until_ms <= ? AND node_id <> ?
-      AND node_id NOT IN (SELECT node_id FROM task_failures WHERE task_seq = ?) AND rowid > ?
+    WHERE live_until_ms > ?1 AND status = 'online' AND held_until_ms <= ?2 AND node_id <> ?3
+      AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.node_id = nodes.node_id AND l.status = 'live')
+      AND node_id NOT IN (SELECT node_id FROM task_failures WHERE task_seq = ?4 AND failed_ms > ?5) AND rowid > ?6
     ORDER BY rowid LIMIT ${PAGE}`,
 } as const;
 
@@ -99,6 +103,9 @@ function* walk<T>(read: (last: T | null) => T[]): Generator<T> {
 /** What the claim needs to know about the claiming node. */
 export type Claimant = { nodeId: string; view: NodeView };
 
+/** SPEC §13 rule 4's window when none is given: FLASHML_RETRY_ELSEWHERE_SECONDS's default. */
+export const DEFAULT_RETRY_ELSEWHERE_MS = DEFAULT_RETRY_ELSEWHERE_SECONDS * 1000;
+
 type Head = { head: number | null; failed: number };
 type JobRow = Head & { job_id: string };
 
@@ -114,7 +121,13 @@ type JobRow = Head & { job_id: string };
  * queue's depth. Most claims end at that job's head; a head the node failed
  * is looked at closer (`jobHead`). `jobId` restricts the claim to one job.
  */
-export function pickTask(sql: SqlStorage, now: number, node: Claimant, jobId: string | null): number | undefined {
+export function pickTask(
+  sql: SqlStorage,
+  now: number,
+  node: Claimant,
+  jobId: string | null,
+  retryElsewhereMs = DEFAULT_RETRY_ELSEWHERE_MS,
+): number | undefined {
   const accepted = new Map<number, string>();
   for (const c of sql.exec<{ class_id: number; requirement: string }>(POLICY_SQL.pendingClasses).toArray()) {
     if (eligible(JSON.parse(c.requirement), node.view)) accepted.set(c.class_id, c.requirement);
@@ -122,7 +135,7 @@ export function pickTask(sql: SqlStorage, now: number, node: Claimant, jobId: st
   if (accepted.size === 0) return undefined;
   const classes = JSON.stringify([...accepted.keys()]);
   const headOrCloser = (jobId: string, h: Head) =>
-    h.head === null ? undefined : h.failed ? jobHead(sql, now, node, jobId, accepted) : h.head;
+    h.head === null ? undefined : h.failed ? jobHead(sql, now, node, jobId, accepted, retryElsewhereMs) : h.head;
   if (jobId !== null) return headOrCloser(jobId, sql.exec<Head>(POLICY_SQL.head, jobId, classes, node.nodeId).one());
   const below = (bound: number) => sql.exec<{ p: number | null }>(POLICY_SQL.level, classes, bound).one().p;
   for (let level = below(MAX_PRIORITY + 1); level !== null; level = below(level)) {
@@ -148,9 +161,10 @@ function* jobsAt(sql: SqlStorage, level: number, classes: string, nodeId: string
 
 /**
  * The first task of one job, in queue order, among the `accepted` classes
- * (class id → requirement); a task the node has failed is passed over while
- * another online node could take it (SPEC §13 "retry elsewhere"), and one
- * it holds or ran a replica of always is (SPEC §14).
+ * (class id → requirement); a task the node failed less than
+ * `retryElsewhereMs` ago is passed over while another idle node could take
+ * it (SPEC §13 "retry elsewhere"), and one it holds or ran a replica of
+ * always is (SPEC §14).
  */
 function jobHead(
   sql: SqlStorage,
@@ -158,7 +172,9 @@ function jobHead(
   node: Claimant,
   jobId: string,
   accepted: ReadonlyMap<number, string>,
+  retryElsewhereMs: number,
 ): number | undefined {
+  const since = now - retryElsewhereMs;
   const classes = sql
     .exec<{ class_id: number }>(POLICY_SQL.classes, jobId)
     .toArray()
@@ -174,8 +190,9 @@ function jobHead(
     );
     for (const t of tasks) {
       if (sql.exec(POLICY_SQL.ranReplica, t.seq, node.nodeId).toArray().length > 0) continue;
-      const failed = sql.exec(POLICY_SQL.failed, t.seq, node.nodeId).toArray().length > 0;
-      if (!failed || !anotherCouldTake(sql, now, t.seq, accepted.get(c.class_id)!, node.nodeId)) {
+      const failedMs = sql.exec<{ failed_ms: number }>(POLICY_SQL.failed, t.seq, node.nodeId).toArray()[0]?.failed_ms;
+      const recent = failedMs !== undefined && failedMs > since;
+      if (!recent || !anotherCouldTake(sql, now, t.seq, accepted.get(c.class_id)!, node.nodeId, since)) {
         best = t.seq;
         break;
       }
@@ -185,12 +202,22 @@ function jobHead(
 }
 
 /**
- * Whether an online, accepting node that is not held back, is not `me` and
- * has not failed the task, would pass the gate for it.
+ * Whether an idle node — online, accepting, not held back, holding no live
+ * lease — that is not `me` and has not failed the task after `since` would
+ * pass the gate for it. A node busy on a long task is not waited for.
  */
-export function anotherCouldTake(sql: SqlStorage, now: number, taskSeq: number, requirement: string, me: string) {
+export function anotherCouldTake(
+  sql: SqlStorage,
+  now: number,
+  taskSeq: number,
+  requirement: string,
+  me: string,
+  since: number,
+) {
   const others = walk<{ id: number; registration: string }>((last) =>
-    sql.exec<{ id: number; registration: string }>(POLICY_SQL.others, now, now, me, taskSeq, last?.id ?? 0).toArray(),
+    sql
+      .exec<{ id: number; registration: string }>(POLICY_SQL.others, now, now, me, taskSeq, since, last?.id ?? 0)
+      .toArray(),
   );
   const parsed: unknown = JSON.parse(requirement);
   for (const other of others) if (eligible(parsed, nodeView(other.registration))) return true;
@@ -222,11 +249,18 @@ export function useTurn(sql: SqlStorage, now: number, jobId: string, weights: Re
 
 /**
  * An attempt of `nodeId` on the task ended without an accepted commit: the
- * task remembers it (its retry goes elsewhere) and the node's run of
+ * task remembers it and when (its retry goes elsewhere for a while) and the node's run of
  * failures grows, holding it back once long enough.
  */
 export function attemptFailed(sql: SqlStorage, now: number, nodeId: string, taskSeq: number): void {
-  sql.exec("INSERT OR IGNORE INTO task_failures (task_seq, node_id) VALUES (?, ?)", taskSeq, nodeId);
+  // The latest failure starts the retry-elsewhere window again.
+  sql.exec(
+    `INSERT INTO task_failures (task_seq, node_id, failed_ms) VALUES (?, ?, ?)
+     ON CONFLICT (task_seq, node_id) DO UPDATE SET failed_ms = excluded.failed_ms`,
+    taskSeq,
+    nodeId,
+    now,
+  );
   const row = sql
     .exec<{ n: number }>(
       "UPDATE nodes SET consecutive_failures = consecutive_failures + 1 WHERE node_id = ? RETURNING consecutive_failures AS n",

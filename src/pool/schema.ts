@@ -423,9 +423,27 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE nodes ADD COLUMN invalid_results INTEGER NOT NULL DEFAULT 0;
   ALTER TABLE nodes ADD COLUMN consecutive_valid INTEGER NOT NULL DEFAULT 0;
   `,
-  // 14: verification against adversaries (SPEC §14). A task's absolute
-  // tolerance; a committed
-  // replica keeps its object's size and etag, so the verdict binds the
+  // 14: liveness and retry elsewhere (SPEC §13 rule 4). A failure records
+  // when it happened: a retry waits for another idle node only for a window
+  // after it (failures recorded before this count as long past). When a lease stops being live, whatever code
+  // path ends it, its node is online until its last request plus the online
+  // window (15 s, ONLINE_WINDOW_MS) or the deadline of another live lease it
+  // holds, no longer until the ended lease's deadline. A pending device
+  // code keeps the source it came from (SPEC §9: codes are limited per
+  // source; rules/enrolment.ts codeSource), counted through a partial index.
+  `
+  ALTER TABLE task_failures ADD COLUMN failed_ms INTEGER NOT NULL DEFAULT 0;
+  CREATE TRIGGER leases_end_liveness AFTER UPDATE OF status ON leases
+    WHEN OLD.status = 'live' AND NEW.status <> 'live' BEGIN
+    UPDATE nodes SET live_until_ms = MAX(last_heartbeat_ms + 15000, COALESCE(
+        (SELECT MAX(l.deadline_ms) FROM leases l WHERE l.node_id = NEW.node_id AND l.status = 'live'), 0))
+      WHERE node_id = NEW.node_id;
+  END;
+  ALTER TABLE device_codes ADD COLUMN source TEXT;
+  CREATE INDEX device_codes_pending_source ON device_codes (source) WHERE state = 'pending';
+  `,
+  // 15: verification against adversaries (SPEC §14). A task's absolute
+  // tolerance; a committed replica keeps its object's size and etag, so the verdict binds the
   // judged object whatever its replica key points at later, and judged or
   // accepted objects are found when collection asks. A node keeps its
   // latest verdicts and, past the lie threshold, why it is distrusted. An

@@ -18,8 +18,18 @@ export type DeviceCodeRequest = z.output<typeof DeviceCodeRequestSchema>;
 /** `POST /v1alpha1/device/token` (no credential). */
 export const DeviceTokenRequestSchema = z.object({ device_code: z.string().max(512) });
 
-/** `POST /v1alpha1/device/approve` and `/deny` (operator). */
+/** `POST /v1alpha1/device/approve` (operator). */
 export const UserCodeRequestSchema = z.object({ user_code: z.string().max(64) });
+
+/**
+ * `POST /v1alpha1/device/deny` (operator): one code, or `{"all": true}` for
+ * every pending code at once (one source flooding the pool). Exactly one.
+ */
+export const DenyRequestSchema = z
+  .object({ user_code: z.string().max(64).optional(), all: z.literal(true).optional() })
+  .refine((body) => (body.user_code === undefined) !== (body.all === undefined), {
+    message: 'send exactly one of "user_code" or "all": true',
+  });
 
 /** One entry of `GET /v1alpha1/device/pending`. */
 export type PendingEnrolment = {

@@ -16,7 +16,7 @@ import {
   QuarantineCheckpointRequestSchema,
   RegisterPartRequestSchema,
 } from "./checkpoints";
-import { DeviceCodeRequestSchema, DeviceTokenRequestSchema, UserCodeRequestSchema } from "./device";
+import { DenyRequestSchema, DeviceCodeRequestSchema, DeviceTokenRequestSchema, UserCodeRequestSchema } from "./device";
 import { EventSchema, EventTypeSchema, JobRecordSchema, JobSpecSchema, JobStateSchema } from "./jobs";
 import { MAX_ARTIFACT_KEY_BYTES, POOL_NAME_RE } from "./keys";
 import {
@@ -106,6 +106,7 @@ const WIRE = {
   DeviceCodeRequest: DeviceCodeRequestSchema,
   DeviceTokenRequest: DeviceTokenRequestSchema,
   UserCodeRequest: UserCodeRequestSchema,
+  DenyRequest: DenyRequestSchema,
   RegisteredNode: NodeRegistrationSchema.extend({
     status: NodeStatusSchema,
     online: z.boolean(),
@@ -224,6 +225,7 @@ const HAND = {
     { approved: { type: "boolean", const: true }, denied: { type: "boolean", const: true }, node_id: string },
     ["approved", "denied"],
   ),
+  EnrolmentsDenied: object({ denied: { type: "boolean", const: true }, count }),
   CredentialRevoked: object({ node_id: string, revoked: bool }),
   NodeReleased: object({
     node_id: string,
@@ -604,7 +606,7 @@ const ROUTES: Route[] = [
     id: "revokeCredential",
     tag: "enrolment",
     summary: "Revoke an enrolled node's credential",
-    description: `The node's next request is a 401 (SPEC §9). ${OPERATOR_ONLY}`,
+    description: `The node's next request is a 401 (SPEC §9); a claim it holds open is answered 204 at once, and its live leases end at once (requeued as worker losses). ${OPERATOR_ONLY}`,
     ok: { 200: jsonBody(own("CredentialRevoked"), "Revoked.") },
     refusals: { 400: OPEN_POOL, 403: NOT_AN_OPERATOR, 404: "The node has no enrolled credential." },
   },
@@ -615,10 +617,13 @@ const ROUTES: Route[] = [
     tag: "enrolment",
     summary: "A machine asks to join: a short code for an operator to approve (RFC 8628)",
     description:
-      "No credential. The device code is the machine's secret; the user code is what a person types on `verification_uri`. Codes expire after 15 minutes.",
+      "No credential. The device code is the machine's secret; the user code is what a person types on `verification_uri`. Codes expire after 15 minutes. A pool holds at most 100 pending codes, and at most 5 from one address (an IPv6 address counts by its /64).",
     body: request("DeviceCodeRequest"),
     ok: { 200: jsonBody(own("DeviceCode"), "The codes, the page to approve them on, and how often to poll.") },
-    refusals: { 400: OPEN_POOL, 429: "Too many codes are waiting for an operator (Retry-After: 60)." },
+    refusals: {
+      400: OPEN_POOL,
+      429: "Too many codes are waiting for an operator, in the pool or from this address (Retry-After: 60).",
+    },
   },
   {
     method: "post",
@@ -663,10 +668,15 @@ const ROUTES: Route[] = [
     path: "/device/deny",
     id: "denyDeviceCode",
     tag: "enrolment",
-    summary: "Deny a pending code: it never yields a credential",
-    description: OPERATOR_ONLY,
-    body: request("UserCodeRequest"),
-    ok: { 200: jsonBody(own("EnrolmentDecided"), "Denied.") },
+    summary: "Deny a pending code, or every pending code at once: it never yields a credential",
+    description: `Exactly one of \`user_code\` or \`"all": true\` (anything else is a 422). \`{"all": true}\` denies every pending code at once, for a pool flooded with requests. ${OPERATOR_ONLY}`,
+    body: request("DenyRequest"),
+    ok: {
+      200: jsonBody(
+        { anyOf: [own("EnrolmentDecided"), own("EnrolmentsDenied")] },
+        "Denied: the code's node, or how many codes `all` denied (0 when none was pending).",
+      ),
+    },
     refusals: { 400: OPEN_POOL, 403: NOT_AN_OPERATOR, 404: "No pending code with this user code." },
   },
   {

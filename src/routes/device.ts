@@ -5,7 +5,12 @@
 // `authorization_pending`, so nobody can probe which codes exist.
 
 import { Hono } from "hono";
-import { DeviceCodeRequestSchema, DeviceTokenRequestSchema, UserCodeRequestSchema } from "../protocol/device";
+import {
+  DenyRequestSchema,
+  DeviceCodeRequestSchema,
+  DeviceTokenRequestSchema,
+  UserCodeRequestSchema,
+} from "../protocol/device";
 import { authConfig } from "../rules/auth";
 import { normalizeUserCode, POLL_INTERVAL_S } from "../rules/enrolment";
 import { type AppContext, type AppEnv, readJson } from "./context";
@@ -47,7 +52,11 @@ export const deviceAgent = new Hono<AppEnv>()
     const result = await c.var.stub.requestDeviceCode(body.value, c.req.header("cf-connecting-ip") ?? null);
     if (!result.ok) {
       c.header("retry-after", "60");
-      return c.json({ detail: "too many enrolment requests are waiting for an operator: try again later" }, 429);
+      const whose = result.reason === "source_full" ? "from your address " : "";
+      return c.json(
+        { detail: `too many enrolment requests ${whose}are waiting for an operator: try again later` },
+        429,
+      );
     }
     const uri = verificationUri(c);
     return c.json({
@@ -79,16 +88,28 @@ export const deviceOperator = new Hono<AppEnv>()
     c.header("cache-control", "no-store");
     return c.json(await c.var.stub.pendingDeviceCodes());
   })
-  .post("/approve", (c) => decide(c, "approved"))
-  .post("/deny", (c) => decide(c, "denied"));
+  .post("/approve", async (c) => {
+    const operator = enrolmentOperator(c);
+    if (!operator.ok) return operator.response;
+    const body = await readJson(c, UserCodeRequestSchema);
+    if (!body.ok) return body.response;
+    return decide(c, body.value.user_code, "approved", operator.name);
+  })
+  .post("/deny", async (c) => {
+    const operator = enrolmentOperator(c);
+    if (!operator.ok) return operator.response;
+    const body = await readJson(c, DenyRequestSchema);
+    if (!body.ok) return body.response;
+    if (body.value.all) {
+      const nodeIds = await c.var.stub.denyAllDeviceCodes(operator.name);
+      return c.json({ denied: true, count: nodeIds.length });
+    }
+    return decide(c, body.value.user_code ?? "", "denied", operator.name);
+  });
 
-async function decide(c: AppContext, decision: "approved" | "denied") {
-  const operator = enrolmentOperator(c);
-  if (!operator.ok) return operator.response;
-  const body = await readJson(c, UserCodeRequestSchema);
-  if (!body.ok) return body.response;
-  const userCode = normalizeUserCode(body.value.user_code);
-  const nodeId = userCode === null ? null : await c.var.stub.decideDeviceCode(userCode, decision, operator.name);
+async function decide(c: AppContext, typed: string, decision: "approved" | "denied", operator: string) {
+  const userCode = normalizeUserCode(typed);
+  const nodeId = userCode === null ? null : await c.var.stub.decideDeviceCode(userCode, decision, operator);
   if (nodeId === null)
     return c.json({ detail: "no pending enrolment with this code (expired, decided or unknown)" }, 404);
   return c.json(decision === "approved" ? { approved: true, node_id: nodeId } : { denied: true, node_id: nodeId });

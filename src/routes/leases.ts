@@ -17,28 +17,23 @@ export const leases = new Hono<AppEnv>().post("/claim", async (c) => {
   return c.body(null, 204);
 });
 
-/** How long past its hold the Worker waits for a held claim's answer. */
-const HOLD_GRACE_MS = 500;
-
 /**
- * The object's answer to a claim held up to the configured wait. A held
- * claim whose object restarts may never be answered, so the Worker stops
- * waiting just after the hold: the agent always hears back inside its own
- * timeout. No answer reads as "nothing yet"; a lease issued meanwhile that
- * the caller never saw simply expires back to the queue.
+ * The object's answer to a claim held up to the configured wait. The Worker
+ * sets no timer of its own: a timer of the Worker's can fire while the
+ * object still holds the claim (a busy object reads the claim late and
+ * starts its hold late), and a lease issued after that 204 would go to a
+ * caller that already left. The object decides the hold's end by its own
+ * clock and answers by then at the latest, never with a lease after it
+ * (src/pool/held-claims.ts), so whatever this answers is the whole truth.
+ * A claim whose object restarts is lost with the object's memory, where
+ * held claims live: the call fails, no lease can follow, and that reads as
+ * "nothing yet".
  */
 async function claimWithin(c: AppContext, nodeId: string, jobId: string | null): Promise<ClaimResult> {
-  const wait = c.var.claimWaitMs;
-  const nothing: ClaimResult = { ok: false, reason: "nothing" };
   try {
-    const claimed = c.var.stub.claim(nodeId, jobId, wait);
-    if (wait === 0) return await claimed;
-    return await Promise.race([
-      claimed,
-      new Promise<ClaimResult>((r) => setTimeout(() => r(nothing), wait + HOLD_GRACE_MS)),
-    ]);
+    return await c.var.stub.claim(nodeId, jobId, c.var.claimWaitMs);
   } catch (e) {
-    if (isObjectReset(e)) return nothing;
+    if (isObjectReset(e)) return { ok: false, reason: "nothing" };
     throw e;
   }
 }

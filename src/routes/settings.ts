@@ -1,9 +1,9 @@
 // The coordinator's settings, checked before anything is served. A setting
 // that cannot be read (tokens, SPEC §9; pool locations, SPEC §2; the claim
-// hold, SPEC §5; retention, SPEC §12; tenant weights and worker losses,
-// SPEC §13) refuses every request, /healthz included, with a 503 naming
-// the problem and never a token: a coordinator that would serve the wrong
-// pools, or serve them open, must not look healthy.
+// hold, SPEC §5; retention, SPEC §12; tenant weights, worker losses and the
+// retry-elsewhere window, SPEC §13) refuses every request, /healthz
+// included, with a 503 naming the problem and never a token: a coordinator
+// that would serve the wrong pools, or serve them open, must not look healthy.
 
 import type { MiddlewareHandler } from "hono";
 import type { PoolObject } from "../pool/object";
@@ -11,7 +11,7 @@ import { authConfig } from "../rules/auth";
 import { claimWaitMs } from "../rules/long-poll";
 import { type PoolLocationRule, parsePoolLocations, poolLocation } from "../rules/pool-location";
 import { jobRetentionMs } from "../rules/retention";
-import { maxWorkerLosses, tenantWeights } from "../rules/scheduling";
+import { maxWorkerLosses, retryElsewhereMs, tenantWeights } from "../rules/scheduling";
 import type { AppEnv } from "./context";
 
 export const refuseMisconfigured: MiddlewareHandler<AppEnv> = async (c, next) => {
@@ -27,6 +27,10 @@ export const refuseMisconfigured: MiddlewareHandler<AppEnv> = async (c, next) =>
   if (typeof weights === "string") return c.json({ detail: `coordinator refuses to serve: ${weights}` }, 503);
   const workerLosses = maxWorkerLosses(c.env.FLASHML_MAX_WORKER_LOSSES);
   if (typeof workerLosses === "string") return c.json({ detail: `coordinator refuses to serve: ${workerLosses}` }, 503);
+  // Read by the pool object itself, like the weights; checked here so a bad value refuses.
+  const retryElsewhere = retryElsewhereMs(c.env.FLASHML_RETRY_ELSEWHERE_SECONDS);
+  if (typeof retryElsewhere === "string")
+    return c.json({ detail: `coordinator refuses to serve: ${retryElsewhere}` }, 503);
   c.set("poolLocations", locations);
   c.set("maxWorkerLosses", workerLosses);
   c.set("claimWaitMs", claimWait);

@@ -11,6 +11,11 @@ export const DEVICE_CODE_TTL_MS = 15 * 60 * 1000;
 export const POLL_INTERVAL_S = 5;
 /** Pending codes a pool holds at once; one more is a 429 (a flood cannot fill the pool). */
 export const MAX_PENDING_CODES = 100;
+/**
+ * Pending codes one source may hold at once; one more is a 429, so one
+ * source cannot fill the pool's MAX_PENDING_CODES and lock everyone out.
+ */
+export const MAX_PENDING_CODES_PER_SOURCE = 5;
 /** Decided and expired codes are kept this long for the record, then deleted. */
 export const CODE_RECORD_MS = 24 * 60 * 60 * 1000;
 
@@ -40,6 +45,32 @@ export function normalizeUserCode(typed: string): string | null {
   if (letters.length !== USER_CODE_LENGTH) return null;
   for (const ch of letters) if (!USER_CODE_ALPHABET.includes(ch)) return null;
   return `${letters.slice(0, 4)}-${letters.slice(4)}`;
+}
+
+/**
+ * What a code request is counted against (SPEC §9): an IPv4 address; an
+ * IPv6 address's /64, since one host holds a whole /64 and could otherwise
+ * rotate through it; an IPv4-mapped IPv6 address as its IPv4. Text that is
+ * neither counts as itself, and an unknown address ("") is one source for
+ * all such requests: never unlimited.
+ */
+export function codeSource(address: string | null): string {
+  const text = (address ?? "").trim().toLowerCase();
+  if (!text.includes(":")) return text;
+  const mapped = /^::ffff:(\d{1,3}(\.\d{1,3}){3})$/.exec(text);
+  if (mapped) return mapped[1]!;
+  const halves = text.split("::");
+  if (halves.length > 2) return text;
+  const head = halves[0] ? halves[0].split(":") : [];
+  const tail = halves.length === 2 && halves[1] ? halves[1].split(":") : [];
+  const fill = 8 - head.length - tail.length;
+  if (halves.length === 2 ? fill < 1 : fill !== 0) return text;
+  const groups = [...head, ...Array<string>(halves.length === 2 ? fill : 0).fill("0"), ...tail];
+  if (!groups.every((g) => /^[0-9a-f]{1,4}$/.test(g))) return text;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ""))
+    .join(":")}::/64`;
 }
 
 /** URL-safe base64 without padding. */

@@ -17,6 +17,11 @@ export const MAX_HOLD_MS = 60 * 60 * 1000;
 
 export const DEFAULT_MAX_WORKER_LOSSES = 10;
 
+/** How long after a node failed a task its retry waits for another idle node (SPEC §13 rule 4). */
+export const DEFAULT_RETRY_ELSEWHERE_SECONDS = 60;
+/** The longest retry-elsewhere window accepted: a day. */
+export const MAX_RETRY_ELSEWHERE_SECONDS = 86_400;
+
 type Read<T> = { ok: true; value: T } | { ok: false; problem: string };
 
 /** The priority label: an integer string from -1000 to 1000; absent is 0. */
@@ -82,6 +87,21 @@ export function maxWorkerLosses(raw: string | undefined): number | string {
   const value = /^\d{1,4}$/.test(text) ? Number(text) : Number.NaN;
   if (!(value >= 1 && value <= 1000)) return "FLASHML_MAX_WORKER_LOSSES must be an integer from 1 to 1000";
   return value;
+}
+
+/**
+ * `FLASHML_RETRY_ELSEWHERE_SECONDS` in milliseconds, or a message naming
+ * what is wrong: seconds from 0 to a day; unset or empty is the default. 0
+ * lets the node that failed a task take it again at once.
+ */
+export function retryElsewhereMs(raw: string | undefined): number | string {
+  const text = raw?.trim() ?? "";
+  const seconds =
+    text === "" ? DEFAULT_RETRY_ELSEWHERE_SECONDS : /^\d+(\.\d+)?$/.test(text) ? Number(text) : Number.NaN;
+  if (!(seconds >= 0 && seconds <= MAX_RETRY_ELSEWHERE_SECONDS)) {
+    return `FLASHML_RETRY_ELSEWHERE_SECONDS must be a number of seconds from 0 to ${MAX_RETRY_ELSEWHERE_SECONDS}`;
+  }
+  return Math.round(seconds * 1000);
 }
 
 /**

@@ -3,6 +3,7 @@ import type { PendingEnrolment as PagePendingEnrolment } from "../../src/enrol/w
 import type { PendingEnrolment } from "../../src/protocol/device";
 import { authenticate } from "../../src/rules/auth";
 import {
+  codeSource,
   enrolledToken,
   enrolledTokenNode,
   normalizeUserCode,
@@ -46,6 +47,23 @@ describe("user codes", () => {
     ["", null],
   ])("%j is typed as %j", (typed, stored) => {
     expect(normalizeUserCode(typed)).toBe(stored);
+  });
+});
+
+describe("the source a code request counts against", () => {
+  it.each([
+    ["203.0.113.9", "203.0.113.9"],
+    ["2001:db8:7:42::1", "2001:db8:7:42::/64"],
+    ["2001:0DB8:0007:0042:ffff:1:2:3", "2001:db8:7:42::/64"],
+    ["2001:db8::1", "2001:db8:0:0::/64"],
+    ["::1", "0:0:0:0::/64"],
+    ["::ffff:198.51.100.7", "198.51.100.7"],
+    ["", ""],
+    [null, ""],
+    ["not:an::address::", "not:an::address::"],
+    ["1:2:3:4:5:6:7:8:9", "1:2:3:4:5:6:7:8:9"],
+  ])("%j counts as %j", (address, source) => {
+    expect(codeSource(address)).toBe(source);
   });
 });
 

@@ -12,6 +12,7 @@ import {
   jobTenant,
   maxWorkerLosses,
   mayRetry,
+  retryElsewhereMs,
   tenantWeights,
 } from "../../src/rules/scheduling";
 import { trialsJob } from "../fixtures/jobspec";
@@ -68,6 +69,17 @@ describe("settings", () => {
     expect(maxWorkerLosses(undefined)).toBe(DEFAULT_MAX_WORKER_LOSSES);
     expect(maxWorkerLosses("3")).toBe(3);
     for (const bad of ["0", "1001", "2.5", "-1", "ten"]) expect(typeof maxWorkerLosses(bad), bad).toBe("string");
+  });
+
+  it("reads the retry-elsewhere window: 60 s unless set, 0 to a day", () => {
+    expect(retryElsewhereMs(undefined)).toBe(60_000);
+    expect(retryElsewhereMs(" ")).toBe(60_000);
+    expect(retryElsewhereMs("0")).toBe(0);
+    expect(retryElsewhereMs("2.5")).toBe(2500);
+    expect(retryElsewhereMs("86400")).toBe(86_400_000);
+    for (const bad of ["-1", "86401", "1e3", "ten", "0x10", "Infinity"]) {
+      expect(retryElsewhereMs(bad), bad).toContain("FLASHML_RETRY_ELSEWHERE_SECONDS must be");
+    }
   });
 
   it("stamps the limit only on jobs that retry worker loss", () => {

@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import app from "../../src/index";
 import type { DashboardSummary } from "../../src/pool/dashboard";
 import type { Lease } from "../../src/protocol/tasks";
-import { CODE_RECORD_MS, MAX_PENDING_CODES } from "../../src/rules/enrolment";
+import { CODE_RECORD_MS, MAX_PENDING_CODES, MAX_PENDING_CODES_PER_SOURCE } from "../../src/rules/enrolment";
 import { freshPool, registration, sha256, stub, trialsJob } from "../worker/helpers";
 import { bearer, call } from "./helpers";
 
@@ -27,8 +27,12 @@ type Code = {
   expires_at: string;
 };
 
-async function requestCode(pool: string, machine: Record<string, string> = MACHINE): Promise<Code> {
-  const r = await call(pool, "POST", "/device/code", { "cf-connecting-ip": "203.0.113.9" }, machine);
+async function requestCode(
+  pool: string,
+  machine: Record<string, string> = MACHINE,
+  from = "203.0.113.9",
+): Promise<Code> {
+  const r = await call(pool, "POST", "/device/code", { "cf-connecting-ip": from }, machine);
   expect(r.status).toBe(200);
   return r.json();
 }
@@ -269,6 +273,60 @@ describe("what a credential is good for", () => {
     expect(leases).toEqual([]);
   });
 
+  it("a revoked machine's live lease ends at once: its task goes to another node now, not at the deadline", async () => {
+    const pool = freshPool();
+    const token = await enrol(pool);
+    expect((await call(pool, "POST", "/nodes/register", bearer(token), registration("laptop-7"))).status).toBe(200);
+    expect((await call(pool, "POST", "/nodes/register", bearer("tok-n1"), registration("n1"))).status).toBe(200);
+    const job = await (await call(pool, "POST", "/jobs", OPS, trialsJob(1, { lease_seconds: 3600 }))).json<{
+      job_id: string;
+    }>();
+    const lease = await (
+      await call(pool, "POST", "/leases/claim", bearer(token), { node_id: "laptop-7" })
+    ).json<Lease>();
+    // n1 waits for work; the only task is laptop-7's for the next hour.
+    const held = stub(pool).claim("n1", null, 10_000);
+    expect((await call(pool, "DELETE", "/nodes/laptop-7/credential", OPS)).status).toBe(200);
+    const next = await held;
+    expect(next.ok && next.lease).toMatchObject({ task_id: lease.task_id, node_id: "n1", attempt_number: 2 });
+    // The old machine's commit, heartbeat or fail is refused outright.
+    expect((await call(pool, "POST", `/attempts/${lease.lease_id}/heartbeat`, bearer(token))).status).toBe(401);
+    const events = await (await call(pool, "GET", `/jobs/${job.job_id}/events`, OPS)).json<
+      Array<{ type: string; message: string }>
+    >();
+    const ended = events.filter((e) => e.type === "LEASE_EXPIRED");
+    expect(ended.map((e) => e.message)).toEqual([
+      `lease ${lease.lease_id} ended: the credential of laptop-7 was revoked`,
+    ]);
+    // A worker loss, as an expiry is: no attempt used up.
+    const tasks = await runInDurableObject(stub(pool), (_o, state) =>
+      state.storage.sql.exec<{ worker_losses: number }>("SELECT worker_losses FROM tasks").toArray(),
+    );
+    expect(tasks).toEqual([{ worker_losses: 1 }]);
+  });
+
+  it("enrolling the same node id again cuts the old machine off: its held claim answers 204, its lease ends", async () => {
+    const pool = freshPool();
+    const old = await enrol(pool);
+    expect((await call(pool, "POST", "/nodes/register", bearer(old), registration("laptop-7"))).status).toBe(200);
+    await call(pool, "POST", "/jobs", OPS, trialsJob(1, { lease_seconds: 3600 }));
+    const lease = await (await call(pool, "POST", "/leases/claim", bearer(old), { node_id: "laptop-7" })).json<Lease>();
+    // The old machine waits for more work, as the agent's loop does.
+    const proof = { nodeId: "laptop-7", tokenSha256: await sha256(old) };
+    const held = stub(pool).act(proof, "claim", ["laptop-7", null, 10_000]);
+    const started = Date.now();
+    const fresh = await enrol(pool); // someone enrols laptop-7 again, and the new credential is redeemed
+    expect(await held).toEqual({ ok: true, value: { ok: false, reason: "nothing" } });
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect((await call(pool, "POST", `/attempts/${lease.lease_id}/heartbeat`, bearer(old))).status).toBe(401);
+    // The task came back at once: the new credential's claim gets it.
+    const again = await (
+      await call(pool, "POST", "/leases/claim", bearer(fresh), { node_id: "laptop-7" })
+    ).json<Lease>();
+    expect(again).toMatchObject({ task_id: lease.task_id, attempt_number: 2 });
+    expect((await call(pool, "POST", `/attempts/${lease.lease_id}/heartbeat`, bearer(fresh))).status).toBe(410);
+  });
+
   it("another pool's credential is a 401", async () => {
     const token = await enrol(freshPool());
     const other = freshPool();
@@ -353,12 +411,87 @@ describe("refusals", () => {
   it(`a pool holds at most ${MAX_PENDING_CODES} pending codes: one more is a 429, and a decision makes room`, async () => {
     const pool = freshPool();
     const codes = [];
-    for (let i = 0; i < MAX_PENDING_CODES; i++) codes.push(await requestCode(pool, { ...MACHINE, node_id: `m-${i}` }));
-    const over = await call(pool, "POST", "/device/code", {}, MACHINE);
+    // From many addresses, each within its own limit.
+    const from = (i: number) => ({ "cf-connecting-ip": `198.51.${i >> 8}.${i & 255}` });
+    for (let i = 0; i < MAX_PENDING_CODES; i++)
+      codes.push(await requestCode(pool, { ...MACHINE, node_id: `m-${i}` }, from(i)["cf-connecting-ip"]));
+    const over = await call(pool, "POST", "/device/code", from(1000), MACHINE);
     expect(over.status).toBe(429);
     expect(over.headers.get("retry-after")).toBe("60");
     expect((await decide(pool, "deny", codes[0]!.user_code)).status).toBe(200);
-    expect((await call(pool, "POST", "/device/code", {}, MACHINE)).status).toBe(200);
+    expect((await call(pool, "POST", "/device/code", from(1000), MACHINE)).status).toBe(200);
+  });
+
+  it("one address floods the pool with requests: its sixth is a 429, everyone else still gets a code", async () => {
+    const pool = freshPool();
+    const flood = [];
+    for (let i = 0; i < MAX_PENDING_CODES_PER_SOURCE; i++)
+      flood.push(await requestCode(pool, { ...MACHINE, node_id: `bot-${i}` }, "203.0.113.66"));
+    const sixth = await call(pool, "POST", "/device/code", { "cf-connecting-ip": "203.0.113.66" }, MACHINE);
+    expect(sixth.status).toBe(429);
+    expect(sixth.headers.get("retry-after")).toBe("60");
+    expect(await sixth.json()).toEqual({
+      detail: "too many enrolment requests from your address are waiting for an operator: try again later",
+    });
+    // A volunteer elsewhere is not locked out.
+    await requestCode(pool, MACHINE, "198.51.100.7");
+    // A decision on one of the flood's codes makes room for that address again.
+    expect((await decide(pool, "deny", flood[0]!.user_code)).status).toBe(200);
+    await requestCode(pool, { ...MACHINE, node_id: "bot-5" }, "203.0.113.66");
+  });
+
+  it("one IPv6 host rotating through its /64 counts as one address", async () => {
+    const pool = freshPool();
+    for (let i = 1; i <= MAX_PENDING_CODES_PER_SOURCE; i++)
+      await requestCode(pool, { ...MACHINE, node_id: `v6-${i}` }, `2001:db8:7:42::${i}`);
+    const rotated = await call(
+      pool,
+      "POST",
+      "/device/code",
+      { "cf-connecting-ip": "2001:0db8:7:42:ffff:1:2:3" },
+      MACHINE,
+    );
+    expect(rotated.status).toBe(429);
+    await requestCode(pool, MACHINE, "2001:db8:7:43::1"); // the next /64 is someone else
+  });
+
+  it("an operator denies a whole flood at once; none of its codes ever yields a token", async () => {
+    const pool = freshPool();
+    const codes = [];
+    for (let i = 0; i < 12; i++)
+      codes.push(await requestCode(pool, { ...MACHINE, node_id: `bot-${i}` }, `203.0.113.${i >> 2}`));
+    // A node may not do it.
+    const asNode = await call(pool, "POST", "/device/deny", bearer("tok-n1"), { all: true });
+    expect(asNode.status).toBe(403);
+    expect(await (await call(pool, "GET", "/device/pending", OPS)).json()).toHaveLength(12);
+    const r = await call(pool, "POST", "/device/deny", OPS, { all: true });
+    expect(r.status).toBe(200);
+    expect(await r.json()).toEqual({ denied: true, count: 12 });
+    expect(await (await call(pool, "GET", "/device/pending", OPS)).json()).toEqual([]);
+    for (const code of codes) await expectPending(await poll(pool, code));
+    expect((await decide(pool, "approve", codes[3]!.user_code)).status).toBe(404);
+    // Nothing left: denying all again denies none.
+    expect(await (await call(pool, "POST", "/device/deny", OPS, { all: true })).json()).toEqual({
+      denied: true,
+      count: 0,
+    });
+  });
+
+  it.each<[string, unknown]>([
+    ["neither field", {}],
+    ["all: false", { all: false }],
+    ["both fields", { all: true, user_code: "BCDF-GHJK" }],
+    ["all as a string", { all: "true" }],
+    ["a user code that is not text", { user_code: 5 }],
+    ["a list", [{ all: true }]],
+  ])("a deny with %s is a 422 that denies nothing", async (_, body) => {
+    const pool = freshPool();
+    await requestCode(pool);
+    const r = await call(pool, "POST", "/device/deny", OPS, body);
+    expect(r.status).toBe(422);
+    const detail = (await r.json<{ detail: Array<{ loc: unknown[]; msg: string; type: string }> }>()).detail;
+    expect(detail.length).toBeGreaterThan(0);
+    expect(await (await call(pool, "GET", "/device/pending", OPS)).json()).toHaveLength(1);
   });
 
   it("a malformed request is a 422 and records nothing", async () => {

@@ -4,11 +4,11 @@
 // reading of the stored rows picks — the highest priority; its tenant with
 // the lowest (pass, turn, name); that tenant's job with the lowest (pass,
 // turn, insertion); that job's earliest PENDING task the gate accepts and
-// the node has not failed, unless no other online node that has not failed
-// it could take it. A held-back node gets nothing. The reference reads the
-// stored passes (their arithmetic is the fairness test's), runs the pure
-// gate on each stored payload, and shares no code with the claim but
-// `eligible`.
+// the node has not failed in the last 60 s, unless no other idle node
+// (online, holding no live lease) that has not failed it could take it. A
+// held-back node gets nothing. The reference reads the stored passes (their
+// arithmetic is the fairness test's), runs the pure gate on each stored
+// payload, and shares no code with the claim but `eligible`.
 //
 // The generated payloads (exclude_nodes, type confusions) are ones no JobSpec
 // produces, so they are queued inside the object with the pool's own insert.
@@ -92,8 +92,11 @@ async function referenceClaim(pool: string, nodeId: string, jobId: string | null
     if ((me.held_until_ms as number) > now)
       return { task: null, reason: "held", skipped: 0, elsewhere: false, passed: 0 };
     const view = (n: Row) => claimView(JSON.parse(n.registration as string));
-    const failures = all("SELECT task_seq, node_id FROM task_failures");
-    const failed = (seq: unknown, node: unknown) => failures.some((f) => f.task_seq === seq && f.node_id === node);
+    // A failure counts for the retry-elsewhere window (60 s by default) after it.
+    const failures = all("SELECT task_seq, node_id, failed_ms FROM task_failures");
+    const failed = (seq: unknown, node: unknown) =>
+      failures.some((f) => f.task_seq === seq && f.node_id === node && (f.failed_ms as number) > now - 60_000);
+    const busy = new Set(all("SELECT node_id FROM leases WHERE status = 'live'").map((l) => l.node_id));
     const pending = all("SELECT seq, job_id, task_id, payload FROM tasks WHERE state = 'PENDING' ORDER BY seq");
     const shares = all("SELECT priority, tenant, pass, turn FROM tenant_shares");
     const share = (q: Row) => shares.find((s) => s.priority === q.priority && s.tenant === q.tenant)!;
@@ -117,6 +120,7 @@ async function referenceClaim(pool: string, nodeId: string, jobId: string | null
           (n.live_until_ms as number) > now &&
           n.status === "online" &&
           (n.held_until_ms as number) <= now &&
+          !busy.has(n.node_id) &&
           !failed(t.seq, n.node_id) &&
           eligible(JSON.parse(t.payload as string), view(n)),
       );

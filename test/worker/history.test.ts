@@ -85,7 +85,7 @@ describe("counters, not scans", () => {
         tasksBefore: plan(POLICY_SQL.tasksBefore, "job", 1, 0, 10),
         failed: plan(POLICY_SQL.failed, 1, "n1"),
         ranReplica: plan(POLICY_SQL.ranReplica, 1, "n1"),
-        others: plan(POLICY_SQL.others, 0, 0, "n1", 1, 0),
+        others: plan(POLICY_SQL.others, 0, 0, "n1", 1, 0, 0),
       };
     });
     // A priority is one seek per accepted class, never a walk over the levels above.
@@ -115,6 +115,8 @@ describe("counters, not scans", () => {
       /SEARCH tasks USING (COVERING )?INDEX tasks_claim_job \(job_id=\? AND class_id=\? AND seq>\? AND seq<\?\)/,
     );
     expect(plans.others).toMatch(/SEARCH nodes USING/);
+    // An idle node: its live leases are a seek of the partial index, never a walk over the lease history.
+    expect(plans.others).toMatch(/SEARCH l USING (COVERING )?INDEX leases_live_node \(node_id=\?\)/);
     // No statement scans a table or sorts (the pending classes are read whole, through their partial index;
     // the accepted class ids and a page of jobs are read as they come).
     for (const [name, plan] of Object.entries(plans)) {

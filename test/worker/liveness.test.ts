@@ -4,12 +4,12 @@
 // moved by shifting a node's stored times into the past, as if its last
 // request had been that long ago.
 
-import { runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { migrate } from "../../src/pool/schema";
 import type { Lease } from "../../src/protocol/tasks";
 import { jobSpec } from "../fixtures/jobspec";
-import { call, claim, freshPool, json, register, sha256, stub, upload } from "./helpers";
+import { call, claim, freshPool, json, moveDeadlines, register, sha256, stub, upload } from "./helpers";
 import { rewindSchema } from "./schema-history";
 
 type NodeRow = { node_id: string; online: boolean; last_heartbeat_age_s: number };
@@ -110,6 +110,46 @@ describe("liveness", () => {
     await json<Lease>(await claim(pool, "busy"));
     await age(pool, "busy", 31_000);
     expect((await node(pool, "busy")).online).toBe(false);
+  });
+
+  it.each<[string, (pool: string, lease: Lease) => Promise<Response>]>([
+    [
+      "commits",
+      async (pool, lease) => {
+        const key = `jobs/${lease.job_id}/${lease.task_id}/metrics.json`;
+        expect((await upload(pool, key, "{}")).status).toBe(200);
+        return call(pool, "POST", `/attempts/${lease.lease_id}/complete`, { output_sha256: await sha256("{}") });
+      },
+    ],
+    ["fails", (pool, lease) => call(pool, "POST", `/attempts/${lease.lease_id}/fail`, { reason: "crashed" })],
+    ["is cancelled with its job", (pool, lease) => call(pool, "POST", `/jobs/${lease.job_id}/cancel`)],
+  ])(
+    "a node whose hour-long lease %s is online for its last request + 15 s, not until the deadline",
+    async (_, end) => {
+      const pool = await setUp(3600);
+      const lease = await json<Lease>(await claim(pool, "busy"));
+      expect((await end(pool, lease)).status).toBe(200);
+      await age(pool, "busy", 16_000);
+      expect((await node(pool, "busy")).online).toBe(false);
+    },
+  );
+
+  it("a node whose lease expires is offline at once when its last request is old", async () => {
+    const pool = await setUp(3600);
+    await json<Lease>(await claim(pool, "busy"));
+    await age(pool, "busy", 20_000);
+    await moveDeadlines(pool);
+    expect(await runDurableObjectAlarm(stub(pool))).toBe(true);
+    expect((await node(pool, "busy")).online).toBe(false);
+  });
+
+  it("a node that still holds another live lease stays online when one of its leases ends", async () => {
+    const pool = await setUp(3600);
+    const first = await json<Lease>(await claim(pool, "busy"));
+    await json<Lease>(await claim(pool, "busy"));
+    expect((await call(pool, "POST", `/attempts/${first.lease_id}/fail`, { reason: "oom" })).status).toBe(200);
+    await age(pool, "busy", 60_000);
+    expect((await node(pool, "busy")).online).toBe(true);
   });
 
   it.each<[string, (pool: string, lease: Lease) => Promise<Response>]>([

@@ -2,13 +2,13 @@
 // answered the moment a task this node may take appears, else 204 when the
 // hold ends. Each test sets its own hold through the Worker's settings.
 
-import { abortAllDurableObjects, createExecutionContext } from "cloudflare:test";
+import { abortAllDurableObjects, createExecutionContext, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import app from "../../src/index";
 import type { Lease } from "../../src/protocol/tasks";
 import { jobSpec } from "../fixtures/jobspec";
-import { expireLeases, freshPool, json, registration, sleep } from "./helpers";
+import { expireLeases, freshPool, json, registration, sleep, stub } from "./helpers";
 import { violations } from "./invariants";
 
 /** A request to the pool through the real Worker, with claims held up to `holdSeconds`. */
@@ -182,6 +182,63 @@ describe("long-poll claims", () => {
     expect((await send(pool, 0, "POST", `/jobs/${jobId}/cancel`)).status).toBe(200);
     const started = Date.now();
     expect((await claim("n1", 10, jobId)).status).toBe(204);
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+
+  it("a claim that reaches a busy pool late is answered by the pool itself: never a 204 with a lease behind it", async () => {
+    const { pool, submit, claim } = await setUp(["n1"]);
+    // The pool is busy for 2 s (a burst of work ahead of the claim); the claim, held 0.5 s, waits its turn.
+    const busy = runInDurableObject(stub(pool), (_o, state) => state.blockConcurrencyWhile(() => sleep(2000)));
+    await sleep(50);
+    const held = claim("n1", 0.5);
+    await busy;
+    await sleep(50);
+    await submit(searchJob(1)); // while the pool still holds the claim
+    const r = await held;
+    const issued = await runInDurableObject(stub(pool), (_o, state) =>
+      state.storage.sql.exec<{ lease_id: string }>("SELECT lease_id FROM leases WHERE node_id = 'n1'").toArray(),
+    );
+    // Whatever the caller read is the whole truth: the lease it got, or no lease at all.
+    if (r.status === 204) expect(issued).toEqual([]);
+    else expect(issued.map((l) => l.lease_id)).toEqual([(await json<Lease>(r)).lease_id]);
+    expect(r.status).toBe(200);
+    expect(await violations(pool)).toEqual([]);
+  });
+
+  it.each<[string, Record<string, unknown>, (pool: string) => Response | Promise<Response>]>([
+    [
+      "its heartbeat joins the job's team pool",
+      { placement: { pool: "team-a" } },
+      (pool) => send(pool, 0, "POST", "/nodes/n1/heartbeat", { node_id: "n1", status: "online", pools: ["team-a"] }),
+    ],
+    [
+      "it registers again with a GPU",
+      { resources: { gpuPerTask: 1 } },
+      (pool) => send(pool, 0, "POST", "/nodes/register", registration("n1", {}, 1)),
+    ],
+  ])("a held claim gets waiting work the moment %s, not at the end of its hold", async (_, spec, change) => {
+    const { pool, submit, claim } = await setUp(["n1"]);
+    await submit(jobSpec({ type: "hyperparameter_search", parameters: { trials: [{}] } }, spec)); // n1 may not take it yet
+    const started = Date.now();
+    const held = claim("n1", 10);
+    await sleep(100);
+    expect((await change(pool)).status).toBe(200);
+    expect(await json<Lease>(await held)).toMatchObject({ node_id: "n1", task_id: "trial-000" });
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(await violations(pool)).toEqual([]);
+  });
+
+  it("a held-back node's held claim gets the task the moment an operator releases it", async () => {
+    const { pool, submit, claim } = await setUp(["n1"]);
+    await submit(searchJob(1));
+    await runInDurableObject(stub(pool), (_o, state) => {
+      state.storage.sql.exec("UPDATE nodes SET consecutive_failures = 5, held_until_ms = ?", Date.now() + 60_000);
+    });
+    const started = Date.now();
+    const held = claim("n1", 10);
+    await sleep(100);
+    expect((await send(pool, 0, "POST", "/nodes/n1/release")).status).toBe(200);
+    expect(await json<Lease>(await held)).toMatchObject({ node_id: "n1", task_id: "trial-000" });
     expect(Date.now() - started).toBeLessThan(5000);
   });
 

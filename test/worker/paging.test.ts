@@ -454,7 +454,10 @@ describe("GET /jobs/{job}/artifacts pages (SPEC §12)", () => {
   it("40,000 keys, as any lease holder can create, come a page at a time with a Link, never a 5xx", async () => {
     const pool = freshPool();
     const job = await submitJob(pool, trialsJob(1));
-    const keys = Array.from({ length: 40_000 }, (_, i) => `jobs/${job.job_id}/trial-000/out/${String(i).padStart(5, "0")}`);
+    const keys = Array.from(
+      { length: 40_000 },
+      (_, i) => `jobs/${job.job_id}/trial-000/out/${String(i).padStart(5, "0")}`,
+    );
     await runInDurableObject(stub(pool), (_o, state) => {
       state.storage.transactionSync(() => {
         for (const [i, key] of keys.entries()) {

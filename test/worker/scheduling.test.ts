@@ -159,6 +159,9 @@ describe("priority and queue order", () => {
     ["FLASHML_TENANT_WEIGHTS", "a:1,a:2"],
     ["FLASHML_MAX_WORKER_LOSSES", "0"],
     ["FLASHML_MAX_WORKER_LOSSES", "ten"],
+    ["FLASHML_RETRY_ELSEWHERE_SECONDS", "-1"],
+    ["FLASHML_RETRY_ELSEWHERE_SECONDS", "a minute"],
+    ["FLASHML_RETRY_ELSEWHERE_SECONDS", "86401"],
   ])("an unreadable %s (%j) refuses every request with a 503 naming it", async (name, value) => {
     const r = await app.fetch(
       new Request("http://flashedge.test/healthz"),
@@ -333,7 +336,10 @@ describe("retry elsewhere", () => {
       if (i % 5 === 4) expect((await call(pool, "POST", "/nodes/broken/release")).status).toBe(200);
     }
     // The last job has had a turn since, so it comes after all 20 in claim order.
-    expect((await lease(pool, "healthy")).job_id).toBe(last.job_id);
+    const healthy = await lease(pool, "healthy");
+    expect(healthy.job_id).toBe(last.job_id);
+    // Idle again (a node busy on a task is not waited for), healthy could take every failed task.
+    await commit(pool, healthy);
     expect(await lease(pool, "broken")).toMatchObject({ job_id: last.job_id, task_id: "trial-001" });
   });
 
@@ -345,6 +351,59 @@ describe("retry elsewhere", () => {
     await fail(pool, await lease(pool, "gpu"));
     // cpu is online but the gate refuses it: gpu retries its own failure.
     expect((await lease(pool, "gpu")).attempt_number).toBe(2);
+  });
+
+  it("a node busy on an hour-long task is not waited for: the node that failed the retry takes it at once", async () => {
+    const pool = freshPool();
+    await register(pool, "busy");
+    await register(pool, "flaky");
+    const job = await submitJob(pool, trialsJob(2, { lease_seconds: 3600 }));
+    expect(await lease(pool, "busy")).toMatchObject({ task_id: "trial-000" });
+    const failed = await lease(pool, "flaky");
+    expect(failed.task_id).toBe("trial-001");
+    expect((await fail(pool, failed)).status).toBe(200);
+    // busy could take it, but holds a lease for an hour: flaky, idle, gets its own failure back.
+    expect(await lease(pool, "flaky")).toMatchObject({ task_id: "trial-001", attempt_number: 2 });
+    expect(await violations(pool)).toEqual([]);
+    expect((await tasksOf(pool, job.job_id)).map((t) => t.state)).toEqual(["LEASED", "LEASED"]);
+  });
+
+  it("a node that committed and went quiet is online 15 s, not until its old deadline: the retry is not held for it", async () => {
+    const pool = freshPool();
+    await register(pool, "done");
+    await register(pool, "flaky");
+    await submitJob(pool, trialsJob(2, { lease_seconds: 3600 }));
+    await commit(pool, await lease(pool, "done"));
+    const failed = await lease(pool, "flaky");
+    expect((await fail(pool, failed)).status).toBe(200);
+    // 16 s pass; flaky claims (and so stays online), done says nothing.
+    await runInDurableObject(stub(pool), (_o, state) => {
+      state.storage.sql.exec(
+        "UPDATE nodes SET last_heartbeat_ms = last_heartbeat_ms - 16000, live_until_ms = live_until_ms - 16000 WHERE node_id = 'done'",
+      );
+    });
+    const nodes = await json<Array<{ node_id: string; online: boolean }>>(await call(pool, "GET", "/nodes"));
+    expect(nodes.find((n) => n.node_id === "done")?.online).toBe(false);
+    expect(await lease(pool, "flaky")).toMatchObject({ task_id: failed.task_id, attempt_number: 2 });
+  });
+
+  it("an idle node is waited for only FLASHML_RETRY_ELSEWHERE_SECONDS (60 s); then the node that failed it may retry", async () => {
+    const pool = freshPool();
+    await register(pool, "flaky");
+    await register(pool, "idle");
+    await submitJob(pool, trialsJob(1));
+    const failed = await lease(pool, "flaky");
+    expect((await fail(pool, failed)).status).toBe(200);
+    // idle is online and could take it, but never claims.
+    expect((await claim(pool, "flaky")).status).toBe(204);
+    const shift = async (ms: number) =>
+      runInDurableObject(stub(pool), (_o, state) => {
+        state.storage.sql.exec("UPDATE task_failures SET failed_ms = failed_ms - ?", ms);
+      });
+    await shift(59_000);
+    expect((await claim(pool, "flaky")).status).toBe(204);
+    await shift(1_000);
+    expect(await lease(pool, "flaky")).toMatchObject({ task_id: failed.task_id, attempt_number: 2 });
   });
 
   it("the placement explanation says what an eligible task waits for", async () => {

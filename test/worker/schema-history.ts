@@ -37,7 +37,9 @@ const UNDO: Record<number, string> = {
       ALTER TABLE tasks DROP COLUMN tolerance; ALTER TABLE tasks DROP COLUMN wanted;
       ALTER TABLE nodes DROP COLUMN valid_results; ALTER TABLE nodes DROP COLUMN invalid_results;
       ALTER TABLE nodes DROP COLUMN consecutive_valid;`,
-  14: `DROP INDEX replica_results_object; DROP INDEX tasks_accepted_object;
+  14: `ALTER TABLE task_failures DROP COLUMN failed_ms; DROP TRIGGER leases_end_liveness;
+      DROP INDEX device_codes_pending_source; ALTER TABLE device_codes DROP COLUMN source;`,
+  15: `DROP INDEX replica_results_object; DROP INDEX tasks_accepted_object;
       ALTER TABLE tasks DROP COLUMN tolerance_abs;
       ALTER TABLE replica_results DROP COLUMN size_bytes; ALTER TABLE replica_results DROP COLUMN etag;
       ALTER TABLE nodes DROP COLUMN verdicts; ALTER TABLE nodes DROP COLUMN distrusted;
