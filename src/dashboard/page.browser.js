@@ -538,6 +538,14 @@
    * @param {NodeItem} n
    */
   function validityCell(n) {
+    if (n.distrusted !== null) {
+      // SPEC §14: caught lying or outvoted too often; never alone again until released.
+      return h("td", {
+        class: "validity bad",
+        title: `distrusted: ${n.distrusted}. It runs no task alone until an operator releases it: POST ${base}/nodes/${encodeURIComponent(n.node_id)}/release`,
+        text: `⚠ distrusted · ${n.valid_results} valid · ${n.invalid_results} invalid`,
+      });
+    }
     if (n.valid_results === 0 && n.invalid_results === 0) {
       return h("td", { class: "validity muted", title: "no replicated result judged yet", text: "—" });
     }

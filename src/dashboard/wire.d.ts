@@ -73,6 +73,7 @@ export type NodeItem = {
   consecutive_failures: number;
   /** When its hold ends, while it is held back from claiming; else null. */
   held_until: string | null;
+  distrusted: string | null;
   /** Its replicas a quorum agreed with, and those outvoted or with lying evidence (SPEC §14). */
   valid_results: number;
   invalid_results: number;

@@ -55,6 +55,8 @@ export type DashboardNode = {
   consecutive_failures: number;
   /** When its hold ends, while it is held back from claiming; else null. */
   held_until: string | null;
+  /** Why it may no longer run a task alone, until an operator releases it (SPEC §14); null when it may. */
+  distrusted: string | null;
   /** Its replicas a quorum agreed with, and those outvoted or with lying evidence (SPEC §14). */
   valid_results: number;
   invalid_results: number;
@@ -218,6 +220,7 @@ type NodeRow = RegisteredNode & {
   accepted_tasks: number;
   consecutive_failures: number;
   held_until_ms: number;
+  distrusted: string | null;
   valid_results: number;
   invalid_results: number;
 };
@@ -227,7 +230,7 @@ function nodesPage(sql: SqlStorage, now: number, limit: number, total: number): 
   const rows = sql
     .exec<NodeRow>(
       `SELECT node_id, registration, status, last_heartbeat_ms, live_until_ms, accepted_tasks, consecutive_failures,
-              held_until_ms, valid_results, invalid_results
+              held_until_ms, distrusted, valid_results, invalid_results
        FROM nodes
        ORDER BY (status = 'online' AND live_until_ms > ?) DESC, node_id LIMIT ?`,
       now,
@@ -269,6 +272,7 @@ function nodesPage(sql: SqlStorage, now: number, limit: number, total: number): 
       live_leases: live.get(row.node_id) ?? 0,
       consecutive_failures: row.consecutive_failures,
       held_until: row.held_until_ms > now ? iso(row.held_until_ms) : null,
+      distrusted: row.distrusted === null ? null : clip(row.distrusted),
       valid_results: row.valid_results,
       invalid_results: row.invalid_results,
     };

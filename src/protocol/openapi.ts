@@ -116,6 +116,8 @@ const WIRE = {
     held_until: IsoDateTimeSchema.nullable(),
     valid_results: int().min(0),
     invalid_results: int().min(0),
+    /** Why the node may no longer run a task alone (SPEC §14), until an operator releases it; null when trusted as any. */
+    distrusted: z.string().nullable(),
   }),
   TaskState: TaskStateSchema,
   TaskCounts: TaskCountsSchema,
@@ -333,6 +335,7 @@ const HAND = {
         held_until: nullable(dateTime),
         valid_results: count,
         invalid_results: count,
+        distrusted: nullable(string),
       }),
     ),
     jobs: page(

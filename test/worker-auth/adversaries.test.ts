@@ -243,6 +243,11 @@ describe("the lie threshold", () => {
     expect((await claim(pool, "cheat")).status).toBe(204);
     const listed = await json<Array<{ node_id: string; distrusted: string | null }>>(await call(pool, "GET", "/nodes"));
     expect(listed.find((n) => n.node_id === "cheat")?.distrusted).toBe("lost 3 of its last 3 verdicts");
+    // The operator sees the refusal on the dashboard too.
+    const dashboard = await json<{ nodes: { items: Array<{ node_id: string; distrusted: string | null }> } }>(
+      await call(pool, "GET", "/dashboard"),
+    );
+    expect(dashboard.nodes.items.find((n) => n.node_id === "cheat")?.distrusted).toBe("lost 3 of its last 3 verdicts");
 
     // Past its hold it works again, but with a long record it still never runs alone.
     await runInDurableObject(stub(pool), (_o, state) => {
