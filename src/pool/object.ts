@@ -13,6 +13,7 @@ import type { NodeHeartbeat, NodeRegistration } from "../protocol/nodes";
 import type { TaskSpec } from "../protocol/tasks";
 import { base64url, DEVICE_CODE_TTL_MS, enrolledToken, sha256Hex, userCodeFrom } from "../rules/enrolment";
 import { mayDrive } from "../rules/leases";
+import { parseNodeOwners } from "../rules/owners";
 import { jobRetentionMs } from "../rules/retention";
 import { tenantWeights } from "../rules/scheduling";
 import { ARCHIVE_BATCH_TASKS, archiveObjects, finishArchive, nextArchive, startArchive } from "./archive";
@@ -51,6 +52,7 @@ import {
   earliestDeadline,
   failAttempt,
   findLease,
+  type NodeOwners,
   renew,
   sweep,
   type TenantWeights,
@@ -213,13 +215,23 @@ export class PoolObject extends DurableObject<Env> {
     return { token, node_id: nodeId };
   }
 
-  /** An operator approves or denies a pending code; null: no such pending code. */
-  decideDeviceCode(userCode: string, decision: "approved" | "denied", operator: string): string | null {
+  /**
+   * An operator approves or denies a pending code, an approval naming the
+   * machine's owner (null: the node itself); null: no such pending code.
+   */
+  decideDeviceCode(
+    userCode: string,
+    decision: "approved" | "denied",
+    operator: string,
+    owner: string | null = null,
+  ): string | null {
     const now = Date.now();
-    const nodeId = this.ctx.storage.transactionSync(() => decideCode(this.sql, now, userCode, decision, operator));
+    const nodeId = this.ctx.storage.transactionSync(() =>
+      decideCode(this.sql, now, userCode, decision, operator, owner),
+    );
     if (nodeId !== null && this.logging()) {
       const event = decision === "approved" ? "ENROLMENT_APPROVED" : "ENROLMENT_DENIED";
-      logLine({ pool: this.poolName(), event, node_id: nodeId, operator });
+      logLine({ pool: this.poolName(), event, node_id: nodeId, operator, ...(owner === null ? {} : { owner }) });
     }
     return nodeId;
   }
@@ -263,7 +275,7 @@ export class PoolObject extends DurableObject<Env> {
 
   /** One page of GET /nodes, after the node `after` (null: the first page). */
   listNodes(after: string | null, limit: number) {
-    return listNodes(this.sql, Date.now(), after, limit, LIST_PAGE_MAX_BYTES);
+    return listNodes(this.sql, Date.now(), after, limit, LIST_PAGE_MAX_BYTES, this.owners());
   }
 
   // -- tasks and leases ----------------------------------------------------
@@ -281,7 +293,9 @@ export class PoolObject extends DurableObject<Env> {
     // timed out): answer that one now, so no lease goes to a closed connection.
     const earlier = this.held.find((held) => held.nodeId === nodeId);
     if (earlier) this.release(earlier, { ok: false, reason: "nothing" });
-    const result = await this.change((now) => claim(this.sql, now, nodeId, jobId, this.weights()));
+    const result = await this.change((now) =>
+      claim(this.sql, now, nodeId, jobId, this.weights(), Math.random, this.owners()),
+    );
     if (result.ok || !worthWaiting(result) || waitMs <= 0) return result;
     return new Promise((resolve) => {
       const held: HeldClaim = {
@@ -461,7 +475,7 @@ export class PoolObject extends DurableObject<Env> {
 
   /** Every registered node's gate answer for one task (SPEC §11): eligible, or the refusing gate. */
   explainPlacement(jobId: string, taskId: string) {
-    return placementReport(this.sql, Date.now(), jobId, taskId);
+    return placementReport(this.sql, Date.now(), jobId, taskId, this.owners());
   }
 
   /** The dashboard's bounded summary of this pool: counts, and at most `limit` of each list. */
@@ -588,7 +602,7 @@ export class PoolObject extends DurableObject<Env> {
       for (const held of this.held) {
         // With nothing pending only a claim for one job can change: its job may have closed.
         if (!pending && held.jobId === null) continue;
-        const result = claim(this.sql, now, held.nodeId, held.jobId, this.weights());
+        const result = claim(this.sql, now, held.nodeId, held.jobId, this.weights(), Math.random, this.owners());
         if (result.ok || !worthWaiting(result)) out.push([held, result]);
         if (result.ok) pending = this.pendingLeft();
       }
@@ -617,6 +631,12 @@ export class PoolObject extends DurableObject<Env> {
   private weights(): TenantWeights {
     const weights = tenantWeights(this.env.FLASHML_TENANT_WEIGHTS);
     return typeof weights === "string" ? new Map() : weights;
+  }
+
+  /** Configured node owners (SPEC §14); the Worker refuses to serve when the setting is unreadable. */
+  private owners(): NodeOwners {
+    const owners = parseNodeOwners(this.env.FLASHML_NODE_OWNERS);
+    return typeof owners === "string" ? new Map() : owners;
   }
 
   private lastEventSeq(): number {

@@ -5,7 +5,12 @@
 // `authorization_pending`, so nobody can probe which codes exist.
 
 import { Hono } from "hono";
-import { DeviceCodeRequestSchema, DeviceTokenRequestSchema, UserCodeRequestSchema } from "../protocol/device";
+import {
+  ApproveRequestSchema,
+  DeviceCodeRequestSchema,
+  DeviceTokenRequestSchema,
+  UserCodeRequestSchema,
+} from "../protocol/device";
 import { authConfig } from "../rules/auth";
 import { normalizeUserCode, POLL_INTERVAL_S } from "../rules/enrolment";
 import { type AppContext, type AppEnv, readJson } from "./context";
@@ -85,11 +90,18 @@ export const deviceOperator = new Hono<AppEnv>()
 async function decide(c: AppContext, decision: "approved" | "denied") {
   const operator = enrolmentOperator(c);
   if (!operator.ok) return operator.response;
-  const body = await readJson(c, UserCodeRequestSchema);
+  // An approval may name the machine's owner (SPEC §14); a denial has nothing to name.
+  const body =
+    decision === "approved" ? await readJson(c, ApproveRequestSchema) : await readJson(c, UserCodeRequestSchema);
   if (!body.ok) return body.response;
+  const owner = "owner" in body.value && typeof body.value.owner === "string" ? body.value.owner : null;
   const userCode = normalizeUserCode(body.value.user_code);
-  const nodeId = userCode === null ? null : await c.var.stub.decideDeviceCode(userCode, decision, operator.name);
+  const nodeId = userCode === null ? null : await c.var.stub.decideDeviceCode(userCode, decision, operator.name, owner);
   if (nodeId === null)
     return c.json({ detail: "no pending enrolment with this code (expired, decided or unknown)" }, 404);
-  return c.json(decision === "approved" ? { approved: true, node_id: nodeId } : { denied: true, node_id: nodeId });
+  return c.json(
+    decision === "approved"
+      ? { approved: true, node_id: nodeId, owner: owner ?? nodeId }
+      : { denied: true, node_id: nodeId },
+  );
 }
