@@ -6,5 +6,7 @@ declare namespace Cloudflare {
     FLASHML_NODE_TOKENS?: string;
     FLASHML_OPERATOR_TOKENS?: string;
     FLASHML_JOIN_CODE?: string;
+    // Not a secret, but configured beside the node tokens it qualifies (SPEC §14).
+    FLASHML_NODE_OWNERS?: string;
   }
 }

@@ -566,6 +566,7 @@
         "tr",
         { "data-node": c.node_id },
         h("td", { class: "mono", text: c.node_id }),
+        h("td", { text: c.owner }),
         h("td", { class: "mono", text: c.hostname }),
         h("td", { class: "small", text: c.platform }),
         h("td", { text: c.approved_by }),
@@ -597,7 +598,7 @@
       );
     });
     replace("credentials", [
-      table(["node", "host", "platform", "approved by", "approved", "credential"], credentialRows) ||
+      table(["node", "owner", "host", "platform", "approved by", "approved", "credential"], credentialRows) ||
         h("div", { class: "empty", text: "No enrolled machines." }),
       more(credentials.more, "credentials"),
     ]);

@@ -95,6 +95,8 @@ export type EventItem = { type: string; timestamp: string; message: string };
 /** An enrolled machine's credential (SPEC §9 "Enrolled machines"); `revoked_*` are null while it is active. */
 export type CredentialItem = {
   node_id: string;
+  /** Whose machine it is (SPEC §14): replicas of a task run on distinct owners. */
+  owner: string;
   hostname: string;
   platform: string;
   approved_by: string;
@@ -152,6 +154,7 @@ export type NodePlacement =
 export type ReplicaItem = {
   replica: number;
   node_id: string;
+  owner: string;
   state: string;
   output_sha256: string | null;
   verdict: string | null;

@@ -58,6 +58,7 @@
 
   const tokenInput = element("token", HTMLInputElement);
   const codeInput = element("code", HTMLInputElement);
+  const ownerInput = element("owner", HTMLInputElement);
   const approveButton = element("approve", HTMLButtonElement);
   const denyButton = element("deny", HTMLButtonElement);
 
@@ -257,7 +258,11 @@
     if (entry === null) return;
     decidable(false);
     say("outcome", [decision === "approve" ? "Approving…" : "Denying…"]);
-    request("POST", `/device/${decision}`, { user_code: entry.user_code }).then(
+    // An owner left blank is the machine's own node id (SPEC §14).
+    const owner = ownerInput.value.trim();
+    const body =
+      decision === "approve" && owner !== "" ? { user_code: entry.user_code, owner } : { user_code: entry.user_code };
+    request("POST", `/device/${decision}`, body).then(
       (answer) => {
         if (shown !== entry) return; // the operator moved on to another code
         if (answer.status === 401 || answer.status === 403) {

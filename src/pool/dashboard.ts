@@ -106,6 +106,8 @@ export type DashboardLease = {
 /** A machine's enrolled credential (SPEC §9), active or revoked. */
 export type DashboardCredential = {
   node_id: string;
+  /** Whose machine it is (SPEC §14), as its approval named it: the node id by default. */
+  owner: string;
   hostname: string;
   platform: string;
   approved_by: string;
@@ -389,6 +391,7 @@ function leasesPage(sql: SqlStorage, now: number, limit: number, total: number, 
 
 type CredentialRow = {
   node_id: string;
+  owner: string | null;
   hostname: string;
   platform: string;
   approved_by: string;
@@ -430,7 +433,7 @@ function enrolmentPages(sql: SqlStorage, now: number, limit: number) {
     .one();
   const credentials = sql
     .exec<CredentialRow>(
-      `SELECT node_id, hostname, platform, approved_by, approved_ms, issued_ms, revoked_by, revoked_ms
+      `SELECT node_id, owner, hostname, platform, approved_by, approved_ms, issued_ms, revoked_by, revoked_ms
        FROM node_credentials ORDER BY revoked_ms IS NOT NULL, issued_ms DESC, node_id LIMIT ?`,
       limit,
     )
@@ -438,6 +441,7 @@ function enrolmentPages(sql: SqlStorage, now: number, limit: number) {
     .map(
       (r): DashboardCredential => ({
         node_id: clip(r.node_id),
+        owner: clip(r.owner ?? r.node_id),
         hostname: clip(r.hostname),
         platform: clip(r.platform),
         approved_by: clip(r.approved_by),

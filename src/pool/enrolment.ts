@@ -106,10 +106,10 @@ export function redeemCode(
   tokenSha256: string,
 ): { replaced: boolean } | null {
   const code = sql
-    .exec<{ hostname: string; platform: string; decided_by: string; decided_ms: number }>(
+    .exec<{ hostname: string; platform: string; decided_by: string; decided_ms: number; owner: string | null }>(
       `UPDATE device_codes SET state = 'redeemed'
        WHERE device_code_sha256 = ? AND state = 'approved' AND expires_ms > ? AND node_id = ?
-       RETURNING hostname, platform, decided_by, decided_ms`,
+       RETURNING hostname, platform, decided_by, decided_ms, owner`,
       deviceCodeSha256,
       now,
       nodeId,
@@ -119,11 +119,11 @@ export function redeemCode(
   const replaced =
     sql.exec("SELECT 1 FROM node_credentials WHERE node_id = ? AND revoked_ms IS NULL", nodeId).toArray().length > 0;
   sql.exec(
-    `INSERT INTO node_credentials (node_id, token_sha256, hostname, platform, approved_by, approved_ms, issued_ms)
-     VALUES (?, ?, ?, ?, ?, ?, ?)
+    `INSERT INTO node_credentials (node_id, token_sha256, hostname, platform, approved_by, approved_ms, issued_ms, owner)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (node_id) DO UPDATE SET token_sha256 = excluded.token_sha256, hostname = excluded.hostname,
        platform = excluded.platform, approved_by = excluded.approved_by, approved_ms = excluded.approved_ms,
-       issued_ms = excluded.issued_ms, revoked_by = NULL, revoked_ms = NULL`,
+       issued_ms = excluded.issued_ms, owner = excluded.owner, revoked_by = NULL, revoked_ms = NULL`,
     nodeId,
     tokenSha256,
     code.hostname,
@@ -131,25 +131,32 @@ export function redeemCode(
     code.decided_by,
     code.decided_ms,
     now,
+    code.owner,
   );
   return { replaced };
 }
 
-/** An operator's decision on a pending, unexpired code; the node it names, or null (404) for any other code. */
+/**
+ * An operator's decision on a pending, unexpired code; the node it names,
+ * or null (404) for any other code. An approval may name the machine's
+ * owner (SPEC §14), which its credential keeps; null: the node itself.
+ */
 export function decideCode(
   sql: SqlStorage,
   now: number,
   userCode: string,
   decision: "approved" | "denied",
   operator: string,
+  owner: string | null = null,
 ): string | null {
   const row = sql
     .exec<{ node_id: string }>(
-      `UPDATE device_codes SET state = ?, decided_by = ?, decided_ms = ?
+      `UPDATE device_codes SET state = ?, decided_by = ?, decided_ms = ?, owner = ?
        WHERE user_code = ? AND state = 'pending' AND expires_ms > ? RETURNING node_id`,
       decision,
       operator,
       now,
+      decision === "approved" ? owner : null,
       userCode,
       now,
     )
@@ -192,6 +199,17 @@ export function pendingCodes(sql: SqlStorage, now: number): PendingEnrolment[] {
       expires_at: iso(r.expires_ms),
       replaces_credential: r.enrolled === 1,
     }));
+}
+
+/** The owner a node's enrolled, unrevoked credential was approved with (SPEC §14); null without one. */
+export function enrolledOwner(sql: SqlStorage, nodeId: string): string | null {
+  const row = sql
+    .exec<{ owner: string | null }>(
+      "SELECT owner FROM node_credentials WHERE node_id = ? AND revoked_ms IS NULL",
+      nodeId,
+    )
+    .toArray()[0];
+  return row?.owner ?? null;
 }
 
 /** Whether the proof matches the node's enrolled, unrevoked credential (compared in constant time). */

@@ -2,17 +2,21 @@
 // for one task, read from the task's stored payload and each node's
 // claim-time view. Read-only: it never changes state, and it asks the same
 // `explain` the claim path asks, so the report cannot disagree with a claim.
-// A replicated task (SPEC §14) also lists its replicas, and a node that
-// holds or ran one is refused by the pool's "replica" rule, as the claim
-// path passes it over.
+// A replicated task (SPEC §14) also lists its replicas, and a node whose
+// owner holds or ran one is refused by the pool's "replica" rule, as the
+// claim path passes it over; a task short of distinct eligible owners for
+// its replicas says so.
 
 import {
   type NodePlacement,
+  ownerReplicaRefusal,
+  ownersShort,
   type QueuePosition,
   replicaRefusal,
   summarizePlacement,
   waitingSummary,
 } from "../rules/explanations";
+import { ownerOf } from "../rules/owners";
 import { explain } from "../rules/placement";
 import { effectiveQuorum } from "../rules/verification";
 import { nodeView } from "./nodes";
@@ -27,6 +31,8 @@ export type ReplicaVerdict = "pending" | "valid" | "invalid" | "undecided";
 export type ReplicaItem = {
   replica: number;
   node_id: string;
+  /** The node's owner when the replica was issued (SPEC §14). */
+  owner: string;
   state: ReplicaState;
   output_sha256: string | null;
   verdict: ReplicaVerdict | null;
@@ -35,9 +41,16 @@ export type ReplicaItem = {
 /**
  * A replicated task's replicas, in replica order. `wanted` is how many it
  * wants out or done now; `quorum` how many must agree (1 for a task trusted
- * to one replica by adaptive replication).
+ * to one replica by adaptive replication). `owners`: the distinct owners
+ * that ran a replica or have a node the gate accepts, against the replicas
+ * the task needs; `short` when they are too few (SPEC §14 "Cost").
  */
-export type ReplicaReport = { wanted: number; quorum: number; items: ReplicaItem[] };
+export type ReplicaReport = {
+  wanted: number;
+  quorum: number;
+  items: ReplicaItem[];
+  owners: { eligible: number; needed: number; short: boolean };
+};
 
 export type PlacementReport = {
   job_id: string;
@@ -60,6 +73,8 @@ export type PlacementResult =
 
 export type RegisteredNode = {
   node_id: string;
+  /** The owner its enrolled credential was approved with, if any. */
+  enrolled_owner: string | null;
   registration: string;
   status: string;
   last_heartbeat_ms: number;
@@ -80,7 +95,8 @@ export function placementOn(payload: unknown, node: RegisteredNode, view: unknow
 /**
  * Every registered node, sorted by node_id, judged against the task's
  * payload; for a replicated task, a node that passes the gate but holds or
- * ran a replica of it is refused by the "replica" rule.
+ * ran a replica of it, or whose owner's nodes did (`owners`: configured
+ * owners), is refused by the "replica" rule.
  */
 export function placementReport(
   sql: SqlStorage,
@@ -88,6 +104,7 @@ export function placementReport(
   jobId: string,
   taskId: string,
   viewer: Viewer = null,
+  owners: ReadonlyMap<string, string> = new Map(),
 ): PlacementResult {
   const task = sql
     .exec<{ seq: number; state: string; payload: string; replicas: number; quorum: number; wanted: number }>(
@@ -103,20 +120,33 @@ export function placementReport(
   const payload: unknown = JSON.parse(task.payload);
   const registered = sql
     .exec<RegisteredNode>(
-      "SELECT node_id, registration, status, last_heartbeat_ms, live_until_ms, held_until_ms FROM nodes ORDER BY node_id",
+      `SELECT n.node_id, n.registration, n.status, n.last_heartbeat_ms, n.live_until_ms, n.held_until_ms,
+              c.owner AS enrolled_owner
+       FROM nodes n LEFT JOIN node_credentials c ON c.node_id = n.node_id AND c.revoked_ms IS NULL
+       ORDER BY n.node_id`,
     )
     .toArray();
   // A node sees a replicated task before its verdict as one run alone (SPEC
   // §14): leased while any replica is out, no replicas, no replica rule.
   const sealed = viewer !== null && task.replicas > 1 && (task.state === "PENDING" || task.state === "LEASED");
-  const replicas = task.replicas > 1 ? replicaReport(sql, task) : null;
-  const state = sealed && replicas!.items.some((r) => r.state === "live") ? "LEASED" : task.state;
-  const ran = replicaNodes(sealed ? null : replicas);
+  const items = task.replicas > 1 ? replicaItems(sql, task.seq) : null;
+  const state = sealed && items!.some((r) => r.state === "live") ? "LEASED" : task.state;
+  const shown = sealed ? null : items;
+  const ran = replicasBy(shown, (item) => item.node_id);
+  const ranByOwner = replicasBy(shown, (item) => item.owner);
+  const eligibleOwners = new Set<string>(ranByOwner.keys());
   const nodes = registered.map((node): NodePlacement => {
     const placement = placementOn(payload, node, nodeView(node.registration), now);
+    if (!placement.eligible || shown === null) return placement;
+    const owner = ownerOf(node.node_id, owners, node.enrolled_owner);
+    eligibleOwners.add(owner);
     const own = ran.get(node.node_id);
-    if (!placement.eligible || own === undefined) return placement;
-    const reason = replicaRefusal(own.replicas, own.live);
+    const byOwner = ranByOwner.get(owner);
+    if (own === undefined && byOwner === undefined) return placement;
+    const reason =
+      own !== undefined
+        ? replicaRefusal(own.replicas, own.live)
+        : ownerReplicaRefusal(owner, byOwner!.replicas, byOwner!.live);
     return {
       node_id: node.node_id,
       online: placement.online,
@@ -126,7 +156,20 @@ export function placementReport(
       reason,
     };
   });
-  const { unplaceable, summary } = summarizePlacement(nodes);
+  const summarized = summarizePlacement(nodes);
+  let summary = summarized.summary;
+  let replicas: ReplicaReport | null = null;
+  if (shown !== null) {
+    const needed = Math.max(task.replicas, task.wanted);
+    const short = eligibleOwners.size < needed;
+    replicas = {
+      wanted: task.wanted,
+      quorum: effectiveQuorum(task),
+      items: shown,
+      owners: { eligible: eligibleOwners.size, needed, short },
+    };
+    if (short && task.state === "PENDING") summary += `; ${ownersShort(eligibleOwners.size, needed)}`;
+  }
   const heldBack = registered.filter((node, i) => nodes[i]!.eligible && node.held_until_ms > now).length;
   const queue = state === "PENDING" ? queuePosition(sql, jobId, task.seq, heldBack) : null;
   return {
@@ -136,7 +179,7 @@ export function placementReport(
       task_id: taskId,
       state,
       nodes,
-      unplaceable,
+      unplaceable: summarized.unplaceable,
       summary,
       queue,
       waiting: queue && waitingSummary(queue, [...ran.keys()]),
@@ -145,32 +188,35 @@ export function placementReport(
   };
 }
 
-/** Every replica of a task issued so far, with its committed output and verdict, if any. */
-function replicaReport(sql: SqlStorage, task: { seq: number; quorum: number; wanted: number }): ReplicaReport {
-  const items = sql
+/** Every replica of a task issued so far, with its node's owner then, its committed output and verdict, if any. */
+function replicaItems(sql: SqlStorage, taskSeq: number): ReplicaItem[] {
+  return sql
     .exec<ReplicaItem>(
-      `SELECT l.replica, l.node_id, l.status AS state, r.sha256 AS output_sha256, r.verdict
+      `SELECT l.replica, l.node_id, COALESCE(l.owner, l.node_id) AS owner, l.status AS state,
+              r.sha256 AS output_sha256, r.verdict
        FROM leases l LEFT JOIN replica_results r ON r.lease_id = l.lease_id
        WHERE l.task_seq = ? AND l.replica > 0 ORDER BY l.replica`,
-      task.seq,
+      taskSeq,
     )
     .toArray();
-  return { wanted: task.wanted, quorum: effectiveQuorum(task), items };
 }
 
-/** The nodes that hold or ran a replica, in node order: which replicas, and whether one is live. */
-function replicaNodes(replicas: ReplicaReport | null): Map<string, { replicas: number[]; live: boolean }> {
-  const byNode = new Map<string, { replicas: number[]; live: boolean }>();
-  const items = [...(replicas?.items ?? [])].sort((a, b) =>
-    a.node_id < b.node_id ? -1 : a.node_id > b.node_id ? 1 : a.replica - b.replica,
+/** Who holds or ran a replica (a node, or an owner), in key order: which replicas, and whether one is live. */
+function replicasBy(
+  items: readonly ReplicaItem[] | null,
+  keyOf: (item: ReplicaItem) => string,
+): Map<string, { replicas: number[]; live: boolean }> {
+  const byKey = new Map<string, { replicas: number[]; live: boolean }>();
+  const sorted = [...(items ?? [])].sort((a, b) =>
+    keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : a.replica - b.replica,
   );
-  for (const item of items) {
-    const known = byNode.get(item.node_id) ?? { replicas: [], live: false };
+  for (const item of sorted) {
+    const known = byKey.get(keyOf(item)) ?? { replicas: [], live: false };
     known.replicas.push(item.replica);
     known.live ||= item.state === "live";
-    byNode.set(item.node_id, known);
+    byKey.set(keyOf(item), known);
   }
-  return byNode;
+  return byKey;
 }
 
 /** Counts what is ahead of a pending task in the claim order, from the policy's tables. */

@@ -9,9 +9,11 @@ import { replicaPrefix } from "../protocol/keys";
 import { MAX_STORED_TEXT_BYTES } from "../protocol/limits";
 import { type Lease, parseEvidence } from "../protocol/tasks";
 import { isLiveLease, mayDrive } from "../rules/leases";
+import { ownerOf } from "../rules/owners";
 import { mayRetry } from "../rules/scheduling";
 import { truncateUtf8 } from "../rules/text";
 import { evidenceLies } from "../rules/verification";
+import { enrolledOwner } from "./enrolment";
 import { emit, iso, tally } from "./events";
 import { jobOpen, settleJob } from "./jobs";
 import { findNode, nodeView, seen } from "./nodes";
@@ -57,6 +59,9 @@ export type ClaimResult =
 /** Tenant weights of SPEC §13; a tenant not in the map weighs 1. */
 export type TenantWeights = ReadonlyMap<string, number>;
 const EQUAL_WEIGHTS: TenantWeights = new Map();
+/** Owners configured for node ids (FLASHML_NODE_OWNERS, SPEC §14); a node not in the map has its enrolled or own. */
+export type NodeOwners = ReadonlyMap<string, string>;
+const NO_OWNERS: NodeOwners = new Map();
 
 export type RenewResult = { ok: true; lease: WireLease } | { ok: false; reason: "gone" | "not_holder" };
 export type FailResult = { ok: true } | { ok: false; reason: "gone" | "not_holder" };
@@ -78,7 +83,9 @@ export function sweep(sql: SqlStorage, now: number): void {
  * `pickTask`), and uses up the turns of its job and tenant. A replicated
  * task (SPEC §14) is leased as its next replica, and stays PENDING while
  * it wants more. `random` draws adaptive replication's spot checks;
- * `retryElsewhereMs` is SPEC §13 rule 4's window.
+ * `retryElsewhereMs` is SPEC §13 rule 4's window. The lease records the
+ * node's owner now (`owners`, else its enrolment's, else itself), so the
+ * replicas it ran stay that owner's if ownership changes.
  */
 export function claim(
   sql: SqlStorage,
@@ -88,6 +95,7 @@ export function claim(
   weights: TenantWeights = EQUAL_WEIGHTS,
   random: () => number = Math.random,
   retryElsewhereMs = DEFAULT_RETRY_ELSEWHERE_MS,
+  owners: NodeOwners = NO_OWNERS,
 ): ClaimResult {
   sweep(sql, now);
   const node = findNode(sql, nodeId);
@@ -95,13 +103,16 @@ export function claim(
   seen(sql, now, nodeId);
   if (node.status !== "online") return { ok: false, reason: "not_accepting" };
   if (node.held_until_ms > now) return { ok: false, reason: "held" };
-  const best = pickTask(sql, now, { nodeId, view: nodeView(node.registration) }, jobId, retryElsewhereMs);
+  const owner = ownerOf(nodeId, owners, enrolledOwner(sql, nodeId));
+  const best = pickTask(sql, now, { nodeId, owner, view: nodeView(node.registration) }, jobId, retryElsewhereMs);
   if (best === undefined)
     return { ok: false, reason: jobId !== null && !jobOpen(sql, jobId) ? "job_closed" : "nothing" };
 
   const task = sql
     .exec<TaskRow>(
-      "UPDATE tasks SET state = 'LEASED', attempts_used = attempts_used + 1, lease_id = ? WHERE seq = ? RETURNING *",
+      // From its first replica on a task is replicating: out of the fresh head's index (SPEC §14 "Cost").
+      `UPDATE tasks SET state = 'LEASED', attempts_used = attempts_used + 1, lease_id = ?, replicating = replicas > 1
+       WHERE seq = ? RETURNING *`,
       newLeaseId(sql),
       best,
     )
@@ -118,8 +129,8 @@ export function claim(
   useTurn(sql, now, task.job_id, weights);
   const deadline = now + Math.round(task.lease_seconds * 1000);
   sql.exec(
-    `INSERT INTO leases (lease_id, task_seq, node_id, attempt_number, issued_ms, deadline_ms, status, replica)
-     VALUES (?, ?, ?, ?, ?, ?, 'live', ?)`,
+    `INSERT INTO leases (lease_id, task_seq, node_id, attempt_number, issued_ms, deadline_ms, status, replica, owner)
+     VALUES (?, ?, ?, ?, ?, ?, 'live', ?, ?)`,
     task.lease_id,
     task.seq,
     nodeId,
@@ -127,6 +138,7 @@ export function claim(
     now,
     deadline,
     replica,
+    owner,
   );
   seen(sql, now, nodeId, deadline);
   emit(

@@ -4,6 +4,7 @@
 
 import { type NodeHeartbeat, type NodeRegistration, registrationFits } from "../protocol/nodes";
 import { fillPage } from "../protocol/paging";
+import { ownerOf } from "../rules/owners";
 import { claimView, type NodeView } from "../rules/placement";
 import { iso } from "./events";
 
@@ -102,13 +103,24 @@ export function nodeView(registrationJson: string): NodeView {
  * `limit` of them and fewer once the page's body passes `maxBytes`. `next`
  * is the node to continue after, null on the last page. Rows are read one
  * at a time through the primary key and stop being read once the page is full.
+ * Each row names the node's owner (SPEC §14; `owners` are the configured ones).
  */
-export function listNodes(sql: SqlStorage, now: number, after: string | null, limit: number, maxBytes: number) {
+export function listNodes(
+  sql: SqlStorage,
+  now: number,
+  after: string | null,
+  limit: number,
+  maxBytes: number,
+  owners: ReadonlyMap<string, string> = new Map(),
+) {
+  const withOwner = `SELECT n.*, c.owner AS enrolled_owner FROM nodes n
+    LEFT JOIN node_credentials c ON c.node_id = n.node_id AND c.revoked_ms IS NULL`;
+  type Row = NodeRow & { enrolled_owner: string | null };
   // No text sorts before '', but a node_id may be '': the first page has no bound.
   const rows =
     after === null
-      ? sql.exec<NodeRow>("SELECT * FROM nodes ORDER BY node_id LIMIT ?", limit)
-      : sql.exec<NodeRow>("SELECT * FROM nodes WHERE node_id > ? ORDER BY node_id LIMIT ?", after, limit);
+      ? sql.exec<Row>(`${withOwner} ORDER BY n.node_id LIMIT ?`, limit)
+      : sql.exec<Row>(`${withOwner} WHERE n.node_id > ? ORDER BY n.node_id LIMIT ?`, after, limit);
   const { items, last } = fillPage(rows, maxBytes, (row) => {
     const age = Math.max(0, now - row.last_heartbeat_ms);
     return {
@@ -122,6 +134,7 @@ export function listNodes(sql: SqlStorage, now: number, after: string | null, li
       valid_results: row.valid_results,
       invalid_results: row.invalid_results,
       distrusted: row.distrusted,
+      owner: ownerOf(row.node_id, owners, row.enrolled_owner),
     };
   });
   const more =

@@ -13,6 +13,7 @@ import type { NodeHeartbeat, NodeRegistration } from "../protocol/nodes";
 import type { TaskSpec } from "../protocol/tasks";
 import { base64url, DEVICE_CODE_TTL_MS, enrolledToken, sha256Hex, userCodeFrom } from "../rules/enrolment";
 import { mayDrive } from "../rules/leases";
+import { parseNodeOwners } from "../rules/owners";
 import { jobRetentionMs } from "../rules/retention";
 import { retryElsewhereMs, tenantWeights } from "../rules/scheduling";
 import { parseMetrics } from "../rules/strict-json";
@@ -63,6 +64,7 @@ import {
   endLeasesOf,
   failAttempt,
   findLease,
+  type NodeOwners,
   renew,
   sweep,
   type TenantWeights,
@@ -217,13 +219,23 @@ export class PoolObject extends DurableObject<Env> {
     return { token, node_id: nodeId };
   }
 
-  /** An operator approves or denies a pending code; null: no such pending code. */
-  decideDeviceCode(userCode: string, decision: "approved" | "denied", operator: string): string | null {
+  /**
+   * An operator approves or denies a pending code, an approval naming the
+   * machine's owner (null: the node itself); null: no such pending code.
+   */
+  decideDeviceCode(
+    userCode: string,
+    decision: "approved" | "denied",
+    operator: string,
+    owner: string | null = null,
+  ): string | null {
     const now = Date.now();
-    const nodeId = this.ctx.storage.transactionSync(() => decideCode(this.sql, now, userCode, decision, operator));
+    const nodeId = this.ctx.storage.transactionSync(() =>
+      decideCode(this.sql, now, userCode, decision, operator, owner),
+    );
     if (nodeId !== null && this.logging()) {
       const event = decision === "approved" ? "ENROLMENT_APPROVED" : "ENROLMENT_DENIED";
-      logLine({ pool: this.poolName(), event, node_id: nodeId, operator });
+      logLine({ pool: this.poolName(), event, node_id: nodeId, operator, ...(owner === null ? {} : { owner }) });
     }
     return nodeId;
   }
@@ -298,7 +310,7 @@ export class PoolObject extends DurableObject<Env> {
 
   /** One page of GET /nodes, after the node `after` (null: the first page). */
   listNodes(after: string | null, limit: number) {
-    return listNodes(this.sql, Date.now(), after, limit, LIST_PAGE_MAX_BYTES);
+    return listNodes(this.sql, Date.now(), after, limit, LIST_PAGE_MAX_BYTES, this.owners());
   }
 
   // -- tasks and leases ----------------------------------------------------
@@ -322,7 +334,7 @@ export class PoolObject extends DurableObject<Env> {
   }
 
   private claimFor(now: number, nodeId: string, jobId: string | null): ClaimResult {
-    return claim(this.sql, now, nodeId, jobId, this.weights(), Math.random, this.retryElsewhereMs());
+    return claim(this.sql, now, nodeId, jobId, this.weights(), Math.random, this.retryElsewhereMs(), this.owners());
   }
 
   // The lease routes below take `caller`: the node the request acts as, or
@@ -499,7 +511,7 @@ export class PoolObject extends DurableObject<Env> {
 
   /** Every registered node's gate answer for one task (SPEC §11): eligible, or the refusing gate. */
   explainPlacement(jobId: string, taskId: string, viewer: Viewer) {
-    return placementReport(this.sql, Date.now(), jobId, taskId, viewer);
+    return placementReport(this.sql, Date.now(), jobId, taskId, viewer, this.owners());
   }
 
   /** The dashboard's bounded summary of this pool: counts, and at most `limit` of each list. */
@@ -655,6 +667,12 @@ export class PoolObject extends DurableObject<Env> {
   private retryElsewhereMs(): number {
     const window = retryElsewhereMs(this.env.FLASHML_RETRY_ELSEWHERE_SECONDS);
     return typeof window === "string" ? DEFAULT_RETRY_ELSEWHERE_MS : window;
+  }
+
+  /** Configured node owners (SPEC §14); the Worker refuses to serve when the setting is unreadable. */
+  private owners(): NodeOwners {
+    const owners = parseNodeOwners(this.env.FLASHML_NODE_OWNERS);
+    return typeof owners === "string" ? new Map() : owners;
   }
 
   private lastEventSeq(): number {

@@ -11,19 +11,39 @@ import { nodeView } from "./nodes";
 const PAGE = 16;
 
 /**
- * A job's head: its first pending task, in queue order, of the classes
- * listed in ?2 (a JSON list of class ids), by one seek per class it holds.
+ * A job's heads, by one seek per class it holds of the classes listed in
+ * ?2 (a JSON list of class ids): `fresh`, its first pending task no replica
+ * of which was issued yet, in queue order; and `replicating`, its first
+ * pending task that has replicas out and wants more (SPEC §14), only among
+ * classes where some such task is not one the owner ?4 holds or ran a
+ * replica of — a class where the owner ran them all is passed over by its
+ * counts, however many they are.
  */
-const headOf = (job: string) => `(SELECT MIN((SELECT t.seq FROM tasks t INDEXED BY tasks_claim_job
-      WHERE t.state = 'PENDING' AND t.job_id = c.job_id AND t.class_id = c.class_id ORDER BY t.seq LIMIT 1))
-    FROM queue_classes c WHERE c.job_id = ${job} AND c.pending > 0 AND +c.class_id IN (SELECT value FROM json_each(?2)))`;
+/** Of the class `c`'s replicating pending tasks, how many the owner ?4 holds or ran a replica of. */
+const RAN_BY_OWNER = `COALESCE((SELECT o.pending FROM owner_replicas o
+      WHERE o.job_id = c.job_id AND o.class_id = c.class_id AND o.owner = ?4), 0)`;
+const freshOf = (job: string) => `(SELECT MIN((SELECT t.seq FROM tasks t INDEXED BY tasks_fresh_job
+      WHERE t.state = 'PENDING' AND t.replicating = 0 AND t.job_id = c.job_id AND t.class_id = c.class_id
+      ORDER BY t.seq LIMIT 1))
+    FROM queue_classes c WHERE c.job_id = ${job} AND c.pending > c.replicating
+      AND +c.class_id IN (SELECT value FROM json_each(?2)))`;
+const replicatingOf = (job: string) => `(SELECT MIN((SELECT t.seq FROM tasks t INDEXED BY tasks_replicating_job
+      WHERE t.state = 'PENDING' AND t.replicating = 1 AND t.job_id = c.job_id AND t.class_id = c.class_id
+      ORDER BY t.seq LIMIT 1))
+    FROM queue_classes c WHERE c.job_id = ${job} AND c.replicating > ${RAN_BY_OWNER}
+      AND +c.class_id IN (SELECT value FROM json_each(?2)))`;
 
 /**
- * Whether the node ?3 failed the task `head`, or holds or ran a replica of
- * it (SPEC §14): either way the head is looked at closer.
+ * Whether the node ?3 failed a head, and whether the node or its owner ?4
+ * holds or ran a replica of the replicating head (SPEC §14; the node
+ * itself too, should its owner have changed since): either way that head
+ * is looked at closer.
  */
-const FAILED_HEAD = `(EXISTS (SELECT 1 FROM task_failures f WHERE f.task_seq = head AND f.node_id = ?3)
-    OR EXISTS (SELECT 1 FROM leases l WHERE l.task_seq = head AND l.node_id = ?3 AND l.replica > 0)) AS failed`;
+const HEAD_CHECKS = `EXISTS (SELECT 1 FROM task_failures f WHERE f.task_seq = fresh AND f.node_id = ?3) AS fresh_failed,
+    (EXISTS (SELECT 1 FROM task_failures f WHERE f.task_seq = replicating AND f.node_id = ?3)
+      OR EXISTS (SELECT 1 FROM leases l WHERE l.task_seq = replicating AND l.replica > 0
+        AND (l.owner = ?4 OR l.node_id = ?3)))
+      AS replicating_passed`;
 
 /**
  * The jobs at priority ?1 holding pending tasks of the classes ?2, in claim
@@ -31,15 +51,20 @@ const FAILED_HEAD = `(EXISTS (SELECT 1 FROM task_failures f WHERE f.task_seq = h
  * jobs by pass, the longest waiting first at equal passes. Walked in that
  * order through the tenant_shares_next and job_queues_next indexes (the
  * rowids make the order total, so nothing is sorted), it stops at the
- * page's last row. Each with its head, and whether the node ?3 failed it.
+ * page's last row. Each with its heads for the node ?3 of owner ?4.
  */
-const jobsAtSql = (page: string) => `SELECT job_id, head, ${FAILED_HEAD}
-  FROM (SELECT q.job_id, ${headOf("q.job_id")} AS head
+const jobsAtSql = (page: string) => `SELECT job_id, fresh, replicating, ${HEAD_CHECKS}
+  FROM (SELECT q.job_id, ${freshOf("q.job_id")} AS fresh, ${replicatingOf("q.job_id")} AS replicating
     FROM tenant_shares s CROSS JOIN job_queues q
     WHERE s.priority = ?1 AND q.priority = ?1 AND q.tenant = s.tenant AND q.pending > 0
       AND EXISTS (SELECT 1 FROM queue_classes c
         WHERE c.job_id = q.job_id AND c.pending > 0 AND +c.class_id IN (SELECT value FROM json_each(?2)))
     ORDER BY s.pass, s.turn, s.tenant, s.rowid, q.pass, q.turn, q.rowid ${page})`;
+
+/** A page of a job's pending tasks of one class after a task, fresh (0) or replicating (1), in queue order. */
+const tasksSql = (replicating: 0 | 1, before: string) => `SELECT seq FROM tasks
+    WHERE state = 'PENDING' AND replicating = ${replicating} AND job_id = ? AND class_id = ? AND seq > ?${before}
+    ORDER BY seq LIMIT ${PAGE}`;
 
 /**
  * The claim's statements, each index seeks or a page of an ordered index
@@ -56,26 +81,33 @@ export const POLICY_SQL = {
     FROM json_each(?1) a`,
   /** The first job by claim order at a priority (most claims need no other). */
   firstJob: jobsAtSql("LIMIT 1"),
-  /** A page of the jobs after the first ?4 (by offset: only a failed head gets here). */
-  jobs: jobsAtSql(`LIMIT ${PAGE} OFFSET ?4`),
-  /** One job's head (?1), for a claim restricted to that job. */
-  head: `SELECT head, ${FAILED_HEAD} FROM (SELECT ${headOf("?1")} AS head)`,
-  /** A job's requirement classes with pending tasks. */
-  classes: "SELECT class_id FROM queue_classes WHERE job_id = ? AND pending > 0",
-  /** A page of a job's pending tasks of one class after a task, in queue order. */
-  tasks: `SELECT seq FROM tasks WHERE state = 'PENDING' AND job_id = ? AND class_id = ? AND seq > ?
-    ORDER BY seq LIMIT ${PAGE}`,
+  /** A page of the jobs after the first ?5 (by offset: only a head looked at closer gets here). */
+  jobs: jobsAtSql(`LIMIT ${PAGE} OFFSET ?5`),
+  /** One job's heads (?1), for a claim restricted to that job. */
+  head: `SELECT fresh, replicating, ${HEAD_CHECKS}
+    FROM (SELECT ${freshOf("?1")} AS fresh, ${replicatingOf("?1")} AS replicating)`,
+  /**
+   * A job's (?2) requirement classes with pending tasks: whether some are
+   * fresh, and whether some replicating ones are not the owner's (?1).
+   */
+  classes: `SELECT c.class_id, c.pending > c.replicating AS fresh,
+      c.replicating > ${RAN_BY_OWNER.replace("?4", "?1")} AS replicating
+    FROM queue_classes c WHERE c.job_id = ?2 AND c.pending > 0`,
+  /** A page of a job's fresh pending tasks of one class after a task, in queue order. */
+  freshTasks: tasksSql(0, ""),
   /**
    * The same, only before a bound (the best task of the job's other classes).
    * Its own statement: a bound must be an integer, and "none" as 2^53 binds
    * as a float, which doubles the seek's cost.
    */
-  tasksBefore: `SELECT seq FROM tasks WHERE state = 'PENDING' AND job_id = ? AND class_id = ? AND seq > ? AND seq < ?
-    ORDER BY seq LIMIT ${PAGE}`,
+  freshTasksBefore: tasksSql(0, " AND seq < ?"),
+  /** The same two for replicating tasks. */
+  replicatingTasks: tasksSql(1, ""),
+  replicatingTasksBefore: tasksSql(1, " AND seq < ?"),
   /** When a node last failed a task (no row: never). */
   failed: "SELECT failed_ms FROM task_failures WHERE task_seq = ? AND node_id = ?",
-  /** Whether a node holds or ran a replica of a task. */
-  ranReplica: "SELECT 1 FROM leases WHERE task_seq = ? AND node_id = ? AND replica > 0",
+  /** Whether a node of an owner (?2), or the node itself (?3), holds or ran a replica of a task. */
+  ranReplica: "SELECT 1 FROM leases WHERE task_seq = ?1 AND replica > 0 AND (owner = ?2 OR node_id = ?3)",
   /**
    * A page of idle nodes other than ?3 (any node_id, '' too): online, accepting, not held back, holding
    * no live lease, and not having failed the task ?4 since ?5 (a failure before that has run its window).
@@ -100,14 +132,17 @@ function* walk<T>(read: (last: T | null) => T[]): Generator<T> {
   }
 }
 
-/** What the claim needs to know about the claiming node. */
-export type Claimant = { nodeId: string; view: NodeView };
+/**
+ * What the claim needs to know about the claiming node: its id, its owner
+ * (SPEC §14: replicas of a task go to distinct owners) and its claim-time view.
+ */
+export type Claimant = { nodeId: string; owner: string; view: NodeView };
 
 /** SPEC §13 rule 4's window when none is given: FLASHML_RETRY_ELSEWHERE_SECONDS's default. */
 export const DEFAULT_RETRY_ELSEWHERE_MS = DEFAULT_RETRY_ELSEWHERE_SECONDS * 1000;
 
-type Head = { head: number | null; failed: number };
-type JobRow = Head & { job_id: string };
+type Heads = { fresh: number | null; replicating: number | null; fresh_failed: number; replicating_passed: number };
+type JobRow = Heads & { job_id: string };
 
 /**
  * The task `node` should be leased, by policy: the highest priority holding
@@ -118,8 +153,10 @@ type JobRow = Head & { job_id: string };
  * The priority is found by one seek per class the node accepts, and its
  * jobs are walked in order, inside SQLite, to the first holding such a
  * task, so the cost is bounded by active jobs and classes, never by the
- * queue's depth. Most claims end at that job's head; a head the node failed
- * is looked at closer (`jobHead`). `jobId` restricts the claim to one job.
+ * queue's depth, nor by how many replicating tasks the node's owner already
+ * ran (their counts pass over them). Most claims end at that job's heads; a
+ * head the node failed, or a replicating head its owner ran, is looked at
+ * closer (`jobHead`). `jobId` restricts the claim to one job.
  */
 export function pickTask(
   sql: SqlStorage,
@@ -134,12 +171,18 @@ export function pickTask(
   }
   if (accepted.size === 0) return undefined;
   const classes = JSON.stringify([...accepted.keys()]);
-  const headOrCloser = (jobId: string, h: Head) =>
-    h.head === null ? undefined : h.failed ? jobHead(sql, now, node, jobId, accepted, retryElsewhereMs) : h.head;
-  if (jobId !== null) return headOrCloser(jobId, sql.exec<Head>(POLICY_SQL.head, jobId, classes, node.nodeId).one());
+  const headOrCloser = (jobId: string, h: Heads) => {
+    if (h.fresh === null && h.replicating === null) return undefined;
+    // The earlier head is the job's answer unless it must be looked at closer.
+    const fresh = h.replicating === null || (h.fresh !== null && h.fresh < h.replicating);
+    if (fresh ? !h.fresh_failed : !h.replicating_passed) return fresh ? h.fresh! : h.replicating!;
+    return jobHead(sql, now, node, jobId, accepted, retryElsewhereMs);
+  };
+  if (jobId !== null)
+    return headOrCloser(jobId, sql.exec<Heads>(POLICY_SQL.head, jobId, classes, node.nodeId, node.owner).one());
   const below = (bound: number) => sql.exec<{ p: number | null }>(POLICY_SQL.level, classes, bound).one().p;
   for (let level = below(MAX_PRIORITY + 1); level !== null; level = below(level)) {
-    for (const job of jobsAt(sql, level, classes, node.nodeId)) {
+    for (const job of jobsAt(sql, level, classes, node)) {
       const seq = headOrCloser(job.job_id, job);
       if (seq !== undefined) return seq;
     }
@@ -148,12 +191,12 @@ export function pickTask(
 }
 
 /** The jobs at `level` holding work of `classes`, in claim order: the first alone, then pages after it. */
-function* jobsAt(sql: SqlStorage, level: number, classes: string, nodeId: string): Generator<JobRow> {
-  const first = sql.exec<JobRow>(POLICY_SQL.firstJob, level, classes, nodeId).toArray();
+function* jobsAt(sql: SqlStorage, level: number, classes: string, node: Claimant): Generator<JobRow> {
+  const first = sql.exec<JobRow>(POLICY_SQL.firstJob, level, classes, node.nodeId, node.owner).toArray();
   yield* first;
   if (first.length === 0) return;
   for (let offset = 1; ; offset += PAGE) {
-    const page = sql.exec<JobRow>(POLICY_SQL.jobs, level, classes, nodeId, offset).toArray();
+    const page = sql.exec<JobRow>(POLICY_SQL.jobs, level, classes, node.nodeId, node.owner, offset).toArray();
     yield* page;
     if (page.length < PAGE) return;
   }
@@ -163,8 +206,10 @@ function* jobsAt(sql: SqlStorage, level: number, classes: string, nodeId: string
  * The first task of one job, in queue order, among the `accepted` classes
  * (class id → requirement); a task the node failed less than
  * `retryElsewhereMs` ago is passed over while another idle node could take
- * it (SPEC §13 "retry elsewhere"), and one it holds or ran a replica of
- * always is (SPEC §14).
+ * it (SPEC §13 "retry elsewhere"), and one a node of its owner holds or ran a replica of always is (SPEC §14). Fresh
+ * and replicating tasks are walked apart, the latter only in classes where
+ * the owner did not run them all; what it walks past is bounded by the
+ * replicating tasks of the class the owner ran that queue before the answer.
  */
 function jobHead(
   sql: SqlStorage,
@@ -176,27 +221,34 @@ function jobHead(
 ): number | undefined {
   const since = now - retryElsewhereMs;
   const classes = sql
-    .exec<{ class_id: number }>(POLICY_SQL.classes, jobId)
+    .exec<{ class_id: number; fresh: number; replicating: number }>(POLICY_SQL.classes, node.owner, jobId)
     .toArray()
     .filter((c) => accepted.has(c.class_id));
   let best: number | undefined;
-  for (const c of classes) {
+  const firstOf = (classId: number, replicating: boolean) => {
     const bound = best;
+    const [after, before] = replicating
+      ? [POLICY_SQL.replicatingTasks, POLICY_SQL.replicatingTasksBefore]
+      : [POLICY_SQL.freshTasks, POLICY_SQL.freshTasksBefore];
     const tasks = walk<{ seq: number }>((last) =>
       (bound === undefined
-        ? sql.exec<{ seq: number }>(POLICY_SQL.tasks, jobId, c.class_id, last?.seq ?? 0)
-        : sql.exec<{ seq: number }>(POLICY_SQL.tasksBefore, jobId, c.class_id, last?.seq ?? 0, bound)
+        ? sql.exec<{ seq: number }>(after, jobId, classId, last?.seq ?? 0)
+        : sql.exec<{ seq: number }>(before, jobId, classId, last?.seq ?? 0, bound)
       ).toArray(),
     );
     for (const t of tasks) {
-      if (sql.exec(POLICY_SQL.ranReplica, t.seq, node.nodeId).toArray().length > 0) continue;
+      if (replicating && sql.exec(POLICY_SQL.ranReplica, t.seq, node.owner, node.nodeId).toArray().length > 0) continue;
       const failedMs = sql.exec<{ failed_ms: number }>(POLICY_SQL.failed, t.seq, node.nodeId).toArray()[0]?.failed_ms;
       const recent = failedMs !== undefined && failedMs > since;
-      if (!recent || !anotherCouldTake(sql, now, t.seq, accepted.get(c.class_id)!, node.nodeId, since)) {
+      if (!recent || !anotherCouldTake(sql, now, t.seq, accepted.get(classId)!, node.nodeId, since)) {
         best = t.seq;
-        break;
+        return;
       }
     }
+  };
+  for (const c of classes) {
+    if (c.fresh) firstOf(c.class_id, false);
+    if (c.replicating) firstOf(c.class_id, true);
   }
   return best;
 }

@@ -458,6 +458,68 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE nodes ADD COLUMN distrusted TEXT;
   ALTER TABLE events ADD COLUMN sealed_task INTEGER;
   `,
+  // 16: replicas of one task run on nodes of distinct owners (SPEC §14). A
+  // lease records its node's owner when issued; an enrolled credential keeps
+  // the owner its approval named. A task is `replicating` from its first
+  // replica on: such tasks leave the index the claim's fresh head reads, and
+  // each (job, class) counts its pending ones, and for each owner those of
+  // them it holds or ran a replica of, so a claim by an owner that ran them
+  // all passes over them in one seek however many there are. Triggers keep
+  // the counts in the same transaction as every change. The backfill reads
+  // the tasks once, as step 5 does.
+  `
+  ALTER TABLE tasks ADD COLUMN replicating INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE leases ADD COLUMN owner TEXT;          -- for a replica: its node's owner at claim (NULL: before this step)
+  ALTER TABLE device_codes ADD COLUMN owner TEXT;    -- named at approval (NULL: the node id)
+  ALTER TABLE node_credentials ADD COLUMN owner TEXT;
+  ALTER TABLE queue_classes ADD COLUMN replicating INTEGER NOT NULL DEFAULT 0;
+  CREATE TABLE owner_replicas (
+    job_id TEXT NOT NULL, class_id INTEGER NOT NULL, owner TEXT NOT NULL,
+    pending INTEGER NOT NULL DEFAULT 0,               -- replicating pending tasks of which the owner holds or ran a replica
+    PRIMARY KEY (job_id, class_id, owner)
+  ) WITHOUT ROWID;
+  CREATE INDEX tasks_fresh_job ON tasks (job_id, class_id, seq) WHERE state = 'PENDING' AND replicating = 0;
+  CREATE INDEX tasks_replicating_job ON tasks (job_id, class_id, seq) WHERE state = 'PENDING' AND replicating = 1;
+
+  UPDATE tasks SET replicating = 1 WHERE replicas > 1 AND state IN ('PENDING', 'LEASED')
+    AND EXISTS (SELECT 1 FROM leases l WHERE l.task_seq = tasks.seq AND l.replica > 0);
+  UPDATE leases SET owner = node_id
+    WHERE replica > 0 AND task_seq IN (SELECT seq FROM tasks WHERE replicating = 1);
+  UPDATE queue_classes SET replicating = (SELECT COUNT(*) FROM tasks t INDEXED BY tasks_replicating_job
+    WHERE t.state = 'PENDING' AND t.replicating = 1 AND t.job_id = queue_classes.job_id AND t.class_id = queue_classes.class_id);
+  INSERT INTO owner_replicas (job_id, class_id, owner, pending)
+    SELECT DISTINCT t.job_id, t.class_id, l.owner, 0 FROM tasks t JOIN leases l ON l.task_seq = t.seq
+    WHERE t.replicating = 1 AND l.replica > 0;
+  UPDATE owner_replicas SET pending = (SELECT COUNT(*) FROM tasks t WHERE t.job_id = owner_replicas.job_id
+    AND t.class_id = owner_replicas.class_id AND t.state = 'PENDING' AND t.replicating = 1
+    AND EXISTS (SELECT 1 FROM leases l WHERE l.task_seq = t.seq AND l.replica > 0 AND l.owner = owner_replicas.owner));
+
+  CREATE TRIGGER tasks_replicating_state AFTER UPDATE OF state, replicating ON tasks
+    WHEN (OLD.state = 'PENDING' AND OLD.replicating = 1) <> (NEW.state = 'PENDING' AND NEW.replicating = 1) BEGIN
+    UPDATE queue_classes SET replicating = replicating + IIF(NEW.state = 'PENDING' AND NEW.replicating = 1, 1, -1)
+      WHERE job_id = NEW.job_id AND class_id = NEW.class_id;
+    UPDATE owner_replicas SET pending = pending + IIF(NEW.state = 'PENDING' AND NEW.replicating = 1, 1, -1)
+      WHERE job_id = NEW.job_id AND class_id = NEW.class_id
+        AND owner IN (SELECT owner FROM leases WHERE task_seq = NEW.seq AND replica > 0);
+  END;
+  CREATE TRIGGER tasks_replicating_delete AFTER DELETE ON tasks WHEN OLD.state = 'PENDING' AND OLD.replicating = 1 BEGIN
+    UPDATE queue_classes SET replicating = replicating - 1 WHERE job_id = OLD.job_id AND class_id = OLD.class_id;
+    UPDATE owner_replicas SET pending = pending - 1 WHERE job_id = OLD.job_id AND class_id = OLD.class_id
+      AND owner IN (SELECT owner FROM leases WHERE task_seq = OLD.seq AND replica > 0);
+  END;
+  -- An owner's first replica of a task counts it while the task is a replicating pending one.
+  CREATE TRIGGER leases_replica_owner AFTER INSERT ON leases WHEN NEW.replica > 0 BEGIN
+    INSERT INTO owner_replicas (job_id, class_id, owner, pending)
+      SELECT t.job_id, t.class_id, NEW.owner, t.state = 'PENDING' AND t.replicating = 1
+        AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.task_seq = NEW.task_seq AND l.replica > 0
+          AND l.owner = NEW.owner AND l.lease_id <> NEW.lease_id)
+      FROM tasks t WHERE t.seq = NEW.task_seq AND true
+      ON CONFLICT (job_id, class_id, owner) DO UPDATE SET pending = pending + excluded.pending;
+  END;
+  CREATE TRIGGER queue_classes_owners_delete AFTER DELETE ON queue_classes BEGIN
+    DELETE FROM owner_replicas WHERE job_id = OLD.job_id AND class_id = OLD.class_id;
+  END;
+  `,
 ];
 
 /** Applies every migration newer than the recorded version, in order. */

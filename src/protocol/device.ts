@@ -3,6 +3,7 @@
 // Field names are RFC 8628's where it has them.
 
 import { z } from "zod";
+import { MAX_OWNER_LENGTH } from "./limits";
 
 /** Short, client-chosen text kept in the pool and shown to an operator: bounded here, shortened for display. */
 const shown = z.string().max(256);
@@ -18,7 +19,7 @@ export type DeviceCodeRequest = z.output<typeof DeviceCodeRequestSchema>;
 /** `POST /v1alpha1/device/token` (no credential). */
 export const DeviceTokenRequestSchema = z.object({ device_code: z.string().max(512) });
 
-/** `POST /v1alpha1/device/approve` (operator). */
+/** A user code an operator decides on. */
 export const UserCodeRequestSchema = z.object({ user_code: z.string().max(64) });
 
 /**
@@ -30,6 +31,20 @@ export const DenyRequestSchema = z
   .refine((body) => (body.user_code === undefined) !== (body.all === undefined), {
     message: 'send exactly one of "user_code" or "all": true',
   });
+
+/**
+ * `POST /v1alpha1/device/approve` (operator): optionally the machine's
+ * owner (SPEC §14: replicas of a task run on distinct owners), trimmed;
+ * absent or null, the machine is its own owner.
+ */
+export const ApproveRequestSchema = UserCodeRequestSchema.extend({
+  owner: z
+    .string()
+    .trim()
+    .min(1, "owner must not be empty: leave it out for the machine to be its own owner")
+    .max(MAX_OWNER_LENGTH, `owner is at most ${MAX_OWNER_LENGTH} characters`)
+    .nullish(),
+});
 
 /** One entry of `GET /v1alpha1/device/pending`. */
 export type PendingEnrolment = {

@@ -50,3 +50,10 @@ export const STORAGE_WARNING_FRACTION = 0.8;
  * its task is requeued again and again until its attempts run out.
  */
 export const MIN_LEASE_SECONDS = 5;
+
+/**
+ * The longest owner name of a node (SPEC §14 "Independent replicas"): named
+ * at an enrolment's approval or in FLASHML_NODE_OWNERS, shown on the
+ * dashboard and in placement reports.
+ */
+export const MAX_OWNER_LENGTH = 128;

@@ -16,7 +16,13 @@ import {
   QuarantineCheckpointRequestSchema,
   RegisterPartRequestSchema,
 } from "./checkpoints";
-import { DenyRequestSchema, DeviceCodeRequestSchema, DeviceTokenRequestSchema, UserCodeRequestSchema } from "./device";
+import {
+  ApproveRequestSchema,
+  DenyRequestSchema,
+  DeviceCodeRequestSchema,
+  DeviceTokenRequestSchema,
+  UserCodeRequestSchema,
+} from "./device";
 import { EventSchema, EventTypeSchema, JobRecordSchema, JobSpecSchema, JobStateSchema } from "./jobs";
 import { MAX_ARTIFACT_KEY_BYTES, POOL_NAME_RE } from "./keys";
 import {
@@ -107,6 +113,7 @@ const WIRE = {
   DeviceTokenRequest: DeviceTokenRequestSchema,
   UserCodeRequest: UserCodeRequestSchema,
   DenyRequest: DenyRequestSchema,
+  ApproveRequest: ApproveRequestSchema,
   RegisteredNode: NodeRegistrationSchema.extend({
     status: NodeStatusSchema,
     online: z.boolean(),
@@ -118,6 +125,7 @@ const WIRE = {
     invalid_results: int().min(0),
     /** Why the node may no longer run a task alone (SPEC §14), until an operator releases it; null when trusted as any. */
     distrusted: z.string().nullable(),
+    owner: z.string().describe("Whose machine it is: replicas of one task run on nodes of distinct owners."),
   }),
   TaskState: TaskStateSchema,
   TaskCounts: TaskCountsSchema,
@@ -223,10 +231,18 @@ const HAND = {
     expires_at: dateTime,
     replaces_credential: bool,
   }),
-  EnrolmentDecided: object(
-    { approved: { type: "boolean", const: true }, denied: { type: "boolean", const: true }, node_id: string },
-    ["approved", "denied"],
-  ),
+  EnrolmentDecided: {
+    ...object(
+      {
+        approved: { type: "boolean", const: true },
+        denied: { type: "boolean", const: true },
+        node_id: string,
+        owner: string,
+      },
+      ["approved", "denied", "owner"],
+    ),
+    description: "An approval names the machine's owner as stored: the one asked for, else the node id.",
+  },
   EnrolmentsDenied: object({ denied: { type: "boolean", const: true }, count }),
   CredentialRevoked: object({ node_id: string, revoked: bool }),
   NodeReleased: object({
@@ -264,14 +280,16 @@ const HAND = {
         object({
           replica: { type: "integer", minimum: 1 },
           node_id: string,
+          owner: string,
           state: { type: "string", enum: ["live", "completed", "failed", "expired", "cancelled"] },
           output_sha256: nullable(string),
           verdict: nullable({ type: "string", enum: ["pending", "valid", "invalid", "undecided"] }),
         }),
       ),
+      owners: object({ eligible: count, needed: count, short: bool }),
     }),
     description:
-      "A replicated task's replicas in replica order: each one's lease state, and once committed its output's sha256 and verdict. `wanted`: replicas it wants out or done now; `quorum`: how many must agree (1 for a task trusted to one replica).",
+      "A replicated task's replicas in replica order: each one's node and that node's owner when it was issued, its lease state, and once committed its output's sha256 and verdict. `wanted`: replicas it wants out or done now; `quorum`: how many must agree (1 for a task trusted to one replica). `owners`: distinct owners that ran a replica or have a node the gate accepts, against the replicas needed; `short` when too few (replicas of one task run on nodes of distinct owners).",
   },
   PlacementReport: object({
     job_id: string,
@@ -378,6 +396,7 @@ const HAND = {
       credentials: page(
         object({
           node_id: string,
+          owner: string,
           hostname: string,
           platform: string,
           approved_by: string,
@@ -661,10 +680,15 @@ const ROUTES: Route[] = [
     id: "approveDeviceCode",
     tag: "enrolment",
     summary: "Approve a pending code: its machine may redeem it for a node credential",
-    description: OPERATOR_ONLY,
-    body: request("UserCodeRequest"),
+    description: `${OPERATOR_ONLY} \`owner\` (optional, 1–128 characters) names whose machine it is: replicas of one task run on nodes of distinct owners; absent, the machine is its own owner. An empty or longer owner is a 422.`,
+    body: request("ApproveRequest"),
     ok: { 200: jsonBody(own("EnrolmentDecided"), "Approved.") },
-    refusals: { 400: OPEN_POOL, 403: NOT_AN_OPERATOR, 404: "No pending code with this user code." },
+    refusals: {
+      400: OPEN_POOL,
+      403: NOT_AN_OPERATOR,
+      404: "No pending code with this user code.",
+      422: validation("`owner` is empty or longer than 128 characters."),
+    },
   },
   {
     method: "post",

@@ -6,10 +6,10 @@
 
 import { Hono } from "hono";
 import {
+  ApproveRequestSchema,
   DenyRequestSchema,
   DeviceCodeRequestSchema,
   DeviceTokenRequestSchema,
-  UserCodeRequestSchema,
 } from "../protocol/device";
 import { authConfig } from "../rules/auth";
 import { normalizeUserCode, POLL_INTERVAL_S } from "../rules/enrolment";
@@ -91,9 +91,10 @@ export const deviceOperator = new Hono<AppEnv>()
   .post("/approve", async (c) => {
     const operator = enrolmentOperator(c);
     if (!operator.ok) return operator.response;
-    const body = await readJson(c, UserCodeRequestSchema);
+    // An approval may name the machine's owner (SPEC §14); absent or null, it is its own.
+    const body = await readJson(c, ApproveRequestSchema);
     if (!body.ok) return body.response;
-    return decide(c, body.value.user_code, "approved", operator.name);
+    return decide(c, body.value.user_code, "approved", operator.name, body.value.owner ?? null);
   })
   .post("/deny", async (c) => {
     const operator = enrolmentOperator(c);
@@ -107,10 +108,20 @@ export const deviceOperator = new Hono<AppEnv>()
     return decide(c, body.value.user_code ?? "", "denied", operator.name);
   });
 
-async function decide(c: AppContext, typed: string, decision: "approved" | "denied", operator: string) {
+async function decide(
+  c: AppContext,
+  typed: string,
+  decision: "approved" | "denied",
+  operator: string,
+  owner: string | null = null,
+) {
   const userCode = normalizeUserCode(typed);
-  const nodeId = userCode === null ? null : await c.var.stub.decideDeviceCode(userCode, decision, operator);
+  const nodeId = userCode === null ? null : await c.var.stub.decideDeviceCode(userCode, decision, operator, owner);
   if (nodeId === null)
     return c.json({ detail: "no pending enrolment with this code (expired, decided or unknown)" }, 404);
-  return c.json(decision === "approved" ? { approved: true, node_id: nodeId } : { denied: true, node_id: nodeId });
+  return c.json(
+    decision === "approved"
+      ? { approved: true, node_id: nodeId, owner: owner ?? nodeId }
+      : { denied: true, node_id: nodeId },
+  );
 }

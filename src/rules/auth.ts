@@ -4,6 +4,7 @@
 // A refusal never names a token.
 
 import { enrolledTokenNode } from "./enrolment";
+import { parseNodeOwners } from "./owners";
 
 /** Who is calling, once the credential is resolved (SPEC §9). */
 export type Caller =
@@ -15,13 +16,14 @@ export type TokenSettings = {
   FLASHML_NODE_TOKENS?: string;
   FLASHML_OPERATOR_TOKENS?: string;
   FLASHML_REQUIRE_NODE_AUTH?: string;
+  FLASHML_NODE_OWNERS?: string;
 };
 
 type Entry = { name: string; token: string };
 
 export type AuthConfig =
   | { mode: "open" }
-  | { mode: "enforcing"; nodes: Entry[]; operators: Entry[] }
+  | { mode: "enforcing"; nodes: Entry[]; operators: Entry[]; owners: ReadonlyMap<string, string> }
   | { mode: "refusing"; detail: string };
 
 export type Credential =
@@ -39,6 +41,9 @@ export function authConfig(settings: TokenSettings): AuthConfig {
   if (typeof nodes === "string") return { mode: "refusing", detail: nodes };
   const operators = parseEntries(settings.FLASHML_OPERATOR_TOKENS, "FLASHML_OPERATOR_TOKENS", "name:token");
   if (typeof operators === "string") return { mode: "refusing", detail: operators };
+  // Owners decide which replicas count as independent (SPEC §14): a list that cannot be read refuses too.
+  const owners = parseNodeOwners(settings.FLASHML_NODE_OWNERS);
+  if (typeof owners === "string") return { mode: "refusing", detail: owners };
   const seen = new Set<string>();
   for (const { token } of nodes) {
     if (seen.has(token)) return { mode: "refusing", detail: "FLASHML_NODE_TOKENS lists the same token twice" };
@@ -63,7 +68,7 @@ export function authConfig(settings: TokenSettings): AuthConfig {
     }
     return { mode: "open" };
   }
-  return { mode: "enforcing", nodes, operators };
+  return { mode: "enforcing", nodes, operators, owners };
 }
 
 /** `name:token,…` → entries, or a message naming the setting (never a token). */

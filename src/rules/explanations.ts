@@ -122,6 +122,11 @@ const TASK_SIDE: ReadonlyArray<readonly [RefusalName, RegExp, (m: RegExpExecArra
     /^(?:holds|ran) replicas? \d+(?:(?:, | and )\d+)* of this task;/,
     () => "holds or ran a replica of this task",
   ],
+  [
+    "replica",
+    /^a node of owner .* (?:holds|ran) replicas? \d+(?:(?:, | and )\d+)* of this task;/s,
+    () => "a node of its owner holds or ran a replica of this task",
+  ],
 ];
 
 /**
@@ -130,11 +135,27 @@ const TASK_SIDE: ReadonlyArray<readonly [RefusalName, RegExp, (m: RegExpExecArra
  * (SPEC §14).
  */
 export function replicaRefusal(replicas: readonly number[], live: boolean): string {
-  const numbers =
-    replicas.length === 1
-      ? `replica ${replicas[0]}`
-      : `replicas ${replicas.slice(0, -1).join(", ")} and ${replicas[replicas.length - 1]}`;
-  return `replica: ${live ? "holds" : "ran"} ${numbers} of this task; each replica runs on a different node`;
+  return `replica: ${live ? "holds" : "ran"} ${replicaNumbers(replicas)} of this task; each replica runs on a different node`;
+}
+
+/**
+ * Why a node may not take a task when another node of its `owner` holds
+ * (`live`) or ran the replicas numbered `replicas`: replicas of one task
+ * run on nodes of distinct owners (SPEC §14).
+ */
+export function ownerReplicaRefusal(owner: string, replicas: readonly number[], live: boolean): string {
+  return `replica: a node of owner ${owner} ${live ? "holds" : "ran"} ${replicaNumbers(replicas)} of this task; replicas run on nodes of distinct owners`;
+}
+
+/** A replicated task's flag when fewer distinct owners can run it than its replicas need. */
+export function ownersShort(eligible: number, needed: number): string {
+  return `only ${plural(eligible, "distinct owner")} can run its replicas, ${needed} needed`;
+}
+
+function replicaNumbers(replicas: readonly number[]): string {
+  return replicas.length === 1
+    ? `replica ${replicas[0]}`
+    : `replicas ${replicas.slice(0, -1).join(", ")} and ${replicas[replicas.length - 1]}`;
 }
 
 /**

@@ -30,6 +30,7 @@ export interface PoolSnapshot {
     job_queues?: Row[];
     queue_classes?: Row[];
     tenant_shares?: Row[];
+    owner_replicas?: Row[];
   };
   /**
    * An operator released a held-back node (POST /nodes/{id}/release). That
@@ -255,6 +256,39 @@ function counterViolations(s: PoolSnapshot, c: NonNullable<PoolSnapshot["counter
         (t) => `${t.job_id}/${t.class_id}`,
         (t) => t.state === "PENDING",
       ),
+    );
+  }
+  if (c.owner_replicas) {
+    const replicasOf = new Map<number, Row[]>();
+    for (const l of s.leases)
+      if ((l.replica as number) > 0)
+        replicasOf.set(l.task_seq as number, [...(replicasOf.get(l.task_seq as number) ?? []), l]);
+    // A task with a replica issued is replicating (step 14): out of the fresh head's index.
+    for (const t of s.tasks) {
+      const replicas = replicasOf.get(t.seq as number) ?? [];
+      if (replicas.length > 0 && t.replicating !== 1)
+        out.push(`task ${t.job_id}/${t.task_id}: ${replicas.length} replicas issued but not replicating`);
+    }
+    const replicating = (t: Row) => t.state === "PENDING" && t.replicating === 1;
+    compare(
+      "replicating pending tasks of job and class",
+      (c.queue_classes ?? []).map((r) => ({ ...r, n: r.replicating ?? 0 })),
+      (r) => `${r.job_id}/${r.class_id}`,
+      tally(s.tasks, (t) => `${t.job_id}/${t.class_id}`, replicating),
+    );
+    const ranBy = new Map<string, number>();
+    for (const t of s.tasks.filter(replicating)) {
+      const owners = new Set((replicasOf.get(t.seq as number) ?? []).map((l) => l.owner));
+      for (const owner of owners) {
+        const k = `${t.job_id}/${t.class_id}/${owner}`;
+        ranBy.set(k, (ranBy.get(k) ?? 0) + 1);
+      }
+    }
+    compare(
+      "replicating pending tasks an owner ran, of job and class",
+      c.owner_replicas.map((r) => ({ ...r, n: r.pending ?? 0 })),
+      (r) => `${r.job_id}/${r.class_id}/${r.owner}`,
+      ranBy,
     );
   }
   compare(

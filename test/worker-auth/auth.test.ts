@@ -10,7 +10,14 @@ const TOKENS = { FLASHML_NODE_TOKENS: "n1:tok-n1, n2:tok-n2", FLASHML_OPERATOR_T
 const OPEN: Settings = { FLASHML_NODE_TOKENS: "", FLASHML_OPERATOR_TOKENS: "" };
 
 type Settings = Partial<
-  Record<"FLASHML_NODE_TOKENS" | "FLASHML_OPERATOR_TOKENS" | "FLASHML_REQUIRE_NODE_AUTH" | "FLASHML_JOIN_CODE", string>
+  Record<
+    | "FLASHML_NODE_TOKENS"
+    | "FLASHML_OPERATOR_TOKENS"
+    | "FLASHML_REQUIRE_NODE_AUTH"
+    | "FLASHML_JOIN_CODE"
+    | "FLASHML_NODE_OWNERS",
+    string
+  >
 >;
 
 /**
@@ -389,6 +396,10 @@ describe("configuration", () => {
       { FLASHML_NODE_TOKENS: "n1:shared-secret", FLASHML_OPERATOR_TOKENS: "ops:shared-secret" },
     ],
     ["REQUIRE_NODE_AUTH=1 with no tokens", { ...OPEN, FLASHML_REQUIRE_NODE_AUTH: "1" }],
+    // Owners decide which replicas are independent (SPEC §14): an unreadable list is untrustworthy configuration.
+    ["an owner entry that is not node_id:owner", { ...TOKENS, FLASHML_NODE_OWNERS: "n1" }],
+    ["a node given two owners", { ...TOKENS, FLASHML_NODE_OWNERS: "n1:alice, n1:bob" }],
+    ["an empty owner", { ...TOKENS, FLASHML_NODE_OWNERS: "n1: , n2:bob" }],
   ];
   it.each(refusing)(
     "%s refuses every route with 503, healthz included, without naming a token",

@@ -84,7 +84,7 @@ describe("a machine joins with a code", () => {
     ]);
     // Typed as people type it: lower case, no dash.
     const approved = await decide(pool, "approve", code.user_code.toLowerCase().replace("-", ""));
-    expect(await approved.json()).toEqual({ approved: true, node_id: "laptop-7" });
+    expect(await approved.json()).toEqual({ approved: true, node_id: "laptop-7", owner: "laptop-7" });
     expect(await (await call(pool, "GET", "/device/pending", OPS)).json()).toEqual([]);
 
     const issued = await poll(pool, code);
@@ -187,6 +187,7 @@ describe("what the dashboard shows", () => {
       items: [
         {
           node_id: "desk-1",
+          owner: "desk-1",
           hostname: MACHINE.hostname,
           platform: "windows-x86_64",
           approved_by: "ops",
@@ -197,6 +198,7 @@ describe("what the dashboard shows", () => {
         },
         {
           ...MACHINE,
+          owner: MACHINE.node_id,
           approved_by: "ops",
           approved_at: at,
           issued_at: at,

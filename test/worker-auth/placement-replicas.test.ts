@@ -35,7 +35,12 @@ type Report = {
   summary: string;
   queue: { failed_on: string[] } | null;
   waiting: string | null;
-  replicas: { wanted: number; quorum: number; items: Replica[] } | null;
+  replicas: {
+    wanted: number;
+    quorum: number;
+    items: Replica[];
+    owners: { eligible: number; needed: number; short: boolean };
+  } | null;
 };
 
 async function placement(pool: string, jobId: string, taskId: string) {
@@ -110,7 +115,8 @@ describe("placement of a replicated task", () => {
     expect(r.replicas).toEqual({
       wanted: 2,
       quorum: 2,
-      items: [{ replica: 1, node_id: "n1", state: "live", output_sha256: null, verdict: null }],
+      items: [{ replica: 1, node_id: "n1", owner: "n1", state: "live", output_sha256: null, verdict: null }],
+      owners: { eligible: 3, needed: 2, short: false },
     });
     // The claim path agrees: n1 gets nothing, an eligible node gets replica 2.
     expect((await claim(pool, "n1")).status).toBe(204);
@@ -134,8 +140,8 @@ describe("placement of a replicated task", () => {
         wanted: 3,
         quorum: 2,
         items: [
-          { replica: 1, node_id: "n1", state: "completed", output_sha256: honest, verdict: "pending" },
-          { replica: 2, node_id: "n2", state: "completed", output_sha256: cheat, verdict: "pending" },
+          { replica: 1, node_id: "n1", owner: "n1", state: "completed", output_sha256: honest, verdict: "pending" },
+          { replica: 2, node_id: "n2", owner: "n2", state: "completed", output_sha256: cheat, verdict: "pending" },
         ],
       },
     });
@@ -152,10 +158,11 @@ describe("placement of a replicated task", () => {
       wanted: 3,
       quorum: 2,
       items: [
-        { replica: 1, node_id: "n1", state: "completed", output_sha256: honest, verdict: "valid" },
-        { replica: 2, node_id: "n2", state: "completed", output_sha256: cheat, verdict: "invalid" },
-        { replica: 3, node_id: "n3", state: "completed", output_sha256: honest, verdict: "valid" },
+        { replica: 1, node_id: "n1", owner: "n1", state: "completed", output_sha256: honest, verdict: "valid" },
+        { replica: 2, node_id: "n2", owner: "n2", state: "completed", output_sha256: cheat, verdict: "invalid" },
+        { replica: 3, node_id: "n3", owner: "n3", state: "completed", output_sha256: honest, verdict: "valid" },
       ],
+      owners: { eligible: 3, needed: 3, short: false },
     });
   });
 
@@ -172,17 +179,20 @@ describe("placement of a replicated task", () => {
     });
     expect(r.waiting).toBe("waits for a node that has not run a replica of it (n1 holds or ran one)");
     expect(r.replicas?.items).toEqual([
-      { replica: 1, node_id: "n1", state: "failed", output_sha256: null, verdict: null },
+      { replica: 1, node_id: "n1", owner: "n1", state: "failed", output_sha256: null, verdict: null },
     ]);
   });
 
-  it("a pending replica no registered node may run is unplaceable", async () => {
+  it("a pending replica no registered node may run is unplaceable, and flagged short of distinct owners", async () => {
     const { pool, report } = await replicatedJob({ "flashml.dev/replicas": "2" }, ["n1"]);
     await take(pool, "n1");
     expect(await report()).toMatchObject({
       state: "PENDING",
       unplaceable: true,
-      summary: "0/1 nodes eligible: 1 × replica (holds or ran a replica of this task)",
+      summary:
+        "0/1 nodes eligible: 1 × replica (holds or ran a replica of this task); " +
+        "only 1 distinct owner can run its replicas, 2 needed",
+      replicas: { owners: { eligible: 1, needed: 2, short: true } },
     });
   });
 
@@ -212,7 +222,7 @@ describe("placement of a replicated task", () => {
       state: "LEASED",
       queue: null,
       waiting: null,
-      replicas: { wanted: 1, quorum: 1, items: [{ replica: 1, node_id: "trusted", state: "live" }] },
+      replicas: { wanted: 1, quorum: 1, items: [{ replica: 1, node_id: "trusted", owner: "trusted", state: "live" }] },
     });
   });
 });

@@ -76,15 +76,17 @@ describe("counters, not scans", () => {
           .join("\n");
       return {
         level: plan(POLICY_SQL.level, "[1]", 1),
-        firstJob: plan(POLICY_SQL.firstJob, 0, "[1]", "n1"),
-        jobs: plan(POLICY_SQL.jobs, 0, "[1]", "n1", 1),
-        head: plan(POLICY_SQL.head, "job", "[1]", "n1"),
+        firstJob: plan(POLICY_SQL.firstJob, 0, "[1]", "n1", "owner"),
+        jobs: plan(POLICY_SQL.jobs, 0, "[1]", "n1", "owner", 1),
+        head: plan(POLICY_SQL.head, "job", "[1]", "n1", "owner"),
         pendingClasses: plan(POLICY_SQL.pendingClasses),
-        classes: plan(POLICY_SQL.classes, "job"),
-        tasks: plan(POLICY_SQL.tasks, "job", 1, 0),
-        tasksBefore: plan(POLICY_SQL.tasksBefore, "job", 1, 0, 10),
+        classes: plan(POLICY_SQL.classes, "owner", "job"),
+        freshTasks: plan(POLICY_SQL.freshTasks, "job", 1, 0),
+        freshTasksBefore: plan(POLICY_SQL.freshTasksBefore, "job", 1, 0, 10),
+        replicatingTasks: plan(POLICY_SQL.replicatingTasks, "job", 1, 0),
+        replicatingTasksBefore: plan(POLICY_SQL.replicatingTasksBefore, "job", 1, 0, 10),
         failed: plan(POLICY_SQL.failed, 1, "n1"),
-        ranReplica: plan(POLICY_SQL.ranReplica, 1, "n1"),
+        ranReplica: plan(POLICY_SQL.ranReplica, 1, "owner", "n1"),
         others: plan(POLICY_SQL.others, 0, 0, "n1", 1, 0, 0),
       };
     });
@@ -96,24 +98,33 @@ describe("counters, not scans", () => {
       expect(jobs).toContain("INDEX job_queues_next (priority=? AND tenant=?)");
     }
     for (const head of [plans.firstJob, plans.jobs, plans.head]) {
-      expect(head).toMatch(/SEARCH t USING (COVERING )?INDEX tasks_claim_job \(job_id=\? AND class_id=\?\)/);
+      // Fresh and replicating heads by a seek each per class; an owner's count of the latter by one more.
+      expect(head).toMatch(/SEARCH t USING (COVERING )?INDEX tasks_fresh_job \(job_id=\? AND class_id=\?\)/);
+      expect(head).toMatch(/SEARCH t USING (COVERING )?INDEX tasks_replicating_job \(job_id=\? AND class_id=\?\)/);
+      expect(head).toMatch(/SEARCH o USING PRIMARY KEY \(job_id=\? AND class_id=\? AND owner=\?\)/);
       expect(head).toMatch(/SEARCH f USING PRIMARY KEY \(task_seq=\? AND node_id=\?\)/);
-      // A replica a node holds or ran: a seek of the task's leases, or of the node's live ones.
-      expect(head).toMatch(
-        /SEARCH l USING INDEX (leases_task \(task_seq=\?\)|leases_live_node \(node_id=\? AND task_seq=\?\))/,
-      );
+      // A replica an owner holds or ran: a seek of the task's leases.
+      expect(head).toMatch(/SEARCH l USING INDEX leases_task \(task_seq=\?\)/);
     }
     // Each page continues after the last row read: a range of the index, in its order.
-    expect(plans.tasks).toMatch(
-      /SEARCH tasks USING (COVERING )?INDEX tasks_claim_job \(job_id=\? AND class_id=\? AND seq>\?\)/,
-    );
+    for (const [name, index] of [
+      ["freshTasks", "tasks_fresh_job"],
+      ["replicatingTasks", "tasks_replicating_job"],
+    ] as const) {
+      expect(plans[name]).toMatch(
+        new RegExp(`SEARCH tasks USING (COVERING )?INDEX ${index} \\(job_id=\\? AND class_id=\\? AND seq>\\?\\)`),
+      );
+      expect(plans[`${name}Before`]).toMatch(
+        new RegExp(
+          `SEARCH tasks USING (COVERING )?INDEX ${index} \\(job_id=\\? AND class_id=\\? AND seq>\\? AND seq<\\?\\)`,
+        ),
+      );
+    }
     expect(plans.failed).toMatch(/SEARCH task_failures USING PRIMARY KEY \(task_seq=\? AND node_id=\?\)/);
     expect(plans.ranReplica).toMatch(/SEARCH leases USING INDEX leases_task \(task_seq=\?\)/);
     expect(plans.pendingClasses).toMatch(/(SCAN|SEARCH) classes USING (COVERING )?INDEX classes_pending/);
-    expect(plans.classes).toMatch(/SEARCH queue_classes USING PRIMARY KEY \(job_id=\?\)/);
-    expect(plans.tasksBefore).toMatch(
-      /SEARCH tasks USING (COVERING )?INDEX tasks_claim_job \(job_id=\? AND class_id=\? AND seq>\? AND seq<\?\)/,
-    );
+    expect(plans.classes).toMatch(/SEARCH c USING PRIMARY KEY \(job_id=\?\)/);
+    expect(plans.classes).toMatch(/SEARCH o USING PRIMARY KEY \(job_id=\? AND class_id=\? AND owner=\?\)/);
     expect(plans.others).toMatch(/SEARCH nodes USING/);
     // An idle node: its live leases are a seek of the partial index, never a walk over the lease history.
     expect(plans.others).toMatch(/SEARCH l USING (COVERING )?INDEX leases_live_node \(node_id=\?\)/);

@@ -33,6 +33,7 @@ export async function snapshot(pool: string, options: { released?: boolean } = {
         job_queues: maybe("job_queues", "job_id"),
         queue_classes: maybe("queue_classes", "job_id, class_id"),
         tenant_shares: maybe("tenant_shares", "priority, tenant"),
+        owner_replicas: maybe("owner_replicas", "job_id, class_id, owner"),
       },
       released: options.released ?? false,
       archived: has("archived_jobs")

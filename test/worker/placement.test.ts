@@ -43,7 +43,12 @@ type Report = {
   summary: string;
   queue: { failed_on: string[] } | null;
   waiting: string | null;
-  replicas: { wanted: number; quorum: number; items: Replica[] } | null;
+  replicas: {
+    wanted: number;
+    quorum: number;
+    items: Replica[];
+    owners: { eligible: number; needed: number; short: boolean };
+  } | null;
 };
 
 async function placement(pool: string, jobId: string, taskId: string) {

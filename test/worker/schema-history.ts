@@ -44,6 +44,12 @@ const UNDO: Record<number, string> = {
       ALTER TABLE replica_results DROP COLUMN size_bytes; ALTER TABLE replica_results DROP COLUMN etag;
       ALTER TABLE nodes DROP COLUMN verdicts; ALTER TABLE nodes DROP COLUMN distrusted;
       ALTER TABLE events DROP COLUMN sealed_task;`,
+  16: `DROP TRIGGER tasks_replicating_state; DROP TRIGGER tasks_replicating_delete;
+      DROP TRIGGER leases_replica_owner; DROP TRIGGER queue_classes_owners_delete;
+      DROP INDEX tasks_fresh_job; DROP INDEX tasks_replicating_job; DROP TABLE owner_replicas;
+      ALTER TABLE tasks DROP COLUMN replicating; ALTER TABLE leases DROP COLUMN owner;
+      ALTER TABLE device_codes DROP COLUMN owner; ALTER TABLE node_credentials DROP COLUMN owner;
+      ALTER TABLE queue_classes DROP COLUMN replicating;`,
 };
 
 /** The versions that have an undo: every migration after the second. */
