@@ -41,7 +41,10 @@ async function pool(name: string, replicated: number, replicas: number) {
           ...trialTask("replicated", i),
           lease_seconds: 3600,
         }));
-        addTasks(sql, Date.now(), tasks, { outputJson: true, replication: { replicas, quorum: 2, tolerance: 0, toleranceAbs: 0 } });
+        addTasks(sql, Date.now(), tasks, {
+          outputJson: true,
+          replication: { replicas, quorum: 2, tolerance: 0, toleranceAbs: 0 },
+        });
       }
       addTasks(
         sql,
