@@ -291,28 +291,38 @@ function validResult(sql: SqlStorage, nodeId: string): void {
 
 /**
  * A result that lost its quorum, or (with `lie` saying how) evidence that
- * lied: counted on the node, ending its run of valid results. A lie, or
- * LOST_VERDICTS_LIMIT lost among its latest verdicts, distrusts the node:
+ * lied: counted on the node, ending its run of valid results. A lie, a
+ * verdict lost while the node was trusted to run tasks alone, or
+ * LOST_VERDICTS_LIMIT lost among its latest verdicts distrusts the node:
  * held back (SPEC §13) and never again trusted with a task alone until an
  * operator releases it. The caller counts it as a failed attempt too.
  */
 export function invalidResult(sql: SqlStorage, now: number, nodeId: string, lie: string | null): void {
   const node = sql
-    .exec<{ verdicts: string; distrusted: string | null; consecutive_failures: number }>(
-      "SELECT verdicts, distrusted, consecutive_failures FROM nodes WHERE node_id = ?",
+    .exec<{ verdicts: string; distrusted: string | null; consecutive_failures: number; consecutive_valid: number }>(
+      "SELECT verdicts, distrusted, consecutive_failures, consecutive_valid FROM nodes WHERE node_id = ?",
       nodeId,
     )
     .toArray()[0];
   if (!node) return;
-  const { window, distrust } =
-    lie === null ? recordVerdict(node.verdicts, true) : { window: node.verdicts, distrust: true };
+  const recorded = lie === null ? recordVerdict(node.verdicts, true) : { window: node.verdicts, distrust: true };
+  const { window } = recorded;
+  // Outvoted while trusted with tasks alone, it was wrong where nothing
+  // checked it either: once is enough (an honest node is never outvoted).
+  const caughtWhileTrusted = lie === null && trusted(node);
+  const distrust = recorded.distrust || caughtWhileTrusted;
   sql.exec(
     "UPDATE nodes SET invalid_results = invalid_results + 1, consecutive_valid = 0, verdicts = ? WHERE node_id = ?",
     window,
     nodeId,
   );
   if (!distrust || node.distrusted !== null) return;
-  const reason = lie ?? `lost ${[...window].filter((v) => v === "i").length} of its last ${window.length} verdicts`;
+  const lost = [...window].filter((v) => v === "i").length;
+  const reason =
+    lie ??
+    (recorded.distrust
+      ? `lost ${lost} of its last ${window.length} verdicts`
+      : `outvoted while trusted to run tasks alone (after ${node.consecutive_valid} verified results in a row)`);
   const hold = holdBackMs(Math.max(node.consecutive_failures + 1, HOLD_AFTER_FAILURES));
   sql.exec(
     "UPDATE nodes SET distrusted = ?, held_until_ms = MAX(held_until_ms, ?) WHERE node_id = ?",

@@ -266,6 +266,26 @@ describe("the lie threshold", () => {
   });
 });
 
+describe("a sleeper, honest until trusted", () => {
+  it("is distrusted the first time a spot check outvotes it: held back, and never alone again until released", async () => {
+    const pool = freshPool();
+    for (const n of ["n1", "n2", "n3"]) await register(pool, n);
+    await trust(pool, "n1");
+    await submitJob(pool, replicatedJob({}));
+    // n1 turns bad once trusted; the task it drew is a spot check, so two honest nodes judge it.
+    const checked = await claimWithDraw(pool, "n1", 0);
+    await finish(pool, checked, '{"loss": 0}');
+    await finish(pool, await take(pool, "n2"), '{"loss": 1}');
+    await finish(pool, await take(pool, "n3"), '{"loss": 1}');
+    const sleeper = await node(pool, "n1");
+    expect(sleeper.distrusted).toBe(
+      `outvoted while trusted to run tasks alone (after ${TRUST_AFTER_VALID} verified results in a row)`,
+    );
+    expect(sleeper.held_until_ms).toBeGreaterThan(Date.now());
+    expect(sleeper.consecutive_valid).toBe(0);
+  });
+});
+
 describe("the judged bytes are the served bytes", () => {
   it("a replica key rebound after its commit changes nothing: the verdict binds the object it judged, which stays", async () => {
     const { pool, task } = await setUp(["n1", "n2"]);
