@@ -10,7 +10,15 @@
 // The fleet: honest nodes always return the task's true metrics object;
 // always-wrong cheaters return a made-up one every time; sometimes-wrong
 // cheaters a made-up one with probability BENCH_SOMETIMES (else the truth).
-// Cheaters do not collude: each made-up object is their own. Each round
+// Cheaters do not collude: each made-up object is their own. The
+// adversaries of SPEC §14 "Against adversaries" each fill the cheaters'
+// places in a scenario of their own: copycats copy any other replica's
+// output they can read (else make one up); dodgers, once trusted, make up
+// the results of leases nothing they can read marks as checked (another
+// replica before theirs, their task not shown as theirs alone) and are
+// honest on the rest; sleepers are honest until trusted, then always wrong.
+// "Trusted" is what a node can count itself: TRUST_AFTER_VALID valid
+// results (GET /nodes) since its last invalid one. Each round
 // every node asks for work once, then every lease out is committed, in a
 // random order; the rounds go on until no task is open. Every draw comes
 // from one seeded generator, so a run is reproducible.
@@ -18,12 +26,13 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { it } from "vitest";
-import { bind } from "../src/pool/artifacts";
+import { bind, readArtifact } from "../src/pool/artifacts";
 import { uploadStarted } from "../src/pool/collection";
-import { DEFAULT_PLACE } from "../src/pool/jobs";
+import { DEFAULT_PLACE, jobTasks } from "../src/pool/jobs";
 import { claim, commit, type WireLease } from "../src/pool/leases";
 import { registerNode } from "../src/pool/nodes";
 import { JobSpecSchema } from "../src/protocol/jobs";
+import { TRUST_AFTER_VALID } from "../src/rules/verification";
 import { jobSpec } from "../test/fixtures/jobspec";
 import { registration, trialTask } from "./in-workerd";
 
@@ -60,17 +69,19 @@ function shuffle<T>(items: T[], random: () => number): T[] {
   return items;
 }
 
-type Behaviour = "honest" | "always" | "sometimes";
+type Behaviour = "honest" | "always" | "sometimes" | "copycat" | "dodger" | "sleeper";
+type Adversary = "mixed" | "copycat" | "dodger" | "sleeper";
+const ADVERSARIES = (settings.BENCH_ADVERSARIES || "mixed,copycat,dodger,sleeper").split(",") as Adversary[];
 
 /** The task's true metrics object: what every honest run returns. */
 const truth = (taskId: string) => JSON.stringify({ loss: Number(taskId.slice(-6)) / 1000, accuracy: 0.5 });
 
-async function scenario(mode: "fixed" | "adaptive", rate: number) {
-  const pool = `verify-${mode}-${rate}-${crypto.randomUUID().slice(0, 8)}`;
+async function scenario(mode: "fixed" | "adaptive", rate: number, adversary: Adversary) {
+  const pool = `verify-${mode}-${rate}-${adversary}-${crypto.randomUUID().slice(0, 8)}`;
   const stub = env.POOL.get(env.POOL.idFromName(pool));
   const jobId = "verifyjob001";
   const tasks = Array.from({ length: TASKS }, (_, i) => trialTask(jobId, i));
-  const replication = { replicas: REPLICAS, quorum: REPLICAS, tolerance: 0 };
+  const replication = { replicas: REPLICAS, quorum: REPLICAS, tolerance: 0, toleranceAbs: 0 };
   const submitted = await stub.submitJob(jobId, SPEC, tasks, pool, { ...DEFAULT_PLACE, replication });
   if (!submitted.ok) throw new Error(`submit: ${submitted.reason}`);
   return runInDurableObject(stub, (_o, state) => {
@@ -86,11 +97,46 @@ async function scenario(mode: "fixed" | "adaptive", rate: number) {
     for (let n = 0; n < NODES; n++) {
       const nodeId = `node-${String(n).padStart(4, "0")}`;
       const c = n / spacing;
-      const kind: Behaviour = !Number.isInteger(c) || c >= cheaters ? "honest" : c % 2 === 0 ? "always" : "sometimes";
+      const mixed: Behaviour = c % 2 === 0 ? "always" : "sometimes";
+      const kind: Behaviour =
+        !Number.isInteger(c) || c >= cheaters ? "honest" : adversary === "mixed" ? mixed : adversary;
       behaviour.set(nodeId, kind);
       state.storage.transactionSync(() => registerNode(sql, Date.now(), registration(nodeId, 0)));
     }
     const nodes = [...behaviour.keys()];
+    // What a node can read and count, as its credential would (the sealed views, SPEC §14).
+    const own = (nodeId: string) =>
+      sql
+        .exec<{ valid_results: number; invalid_results: number }>(
+          "SELECT valid_results, invalid_results FROM nodes WHERE node_id = ?",
+          nodeId,
+        )
+        .one();
+    const sinceInvalid = new Map<string, { invalid: number; validAt: number }>();
+    const trustedByItsCount = (nodeId: string) => {
+      const now = own(nodeId);
+      const mark = sinceInvalid.get(nodeId);
+      if (!mark || mark.invalid !== now.invalid_results)
+        sinceInvalid.set(nodeId, { invalid: now.invalid_results, validAt: now.valid_results });
+      return now.valid_results - sinceInvalid.get(nodeId)!.validAt >= TRUST_AFTER_VALID;
+    };
+    const replicaOf = (lease: WireLease) => Number(/\/r(\d+)\/$/.exec(lease.payload.output_prefix as string)?.[1] ?? 0);
+    const copied = (lease: WireLease) => {
+      for (let k = 1; k <= REPLICAS + 2; k++) {
+        if (k === replicaOf(lease)) continue;
+        const row = readArtifact(sql, `jobs/${jobId}/${lease.task_id}/r${k}/metrics.json`, lease.node_id);
+        const value =
+          row &&
+          sql.exec<{ value: string }>("SELECT value FROM replica_results WHERE object = ?", row.object).toArray()[0];
+        if (value) return value.value;
+      }
+      return null;
+    };
+    const looksChecked = (lease: WireLease) => {
+      if (replicaOf(lease) > 1 || lease.attempt_number > 1) return true;
+      const row = jobTasks(sql, now, jobId, lease.node_id).find((t) => t.task_id === lease.task_id);
+      return row?.state !== "LEASED" || row.node_id !== null;
+    };
     let objects = 0;
     let rounds = 0;
     const started = Date.now();
@@ -105,8 +151,12 @@ async function scenario(mode: "fixed" | "adaptive", rate: number) {
       if (out.length === 0) break;
       for (const lease of shuffle(out, random)) {
         const kind = behaviour.get(lease.node_id)!;
-        const wrong = kind === "always" || (kind === "sometimes" && random() < SOMETIMES);
-        const metrics = wrong ? JSON.stringify({ loss: random(), accuracy: 0.99 }) : truth(lease.task_id);
+        const made = () => JSON.stringify({ loss: random(), accuracy: 0.99 });
+        let metrics = truth(lease.task_id);
+        if (kind === "always" || (kind === "sometimes" && random() < SOMETIMES)) metrics = made();
+        if (kind === "copycat") metrics = copied(lease) ?? made();
+        if (kind === "sleeper" && trustedByItsCount(lease.node_id)) metrics = made();
+        if (kind === "dodger" && trustedByItsCount(lease.node_id) && !looksChecked(lease)) metrics = made();
         const object = `obj-${++objects}`;
         const sha = objects.toString(16).padStart(64, "0");
         const key = `${lease.payload.output_prefix as string}metrics.json`;
@@ -146,6 +196,7 @@ async function scenario(mode: "fixed" | "adaptive", rate: number) {
     );
     return {
       mode,
+      adversary,
       cheater_rate: rate,
       nodes: NODES,
       cheaters: cheaterRows.map((r) => ({
@@ -175,9 +226,12 @@ async function scenario(mode: "fixed" | "adaptive", rate: number) {
 }
 
 it("verification: replicas per accepted task and wrong results accepted", { timeout: 1_800_000 }, async () => {
-  for (const rate of RATES) {
-    for (const mode of ["fixed", "adaptive"] as const) {
-      console.log(`BENCH ${JSON.stringify(await scenario(mode, rate))}`);
+  for (const adversary of ADVERSARIES) {
+    for (const rate of RATES) {
+      // Fixed replication is the baseline for the first mix only: every task replicated costs the same whoever cheats.
+      for (const mode of adversary === "mixed" ? (["fixed", "adaptive"] as const) : (["adaptive"] as const)) {
+        console.log(`BENCH ${JSON.stringify(await scenario(mode, rate, adversary))}`);
+      }
     }
   }
 });
