@@ -50,7 +50,7 @@ export const identify: MiddlewareHandler<AppEnv> = async (c, next) => {
 export function refuseCredential(c: AppContext): Response {
   const triedBasic = /^Basic(\s|$)/i.test(c.req.header("authorization") ?? "");
   c.header("www-authenticate", triedBasic ? 'Bearer, Basic realm="flashedge", charset="UTF-8"' : "Bearer");
-  return c.json({ detail: "missing or invalid bearer token" }, 401);
+  return c.json({ detail: "invalid or missing node token" }, 401);
 }
 
 /** An enrolled credential the pool did not accept (unknown, replaced or revoked): a 401, like any invalid token. */
@@ -89,7 +89,9 @@ export function actingNode(c: AppContext, bodyNodeId: string): Answer<string> {
   return {
     ok: false,
     response: c.json(
-      { detail: "operator credential is not a node identity — name the machine in X-FlashML-On-Behalf-Of" },
+      {
+        detail: "operator credential is not a node identity — name the machine in X-FlashML-On-Behalf-Of to act for it",
+      },
       401,
     ),
   };

@@ -180,8 +180,8 @@ export function delegation(
   value: string | null,
 ): { ok: true; node: string | null } | { ok: false; status: 400 | 403; detail: string } {
   if (value === null) return { ok: true, node: null };
-  if (value.includes(","))
-    return { ok: false, status: 400, detail: "ambiguous X-FlashML-On-Behalf-Of: more than one value" };
+  const values = value.split(",").length;
+  if (values > 1) return { ok: false, status: 400, detail: `ambiguous X-FlashML-On-Behalf-Of: ${values} values` };
   const node = value.trim();
   if (node === "") return { ok: false, status: 403, detail: "empty X-FlashML-On-Behalf-Of" };
   return { ok: true, node };
