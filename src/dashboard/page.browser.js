@@ -504,6 +504,12 @@
           null,
           flags,
           n.pools.map((p) => h("span", { class: "chip warn", text: `pool ${p}` })),
+          n.pool_assignment
+            ? h("div", {
+                class: "muted small",
+                text: `pools assigned by ${n.pool_assignment.assigned_by}, ${whenDated(n.pool_assignment.assigned_at)}`,
+              })
+            : null,
         ),
         h("td", { class: "num", text: n.accepted_tasks }),
         h("td", { class: n.consecutive_failures ? "num failures bad" : "num failures", text: n.consecutive_failures }),

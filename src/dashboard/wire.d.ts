@@ -62,7 +62,10 @@ export type NodeItem = {
   gpu_count: number;
   local_datasets: string[];
   local_dataset_count: number;
+  /** The team pools the gate counts: reported (open coordinator) or assigned by an operator (tokens enforced). */
   pools: string[];
+  /** Who assigned them and when (SPEC §9); null when they are the node's own report, or none was assigned. */
+  pool_assignment: { assigned_by: string; assigned_at: string } | null;
   labels: Labels;
   sandbox_capable: boolean;
   argv_capable: boolean;
@@ -147,8 +150,16 @@ export type Summary = {
 };
 
 export type NodePlacement =
-  | { node_id: string; online: boolean; status: string; eligible: true }
-  | { node_id: string; online: boolean; status: string; eligible: false; gate: string; reason: string };
+  | { node_id: string; online: boolean; status: string; eligible: true; membership?: string }
+  | {
+      node_id: string;
+      online: boolean;
+      status: string;
+      eligible: false;
+      gate: string;
+      reason: string;
+      membership?: string;
+    };
 
 /** One replica of a replicated task: its lease's state, and its output's hash and verdict once committed. */
 export type ReplicaItem = {

@@ -13,14 +13,14 @@ import { TASK_STATES } from "../protocol/tasks";
 import { CODE_RECORD_MS } from "../rules/enrolment";
 import { summarizePlacement } from "../rules/explanations";
 import { deriveJobState, emptyTaskCounts, type TaskCounts } from "../rules/job-state";
-import { eligible } from "../rules/placement";
+import { eligible, type Membership } from "../rules/placement";
 import { DEFAULT_TENANT } from "../rules/scheduling";
 import { storageReport } from "../rules/storage";
 import { shorten } from "../rules/text";
 import { iso } from "./events";
-import { placementOn, type RegisteredNode } from "./explain";
+import { placementOn, REGISTERED_NODE_COLUMNS, type RegisteredNode, registeredView } from "./explain";
 import { poolTaskCounts, taskCounts } from "./jobs";
-import { nodeView, ONLINE_WINDOW_MS } from "./nodes";
+import { ASSIGNED_POOLS, ONLINE_WINDOW_MS } from "./nodes";
 import { asSeenByNodes, SEALED_EVENT, sealedPendingByJob, type Viewer } from "./sealing";
 
 /** Requirement classes with pending tasks checked against the online nodes, earliest first. */
@@ -43,7 +43,10 @@ export type DashboardNode = {
   gpu_count: number;
   local_datasets: string[];
   local_dataset_count: number;
+  /** The team pools the gate counts it a member of: reported (open) or assigned by an operator (enforcing). */
   pools: string[];
+  /** Who assigned those pools and when (SPEC §9); null when they are the node's report, or none was assigned. */
+  pool_assignment: { assigned_by: string; assigned_at: string } | null;
   labels: { [key: string]: string };
   sandbox_capable: boolean;
   argv_capable: boolean;
@@ -164,10 +167,11 @@ export function dashboardSummary(
   pool: string,
   limit: number,
   viewer: Viewer = null,
+  membership: Membership = "assigned",
 ): DashboardSummary {
   // A node sees replicated tasks before their verdict as tasks run alone (SPEC §14).
   const sealed = viewer === null ? new Map<string, number>() : sealedPendingByJob(sql);
-  const stuck = stuckTasks(sql, now, limit);
+  const stuck = stuckTasks(sql, now, limit, membership);
   const jobs = jobsPage(sql, limit, stuck.byJob, sealed);
   const taskTotals = asSeenByNodes(
     poolTaskCounts(sql),
@@ -208,7 +212,7 @@ export function dashboardSummary(
       stuck_tasks: stuck.pending,
       enrolment: enrolment.counts,
     },
-    nodes: nodesPage(sql, now, limit, nodeCounts.total),
+    nodes: nodesPage(sql, now, limit, nodeCounts.total, membership),
     jobs: { items: jobs.items, more: jobs.total - jobs.items.length },
     storage: storageReport(sql.databaseSize),
     leases: leasesPage(sql, now, limit, leasesLive, viewer),
@@ -227,14 +231,20 @@ type NodeRow = RegisteredNode & {
   invalid_results: number;
 };
 
-function nodesPage(sql: SqlStorage, now: number, limit: number, total: number): Page<DashboardNode> {
+function nodesPage(
+  sql: SqlStorage,
+  now: number,
+  limit: number,
+  total: number,
+  membership: Membership,
+): Page<DashboardNode> {
   // Online, accepting nodes first: those are the ones doing the work.
   const rows = sql
     .exec<NodeRow>(
-      `SELECT node_id, registration, status, last_heartbeat_ms, live_until_ms, accepted_tasks, consecutive_failures,
-              held_until_ms, distrusted, valid_results, invalid_results
-       FROM nodes
-       ORDER BY (status = 'online' AND live_until_ms > ?) DESC, node_id LIMIT ?`,
+      `SELECT ${REGISTERED_NODE_COLUMNS}, n.accepted_tasks, n.consecutive_failures,
+              n.distrusted, n.valid_results, n.invalid_results
+       FROM nodes n ${ASSIGNED_POOLS}
+       ORDER BY (n.status = 'online' AND n.live_until_ms > ?) DESC, n.node_id LIMIT ?`,
       now,
       limit,
     )
@@ -264,7 +274,11 @@ function nodesPage(sql: SqlStorage, now: number, limit: number, total: number): 
       gpu_count: gpus.length,
       local_datasets: datasets.slice(0, CLIP_ENTRIES).map(clip),
       local_dataset_count: datasets.length,
-      pools: (caps.pools ?? []).slice(0, CLIP_ENTRIES).map(clip),
+      pools: teamPools(caps.pools, membership, row.assigned_pools).slice(0, CLIP_ENTRIES).map(clip),
+      pool_assignment:
+        membership === "assigned" && row.assigned_by !== null
+          ? { assigned_by: clip(row.assigned_by), assigned_at: iso(row.assigned_ms ?? 0) }
+          : null,
       labels: clipLabels(reg.labels),
       sandbox_capable: reg.sandbox_capable === true,
       argv_capable: reg.argv_capable === true,
@@ -280,6 +294,12 @@ function nodesPage(sql: SqlStorage, now: number, limit: number, total: number): 
     };
   });
   return { items, more: total - items.length };
+}
+
+/** The pools the gate counts: the node's report, or what an operator assigned (none: none). */
+function teamPools(reported: string[] | undefined, membership: Membership, assigned: string | null): string[] {
+  if (membership === "reported") return reported ?? [];
+  return assigned === null ? [] : (JSON.parse(assigned) as string[]);
 }
 
 type JobRow = {
@@ -509,14 +529,15 @@ function recentEvents(sql: SqlStorage, limit: number, viewer: Viewer): Dashboard
  * first node that accepts, over at most STUCK_CLASSES_CHECKED classes (the
  * earliest queued); only the entries shown get a full explanation.
  */
-function stuckTasks(sql: SqlStorage, now: number, limit: number) {
+function stuckTasks(sql: SqlStorage, now: number, limit: number, membership: Membership) {
   const claimable = sql
     .exec<RegisteredNode>(
-      "SELECT node_id, registration, status, last_heartbeat_ms, live_until_ms FROM nodes WHERE status = 'online' AND live_until_ms > ? ORDER BY node_id",
+      `SELECT ${REGISTERED_NODE_COLUMNS} FROM nodes n ${ASSIGNED_POOLS}
+       WHERE n.status = 'online' AND n.live_until_ms > ? ORDER BY n.node_id`,
       now,
     )
     .toArray();
-  const views = claimable.map((n) => nodeView(n.registration));
+  const views = claimable.map((n) => registeredView(n, membership));
   // Classes with pending tasks (the classes_pending index), each head an index seek.
   const classes = sql
     .exec<{ class_id: number; requirement: string; head: number }>(
@@ -554,7 +575,7 @@ function stuckTasks(sql: SqlStorage, now: number, limit: number) {
       let summary: string | null = null;
       if (shown || byJob.size < limit) {
         const payload: unknown = JSON.parse(task.payload);
-        const placements = claimable.map((node, i) => placementOn(payload, node, views[i], now));
+        const placements = claimable.map((node, i) => placementOn(payload, node, views[i], now, membership));
         summary = summarizePlacement(placements, { scope: "online" }).summary;
       }
       const entry: StuckTasks = {

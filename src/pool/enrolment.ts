@@ -14,6 +14,7 @@ import {
   MAX_PENDING_CODES_PER_SOURCE,
 } from "../rules/enrolment";
 import { iso } from "./events";
+import { assignPools } from "./nodes";
 
 /** What an enrolled caller presents: the node its token names and the token's SHA-256 (hex). */
 export type CredentialProof = { nodeId: string; tokenSha256: string };
@@ -106,10 +107,17 @@ export function redeemCode(
   tokenSha256: string,
 ): { replaced: boolean } | null {
   const code = sql
-    .exec<{ hostname: string; platform: string; decided_by: string; decided_ms: number; owner: string | null }>(
+    .exec<{
+      hostname: string;
+      platform: string;
+      decided_by: string;
+      decided_ms: number;
+      owner: string | null;
+      pools: string | null;
+    }>(
       `UPDATE device_codes SET state = 'redeemed'
        WHERE device_code_sha256 = ? AND state = 'approved' AND expires_ms > ? AND node_id = ?
-       RETURNING hostname, platform, decided_by, decided_ms, owner`,
+       RETURNING hostname, platform, decided_by, decided_ms, owner, pools`,
       deviceCodeSha256,
       now,
       nodeId,
@@ -133,13 +141,18 @@ export function redeemCode(
     now,
     code.owner,
   );
+  // The pools the approval named are the approving operator's assignment, as of the approval.
+  if (code.pools !== null)
+    assignPools(sql, code.decided_ms, nodeId, JSON.parse(code.pools) as string[], code.decided_by);
   return { replaced };
 }
 
 /**
  * An operator's decision on a pending, unexpired code; the node it names,
  * or null (404) for any other code. An approval may name the machine's
- * owner (SPEC §14), which its credential keeps; null: the node itself.
+ * owner (SPEC §14), which its credential keeps (null: the node itself),
+ * and its team pools (SPEC §9), assigned when the code is redeemed (null:
+ * none named).
  */
 export function decideCode(
   sql: SqlStorage,
@@ -148,15 +161,17 @@ export function decideCode(
   decision: "approved" | "denied",
   operator: string,
   owner: string | null = null,
+  pools: readonly string[] | null = null,
 ): string | null {
   const row = sql
     .exec<{ node_id: string }>(
-      `UPDATE device_codes SET state = ?, decided_by = ?, decided_ms = ?, owner = ?
+      `UPDATE device_codes SET state = ?, decided_by = ?, decided_ms = ?, owner = ?, pools = ?
        WHERE user_code = ? AND state = 'pending' AND expires_ms > ? RETURNING node_id`,
       decision,
       operator,
       now,
       decision === "approved" ? owner : null,
+      decision === "approved" && pools !== null ? JSON.stringify([...pools]) : null,
       userCode,
       now,
     )

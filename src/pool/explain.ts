@@ -8,6 +8,7 @@
 // its replicas says so.
 
 import {
+  membershipNote,
   type NodePlacement,
   ownerReplicaRefusal,
   ownersShort,
@@ -17,9 +18,10 @@ import {
   waitingSummary,
 } from "../rules/explanations";
 import { ownerOf } from "../rules/owners";
-import { explain } from "../rules/placement";
+import { explain, type Membership } from "../rules/placement";
 import { effectiveQuorum } from "../rules/verification";
-import { nodeView } from "./nodes";
+import { iso } from "./events";
+import { ASSIGNED_POOLS, nodeView } from "./nodes";
 import type { Viewer } from "./sealing";
 
 /** A replica's lease status: live until it commits, fails, expires or is cancelled. */
@@ -80,16 +82,54 @@ export type RegisteredNode = {
   last_heartbeat_ms: number;
   live_until_ms: number;
   held_until_ms: number;
+  /** node_pools (SPEC §9): the operator's assignment, all null when none was made. */
+  assigned_pools: string | null;
+  assigned_by: string | null;
+  assigned_ms: number | null;
 };
 
-/** One node's answer for a payload, given its claim-time view, with its liveness. */
-export function placementOn(payload: unknown, node: RegisteredNode, view: unknown, now: number): NodePlacement {
+/** The columns `placementOn` reads, for nodes aliased `n` joined with ASSIGNED_POOLS. */
+export const REGISTERED_NODE_COLUMNS = `n.node_id, n.registration, n.status, n.last_heartbeat_ms, n.live_until_ms,
+  n.held_until_ms, ap.pools AS assigned_pools, ap.assigned_by, ap.assigned_ms`;
+
+/** The node's claim-time view, its team pools as `membership` says. */
+export function registeredView(node: RegisteredNode, membership: Membership): unknown {
+  return nodeView(node.registration, membership, node.assigned_pools);
+}
+
+/**
+ * One node's answer for a payload, given its claim-time view, with its
+ * liveness. For a team-pool task when membership is assigned (tokens
+ * enforced), it names the node's assignment, and a gate-6 refusal says it.
+ */
+export function placementOn(
+  payload: unknown,
+  node: RegisteredNode,
+  view: unknown,
+  now: number,
+  membership: Membership,
+): NodePlacement {
   const online = node.live_until_ms > now;
   const answer = explain(payload, view);
   const base = { node_id: node.node_id, online, status: node.status };
-  return answer.eligible
-    ? { ...base, eligible: true }
-    : { ...base, eligible: false, gate: answer.gate, reason: answer.reason };
+  const teamPool = typeof payload === "object" && payload !== null && (payload as { pool?: unknown }).pool != null;
+  if (membership !== "assigned" || !teamPool) {
+    return answer.eligible
+      ? { ...base, eligible: true }
+      : { ...base, eligible: false, gate: answer.gate, reason: answer.reason };
+  }
+  const note = membershipNote(
+    node.assigned_by === null
+      ? null
+      : {
+          pools: JSON.parse(node.assigned_pools ?? "[]") as string[],
+          assigned_by: node.assigned_by,
+          assigned_at: iso(node.assigned_ms ?? 0),
+        },
+  );
+  if (answer.eligible) return { ...base, eligible: true, membership: note };
+  const reason = answer.gate === "pool" ? `${answer.reason} (${note})` : answer.reason;
+  return { ...base, eligible: false, gate: answer.gate, reason, membership: note };
 }
 
 /**
@@ -105,6 +145,7 @@ export function placementReport(
   taskId: string,
   viewer: Viewer = null,
   owners: ReadonlyMap<string, string> = new Map(),
+  membership: Membership = "assigned",
 ): PlacementResult {
   const task = sql
     .exec<{ seq: number; state: string; payload: string; replicas: number; quorum: number; wanted: number }>(
@@ -120,9 +161,8 @@ export function placementReport(
   const payload: unknown = JSON.parse(task.payload);
   const registered = sql
     .exec<RegisteredNode>(
-      `SELECT n.node_id, n.registration, n.status, n.last_heartbeat_ms, n.live_until_ms, n.held_until_ms,
-              c.owner AS enrolled_owner
-       FROM nodes n LEFT JOIN node_credentials c ON c.node_id = n.node_id AND c.revoked_ms IS NULL
+      `SELECT ${REGISTERED_NODE_COLUMNS}, c.owner AS enrolled_owner
+       FROM nodes n LEFT JOIN node_credentials c ON c.node_id = n.node_id AND c.revoked_ms IS NULL ${ASSIGNED_POOLS}
        ORDER BY n.node_id`,
     )
     .toArray();
@@ -136,7 +176,7 @@ export function placementReport(
   const ranByOwner = replicasBy(shown, (item) => item.owner);
   const eligibleOwners = new Set<string>(ranByOwner.keys());
   const nodes = registered.map((node): NodePlacement => {
-    const placement = placementOn(payload, node, nodeView(node.registration), now);
+    const placement = placementOn(payload, node, registeredView(node, membership), now, membership);
     if (!placement.eligible || shown === null) return placement;
     const owner = ownerOf(node.node_id, owners, node.enrolled_owner);
     eligibleOwners.add(owner);
@@ -154,6 +194,7 @@ export function placementReport(
       eligible: false,
       gate: "replica",
       reason,
+      ...(placement.membership === undefined ? {} : { membership: placement.membership }),
     };
   });
   const summarized = summarizePlacement(nodes);

@@ -10,13 +10,14 @@ import { MAX_STORED_TEXT_BYTES } from "../protocol/limits";
 import { type Lease, parseEvidence } from "../protocol/tasks";
 import { isLiveLease, mayDrive } from "../rules/leases";
 import { ownerOf } from "../rules/owners";
+import type { Membership } from "../rules/placement";
 import { mayRetry } from "../rules/scheduling";
 import { truncateUtf8 } from "../rules/text";
 import { evidenceLies } from "../rules/verification";
 import { enrolledOwner } from "./enrolment";
 import { emit, iso, tally } from "./events";
 import { jobOpen, settleJob } from "./jobs";
-import { findNode, nodeView, seen } from "./nodes";
+import { findNode, nodeView, poolAssignment, seen } from "./nodes";
 import { attemptFailed, attemptSucceeded, DEFAULT_RETRY_ELSEWHERE_MS, pickTask, useTurn } from "./scheduling";
 import type { TaskRow } from "./tasks";
 import {
@@ -85,7 +86,9 @@ export function sweep(sql: SqlStorage, now: number): void {
  * it wants more. `random` draws adaptive replication's spot checks;
  * `retryElsewhereMs` is SPEC §13 rule 4's window. The lease records the
  * node's owner now (`owners`, else its enrolment's, else itself), so the
- * replicas it ran stay that owner's if ownership changes.
+ * replicas it ran stay that owner's if ownership changes. `membership`
+ * says whose word makes the node a team pool's member (SPEC §9); the
+ * default is the enforcing one.
  */
 export function claim(
   sql: SqlStorage,
@@ -96,6 +99,7 @@ export function claim(
   random: () => number = Math.random,
   retryElsewhereMs = DEFAULT_RETRY_ELSEWHERE_MS,
   owners: NodeOwners = NO_OWNERS,
+  membership: Membership = "assigned",
 ): ClaimResult {
   sweep(sql, now);
   const node = findNode(sql, nodeId);
@@ -104,7 +108,9 @@ export function claim(
   if (node.status !== "online") return { ok: false, reason: "not_accepting" };
   if (node.held_until_ms > now) return { ok: false, reason: "held" };
   const owner = ownerOf(nodeId, owners, enrolledOwner(sql, nodeId));
-  const best = pickTask(sql, now, { nodeId, owner, view: nodeView(node.registration) }, jobId, retryElsewhereMs);
+  const assigned = poolAssignment(sql, nodeId);
+  const view = nodeView(node.registration, membership, assigned && JSON.stringify(assigned.pools));
+  const best = pickTask(sql, now, { nodeId, owner, view, membership }, jobId, retryElsewhereMs);
   if (best === undefined)
     return { ok: false, reason: jobId !== null && !jobOpen(sql, jobId) ? "job_closed" : "nothing" };
 

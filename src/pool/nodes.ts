@@ -5,7 +5,7 @@
 import { type NodeHeartbeat, type NodeRegistration, registrationFits } from "../protocol/nodes";
 import { fillPage } from "../protocol/paging";
 import { ownerOf } from "../rules/owners";
-import { claimView, type NodeView } from "../rules/placement";
+import { claimView, type Membership, type NodeView, withMembership } from "../rules/placement";
 import { iso } from "./events";
 
 /**
@@ -35,8 +35,17 @@ type NodeRow = {
   distrusted: string | null; // why it may no longer run a task alone, until an operator releases it
 };
 
-/** Replaces the registration; the accepted-task count survives re-registering. */
-export function registerNode(sql: SqlStorage, now: number, registration: NodeRegistration): void {
+/**
+ * Replaces the registration; the accepted-task count and the operator's
+ * pool assignment survive re-registering. `assignedBy`: the operator that
+ * registered for the node (SPEC §9, delegation), whose word its pools are.
+ */
+export function registerNode(
+  sql: SqlStorage,
+  now: number,
+  registration: NodeRegistration,
+  assignedBy: string | null = null,
+): void {
   sql.exec(
     `INSERT INTO nodes (node_id, registration, status, last_heartbeat_ms, live_until_ms) VALUES (?, ?, 'online', ?, ?)
      ON CONFLICT (node_id) DO UPDATE SET registration = excluded.registration,
@@ -47,6 +56,55 @@ export function registerNode(sql: SqlStorage, now: number, registration: NodeReg
     now,
     now + ONLINE_WINDOW_MS,
   );
+  if (assignedBy !== null) assignPools(sql, now, registration.node_id, registration.capabilities.pools, assignedBy);
+}
+
+/** The team pools an operator assigned a node (SPEC §9): which, by whom, when. */
+export type PoolAssignment = { pools: string[]; assigned_by: string; assigned_ms: number };
+
+/** Replaces the node's assigned team pools wholesale, recording which operator did and when. */
+export function assignPools(
+  sql: SqlStorage,
+  now: number,
+  nodeId: string,
+  pools: readonly string[],
+  operator: string,
+): void {
+  sql.exec(
+    `INSERT INTO node_pools (node_id, pools, assigned_by, assigned_ms) VALUES (?, ?, ?, ?)
+     ON CONFLICT (node_id) DO UPDATE SET pools = excluded.pools, assigned_by = excluded.assigned_by,
+       assigned_ms = excluded.assigned_ms`,
+    nodeId,
+    JSON.stringify([...pools]),
+    operator,
+    now,
+  );
+}
+
+/** The node's assignment, or null when no operator assigned it pools. */
+export function poolAssignment(sql: SqlStorage, nodeId: string): PoolAssignment | null {
+  const row = sql
+    .exec<{ pools: string; assigned_by: string; assigned_ms: number }>(
+      "SELECT pools, assigned_by, assigned_ms FROM node_pools WHERE node_id = ?",
+      nodeId,
+    )
+    .toArray()[0];
+  return row
+    ? { pools: JSON.parse(row.pools) as string[], assigned_by: row.assigned_by, assigned_ms: row.assigned_ms }
+    : null;
+}
+
+/** Whether the pool knows the node: registered, or holding an enrolled credential not yet used to register. */
+export function nodeKnown(sql: SqlStorage, nodeId: string): boolean {
+  return (
+    sql
+      .exec(
+        `SELECT 1 FROM nodes WHERE node_id = ?1
+         UNION ALL SELECT 1 FROM node_credentials WHERE node_id = ?1 AND revoked_ms IS NULL LIMIT 1`,
+        nodeId,
+      )
+      .toArray().length > 0
+  );
 }
 
 /** Why a node heartbeat changed nothing: an unknown node, or pools that would outgrow the registration's row. */
@@ -55,9 +113,17 @@ export type HeartbeatResult = { ok: true } | { ok: false; reason: "unknown" | "t
 /**
  * Records a heartbeat on the coordinator's clock. A heartbeat whose `pools`
  * would grow the stored registration past its bound (SPEC §12) is refused
- * whole: no status, no pools, no liveness.
+ * whole: no status, no pools, no liveness. Its pools are what the node
+ * reports, unless an operator sent it for the node (`assignedBy`): then
+ * they are that operator's assignment too.
  */
-export function heartbeatNode(sql: SqlStorage, now: number, nodeId: string, hb: NodeHeartbeat): HeartbeatResult {
+export function heartbeatNode(
+  sql: SqlStorage,
+  now: number,
+  nodeId: string,
+  hb: NodeHeartbeat,
+  assignedBy: string | null = null,
+): HeartbeatResult {
   const row = findNode(sql, nodeId);
   if (!row) return { ok: false, reason: "unknown" };
   let registration = row.registration;
@@ -69,6 +135,7 @@ export function heartbeatNode(sql: SqlStorage, now: number, nodeId: string, hb: 
     registration = JSON.stringify(reg);
   }
   sql.exec("UPDATE nodes SET status = ?, registration = ? WHERE node_id = ?", hb.status, registration, nodeId);
+  if (hb.pools != null && assignedBy !== null) assignPools(sql, now, nodeId, hb.pools, assignedBy);
   seen(sql, now, nodeId);
   return { ok: true };
 }
@@ -92,10 +159,19 @@ export function findNode(sql: SqlStorage, nodeId: string): NodeRow | undefined {
   return sql.exec<NodeRow>("SELECT * FROM nodes WHERE node_id = ?", nodeId).toArray()[0];
 }
 
-/** The claim-time view of SPEC §4, built from the stored registration. */
-export function nodeView(registrationJson: string): NodeView {
-  return claimView(JSON.parse(registrationJson) as NodeRegistration);
+/**
+ * The claim-time view of SPEC §4, built from the stored registration, its
+ * team pools as `membership` says (`assignedJson`: node_pools.pools, null
+ * when none were assigned). Every query that builds one joins node_pools
+ * with ASSIGNED_POOLS.
+ */
+export function nodeView(registrationJson: string, membership: Membership, assignedJson: string | null): NodeView {
+  const view = claimView(JSON.parse(registrationJson) as NodeRegistration);
+  return withMembership(view, membership, assignedJson === null ? null : (JSON.parse(assignedJson) as string[]));
 }
+
+/** The join a node query adds for `nodeView`: `assigned_pools`, for nodes aliased `n`. */
+export const ASSIGNED_POOLS = "LEFT JOIN node_pools ap ON ap.node_id = n.node_id";
 
 /**
  * One page of GET /nodes: registration fields plus liveness, sorted by

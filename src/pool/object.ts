@@ -11,9 +11,11 @@ import { jobOfKey } from "../protocol/keys";
 import { LIST_PAGE_MAX_BYTES } from "../protocol/limits";
 import type { NodeHeartbeat, NodeRegistration } from "../protocol/nodes";
 import type { TaskSpec } from "../protocol/tasks";
+import { authConfig } from "../rules/auth";
 import { base64url, DEVICE_CODE_TTL_MS, enrolledToken, sha256Hex, userCodeFrom } from "../rules/enrolment";
 import { mayDrive } from "../rules/leases";
 import { parseNodeOwners } from "../rules/owners";
+import type { Membership } from "../rules/placement";
 import { jobRetentionMs } from "../rules/retention";
 import { retryElsewhereMs, tenantWeights } from "../rules/scheduling";
 import { parseMetrics } from "../rules/strict-json";
@@ -72,7 +74,7 @@ import {
 } from "./leases";
 import { logEvent, logLine } from "./log";
 import { metricsSample } from "./metrics";
-import { heartbeatNode, listNodes, registerNode } from "./nodes";
+import { assignPools, heartbeatNode, listNodes, nodeKnown, registerNode } from "./nodes";
 import { DEFAULT_RETRY_ELSEWHERE_MS, releaseNode } from "./scheduling";
 import { migrate } from "./schema";
 import { sealedPendingByJob, type Viewer } from "./sealing";
@@ -208,11 +210,15 @@ export class PoolObject extends DurableObject<Env> {
     const token = enrolledToken(nodeId, crypto.getRandomValues(new Uint8Array(32)));
     const tokenSha256 = await sha256Hex(token);
     // Checked again in the transaction: a concurrent redeem of the same code loses here.
-    const redeemed = await this.change((now) => {
-      const result = redeemCode(this.sql, now, deviceCodeSha256, nodeId, tokenSha256);
-      if (result?.replaced) this.cutOff(now, nodeId, `the credential of ${nodeId} was replaced`);
-      return result;
-    });
+    // Pools named at approval become the node's assignment here: its held claim, if any, tries again.
+    const redeemed = await this.change(
+      (now) => {
+        const result = redeemCode(this.sql, now, deviceCodeSha256, nodeId, tokenSha256);
+        if (result?.replaced) this.cutOff(now, nodeId, `the credential of ${nodeId} was replaced`);
+        return result;
+      },
+      { wakesNode: nodeId },
+    );
     if (!redeemed) return null;
     if (this.logging())
       logLine({ pool: this.poolName(), event: "CREDENTIAL_ISSUED", node_id: nodeId, replaced: redeemed.replaced });
@@ -221,17 +227,19 @@ export class PoolObject extends DurableObject<Env> {
 
   /**
    * An operator approves or denies a pending code, an approval naming the
-   * machine's owner (null: the node itself); null: no such pending code.
+   * machine's owner (null: the node itself) and its team pools (null: none
+   * named, an earlier assignment stands); null: no such pending code.
    */
   decideDeviceCode(
     userCode: string,
     decision: "approved" | "denied",
     operator: string,
     owner: string | null = null,
+    pools: string[] | null = null,
   ): string | null {
     const now = Date.now();
     const nodeId = this.ctx.storage.transactionSync(() =>
-      decideCode(this.sql, now, userCode, decision, operator, owner),
+      decideCode(this.sql, now, userCode, decision, operator, owner, pools),
     );
     if (nodeId !== null && this.logging()) {
       const event = decision === "approved" ? "ENROLMENT_APPROVED" : "ENROLMENT_DENIED";
@@ -288,19 +296,55 @@ export class PoolObject extends DurableObject<Env> {
   // A change to the node itself may make work eligible for it (SPEC §5): its
   // held claim gets another try, as when work appears.
 
-  async register(registration: NodeRegistration): Promise<void> {
-    await this.change((now) => registerNode(this.sql, now, registration), { wakesNode: registration.node_id });
+  // `assignedBy`: the operator that sent a registration or heartbeat for the
+  // node (delegation, SPEC §9), whose pools in it are that operator's
+  // assignment; null when the node sent it itself (or nobody is authenticated).
+
+  async register(registration: NodeRegistration, assignedBy: string | null = null): Promise<void> {
+    await this.change((now) => registerNode(this.sql, now, registration, assignedBy), {
+      wakesNode: registration.node_id,
+    });
     if (this.logging()) logLine({ pool: this.poolName(), event: "NODE_REGISTERED", node_id: registration.node_id });
+    if (assignedBy !== null) this.logAssignment(registration.node_id, registration.capabilities.pools, assignedBy);
   }
 
-  async heartbeatNode(nodeId: string, heartbeat: NodeHeartbeat) {
+  async heartbeatNode(nodeId: string, heartbeat: NodeHeartbeat, assignedBy: string | null = null) {
     // Liveness is not a state change worth a log line every few seconds per
     // node: only a node with a held claim needs the whole change.
     if (!this.held.holds(nodeId)) {
       const now = Date.now();
-      return this.ctx.storage.transactionSync(() => heartbeatNode(this.sql, now, nodeId, heartbeat));
+      return this.ctx.storage.transactionSync(() => heartbeatNode(this.sql, now, nodeId, heartbeat, assignedBy));
     }
-    return this.change((now) => heartbeatNode(this.sql, now, nodeId, heartbeat), { wakesNode: nodeId });
+    return this.change((now) => heartbeatNode(this.sql, now, nodeId, heartbeat, assignedBy), { wakesNode: nodeId });
+  }
+
+  /**
+   * An operator assigns a node's team pools (SPEC §9), replacing any
+   * earlier assignment; its held claim gets another try at once. False:
+   * the pool does not know the node.
+   */
+  async assignNodePools(nodeId: string, pools: string[], operator: string): Promise<boolean> {
+    const assigned = await this.change(
+      (now) => {
+        if (!nodeKnown(this.sql, nodeId)) return false;
+        assignPools(this.sql, now, nodeId, pools, operator);
+        return true;
+      },
+      { wakesNode: nodeId },
+    );
+    if (assigned) this.logAssignment(nodeId, pools, operator);
+    return assigned;
+  }
+
+  private logAssignment(nodeId: string, pools: readonly string[], operator: string): void {
+    if (this.logging())
+      logLine({
+        pool: this.poolName(),
+        event: "NODE_POOLS_ASSIGNED",
+        node_id: nodeId,
+        pools: JSON.stringify(pools),
+        operator,
+      });
   }
 
   /** Lets a held-back node claim again (SPEC §13); its waiting claim tries at once. False: unknown node. */
@@ -334,7 +378,17 @@ export class PoolObject extends DurableObject<Env> {
   }
 
   private claimFor(now: number, nodeId: string, jobId: string | null): ClaimResult {
-    return claim(this.sql, now, nodeId, jobId, this.weights(), Math.random, this.retryElsewhereMs(), this.owners());
+    return claim(
+      this.sql,
+      now,
+      nodeId,
+      jobId,
+      this.weights(),
+      Math.random,
+      this.retryElsewhereMs(),
+      this.owners(),
+      this.membership(),
+    );
   }
 
   // The lease routes below take `caller`: the node the request acts as, or
@@ -511,12 +565,12 @@ export class PoolObject extends DurableObject<Env> {
 
   /** Every registered node's gate answer for one task (SPEC §11): eligible, or the refusing gate. */
   explainPlacement(jobId: string, taskId: string, viewer: Viewer) {
-    return placementReport(this.sql, Date.now(), jobId, taskId, viewer, this.owners());
+    return placementReport(this.sql, Date.now(), jobId, taskId, viewer, this.owners(), this.membership());
   }
 
   /** The dashboard's bounded summary of this pool: counts, and at most `limit` of each list. */
   dashboard(pool: string, limit: number, viewer: Viewer) {
-    return dashboardSummary(this.sql, Date.now(), pool, limit, viewer);
+    return dashboardSummary(this.sql, Date.now(), pool, limit, viewer, this.membership());
   }
 
   /** Counts for GET /metrics. */
@@ -667,6 +721,16 @@ export class PoolObject extends DurableObject<Env> {
   private retryElsewhereMs(): number {
     const window = retryElsewhereMs(this.env.FLASHML_RETRY_ELSEWHERE_SECONDS);
     return typeof window === "string" ? DEFAULT_RETRY_ELSEWHERE_MS : window;
+  }
+
+  /**
+   * Whose word makes a node a team pool's member (SPEC §9): an operator's
+   * when tokens are enforced, the node's own on an open coordinator. Read
+   * from the same settings the Worker authenticates with; a configuration
+   * that refuses serves nothing, and counts as enforcing here.
+   */
+  private membership(): Membership {
+    return authConfig(this.env).mode === "open" ? "reported" : "assigned";
   }
 
   /** Configured node owners (SPEC §14); the Worker refuses to serve when the setting is unreadable. */

@@ -3,9 +3,9 @@
 // of failures that holds a failing node back and sends a task's retry to
 // another node. Every function runs inside the caller's transaction.
 
-import { eligible, type NodeView } from "../rules/placement";
+import { eligible, type Membership, type NodeView } from "../rules/placement";
 import { DEFAULT_RETRY_ELSEWHERE_SECONDS, holdBackMs, MAX_PRIORITY } from "../rules/scheduling";
-import { nodeView } from "./nodes";
+import { ASSIGNED_POOLS, nodeView } from "./nodes";
 
 /** Rows per page of an ordered walk. */
 const PAGE = 16;
@@ -112,11 +112,11 @@ export const POLICY_SQL = {
    * A page of idle nodes other than ?3 (any node_id, '' too): online, accepting, not held back, holding
    * no live lease, and not having failed the task ?4 since ?5 (a failure before that has run its window).
    */
-  others: `SELECT rowid AS id, registration FROM nodes
-    WHERE live_until_ms > ?1 AND status = 'online' AND held_until_ms <= ?2 AND node_id <> ?3
-      AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.node_id = nodes.node_id AND l.status = 'live')
-      AND node_id NOT IN (SELECT node_id FROM task_failures WHERE task_seq = ?4 AND failed_ms > ?5) AND rowid > ?6
-    ORDER BY rowid LIMIT ${PAGE}`,
+  others: `SELECT n.rowid AS id, n.registration, ap.pools AS assigned_pools FROM nodes n ${ASSIGNED_POOLS}
+    WHERE n.live_until_ms > ?1 AND n.status = 'online' AND n.held_until_ms <= ?2 AND n.node_id <> ?3
+      AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.node_id = n.node_id AND l.status = 'live')
+      AND n.node_id NOT IN (SELECT node_id FROM task_failures WHERE task_seq = ?4 AND failed_ms > ?5) AND n.rowid > ?6
+    ORDER BY n.rowid LIMIT ${PAGE}`,
 } as const;
 
 /**
@@ -136,7 +136,8 @@ function* walk<T>(read: (last: T | null) => T[]): Generator<T> {
  * What the claim needs to know about the claiming node: its id, its owner
  * (SPEC §14: replicas of a task go to distinct owners) and its claim-time view.
  */
-export type Claimant = { nodeId: string; owner: string; view: NodeView };
+/** A claiming node; `membership` also judges the other nodes rule 4 asks about. */
+export type Claimant = { nodeId: string; owner: string; view: NodeView; membership: Membership };
 
 /** SPEC §13 rule 4's window when none is given: FLASHML_RETRY_ELSEWHERE_SECONDS's default. */
 export const DEFAULT_RETRY_ELSEWHERE_MS = DEFAULT_RETRY_ELSEWHERE_SECONDS * 1000;
@@ -240,7 +241,7 @@ function jobHead(
       if (replicating && sql.exec(POLICY_SQL.ranReplica, t.seq, node.owner, node.nodeId).toArray().length > 0) continue;
       const failedMs = sql.exec<{ failed_ms: number }>(POLICY_SQL.failed, t.seq, node.nodeId).toArray()[0]?.failed_ms;
       const recent = failedMs !== undefined && failedMs > since;
-      if (!recent || !anotherCouldTake(sql, now, t.seq, accepted.get(classId)!, node.nodeId, since)) {
+      if (!recent || !anotherCouldTake(sql, now, t.seq, accepted.get(classId)!, node.nodeId, since, node.membership)) {
         best = t.seq;
         return;
       }
@@ -265,14 +266,15 @@ export function anotherCouldTake(
   requirement: string,
   me: string,
   since: number,
+  membership: Membership,
 ) {
-  const others = walk<{ id: number; registration: string }>((last) =>
-    sql
-      .exec<{ id: number; registration: string }>(POLICY_SQL.others, now, now, me, taskSeq, since, last?.id ?? 0)
-      .toArray(),
+  type Other = { id: number; registration: string; assigned_pools: string | null };
+  const others = walk<Other>((last) =>
+    sql.exec<Other>(POLICY_SQL.others, now, now, me, taskSeq, since, last?.id ?? 0).toArray(),
   );
   const parsed: unknown = JSON.parse(requirement);
-  for (const other of others) if (eligible(parsed, nodeView(other.registration))) return true;
+  for (const other of others)
+    if (eligible(parsed, nodeView(other.registration, membership, other.assigned_pools))) return true;
   return false;
 }
 

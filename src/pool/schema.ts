@@ -520,6 +520,19 @@ export const MIGRATIONS: readonly string[] = [
     DELETE FROM owner_replicas WHERE job_id = OLD.job_id AND class_id = OLD.class_id;
   END;
   `,
+  // 17: team-pool membership an operator assigned (SPEC §9), kept apart from
+  // what the node reports in its registration, and surviving it: a node may
+  // be assigned pools at the approval of its enrolment, before it ever
+  // registers. An approval names the pools with the code it decides.
+  `
+  ALTER TABLE device_codes ADD COLUMN pools TEXT;    -- JSON list named at approval (NULL: none named)
+  CREATE TABLE node_pools (
+    node_id TEXT PRIMARY KEY,
+    pools TEXT NOT NULL,                 -- JSON list of team pool names
+    assigned_by TEXT NOT NULL,           -- the operator's name
+    assigned_ms INTEGER NOT NULL
+  );
+  `,
 ];
 
 /** Applies every migration newer than the recorded version, in order. */

@@ -4,6 +4,7 @@
 
 import { z } from "zod";
 import { MAX_OWNER_LENGTH } from "./limits";
+import { AssignedPoolsSchema } from "./nodes";
 
 /** Short, client-chosen text kept in the pool and shown to an operator: bounded here, shortened for display. */
 const shown = z.string().max(256);
@@ -44,6 +45,8 @@ export const ApproveRequestSchema = UserCodeRequestSchema.extend({
     .min(1, "owner must not be empty: leave it out for the machine to be its own owner")
     .max(MAX_OWNER_LENGTH, `owner is at most ${MAX_OWNER_LENGTH} characters`)
     .nullish(),
+  /** Team pools the machine is assigned once it redeems the code (SPEC §9); absent or null: none named. */
+  pools: AssignedPoolsSchema.nullish(),
 });
 
 /** One entry of `GET /v1alpha1/device/pending`. */

@@ -57,3 +57,7 @@ export const MIN_LEASE_SECONDS = 5;
  * dashboard and in placement reports.
  */
 export const MAX_OWNER_LENGTH = 128;
+
+/** An operator's team-pool assignment (SPEC §9): at most this many pools, each at most this many characters. */
+export const MAX_ASSIGNED_POOLS = 64;
+export const MAX_POOL_NAME_LENGTH = 128;

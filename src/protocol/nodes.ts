@@ -6,7 +6,7 @@
 
 import { z } from "zod";
 import { utf8Length } from "../rules/text";
-import { MAX_REGISTRATION_BYTES } from "./limits";
+import { MAX_ASSIGNED_POOLS, MAX_POOL_NAME_LENGTH, MAX_REGISTRATION_BYTES } from "./limits";
 import { int, SchemaVersionSchema, StringMapSchema } from "./primitives";
 
 /** One GPU as the host's driver reports it. Only `index` is required. */
@@ -90,3 +90,21 @@ export const NodeHeartbeatSchema = z.object({
   pools: z.array(z.string()).nullable().default(null),
 });
 export type NodeHeartbeat = z.infer<typeof NodeHeartbeatSchema>;
+
+/**
+ * Team pools an operator assigns a node (SPEC §9): a list, replacing the
+ * node's earlier assignment wholesale (empty: a member of none). Names are
+ * non-empty, as gate 6 requires of a task's pool.
+ */
+export const AssignedPoolsSchema = z
+  .array(
+    z
+      .string()
+      .min(1, "a team pool name must not be empty")
+      .max(MAX_POOL_NAME_LENGTH, `a team pool name is at most ${MAX_POOL_NAME_LENGTH} characters`),
+  )
+  .max(MAX_ASSIGNED_POOLS, `at most ${MAX_ASSIGNED_POOLS} team pools`);
+
+/** `PUT /v1alpha1/nodes/{node_id}/pools` (operator). */
+export const NodePoolsRequestSchema = z.object({ pools: AssignedPoolsSchema });
+export type NodePoolsRequest = z.infer<typeof NodePoolsRequestSchema>;

@@ -40,6 +40,7 @@ import {
   GpuInfoSchema,
   NodeCapabilitiesSchema,
   NodeHeartbeatSchema,
+  NodePoolsRequestSchema,
   NodeRegistrationSchema,
   NodeStatusSchema,
 } from "./nodes";
@@ -114,6 +115,7 @@ const WIRE = {
   UserCodeRequest: UserCodeRequestSchema,
   DenyRequest: DenyRequestSchema,
   ApproveRequest: ApproveRequestSchema,
+  NodePoolsRequest: NodePoolsRequestSchema,
   RegisteredNode: NodeRegistrationSchema.extend({
     status: NodeStatusSchema,
     online: z.boolean(),
@@ -238,13 +240,20 @@ const HAND = {
         denied: { type: "boolean", const: true },
         node_id: string,
         owner: string,
+        pools: { type: "array", items: string },
       },
-      ["approved", "denied", "owner"],
+      ["approved", "denied", "owner", "pools"],
     ),
-    description: "An approval names the machine's owner as stored: the one asked for, else the node id.",
+    description:
+      "An approval names the machine's owner as stored: the one asked for, else the node id; and the team pools it named, if any, which the machine is assigned when it redeems the code.",
   },
   EnrolmentsDenied: object({ denied: { type: "boolean", const: true }, count }),
   CredentialRevoked: object({ node_id: string, revoked: bool }),
+  NodePoolsAssigned: {
+    ...object({ node_id: string, pools: { type: "array", items: string }, assigned_by: string }),
+    description:
+      "The node's team pools as now assigned, replacing any earlier assignment, and the operator who assigned them.",
+  },
   NodeReleased: object({
     node_id: string,
     consecutive_failures: { type: "integer", const: 0 },
@@ -623,6 +632,22 @@ const ROUTES: Route[] = [
     refusals: { 403: NOT_AN_OPERATOR, 404: "Unknown node." },
   },
   {
+    method: "put",
+    path: "/nodes/{node_id}/pools",
+    id: "assignNodePools",
+    tag: "nodes",
+    summary: "Assign a node's team pools",
+    description: `When tokens are enforced, a node is a member of the team pools an operator assigned (here, at the approval of its enrolment, or by registering or heartbeating for it with X-FlashML-On-Behalf-Of), never of those it reports for itself (SPEC §9, gate 6). The list replaces any earlier assignment (empty: no team pool) and survives the node's registrations and heartbeats; a claim the node holds open tries again at once. The placement report and the dashboard name who assigned it. ${OPERATOR_ONLY}`,
+    body: request("NodePoolsRequest"),
+    ok: { 200: jsonBody(own("NodePoolsAssigned"), "Assigned.") },
+    refusals: {
+      400: "The coordinator is open: the pools a node reports make it a member, so there is nothing to assign.",
+      403: NOT_AN_OPERATOR,
+      404: "Unknown node: neither registered nor enrolled.",
+      422: validation("`pools` is not a list of 1–128-character names, or holds more than 64."),
+    },
+  },
+  {
     method: "delete",
     path: "/nodes/{node_id}/credential",
     id: "revokeCredential",
@@ -680,14 +705,16 @@ const ROUTES: Route[] = [
     id: "approveDeviceCode",
     tag: "enrolment",
     summary: "Approve a pending code: its machine may redeem it for a node credential",
-    description: `${OPERATOR_ONLY} \`owner\` (optional, 1–128 characters) names whose machine it is: replicas of one task run on nodes of distinct owners; absent, the machine is its own owner. An empty or longer owner is a 422.`,
+    description: `${OPERATOR_ONLY} \`owner\` (optional, 1–128 characters) names whose machine it is: replicas of one task run on nodes of distinct owners; absent, the machine is its own owner. An empty or longer owner is a 422. \`pools\` (optional, at most 64 names of 1–128 characters) are the team pools the machine is assigned when it redeems the code, by the approving operator (SPEC §9); absent, none are named and an earlier assignment stands.`,
     body: request("ApproveRequest"),
     ok: { 200: jsonBody(own("EnrolmentDecided"), "Approved.") },
     refusals: {
       400: OPEN_POOL,
       403: NOT_AN_OPERATOR,
       404: "No pending code with this user code.",
-      422: validation("`owner` is empty or longer than 128 characters."),
+      422: validation(
+        "`owner` is empty or longer than 128 characters, or `pools` is not a list of 1–128-character names.",
+      ),
     },
   },
   {
@@ -1085,7 +1112,11 @@ function operation(route: Route, pooled: boolean): Operation {
   }
   if (!route.root) {
     addRefusal(responses, 400, "An operator sent more than one X-FlashML-On-Behalf-Of value.");
-    addRefusal(responses, 401, "Tokens are configured and no valid bearer token was sent.");
+    addRefusal(
+      responses,
+      401,
+      "Tokens are configured and no valid token was sent (as Bearer, or as HTTP Basic with its name as the user name).",
+    );
     addRefusal(responses, 403, "An operator sent an empty X-FlashML-On-Behalf-Of.");
   }
   if (pooled) addRefusal(responses, 404, "The pool name is invalid.");
@@ -1234,8 +1265,9 @@ export function openApiDocument(): OpenApiDocument {
       { name: "observability", description: "Dashboard, metrics and placement explanations." },
       { name: "service", description: "The Worker itself." },
     ],
-    // Open mode (no tokens configured) needs no credential; enforcing mode a bearer token.
-    security: [{}, { bearer: [] }],
+    // Open mode (no tokens configured) needs no credential; enforcing mode a
+    // token, as Bearer or as HTTP Basic's password (a URL's credentials).
+    security: [{}, { bearer: [] }, { basic: [] }],
     paths: mapRefs(paths, rename),
     components: {
       schemas: Object.fromEntries(Object.entries(schemas).sort(([a], [b]) => a.localeCompare(b))),
@@ -1273,6 +1305,12 @@ export function openApiDocument(): OpenApiDocument {
           type: "http",
           scheme: "bearer",
           description: "A node or operator token. Needed only when tokens are configured.",
+        },
+        basic: {
+          type: "http",
+          scheme: "basic",
+          description:
+            "The same token as the password, with its name as the user name: the operator's name, or the node id (SPEC §9). What clients send for a URL with credentials (`https://ops:TOKEN@host/pools/p`).",
         },
       },
     },

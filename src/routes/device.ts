@@ -94,7 +94,15 @@ export const deviceOperator = new Hono<AppEnv>()
     // An approval may name the machine's owner (SPEC §14); absent or null, it is its own.
     const body = await readJson(c, ApproveRequestSchema);
     if (!body.ok) return body.response;
-    return decide(c, body.value.user_code, "approved", operator.name, body.value.owner ?? null);
+    // It may name the team pools the machine is assigned (SPEC §9); absent or null, none.
+    return decide(
+      c,
+      body.value.user_code,
+      "approved",
+      operator.name,
+      body.value.owner ?? null,
+      body.value.pools ?? null,
+    );
   })
   .post("/deny", async (c) => {
     const operator = enrolmentOperator(c);
@@ -114,14 +122,16 @@ async function decide(
   decision: "approved" | "denied",
   operator: string,
   owner: string | null = null,
+  pools: string[] | null = null,
 ) {
   const userCode = normalizeUserCode(typed);
-  const nodeId = userCode === null ? null : await c.var.stub.decideDeviceCode(userCode, decision, operator, owner);
+  const nodeId =
+    userCode === null ? null : await c.var.stub.decideDeviceCode(userCode, decision, operator, owner, pools);
   if (nodeId === null)
     return c.json({ detail: "no pending enrolment with this code (expired, decided or unknown)" }, 404);
   return c.json(
     decision === "approved"
-      ? { approved: true, node_id: nodeId, owner: owner ?? nodeId }
+      ? { approved: true, node_id: nodeId, owner: owner ?? nodeId, ...(pools === null ? {} : { pools }) }
       : { denied: true, node_id: nodeId },
   );
 }

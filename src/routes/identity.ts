@@ -21,10 +21,7 @@ export const identify: MiddlewareHandler<AppEnv> = async (c, next) => {
     return next();
   }
   const credential = authenticate(config, c.req.header("authorization"));
-  if (credential === null || credential === "invalid") {
-    c.header("www-authenticate", "Bearer");
-    return c.json({ detail: "missing or invalid bearer token" }, 401);
-  }
+  if (credential === null || credential === "invalid") return refuseCredential(c);
   if (credential.kind === "node") {
     // For anyone but an operator the delegation header is not authoritative: ignored.
     c.set("caller", { kind: "node", nodeId: credential.nodeId });
@@ -42,6 +39,19 @@ export const identify: MiddlewareHandler<AppEnv> = async (c, next) => {
   c.set("caller", { kind: "operator", name: credential.name, onBehalfOf: delegated.node });
   return next();
 };
+
+/**
+ * The 401 for a missing or invalid credential. The challenge names Bearer;
+ * Basic only when the request tried Basic (a URL with credentials), since a
+ * Basic challenge on a browser's fetch makes it pop its own login dialog
+ * over the dashboard and enrolment pages, which keep a bearer token instead.
+ * Basic's challenge must carry a realm (RFC 7617 §2); UTF-8 is what we decode.
+ */
+export function refuseCredential(c: AppContext): Response {
+  const triedBasic = /^Basic(\s|$)/i.test(c.req.header("authorization") ?? "");
+  c.header("www-authenticate", triedBasic ? 'Bearer, Basic realm="flashedge", charset="UTF-8"' : "Bearer");
+  return c.json({ detail: "invalid or missing node token" }, 401);
+}
 
 /** An enrolled credential the pool did not accept (unknown, replaced or revoked): a 401, like any invalid token. */
 export class CredentialRefused extends Error {}
@@ -79,7 +89,9 @@ export function actingNode(c: AppContext, bodyNodeId: string): Answer<string> {
   return {
     ok: false,
     response: c.json(
-      { detail: "operator credential is not a node identity — name the machine in X-FlashML-On-Behalf-Of" },
+      {
+        detail: "operator credential is not a node identity — name the machine in X-FlashML-On-Behalf-Of to act for it",
+      },
       401,
     ),
   };

@@ -141,7 +141,7 @@ function jobIdOf(c: AppContext): string {
 }
 
 function unknownJob(c: AppContext) {
-  return c.json({ detail: `unknown job ${c.req.param("job_id")}` }, 404);
+  return c.json({ detail: `no such job: ${c.req.param("job_id")}` }, 404);
 }
 
 /**

@@ -4,14 +4,29 @@ import { Hono } from "hono";
 import { MAX_REGISTRATION_BYTES } from "../protocol/limits";
 import {
   NodeHeartbeatSchema,
+  NodePoolsRequestSchema,
   NodeRegistrationSchema,
   REGISTRATION_TOO_LARGE,
   registrationFits,
 } from "../protocol/nodes";
 import { decodeNodeCursor, encodeNodeCursor } from "../protocol/paging";
-import { type AppEnv, pagedList, readJson } from "./context";
+import { type AppContext, type AppEnv, pagedList, readJson } from "./context";
 import { enrolmentOperator } from "./device";
 import { actingNode, requireOperator } from "./identity";
+
+const OPEN_POOLS =
+  "this coordinator is open (no tokens configured): the pools a node reports make it a member, " +
+  "so there is nothing to assign";
+
+/**
+ * The operator whose word a node request's pools are (SPEC §9): one acting
+ * for the node (delegation), as the reference's proxy does. A node's own
+ * report, and anything on an open coordinator, assigns nothing.
+ */
+function assigningOperator(c: AppContext): string | null {
+  const caller = c.var.caller;
+  return caller.kind === "operator" && caller.onBehalfOf !== null ? caller.name : null;
+}
 
 export const nodes = new Hono<AppEnv>()
   .post("/register", async (c) => {
@@ -28,7 +43,7 @@ export const nodes = new Hono<AppEnv>()
     const registration = { ...body.value, node_id: acting.value, pool: c.var.pool };
     // The body fits, but defaults can grow it (SPEC §12): measured as stored.
     if (!registrationFits(registration)) return c.json({ detail: REGISTRATION_TOO_LARGE }, 413);
-    await c.var.stub.register(registration);
+    await c.var.stub.register(registration, assigningOperator(c));
     return c.json({ node_id: registration.node_id, status: "registered" });
   })
   .post("/:node_id/heartbeat", async (c) => {
@@ -40,7 +55,7 @@ export const nodes = new Hono<AppEnv>()
     }
     const body = await readJson(c, NodeHeartbeatSchema);
     if (!body.ok) return body.response;
-    const result = await c.var.stub.heartbeatNode(nodeId, body.value);
+    const result = await c.var.stub.heartbeatNode(nodeId, body.value, assigningOperator(c));
     if (result.ok) return c.json({ status: "ok" });
     if (result.reason === "too_large") {
       return c.json({ detail: `these pools would make the registration too large: ${REGISTRATION_TOO_LARGE}` }, 413);
@@ -54,6 +69,20 @@ export const nodes = new Hono<AppEnv>()
     const nodeId = c.req.param("node_id");
     if (!(await c.var.stub.releaseNode(nodeId))) return c.json({ detail: `unknown node ${nodeId}` }, 404);
     return c.json({ node_id: nodeId, consecutive_failures: 0, held_until: null });
+  })
+  .put("/:node_id/pools", async (c) => {
+    // SPEC §9: when enforcing, a node's team pools are those an operator assigned.
+    const caller = c.var.caller;
+    if (caller.kind === "open") return c.json({ detail: OPEN_POOLS }, 400);
+    const refused = requireOperator(c);
+    if (refused) return refused;
+    const operator = { name: caller.kind === "operator" ? caller.name : "" };
+    const body = await readJson(c, NodePoolsRequestSchema);
+    if (!body.ok) return body.response;
+    const nodeId = c.req.param("node_id");
+    if (!(await c.var.stub.assignNodePools(nodeId, body.value.pools, operator.name)))
+      return c.json({ detail: `unknown node ${nodeId}` }, 404);
+    return c.json({ node_id: nodeId, pools: body.value.pools, assigned_by: operator.name });
   })
   .delete("/:node_id/credential", async (c) => {
     // SPEC §9: revoking an enrolled machine's credential; its next request is a 401.

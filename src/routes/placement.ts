@@ -15,7 +15,7 @@ export const placement = new Hono<AppEnv>().get("/", async (c) => {
   if (jobId === undefined || taskId === undefined) throw new Error("placement route mounted without :job_id/:task_id");
   const result = await c.var.stub.explainPlacement(jobId, taskId, viewerOf(c));
   if (!result.ok) {
-    const detail = result.reason === "unknown_job" ? `unknown job ${jobId}` : `unknown task ${taskId} in job ${jobId}`;
+    const detail = result.reason === "unknown_job" ? `no such job: ${jobId}` : `unknown task ${taskId} in job ${jobId}`;
     return c.json({ detail }, 404);
   }
   return c.json(result.report);

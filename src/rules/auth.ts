@@ -1,6 +1,6 @@
 // Authentication rules (SPEC §9), pure: reading the token settings, deciding
 // whether the coordinator is open, enforcing or refusing, and matching a
-// bearer token to a node or an operator. No I/O, no Cloudflare imports.
+// bearer or Basic credential to a node or an operator. No I/O, no Cloudflare imports.
 // A refusal never names a token.
 
 import { enrolledTokenNode } from "./enrolment";
@@ -89,27 +89,76 @@ function parseEntries(raw: string | undefined, setting: string, shape: string): 
 }
 
 /**
- * The credential a bearer `Authorization` header carries: null when absent,
+ * The credential an `Authorization` header carries: null when absent,
  * "invalid" when present but neither a configured token nor shaped like an
  * enrolled one (or not well-formed). Every configured token is compared in
  * constant time, with no early exit. An enrolled token only names its node
  * here: the pool checks it against the node's stored hash.
+ *
+ * Two schemes carry a token (SPEC §9): `Bearer <token>`, and HTTP Basic
+ * (RFC 7617), as clients that take credentials from a URL send them
+ * (`https://ops:TOKEN@host`, httpx): the password is the token and the user
+ * name must be that token's name — the operator's name, or the node id of a
+ * node token or an enrolled one. A wrong name is as invalid as a wrong token.
  */
 export function authenticate(
   config: { nodes: Entry[]; operators: Entry[] },
   header: string | undefined,
 ): Credential | null | "invalid" {
   if (header === undefined) return null;
-  const match = /^Bearer +(\S+) *$/i.exec(header);
-  const presented = match?.[1];
-  if (presented === undefined || !isTokenText(presented)) return "invalid";
+  const presented = presentedToken(header);
+  if (presented === "invalid" || !isTokenText(presented.token)) return "invalid";
+  const { token, user } = presented;
   let found: Credential | "invalid" = "invalid";
-  for (const e of config.nodes) if (constantTimeEqual(presented, e.token)) found = { kind: "node", nodeId: e.name };
-  for (const e of config.operators)
-    if (constantTimeEqual(presented, e.token)) found = { kind: "operator", name: e.name };
-  if (found !== "invalid") return found;
-  const enrolled = enrolledTokenNode(presented);
-  return enrolled === null ? "invalid" : { kind: "enrolled", nodeId: enrolled, token: presented };
+  for (const e of config.nodes) if (constantTimeEqual(token, e.token)) found = { kind: "node", nodeId: e.name };
+  for (const e of config.operators) if (constantTimeEqual(token, e.token)) found = { kind: "operator", name: e.name };
+  if (found === "invalid") {
+    const enrolled = enrolledTokenNode(token);
+    if (enrolled !== null) found = { kind: "enrolled", nodeId: enrolled, token };
+  }
+  if (found === "invalid" || user === null) return found;
+  return user === (found.kind === "operator" ? found.name : found.nodeId) ? found : "invalid";
+}
+
+/**
+ * The token a header presents, and for Basic the user name that came with
+ * it (null for Bearer). Scheme names are case-insensitive; Basic's
+ * base64 is decoded strictly (canonical padding, no stray characters), its
+ * bytes must be UTF-8, and it splits at the first colon (a token may hold
+ * colons, a user name may not). Anything else is "invalid", never a throw.
+ */
+export function presentedToken(header: string): { token: string; user: string | null } | "invalid" {
+  const bearer = /^Bearer +(\S+) *$/i.exec(header);
+  if (bearer) return { token: bearer[1]!, user: null };
+  const basic = /^Basic +(\S+) *$/i.exec(header)?.[1];
+  if (basic === undefined) return "invalid";
+  const text = strictBase64Text(basic);
+  if (text === null) return "invalid";
+  const colon = text.indexOf(":");
+  if (colon <= 0) return "invalid";
+  const user = text.slice(0, colon);
+  // The name is compared, never shown; control characters are refused like any malformed credential.
+  for (const ch of user) if (ch.charCodeAt(0) < 0x20 || ch.charCodeAt(0) === 0x7f) return "invalid";
+  return { token: text.slice(colon + 1), user };
+}
+
+/** Base64 (RFC 4648 §4, padded) of UTF-8 text → the text; null for anything else. */
+function strictBase64Text(encoded: string): string | null {
+  if (encoded.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(encoded)) return null;
+  let binary: string;
+  try {
+    binary = atob(encoded);
+  } catch {
+    return null;
+  }
+  // Non-canonical encodings (stray bits in the padding) decode too: refused.
+  if (btoa(binary) !== encoded) return null;
+  const bytes = Uint8Array.from(binary, (ch) => ch.charCodeAt(0));
+  try {
+    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    return null;
+  }
 }
 
 function isTokenText(s: string): boolean {
@@ -131,8 +180,8 @@ export function delegation(
   value: string | null,
 ): { ok: true; node: string | null } | { ok: false; status: 400 | 403; detail: string } {
   if (value === null) return { ok: true, node: null };
-  if (value.includes(","))
-    return { ok: false, status: 400, detail: "ambiguous X-FlashML-On-Behalf-Of: more than one value" };
+  const values = value.split(",").length;
+  if (values > 1) return { ok: false, status: 400, detail: `ambiguous X-FlashML-On-Behalf-Of: ${values} values` };
   const node = value.trim();
   if (node === "") return { ok: false, status: 403, detail: "empty X-FlashML-On-Behalf-Of" };
   return { ok: true, node };

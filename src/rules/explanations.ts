@@ -17,9 +17,18 @@ import type { GateName } from "./placement";
 export type RefusalName = GateName | "replica";
 
 /** One node's answer for a task: eligible, or the first refusing gate and its reason. */
+/** `membership`: for a team-pool task when tokens are enforced, whose assignment made the node a member or not. */
 export type NodePlacement =
-  | { node_id: string; online: boolean; status: string; eligible: true }
-  | { node_id: string; online: boolean; status: string; eligible: false; gate: RefusalName; reason: string };
+  | { node_id: string; online: boolean; status: string; eligible: true; membership?: string }
+  | {
+      node_id: string;
+      online: boolean;
+      status: string;
+      eligible: false;
+      gate: RefusalName;
+      reason: string;
+      membership?: string;
+    };
 
 /** Nodes refused by the same gate for the same task-side reason. */
 export type RefusalGroup = { gate: RefusalName; reason: string; nodes: number };
@@ -109,7 +118,11 @@ const TASK_SIDE: ReadonlyArray<readonly [RefusalName, RegExp, (m: RegExpExecArra
   ["gpu", /^task needs (\d+ GPUs?), node advertises /, (m) => `task needs ${m[1]}`],
   ["exclusion", /^task excludes node /, () => "node excluded by the task"],
   ["exclusion", /^task excludes \d+ nodes? and node has no readable node_id/, () => "node has no readable node_id"],
-  ["pool", /^node is not a member of team pool (.*)$/s, (m) => `not in team pool ${m[1]}`],
+  [
+    "pool",
+    /^node is not a member of team pool (.*?)(?: \((?:assigned pools: |no team pools assigned).*\))?$/s,
+    (m) => `not in team pool ${m[1]}`,
+  ],
   ["pool", /^task is confined to team pool (.*?), node's capabilities/s, (m) => `not in team pool ${m[1]}`],
   ["pool", /^node's capabilities\.pools holds /, () => "node's team pool list is malformed"],
   [
@@ -156,6 +169,21 @@ function replicaNumbers(replicas: readonly number[]): string {
   return replicas.length === 1
     ? `replica ${replicas[0]}`
     : `replicas ${replicas.slice(0, -1).join(", ")} and ${replicas[replicas.length - 1]}`;
+}
+
+/** An operator's team-pool assignment (SPEC §9), as a placement explanation names it. */
+export type PoolAssignmentNote = { pools: readonly string[]; assigned_by: string; assigned_at: string };
+
+/**
+ * Who made a node a team pool's member when tokens are enforced (SPEC §9):
+ * the assignment's pools, operator and time, or that none was made — the
+ * pools a node reports for itself count only on an open coordinator.
+ */
+export function membershipNote(assignment: PoolAssignmentNote | null): string {
+  if (assignment === null)
+    return "no team pools assigned by an operator; pools a node reports count only on an open coordinator";
+  const pools = assignment.pools.length === 0 ? "none" : assignment.pools.map((p) => JSON.stringify(p)).join(", ");
+  return `assigned pools: ${pools}, by ${assignment.assigned_by} at ${assignment.assigned_at}`;
 }
 
 /**

@@ -46,6 +46,28 @@ export function claimView(registration: NodeView): NodeView {
   };
 }
 
+/**
+ * Whose word makes a node a member of a team pool (SPEC §9, gate 6): on an
+ * open coordinator the node's own report, as in the reference; when tokens
+ * are enforced only an operator's assignment, since membership hands the
+ * node unsandboxed work meant for machines whose owners trust each other.
+ */
+export type Membership = "reported" | "assigned";
+
+/**
+ * The claim-time view with its team pools as `membership` decides: the
+ * reported ones left as they are, or replaced by the `assigned` ones —
+ * none when no operator assigned any (fail-closed: a node's report never
+ * makes it a member).
+ */
+export function withMembership(view: NodeView, membership: Membership, assigned: readonly string[] | null): NodeView {
+  if (membership === "reported") return view;
+  const capabilities = view.capabilities;
+  const base =
+    typeof capabilities === "object" && capabilities !== null && !Array.isArray(capabilities) ? capabilities : {};
+  return { ...view, capabilities: { ...base, pools: [...(assigned ?? [])] } };
+}
+
 export type Explanation = { eligible: true } | { eligible: false; gate: GateName; reason: string };
 
 /**

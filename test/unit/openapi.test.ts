@@ -245,7 +245,8 @@ describe("the OpenAPI document", () => {
   });
 
   it("makes a bearer token optional everywhere, and asks none of the public routes", () => {
-    expect(doc.security).toEqual([{}, { bearer: [] }]);
+    expect(doc.security).toEqual([{}, { bearer: [] }, { basic: [] }]);
+    expect(doc.components.securitySchemes.basic).toMatchObject({ type: "http", scheme: "basic" });
     expect(doc.components.securitySchemes.bearer).toMatchObject({ type: "http", scheme: "bearer" });
     for (const path of ["/healthz", "/openapi.json", "/", "/pools/{pool}/"])
       expect(op(path, "get").security).toEqual([]);

@@ -32,7 +32,7 @@ describe("dashboard and placement under enforced authentication", () => {
       const r = await get(url, token);
       expect(r.status).toBe(401);
       expect(r.headers.get("www-authenticate")).toBe("Bearer");
-      expect(await r.json()).toEqual({ detail: "missing or invalid bearer token" });
+      expect(await r.json()).toEqual({ detail: "invalid or missing node token" });
     }
     for (const token of ["tok-n1", "tok-ops"]) expect((await get(url, token)).status).toBe(200);
   });

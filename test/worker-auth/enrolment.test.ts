@@ -123,7 +123,7 @@ describe("a machine joins with a code", () => {
     const after = await call(pool, "GET", "/nodes", bearer(token));
     expect(after.status).toBe(401);
     expect(after.headers.get("www-authenticate")).toBe("Bearer");
-    expect(await after.json()).toEqual({ detail: "missing or invalid bearer token" });
+    expect(await after.json()).toEqual({ detail: "invalid or missing node token" });
     expect((await call(pool, "POST", "/leases/claim", bearer(token), { node_id: "laptop-7" })).status).toBe(401);
     expect((await call(pool, "DELETE", "/nodes/laptop-7/credential", OPS)).status).toBe(404);
   });

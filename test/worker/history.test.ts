@@ -125,7 +125,9 @@ describe("counters, not scans", () => {
     expect(plans.pendingClasses).toMatch(/(SCAN|SEARCH) classes USING (COVERING )?INDEX classes_pending/);
     expect(plans.classes).toMatch(/SEARCH c USING PRIMARY KEY \(job_id=\?\)/);
     expect(plans.classes).toMatch(/SEARCH o USING PRIMARY KEY \(job_id=\? AND class_id=\? AND owner=\?\)/);
-    expect(plans.others).toMatch(/SEARCH nodes USING/);
+    expect(plans.others).toMatch(/SEARCH n USING INTEGER PRIMARY KEY \(rowid>\?\)/);
+    // An operator's team-pool assignment (SPEC §9) is one primary-key seek per node.
+    expect(plans.others).toMatch(/SEARCH ap USING INDEX sqlite_autoindex_node_pools_1 \(node_id=\?\) LEFT-JOIN/);
     // An idle node: its live leases are a seek of the partial index, never a walk over the lease history.
     expect(plans.others).toMatch(/SEARCH l USING (COVERING )?INDEX leases_live_node \(node_id=\?\)/);
     // No statement scans a table or sorts (the pending classes are read whole, through their partial index;

@@ -316,14 +316,14 @@ const CASES: Case[] = [
     method: "GET",
     path: "/jobs/%ZZ",
     status: 404,
-    detail: "unknown job",
+    detail: "no such job",
   },
   {
     name: "percent-encoded traversal in a job id is 404",
     method: "GET",
     path: "/jobs/..%2F..%2Fnodes/tasks",
     status: 404,
-    detail: "unknown job",
+    detail: "no such job",
   },
   {
     name: "a%2F..%2Fb as an artifact key is 400",

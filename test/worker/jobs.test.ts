@@ -229,7 +229,7 @@ describe("job submission", () => {
     expect((await call(pool, "GET", `/jobs/${job.job_id}/events?limit=abc`)).status).toBe(422);
   });
 
-  it("an unknown job is 404 on every job route", async () => {
+  it("an unknown job is 404 on every job route, with the reference's detail", async () => {
     const pool = freshPool();
     for (const [method, path] of [
       ["GET", "/jobs/000000000000"],
@@ -238,7 +238,9 @@ describe("job submission", () => {
       ["POST", "/jobs/000000000000/cancel"],
       ["GET", "/jobs/000000000000/logs"],
     ] as const) {
-      expect((await call(pool, method, path)).status, path).toBe(404);
+      const r = await call(pool, method, path);
+      expect(r.status, path).toBe(404);
+      expect(await r.json(), path).toEqual({ detail: "no such job: 000000000000" });
     }
   });
 });

@@ -339,7 +339,7 @@ describe("a job's events with no query are the whole ledger", () => {
   it("an unknown job is 404 before any streaming starts", async () => {
     const r = await call(freshPool(), "GET", "/jobs/000000000000/events");
     expect(r.status).toBe(404);
-    expect(await json(r)).toEqual({ detail: "unknown job 000000000000" });
+    expect(await json(r)).toEqual({ detail: "no such job: 000000000000" });
   });
 
   it("the reference CLI's call (GET {api}/v1alpha1/jobs/{id}/events, no query) reads every event", async () => {

@@ -164,7 +164,7 @@ describe("placement explanations", () => {
   });
 
   it.each([
-    ["an unknown job", "nope", "t1", "unknown job nope"],
+    ["an unknown job", "nope", "t1", "no such job: nope"],
     ["an unknown task of a known job", "JOB", "t9", "unknown task t9 in job JOB"],
   ])("404 for %s", async (_what, jobId, taskId, detail) => {
     const pool = freshPool();

@@ -50,6 +50,7 @@ const UNDO: Record<number, string> = {
       ALTER TABLE tasks DROP COLUMN replicating; ALTER TABLE leases DROP COLUMN owner;
       ALTER TABLE device_codes DROP COLUMN owner; ALTER TABLE node_credentials DROP COLUMN owner;
       ALTER TABLE queue_classes DROP COLUMN replicating;`,
+  17: "DROP TABLE node_pools; ALTER TABLE device_codes DROP COLUMN pools;",
 };
 
 /** The versions that have an undo: every migration after the second. */
