@@ -1,0 +1,253 @@
+// @ts-check
+// The submitter's commands: submit a JobSpec, read a job, its tasks, its
+// events and why a task waits, watch it to the end, cancel it. Each prints
+// a readable answer, or with --json the coordinator's JSON as it came.
+
+import { readFileSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
+import { SingleBar } from "cli-progress";
+import YAML from "yaml";
+import { CliError, EXIT } from "./errors.mjs";
+import { countsLine, progressOf, table } from "./render.mjs";
+
+/**
+ * @typedef {import("./coordinator.mjs").Coordinator} Coordinator
+ * @typedef {{ api: Coordinator, json: boolean, print: (text: string) => void }} Context
+ * @typedef {import("../src/protocol/jobs").JobRecord & { task_counts: Partial<Record<import("../src/protocol/tasks").TaskState, number>> }} ServedJob
+ * @typedef {import("../src/protocol/jobs").Event & { seq: number }} ServedEvent
+ * @typedef {{ task_id: string, state: string, attempts: number, max_attempts: number, node_id: string | null, deadline: string | null }} TaskRow
+ * @typedef {{ node_id: string, online: boolean, status: string, eligible: boolean, gate?: string, reason?: string }} NodePlacement
+ * @typedef {{ wanted: number, quorum: number, owners: { eligible: number, needed: number, short: boolean } }} ReplicaReport
+ * @typedef {{ job_id: string, task_id: string, state: string, nodes: NodePlacement[], unplaceable: boolean,
+ *   summary: string, waiting: string | null, replicas: ReplicaReport | null }} PlacementReport
+ */
+
+const TERMINAL = new Set(["SUCCEEDED", "FAILED", "CANCELLED"]);
+/** `watch`'s exit code for each way a job ends (README "The flashedge CLI"). */
+export const OUTCOME_EXIT = /** @type {Record<string, number>} */ ({ SUCCEEDED: 0, FAILED: 1, CANCELLED: 2 });
+const EVENTS_PAGE = 1000;
+
+/** @param {string} id */
+const seg = (id) => encodeURIComponent(id);
+
+/**
+ * A JobSpec from a YAML or JSON file (`-` reads stdin). JSON is parsed as
+ * JSON, so its errors name JSON's rules; anything else as YAML 1.2, which
+ * refuses duplicate keys.
+ * @param {string} file
+ * @returns {unknown}
+ */
+export function readJobFile(file) {
+  /** @type {string} */
+  let text;
+  try {
+    text = readFileSync(file === "-" ? 0 : file, "utf8");
+  } catch (error) {
+    throw new CliError(`cannot read ${file}: ${error instanceof Error ? error.message : error}`, EXIT.usage);
+  }
+  /** @type {unknown} */
+  let spec;
+  try {
+    spec = file.endsWith(".json") ? JSON.parse(text) : YAML.parse(text);
+  } catch (error) {
+    throw new CliError(
+      `${file} is not valid ${file.endsWith(".json") ? "JSON" : "YAML"}: ${error instanceof Error ? error.message : error}`,
+      EXIT.usage,
+    );
+  }
+  if (typeof spec !== "object" || spec === null || Array.isArray(spec)) {
+    throw new CliError(`${file} must hold one JobSpec (a mapping with apiVersion, kind, metadata, spec)`, EXIT.usage);
+  }
+  return spec;
+}
+
+/**
+ * @param {Context} ctx
+ * @param {string} job
+ */
+async function getJob(ctx, job) {
+  return /** @type {ServedJob} */ (await ctx.api.call("GET", `/jobs/${seg(job)}`));
+}
+
+/**
+ * @param {Context} ctx
+ * @param {string} file
+ */
+export async function submit(ctx, file) {
+  const record = /** @type {ServedJob} */ (await ctx.api.call("POST", "/jobs", readJobFile(file)));
+  if (ctx.json) return ctx.print(JSON.stringify(record));
+  ctx.print(`submitted job ${record.job_id} (${record.spec.metadata.name}): ${countsLine(record.task_counts ?? {})}`);
+}
+
+/**
+ * @param {Context} ctx
+ * @param {string} job
+ */
+export async function status(ctx, job) {
+  const record = await getJob(ctx, job);
+  if (ctx.json) return ctx.print(JSON.stringify(record));
+  ctx.print(
+    [
+      `job ${record.job_id}  ${record.state}  ${record.spec.metadata.name}`,
+      countsLine(record.task_counts ?? {}),
+      `created ${record.created_at}${record.finished_at ? `, finished ${record.finished_at}` : ""}`,
+      ...(record.error ? [`error: ${record.error}`] : []),
+    ].join("\n"),
+  );
+}
+
+/**
+ * Polls the job's task counts until it ends; resolves to the exit code of its outcome.
+ * @param {Context} ctx
+ * @param {string} job
+ * @param {{ interval: number }} options
+ * @returns {Promise<number>}
+ */
+export async function watch(ctx, job, { interval }) {
+  const tty = Boolean(process.stderr.isTTY) && !ctx.json;
+  const bar = tty
+    ? new SingleBar({
+        format: "{bar} {value}/{total} tasks finished | {state} | {counts}",
+        stream: process.stderr,
+        hideCursor: true,
+        clearOnComplete: false,
+      })
+    : null;
+  let started = false;
+  let last = "";
+  /** @type {ServedJob} */
+  let record;
+  try {
+    for (;;) {
+      record = await getJob(ctx, job);
+      const counts = record.task_counts ?? {};
+      const { done, total } = progressOf(counts);
+      const line = `${record.state}: ${countsLine(counts)}`;
+      if (bar) {
+        if (!started) bar.start(total, done, { state: record.state, counts: countsLine(counts) });
+        else bar.update(done, { state: record.state, counts: countsLine(counts) });
+        started = true;
+      } else if (!ctx.json && line !== last) {
+        // Not a terminal: one line per change, so a log stays readable.
+        process.stderr.write(`${done}/${total} finished · ${line}\n`);
+      }
+      last = line;
+      if (TERMINAL.has(record.state)) break;
+      await sleep(interval * 1000);
+    }
+  } finally {
+    bar?.stop();
+  }
+  if (ctx.json) ctx.print(JSON.stringify(record));
+  else ctx.print(`job ${record.job_id} ${record.state}: ${countsLine(record.task_counts ?? {})}`);
+  return OUTCOME_EXIT[record.state] ?? EXIT.failed;
+}
+
+/** @param {ServedEvent} e */
+const eventLine = (e) => `${String(e.seq).padStart(5)}  ${e.timestamp}  ${e.type.padEnd(22)}  ${e.message}`;
+
+/**
+ * The ledger; with `follow`, new events as they come (`?after=SEQ`) until the job ends.
+ * @param {Context} ctx
+ * @param {string} job
+ * @param {{ follow: boolean, interval: number }} options
+ */
+export async function events(ctx, job, { follow, interval }) {
+  const path = `/jobs/${seg(job)}/events`;
+  if (!follow) {
+    const all = /** @type {ServedEvent[]} */ (await ctx.api.call("GET", path));
+    if (ctx.json) return ctx.print(JSON.stringify(all));
+    for (const e of all) ctx.print(eventLine(e));
+    return;
+  }
+  // Followed, each event is printed once as it arrives: one JSON object a line with --json.
+  let after = 0;
+  let ended = false;
+  for (;;) {
+    const page = /** @type {ServedEvent[]} */ (
+      await ctx.api.call("GET", `${path}?after=${after}&limit=${EVENTS_PAGE}`)
+    );
+    for (const e of page) ctx.print(ctx.json ? JSON.stringify(e) : eventLine(e));
+    if (page.length > 0) after = page[page.length - 1]?.seq ?? after;
+    if (page.length === EVENTS_PAGE) continue;
+    // The job ended before this page was read: nothing comes after it.
+    if (ended) return;
+    ended = TERMINAL.has((await getJob(ctx, job)).state);
+    if (!ended) await sleep(interval * 1000);
+  }
+}
+
+/**
+ * @param {Context} ctx
+ * @param {string} job
+ */
+export async function tasks(ctx, job) {
+  const rows = /** @type {TaskRow[]} */ (await ctx.api.call("GET", `/jobs/${seg(job)}/tasks`));
+  if (ctx.json) return ctx.print(JSON.stringify(rows));
+  ctx.print(
+    table(
+      ["task", "state", "attempts", "node", "lease deadline"],
+      rows.map((t) => [t.task_id, t.state, `${t.attempts}/${t.max_attempts}`, t.node_id, t.deadline]),
+    ),
+  );
+}
+
+/**
+ * The placement report: every node's gate answer, then the summary and what the task waits for.
+ * @param {Context} ctx
+ * @param {string} job
+ * @param {string} task
+ */
+export async function why(ctx, job, task) {
+  const report = /** @type {PlacementReport} */ (
+    await ctx.api.call("GET", `/jobs/${seg(job)}/tasks/${seg(task)}/placement`)
+  );
+  if (ctx.json) return ctx.print(JSON.stringify(report));
+  const lines = [`task ${report.task_id} of job ${report.job_id}: ${report.state}`];
+  if (report.nodes.length > 0) {
+    lines.push(
+      table(
+        ["node", "online", "eligible", "gate", "reason"],
+        report.nodes.map((n) => [n.node_id, n.online ? "yes" : "no", n.eligible ? "yes" : "no", n.gate, n.reason]),
+      ),
+    );
+  } else lines.push("no node is registered in this pool");
+  lines.push(`summary: ${report.summary}`);
+  if (report.waiting) lines.push(`waiting: ${report.waiting}`);
+  if (report.unplaceable) lines.push("unplaceable: no registered node could ever take this task");
+  if (report.replicas) {
+    const { wanted, quorum, owners } = report.replicas;
+    lines.push(
+      `replicas: ${wanted} wanted, ${quorum} must agree; ${owners.eligible} of ${owners.needed} distinct owners eligible${owners.short ? " (too few)" : ""}`,
+    );
+  }
+  ctx.print(lines.join("\n"));
+}
+
+/**
+ * @param {Context} ctx
+ * @param {{ limit?: number }} options
+ */
+export async function jobs(ctx, { limit }) {
+  const all = /** @type {ServedJob[]} */ (await ctx.api.list("/jobs", limit));
+  if (ctx.json) return ctx.print(JSON.stringify(all));
+  ctx.print(
+    table(
+      ["job", "name", "state", "finished", "created"],
+      all.map((j) => {
+        const { done, total } = progressOf(j.task_counts ?? {});
+        return [j.job_id, j.spec.metadata.name, j.state, `${done}/${total}`, j.created_at];
+      }),
+    ),
+  );
+}
+
+/**
+ * @param {Context} ctx
+ * @param {string} job
+ */
+export async function cancel(ctx, job) {
+  const record = /** @type {ServedJob} */ (await ctx.api.call("POST", `/jobs/${seg(job)}/cancel`));
+  if (ctx.json) return ctx.print(JSON.stringify(record));
+  ctx.print(`job ${record.job_id} ${record.state}: ${countsLine(record.task_counts ?? {})}`);
+}
