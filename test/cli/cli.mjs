@@ -276,7 +276,7 @@ async function openCoordinator() {
   await check("an unknown job or node is a 404 message and exit 1", async () => {
     const r = await cli([...at, "status", "000000000000"]);
     exits(r, 1);
-    assert.match(r.stderr, /^flashedge: not found \(404\): unknown job 000000000000$/im);
+    assert.match(r.stderr, /^flashedge: not found \(404\): no such job: 000000000000$/im);
     const n = await cli([...at, "release", "nobody"]);
     exits(n, 1);
     assert.match(n.stderr, /not found \(404\)/);
@@ -286,18 +286,10 @@ async function openCoordinator() {
     exits(r, 1);
     assert.match(r.stderr, /answered 400/);
   });
-  await check("pools: without the route on this coordinator the refusal is reported clearly", async () => {
+  await check("pools on an open coordinator says reported pools already count (exit 1)", async () => {
     const r = await cli([...at, "pools", "cpu-1", "team-a"]);
-    if (r.code === 0) {
-      // The route has landed: it answers the node's assignment.
-      assert.match(r.stdout, /cpu-1 is in the pools: team-a/);
-    } else {
-      exits(r, 1);
-      assert.match(
-        r.stderr,
-        /^flashedge: (not found \(404\)|the coordinator does not serve PUT \/nodes\/cpu-1\/pools \(405\))/,
-      );
-    }
+    exits(r, 1);
+    assert.match(r.stderr, /answered 400: this coordinator is open/);
   });
 }
 
@@ -411,6 +403,19 @@ async function securedCoordinator() {
   });
 
   await api.register(nodeToken, {});
+  await check("pools assigns a node's team pools on a secured pool; an unknown node is a 404", async () => {
+    const r = await cli(["pools", "n1", "team-a", "team-b"]);
+    exits(r, 0);
+    assert.match(r.stdout, /n1 is in the pools: team-a, team-b/);
+    const cleared = await cli(["pools", "n1", "--clear"]);
+    exits(cleared, 0);
+    const unknown = await cli(["pools", "nobody", "team-a"]);
+    exits(unknown, 1);
+    assert.match(unknown.stderr, /not found \(404\)/);
+    const byNode = await cli(["pools", "n1", "team-a"], { token: nodeToken });
+    exits(byNode, 1);
+    assert.match(byNode.stderr, /refused \(403\)/);
+  });
   await check("watch exits 0 for a job that succeeds on a secured pool", async () => {
     const submitted = await cli(["--json", "submit", yamlJob("secure-ok", 2)]);
     exits(submitted, 0);
