@@ -8,10 +8,20 @@
 // closed). The one exception is the module gate, an availability flag where
 // only an explicit `false` refuses.
 
+import { canonicalGpuNeed, GPU_REQUIREMENT_KEYS, type GpuNeedReading, gpuNeedRefusal, readGpuNeed } from "./gpu";
 import { shorten } from "./text";
 
 /** The payload keys the gate reads. Any other payload key never changes its answer. */
-export const GATE_KEYS = ["argv", "module", "local_inputs", "gpus", "exclude_nodes", "pool", "isolation"] as const;
+export const GATE_KEYS = [
+  "argv",
+  "module",
+  "local_inputs",
+  "gpus",
+  ...GPU_REQUIREMENT_KEYS,
+  "exclude_nodes",
+  "pool",
+  "isolation",
+] as const;
 
 export type GateName = "argv" | "module" | "local_data" | "gpu" | "exclusion" | "pool" | "isolation";
 
@@ -86,6 +96,7 @@ export function explain(payload: unknown, node: unknown): Explanation {
  * round trip (it holds only JSON values). What it keeps:
  * argv and module by presence alone; the other five only when they require
  * something (absent, null, `[]` and `0` require nothing and are dropped);
+ * the GPU requirements beyond a count in canonical form (see gpu.ts);
  * local_inputs and exclude_nodes sorted and deduplicated; isolation as
  * `{allowFallback: true}` (the waiver, which opens every tier) or
  * `{tier: "sandboxed"}` or nothing. A payload that refuses everywhere
@@ -96,7 +107,10 @@ export function requirementOf(payload: unknown): Record<string, unknown> {
   const reading = readPayload(payload);
   if (!reading.readable) return unplaceable();
   const r = reading.requirement;
-  if (!r.localInputs.ok || !r.gpus.ok || !r.excludeNodes.ok || !r.pool.ok || !r.isolation.ok) return unplaceable();
+  const gpuNeed = r.gpuNeed;
+  if (!r.localInputs.ok || !r.gpus.ok || !gpuNeed.ok || !r.excludeNodes.ok || !r.pool.ok || !r.isolation.ok) {
+    return unplaceable();
+  }
   const out: Record<string, unknown> = {};
   if (r.argv) out.argv = true;
   if (r.module) out.module = true;
@@ -105,6 +119,7 @@ export function requirementOf(payload: unknown): Record<string, unknown> {
     out.local_inputs = [...byKey.keys()].sort().map((key) => byKey.get(key));
   }
   if (r.gpus.need > 0) out.gpus = r.gpus.need;
+  if (gpuNeed.need !== null) Object.assign(out, canonicalGpuNeed(gpuNeed.need));
   if (r.excludeNodes.need.length > 0) out.exclude_nodes = [...new Set(r.excludeNodes.need)].sort();
   if (r.pool.need !== null) out.pool = r.pool.need;
   if (r.isolation.need.allowFallback) out.isolation = { allowFallback: true };
@@ -146,6 +161,8 @@ interface Requirement {
   localInputs: Demand<readonly unknown[]>;
   /** `0` requires nothing. */
   gpus: Demand<number>;
+  /** Memory, compute capability, driver per GPU; null when none is asked for. */
+  gpuNeed: GpuNeedReading;
   /** `[]` excludes nobody. */
   excludeNodes: Demand<readonly string[]>;
   pool: Demand<string | null>;
@@ -185,13 +202,16 @@ function readPayload(payload: unknown): Reading {
         reason: `argv: the payload is ${kind(payload)}, not a JSON object, so its requirements cannot be read`,
       };
     }
+    const gpus = readGpus(own(payload, "gpus"));
+    const [memory, capability, driver] = GPU_REQUIREMENT_KEYS.map((key) => own(payload, key));
     return {
       readable: true,
       requirement: {
         argv: Object.hasOwn(payload, "argv"),
         module: Object.hasOwn(payload, "module"),
         localInputs: readLocalInputs(own(payload, "local_inputs")),
-        gpus: readGpus(own(payload, "gpus")),
+        gpus,
+        gpuNeed: readGpuNeed(memory, capability, driver, gpus.ok ? gpus.need : 0, show),
         excludeNodes: readExcludeNodes(own(payload, "exclude_nodes")),
         pool: readPool(own(payload, "pool")),
         isolation: readIsolation(own(payload, "isolation")),
@@ -310,6 +330,7 @@ function checkLocalData(r: Requirement, node: unknown): string | null {
 
 function checkGpu(r: Requirement, node: unknown): string | null {
   if (!r.gpus.ok) return r.gpus.reason;
+  if (!r.gpuNeed.ok) return r.gpuNeed.reason;
   const need = r.gpus.need;
   if (need === 0) return null;
   const capabilities = field(node, "capabilities");
@@ -322,7 +343,7 @@ function checkGpu(r: Requirement, node: unknown): string | null {
     return `gpu: task needs ${count(need, "GPU")}, node advertises none (capabilities.gpus is ${show(gpus)}, not a list)`;
   }
   if (gpus.length < need) return `gpu: task needs ${count(need, "GPU")}, node advertises ${gpus.length}`;
-  return null;
+  return r.gpuNeed.need === null ? null : gpuNeedRefusal(r.gpuNeed.need, need, gpus);
 }
 
 function checkExclusion(r: Requirement, node: unknown): string | null {
