@@ -3,12 +3,14 @@
 // the tasks or the ledger.
 
 import type { MetricsSample } from "../rules/metrics";
+import { demand } from "./fleet";
 import { poolTaskCounts } from "./jobs";
 
 export function metricsSample(sql: SqlStorage, now: number): MetricsSample {
   const tasks = poolTaskCounts(sql);
   const events: Record<string, number> = {};
   for (const r of sql.exec<{ type: string; n: number }>("SELECT type, n FROM event_counts")) events[r.type] = r.n;
+  const pending = demand(sql, now, false);
   const count = (query: string, ...args: number[]) => sql.exec<{ n: number }>(query, ...args).one().n;
   return {
     tasks,
@@ -18,6 +20,11 @@ export function metricsSample(sql: SqlStorage, now: number): MetricsSample {
     nodesRegistered: count("SELECT COUNT(*) AS n FROM nodes"),
     nodesOnline: count("SELECT COUNT(*) AS n FROM nodes WHERE live_until_ms > ?", now),
     nodesHeldBack: count("SELECT COUNT(*) AS n FROM nodes WHERE held_until_ms > ?", now),
+    demand: {
+      classes: pending.classes.map((c) => ({ class_id: c.class_id, pending: c.pending, needs: c.needs })),
+      unservable_classes: pending.unservable_classes,
+      unservable_tasks: pending.unservable_tasks,
+    },
     results: sql
       .exec<{ valid: number; invalid: number }>(
         "SELECT TOTAL(valid_results) AS valid, TOTAL(invalid_results) AS invalid FROM nodes",

@@ -32,6 +32,7 @@ import {
 } from "./enrolment";
 import type { EventRow } from "./events";
 import { placementReport } from "./explain";
+import { fleetSummary } from "./fleet";
 import {
   archiveState,
   cancelJob,
@@ -109,6 +110,7 @@ const ACTION_NAMES = [
   "quarantineCheckpoint",
   "explainPlacement",
   "dashboard",
+  "fleet",
   "metrics",
 ] as const;
 export type Action = (typeof ACTION_NAMES)[number];
@@ -467,6 +469,11 @@ export class PoolObject extends DurableObject<Env> {
   /** The dashboard's bounded summary of this pool: counts, and at most `limit` of each list. */
   dashboard(pool: string, limit: number) {
     return dashboardSummary(this.sql, Date.now(), pool, limit);
+  }
+
+  /** GET /nodes/summary: the fleet's GPUs and the demand on them, bounded (src/pool/fleet.ts). */
+  fleet(pool: string, limit: number) {
+    return fleetSummary(this.sql, Date.now(), pool, limit);
   }
 
   /** Counts for GET /metrics. */
