@@ -10,7 +10,9 @@ import { describeGpuNeed, readGpuNeed } from "./gpu";
 
 /**
  * A canonical requirement in words: "2 GPUs with ≥ 40960 MB", "team pool
- * 'lab', a sandboxed node", "any node" for one that requires nothing.
+ * 'lab', a sandboxed node", "nothing in particular" for one that requires nothing. A
+ * module task's class is not named for its module: that gate is fail-open,
+ * so nearly every node takes it and the words would be noise.
  */
 export function describeRequirement(requirement: unknown): string {
   if (typeof requirement !== "object" || requirement === null || Array.isArray(requirement)) {
@@ -27,12 +29,11 @@ export function describeRequirement(requirement: unknown): string {
   if (Array.isArray(r.local_inputs)) parts.push(`${plural(r.local_inputs.length, "local dataset")}`);
   if (typeof r.pool === "string") parts.push(`team pool ${quote(r.pool)}`);
   if (r.argv === true) parts.push("a command line");
-  if (r.module === true) parts.push("a module runner");
   if (typeof r.isolation === "object" && r.isolation !== null && !Array.isArray(r.isolation)) {
     if ((r.isolation as Record<string, unknown>).tier === "sandboxed") parts.push("a sandboxed node");
   }
   if (Array.isArray(r.exclude_nodes)) parts.push(`none of ${plural(r.exclude_nodes.length, "excluded node")}`);
-  return parts.length > 0 ? parts.join(", ") : "any node";
+  return parts.length > 0 ? parts.join(", ") : "nothing in particular";
 }
 
 export type ClassDemand = {

@@ -7,7 +7,7 @@ import { requirementOf } from "../../src/rules/placement";
 
 describe("a requirement in words", () => {
   it.each([
-    [{}, "any node"],
+    [{}, "nothing in particular"],
     [{ gpus: 2, gpu_memory_mb: 40960 }, "2 GPUs with ≥ 40960 MB"],
     [{ gpus: 1 }, "1 GPU"],
     [
@@ -16,7 +16,8 @@ describe("a requirement in words", () => {
     ],
     [{ pool: "lab", isolation: { tier: "sandboxed" } }, "team pool 'lab', a sandboxed node"],
     [{ argv: ["python"], local_inputs: ["a", "b"] }, "2 local datasets, a command line"],
-    [{ module: "m", exclude_nodes: ["n1"] }, "a module runner, none of 1 excluded node"],
+    [{ module: "m", exclude_nodes: ["n1"] }, "none of 1 excluded node"],
+    [{ module: "m" }, "nothing in particular"],
     [{ gpus: "2" }, "a malformed requirement no node can meet"],
     [{ gpu_memory_mb: 40960 }, "a malformed requirement no node can meet"],
   ])("%j reads as %j", (payload, words) => {

@@ -96,21 +96,9 @@ describe("the fleet's GPUs and the demand on them", () => {
     await submitJob(pool, trialsJob(2));
     const { demand } = await fleet(pool);
     expect(demand.classes.map((c) => [c.pending, c.needs, c.online_nodes_able, c.servable, c.summary])).toEqual([
-      [
-        18,
-        "2 GPUs with ≥ 40960 MB, a module runner",
-        0,
-        false,
-        "18 tasks need 2 GPUs with ≥ 40960 MB, a module runner; no node has that",
-      ],
-      [
-        3,
-        "1 GPU with ≥ 40960 MB, a module runner",
-        2,
-        true,
-        "3 tasks need 1 GPU with ≥ 40960 MB, a module runner; 2 online nodes can take them",
-      ],
-      [2, "a module runner", 3, true, "2 tasks need a module runner; 3 online nodes can take them"],
+      [18, "2 GPUs with ≥ 40960 MB", 0, false, "18 tasks need 2 GPUs with ≥ 40960 MB; no node has that"],
+      [3, "1 GPU with ≥ 40960 MB", 2, true, "3 tasks need 1 GPU with ≥ 40960 MB; 2 online nodes can take them"],
+      [2, "nothing in particular", 3, true, "2 tasks need nothing in particular; 3 online nodes can take them"],
     ]);
     expect(demand).toMatchObject({
       unservable_classes: 1,
