@@ -52,7 +52,7 @@ const SHA = "0".repeat(64);
 // Parsed like a submission, so it carries every default a stored job has.
 const SPEC = JobSpecSchema.parse(jobSpec({ type: "hyperparameter_search", parameters: {} }, {}, "bench"));
 
-type Kind = "plain" | "gpu" | "local";
+type Kind = "plain" | "gpu" | "gpu-memory" | "local";
 const KIND_OF_SLOT: readonly Kind[] = [
   "plain",
   "plain",
@@ -62,17 +62,27 @@ const KIND_OF_SLOT: readonly Kind[] = [
   "plain",
   "plain",
   "gpu",
-  "gpu",
+  "gpu-memory",
   "local",
 ];
 
 function kindOf(payload: Record<string, unknown>): Kind {
-  return payload.gpus === 1 ? "gpu" : payload.local_inputs ? "local" : "plain";
+  if (payload.gpus === 1) return payload.gpu_memory_mb === undefined ? "gpu" : "gpu-memory";
+  return payload.local_inputs ? "local" : "plain";
 }
 
-/** The issue's mix: 70% plain, 20% `gpus: 1`, 10% `local_inputs: ["ds-a"]`, interleaved. */
+/**
+ * The issue's mix: 70% plain, 20% `gpus: 1`, 10% `local_inputs: ["ds-a"]`,
+ * interleaved. Of the GPU tasks (issue 26), half need compute capability
+ * 8.0, half 16 GB, capability 8.0 and driver 535 on each GPU: two classes
+ * the bench's A10G serves.
+ */
 function mixedTask(jobId: string, i: number, kind: Kind = KIND_OF_SLOT[i % 10]!): TaskSpec {
-  const task = trialTask(jobId, i, kind === "gpu" ? 1 : 0);
+  const task = trialTask(jobId, i, kind === "gpu" || kind === "gpu-memory" ? 1 : 0);
+  if (kind === "gpu") task.payload.gpu_compute_capability = "8.0";
+  if (kind === "gpu-memory") {
+    Object.assign(task.payload, { gpu_memory_mb: 16384, gpu_compute_capability: "8.0", gpu_driver_version: "535" });
+  }
   if (kind === "local") task.payload.local_inputs = ["ds-a"];
   return task;
 }

@@ -13,7 +13,13 @@ export function registration(nodeId: string, gpus: number): NodeRegistration {
     capabilities: {
       cpu_cores: 8,
       memory_bytes: 16e9,
-      gpus: Array.from({ length: gpus }, (_, index) => ({ index, name: "A10G", memory_total_mb: 22731 })),
+      gpus: Array.from({ length: gpus }, (_, index) => ({
+        index,
+        name: "A10G",
+        memory_total_mb: 22731,
+        compute_capability: "8.6",
+        driver_version: "535.54.03",
+      })),
       os: "linux",
       architecture: "amd64",
     },

@@ -596,6 +596,83 @@ function migrationsSection(m) {
   return out;
 }
 
+/**
+ * bench/gpu-classes.mjs's results file.
+ * @typedef {{ classes: number, cpu_claim_us: number, gpu_claim_us: number, cpu_cycles_per_s: number,
+ *   gpu_cycles_per_s: number, commit_us: number, idle_claim_us: number }} GpuClassesRun
+ * @typedef {{ command: string, date: string, machine: import("./lib.mjs").Machine, wall_s: number, depth: number,
+ *   head: string, base_commit: string | null, pairs: { first: string, now: GpuClassesRun, base: GpuClassesRun }[],
+ *   ratio: { cpu_claim: number, gpu_claim: number, commit: number }, bar: { max_ratio: number, met: boolean } }} GpuClassesResult
+ */
+
+/**
+ * The pairs whose control (bind+commit) stayed within 10% of 1×, where load
+ * hit both sides alike, and the claim ratios in them: the figure least
+ * blurred by load.
+ * @param {GpuClassesResult} g
+ */
+function quietPairs(g) {
+  const quiet = g.pairs.filter((p) => Math.abs(p.now.commit_us / p.base.commit_us - 1) <= 0.1);
+  if (quiet.length === 0) return "No pair had its control within 10% of 1×: every pair was blurred by load. ";
+  /** @param {(p: (typeof quiet)[number]) => number} f */
+  const range = (f) => {
+    const values = quiet.map(f);
+    return `${round(Math.min(...values), 2)}–${round(Math.max(...values), 2)}×`;
+  };
+  return (
+    `In the ${quiet.length} pair${quiet.length === 1 ? "" : "s"} whose control stayed within 10% of 1× ` +
+    `(pair${quiet.length === 1 ? "" : "s"} ${quiet.map((p) => g.pairs.indexOf(p) + 1).join(", ")}), the claim ratio was ` +
+    `${range((p) => p.now.cpu_claim_us / p.base.cpu_claim_us)} on the CPU node and ` +
+    `${range((p) => p.now.gpu_claim_us / p.base.gpu_claim_us)} on the GPU node: at this load, differences of 10–15% ` +
+    "between single runs are within the noise. "
+  );
+}
+
+/** @param {GpuClassesResult} g */
+function gpuClassesSection(g) {
+  const out = [];
+  out.push("## 12. GPUs matched by memory, compute capability and driver: what the claim pays");
+  out.push("");
+  out.push(
+    `- Command: \`${g.command}\` (runs \`node bench/in-object.mjs --runs 1 --depths ${g.depth}\` in each checkout)`,
+  );
+  out.push(`- Machine: ${machineLine(g.machine)}`);
+  out.push(
+    `- Date: ${g.date}; ${g.pairs.length} pairs, ${fmt(g.wall_s)} s wall; measured: ${g.head}` +
+      (g.base_commit ? ` against ${g.base_commit}` : ""),
+  );
+  out.push("");
+  out.push(
+    `Section 1's bench at ${fmt(g.depth)} pending, with its GPU tasks in two classes that need memory, compute ` +
+      "capability and driver on each GPU (issue 26), run in two exports of the measured commit in alternating " +
+      "processes: one as it is, one with the code before (`src/` of the base commit), where those requirements are " +
+      "ignored and the GPU tasks are one class. The ratio is now / before within a pair, then the median over pairs. " +
+      "Bind+commit, which issue 26 does not touch, is the control: a ratio away from 1× there is load, not code.",
+  );
+  out.push("");
+  out.push(
+    "| pair | first | classes, now / before | CPU claim µs, now / before | GPU claim µs, now / before | bind+commit µs, now / before | claim with nothing eligible µs, now / before |",
+  );
+  out.push("|---:|---|---|---|---|---|---|");
+  g.pairs.forEach((p, i) => {
+    out.push(
+      `| ${i + 1} | ${p.first === "now" ? "now" : "before"} | ${p.now.classes} / ${p.base.classes} | ${p.now.cpu_claim_us} / ${p.base.cpu_claim_us} | ` +
+        `${p.now.gpu_claim_us} / ${p.base.gpu_claim_us} | ${p.now.commit_us} / ${p.base.commit_us} | ${p.now.idle_claim_us} / ${p.base.idle_claim_us} |`,
+    );
+  });
+  out.push("");
+  out.push(
+    `**Bar (issue 26):** the claim at ${fmt(g.depth)} pending costs at most ${g.bar.max_ratio}× the claim before: ` +
+      `CPU node ${g.ratio.cpu_claim}×, GPU node ${g.ratio.gpu_claim}× (median over pairs; bind+commit, the control, ` +
+      `${g.ratio.commit}×); ${g.bar.met ? "holds" : "**missed**"}. ` +
+      quietPairs(g) +
+      "The GPU requirements are part of a task's requirement class, so the claim evaluates the gate once per class, " +
+      "as before: one more class here, and a few comparisons of short digit strings for the GPU node.",
+  );
+  out.push("");
+  return out;
+}
+
 function render() {
   const inObject = /** @type {InObjectResult | null} */ (readResult("in-object"));
   const http = /** @type {HttpResult | null} */ (readResult("http"));
@@ -604,6 +681,7 @@ function render() {
   const longevity = /** @type {LongevityResult | null} */ (readResult("longevity"));
   const verification = /** @type {VerificationResult | null} */ (readResult("verification"));
   const migrations = /** @type {MigrationsResult | null} */ (readResult("migrations"));
+  const gpuClasses = /** @type {GpuClassesResult | null} */ (readResult("gpu-classes"));
   /** @type {string[]} */
   const out = [];
   out.push("# Benchmarks");
@@ -615,7 +693,9 @@ function render() {
       "Run everything with `npm run bench` (about 10 minutes: `node bench/in-object.mjs && node bench/http.mjs && node bench/render.mjs`); " +
       "`node bench/http.mjs --auth-only && node bench/render.mjs` reruns only section 6; `npm run bench:longevity` " +
       "(about 15 minutes) reruns only section 8; `npm run bench:verification` (about 2 minutes) only section 9; " +
-      "`npm run bench:migrations` (about 3 minutes) only section 10; `npm run bench:quick` is the small version CI runs.",
+      "`npm run bench:migrations` (about 3 minutes) only section 10; `node bench/gpu-classes.mjs --base DIR` " +
+      "(about 20 minutes; DIR a copy of this checkout with the code before issue 26 in src/) only section 11; `npm run bench:quick` is the " +
+      "small version CI runs.",
   );
   out.push("");
 
@@ -633,7 +713,13 @@ function render() {
     );
     out.push("");
     out.push(
-      'Queue: the issue\'s mix, 70% plain / 20% `gpus: 1` / 10% `local_inputs: ["ds-a"]`, seeded as 10,000-task jobs ' +
+      // Four classes: the GPU half of the mix carries the GPU requirements of issue 26.
+      (first.classes === 4
+        ? 'Queue: the issue\'s mix, 70% plain / 20% `gpus: 1` / 10% `local_inputs: ["ds-a"]`, the GPU tasks half ' +
+          '`gpu_compute_capability: "8.0"` and half also `gpu_memory_mb: 16384` and `gpu_driver_version: "535"` ' +
+          "(issue 26; the GPU node's A10G reports 22,731 MB, capability 8.6 and driver 535.54.03), "
+        : 'Queue: the issue\'s mix, 70% plain / 20% `gpus: 1` / 10% `local_inputs: ["ds-a"]`, ') +
+        "seeded as 10,000-task jobs " +
         "through the object's submission path. Each claimed task is replaced by a new task of its class at the back between " +
         "batches (untimed), so the depth and the mix stay fixed. A cycle is what the object does for one task: the claim " +
         "transaction, the bind of the uploaded output, and the commit transaction (which settles the job), each its own " +
@@ -654,7 +740,7 @@ function render() {
       `**Bar:** cycles/s at ${fmt(deep.depth)} pending are ${pct(inObject.bar.ratio)} of those at ${fmt(first.depth)} ` +
         `(required ≥ 80%): ${inObject.bar.holds ? "holds" : "**missed**"}. **Goal:** ≥ 2,000 cycles/s at ${fmt(deep.depth)}: ` +
         `${inObject.bar.goal_2000_at_deepest ? `met (${fmt(deep.cpu.cycles_per_s)})` : "**not met**"}. ` +
-        `The CPU node takes only the plain class; the GPU node (one GPU, no datasets) takes plain and \`gpus: 1\` tasks. ` +
+        `The CPU node takes only the plain class; the GPU node (one GPU, no datasets) takes plain and GPU tasks. ` +
         "These jobs are one tenant's at one priority, so a claim takes the job with the fewest claims so far and its first " +
         `task in queue order that the gate accepts: it evaluates the gate once per class with pending tasks (${first.classes} ` +
         "here), seeks the highest priority holding an accepted class, and reads that priority's first job holding one, " +
@@ -827,6 +913,7 @@ function render() {
   if (verification) out.push(...verificationSection(verification));
   if (migrations) out.push(...migrationsSection(migrations));
   if (inObject?.replicas) out.push(...replicasSection(inObject));
+  if (gpuClasses) out.push(...gpuClassesSection(gpuClasses));
 
   out.push("## Changes made for these numbers");
   out.push("");

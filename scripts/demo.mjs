@@ -60,7 +60,7 @@ const cyan = color(36);
  * @typedef {object} FleetNode
  * @property {string} node_id
  * @property {string} note
- * @property {{ cpu_cores: number, gpus?: { index: number, name: string, memory_total_mb: number }[] }} capabilities
+ * @property {{ cpu_cores: number, gpus?: Gpu[] }} capabilities
  * @property {boolean} [dies]
  * @property {boolean} [broken] fails every task it takes
  * @property {boolean} [cheats] commits made-up metrics without doing the work
@@ -69,11 +69,24 @@ const cyan = color(36);
  * @property {string[]} [local_datasets]
  */
 
+/** @typedef {{ index: number, name: string, memory_total_mb: number, compute_capability: string, driver_version: string }} Gpu */
+
 /**
+ * `n` GPUs as the agent's probe reports them.
  * @param {number} n
  * @param {string} name
+ * @param {number} memoryMb
+ * @param {string} capability
+ * @returns {Gpu[]}
  */
-const gpu = (n, name) => Array.from({ length: n }, (_, index) => ({ index, name, memory_total_mb: 24576 }));
+const gpu = (n, name, memoryMb, capability) =>
+  Array.from({ length: n }, (_, index) => ({
+    index,
+    name,
+    memory_total_mb: memoryMb,
+    compute_capability: capability,
+    driver_version: "550.54.15",
+  }));
 
 /**
  * What each simulated node says about itself on registration.
@@ -82,17 +95,21 @@ const gpu = (n, name) => Array.from({ length: n }, (_, index) => ({ index, name,
 const FLEET = [
   { node_id: "cpu-1", note: "CPU only", capabilities: { cpu_cores: 8 } },
   { node_id: "cpu-2", note: "CPU only — dies mid-task", capabilities: { cpu_cores: 4 }, dies: true },
-  { node_id: "gpu-1", note: "1 × NVIDIA L4", capabilities: { cpu_cores: 16, gpus: gpu(1, "NVIDIA L4") } },
+  {
+    node_id: "gpu-1",
+    note: "1 × NVIDIA H100 80 GB — a data-centre card",
+    capabilities: { cpu_cores: 32, gpus: gpu(1, "NVIDIA H100 80GB HBM3", 81920, "9.0") },
+  },
   {
     node_id: "gpu-broken",
-    note: "1 × NVIDIA T4 with a faulty GPU — fails every task it takes",
-    capabilities: { cpu_cores: 8, gpus: gpu(1, "NVIDIA T4") },
+    note: "1 × GeForce RTX 3060, 12 GB — a consumer card, faulty: fails every task it takes",
+    capabilities: { cpu_cores: 8, gpus: gpu(1, "NVIDIA GeForce RTX 3060", 12288, "8.6") },
     broken: true,
   },
   {
     node_id: "gpu-2",
-    note: "2 × NVIDIA A100, runs argv but has no sandbox",
-    capabilities: { cpu_cores: 32, gpus: gpu(2, "NVIDIA A100") },
+    note: "2 × NVIDIA A100 40 GB, runs argv but has no sandbox",
+    capabilities: { cpu_cores: 32, gpus: gpu(2, "NVIDIA A100-SXM4-40GB", 40960, "8.0") },
     argv_capable: true,
   },
   {
@@ -146,6 +163,9 @@ const TOKENS = {
 const BROKEN_REASON = "CUDA error: an illegal memory access was encountered";
 /** The label that ranks a job in the claim order (SPEC §13). */
 const PRIORITY_LABEL = "flashml.dev/priority";
+/** The labels that ask for a kind of GPU (SPEC §4 gate 4). */
+const GPU_MEMORY_LABEL = "flashml.dev/gpu-memory-mb";
+const GPU_CAPABILITY_LABEL = "flashml.dev/gpu-compute-capability";
 /** The label that runs each task of a job on this many nodes (SPEC §14). */
 const REPLICAS_LABEL = "flashml.dev/replicas";
 /** The replicas the cheater tries to copy from: r1 to r{COPY_REPLICAS}, but its own. */
@@ -231,6 +251,28 @@ const JOBS = [
       type: "hyperparameter_search",
       parameters: { grid: { C: [0.1, 1, 10], kernel: ["linear", "rbf"], seed: [1, 2] }, lease_seconds: 6 },
     }),
+  },
+  {
+    gate: "gpu: ≥ 64 GB and compute capability 8.0 per GPU — only the 80 GB card",
+    spec: jobSpec(
+      "llm-finetune",
+      {
+        type: "hyperparameter_search",
+        parameters: { trials: [{ lr: 2e-5 }, { lr: 1e-5 }, { lr: 5e-6 }], lease_seconds: 10 },
+      },
+      { resources: { gpuPerTask: 1 } },
+      { [GPU_MEMORY_LABEL]: "65536", [GPU_CAPABILITY_LABEL]: "8.0" },
+    ),
+  },
+  {
+    gate: "gpu: 2 GPUs with ≥ 80 GB each — no node has that",
+    unplaceable: true,
+    spec: jobSpec(
+      "needs-2x80g",
+      { type: "hyperparameter_search", parameters: { trials: [{}, {}] } },
+      { resources: { gpuPerTask: 2 } },
+      { [GPU_MEMORY_LABEL]: "81920" },
+    ),
   },
   {
     gate: "gpu: needs 8 GPUs — no node has them",
@@ -368,6 +410,7 @@ async function main() {
       `  ${job.spec.metadata.name.padEnd(15)} ${dim(record.job_id)}  ${plural(countTasks(record.task_counts), "task")}  ${dim(`gate: ${job.gate}`)}`,
     );
   }
+  await showFleet();
   const later = JOBS.filter((j) => j.later);
   for (const job of later) say(`  ${job.spec.metadata.name.padEnd(15)} ${dim(`submitted later — gate: ${job.gate}`)}`);
   const verified = JOBS.filter((j) => j.verified);
@@ -1012,12 +1055,17 @@ async function summary(url, pool) {
     for (const t of completed) perNode[t.node_id] = (perNode[t.node_id] ?? 0) + 1;
     const spec = /** @type {(typeof JOBS)[number]} */ (JOBS.find((j) => j.spec.metadata.name === job.name)).spec;
     const gpus = spec.spec.resources?.gpuPerTask ?? 0;
+    const labels = spec.metadata.labels;
+    const memoryMb = Number(labels[GPU_MEMORY_LABEL] ?? 0);
+    const capability = labels[GPU_CAPABILITY_LABEL] ?? "0.0";
+    /** @param {Gpu} g */
+    const qualifies = (g) => g.memory_total_mb >= memoryMb && capabilityAtLeast(g.compute_capability, capability);
     const datasets = spec.spec.workload.parameters.local_inputs ?? [];
     const sandboxed = spec.spec.isolation?.tier === "sandboxed";
     const misplaced = completed.filter((t) => {
       const n = nodes[t.node_id];
       if (!n) return true;
-      if ((n.capabilities.gpus?.length ?? 0) < gpus) return true;
+      if ((n.capabilities.gpus ?? []).filter(qualifies).length < gpus) return true;
       if (!datasets.every((d) => (n.local_datasets ?? []).includes(d))) return true;
       if (sandboxed && n.sandbox_capable !== true) return true;
       return false;
@@ -1025,7 +1073,7 @@ async function summary(url, pool) {
     if (gpus > 0 && !job.unplaceable)
       checks.push([
         misplaced.length === 0,
-        `every ${job.name} task ran on a node with ≥ ${gpus} GPU (${completed.map((t) => t.node_id).join(", ") || "none"})`,
+        `every ${job.name} task ran on a node with ≥ ${gpus} GPU${memoryMb ? ` of ≥ ${memoryMb} MB` : ""} (${completed.map((t) => t.node_id).join(", ") || "none"})`,
       ]);
     else if (datasets.length > 0)
       checks.push([
@@ -1085,6 +1133,12 @@ async function summary(url, pool) {
     for (const n of report.nodes) say(dim(`    ${n.node_id.padEnd(10)} ${n.eligible ? "eligible" : n.reason}`));
     checks.push([report.unplaceable === true, `${stuck.name} is reported unplaceable, and the dashboard flags it`]);
   }
+  const fleetSummary = /** @type {{ demand: { classes: { servable: boolean, summary: string }[] } }} */ (
+    await api("GET", "/nodes/summary")
+  );
+  const unservable = fleetSummary.demand.classes.find((c) => !c.servable && c.summary.includes("≥ 81920 MB"));
+  say(`  demand no node can serve:  ${yellow(unservable?.summary ?? "(none flagged)")}`);
+  checks.push([unservable !== undefined, "the demand panel flags the 2 × 80 GB tasks: no node has that"]);
   say("  checks:");
   for (const [ok, text] of checks) say(`    ${ok ? green("✔") : red("✘")} ${text}`);
   say("");
@@ -1380,6 +1434,36 @@ async function register(node) {
     ...fields,
     capabilities: { os: "linux", architecture: "amd64", memory_bytes: 16 * 2 ** 30, gpus: [], ...fields.capabilities },
   });
+}
+
+/**
+ * The fleet's GPUs and the demand on them, as the dashboard's GPU and demand
+ * panels show them (GET /nodes/summary).
+ */
+async function showFleet() {
+  const fleet =
+    /** @type {{ gpus: { items: { model: string, memory_total_mb: number | null, compute_capability: string, gpus: number, nodes: number }[] }, demand: { classes: { servable: boolean, summary: string }[] } }} */ (
+      await api("GET", "/nodes/summary")
+    );
+  say("");
+  say(bold("GPUs") + dim(" (GET /nodes/summary; the dashboard's GPU panel)"));
+  for (const g of fleet.gpus.items)
+    say(
+      `  ${String(g.gpus).padStart(2)} × ${g.model.padEnd(24)} ${String(g.memory_total_mb).padStart(6)} MB  cc ${g.compute_capability}  ${dim(`on ${plural(g.nodes, "node")}`)}`,
+    );
+  say(bold("Demand") + dim(" (the dashboard's demand panel: pending tasks by what they need)"));
+  for (const c of fleet.demand.classes) say(`  ${c.servable ? "" : yellow("⚠ ")}${c.summary}`);
+}
+
+/**
+ * "M.m" ≥ "M.m", compared as integers.
+ * @param {string} have
+ * @param {string} want
+ */
+function capabilityAtLeast(have, want) {
+  const [a = 0, b = 0] = have.split(".").map(Number);
+  const [c = 0, d = 0] = want.split(".").map(Number);
+  return a > c || (a === c && b >= d);
 }
 
 /** @param {string} jobId */

@@ -235,8 +235,10 @@
     document.title = `flashedge · ${d.pool}`;
     renderTiles(d);
     renderStuck(d);
+    renderDemand(d);
     renderJobs(d);
     renderNodes(d);
+    renderGpus(d);
     renderEnrolment(d);
     renderLeases(d);
     renderEvents(d);
@@ -360,6 +362,63 @@
         : [h("div", { class: "ok", text: "Every pending task can be taken by an online node." }), notes],
     );
     $("stuck-section").className = rows.length ? "attention" : "";
+  }
+
+  /** @param {Summary} d */
+  function renderDemand(d) {
+    const m = d.demand;
+    const rows = m.classes.map((c) =>
+      h(
+        "tr",
+        { class: c.servable ? null : "flagged" },
+        h("td", { class: "num", text: c.pending }),
+        h("td", { text: c.needs }),
+        h("td", { class: "num", text: c.online_nodes_able }),
+        h("td", { class: "summary", text: c.servable ? c.summary : `⚠ ${c.summary}` }),
+      ),
+    );
+    const notes = [
+      m.classes_unchecked > 0
+        ? h("div", { class: "more", text: `${m.classes_unchecked} more kinds of pending task were not checked` })
+        : null,
+      m.nodes_unchecked > 0
+        ? h("div", { class: "more", text: `${m.nodes_unchecked} more registered nodes were not checked` })
+        : null,
+    ];
+    replace(
+      "demand",
+      rows.length
+        ? [table(["pending", "needs", "online nodes able", ""], rows), notes]
+        : [h("div", { class: "ok", text: "Nothing is pending." }), notes],
+    );
+    $("demand-section").className = m.unservable_classes > 0 ? "attention" : "";
+  }
+
+  /** @param {Summary} d */
+  function renderGpus(d) {
+    const g = d.gpus;
+    const rows = g.items.map((r) =>
+      h(
+        "tr",
+        null,
+        h("td", { text: r.model || "(unnamed)" }),
+        h("td", { class: "num", text: r.memory_total_mb === null ? "?" : `${r.memory_total_mb} MB` }),
+        h("td", { class: "mono", text: r.compute_capability || "?" }),
+        h("td", { class: "num", text: r.gpus }),
+        h("td", { class: "num", text: r.nodes }),
+        h("td", { class: "num", text: r.online }),
+        h("td", { class: "num", text: r.busy }),
+      ),
+    );
+    replace(
+      "gpus",
+      rows.length
+        ? [
+            table(["model", "memory", "compute capability", "GPUs", "nodes", "online", "busy"], rows),
+            more(g.more, "kinds"),
+          ]
+        : h("div", { class: "muted", text: "No registered node reports a GPU." }),
+    );
   }
 
   /**

@@ -123,6 +123,45 @@ export type EnrolmentRequestItem = {
   decided_at: string | null;
 };
 
+/** One kind of GPU in the fleet (src/pool/fleet.ts): nodes with one, online, and busy (holding a live lease). */
+export type GpuGroup = {
+  model: string;
+  memory_total_mb: number | null;
+  compute_capability: string;
+  gpus: number;
+  nodes: number;
+  online: number;
+  busy: number;
+};
+
+/** A pending requirement class: how many tasks wait, what they need, who could take them. */
+export type DemandClass = {
+  class_id: number;
+  pending: number;
+  needs: string;
+  online_nodes_able: number;
+  servable: boolean;
+  every_node_checked: boolean;
+  summary: string;
+};
+
+/** The demand on the fleet, bounded: the classes with the most pending tasks, against the first nodes. */
+export type Demand = {
+  classes: DemandClass[];
+  classes_unchecked: number;
+  nodes_unchecked: number;
+  unservable_classes: number;
+  unservable_tasks: number;
+};
+
+/** `GET …/v1alpha1/nodes/summary` (src/pool/fleet.ts). */
+export type FleetSummary = {
+  pool: string;
+  generated_at: string;
+  gpus: Page<GpuGroup>;
+  demand: Demand;
+};
+
 /** `GET …/v1alpha1/dashboard` (src/pool/dashboard.ts). */
 export type Summary = {
   pool: string;
@@ -141,6 +180,9 @@ export type Summary = {
   events: { items: EventItem[] };
   stuck: Page<StuckTasks> & { classes_unchecked: number };
   storage: { bytes: number; limit_bytes: number; warning: boolean };
+  /** The fleet's GPUs by model, memory and compute capability. */
+  gpus: Page<GpuGroup>;
+  demand: Demand;
   enrolment: {
     /** Enrolled credentials: active ones first, then newest issued first. */
     credentials: Page<CredentialItem>;

@@ -19,6 +19,7 @@ import { storageReport } from "../rules/storage";
 import { shorten } from "../rules/text";
 import { iso } from "./events";
 import { placementOn, REGISTERED_NODE_COLUMNS, type RegisteredNode, registeredView } from "./explain";
+import { type Demand, demand, type GpuGroup, gpuGroups } from "./fleet";
 import { poolTaskCounts, taskCounts } from "./jobs";
 import { ASSIGNED_POOLS, ONLINE_WINDOW_MS } from "./nodes";
 import { asSeenByNodes, SEALED_EVENT, sealedPendingByJob, type Viewer } from "./sealing";
@@ -156,6 +157,9 @@ export type DashboardSummary = {
   /** `classes_unchecked`: pending requirement classes past the check's bound. */
   stuck: Page<StuckTasks> & { classes_unchecked: number };
   storage: { bytes: number; limit_bytes: number; warning: boolean };
+  /** The fleet's GPUs by model, memory and compute capability, and the pending classes' demand (src/pool/fleet.ts). */
+  gpus: Page<GpuGroup>;
+  demand: Demand;
   /** Credentials, active first then newest; requests, newest first. */
   enrolment: { credentials: Page<DashboardCredential>; requests: Page<DashboardEnrolmentRequest> };
 };
@@ -218,6 +222,8 @@ export function dashboardSummary(
     leases: leasesPage(sql, now, limit, leasesLive, viewer),
     events: { items: recentEvents(sql, limit, viewer), last_seq: lastSeq },
     stuck: { items: stuck.items, more: stuck.entries - stuck.items.length, classes_unchecked: stuck.classesUnchecked },
+    gpus: gpuGroups(sql, now, limit),
+    demand: demand(sql, now, membership),
     enrolment: enrolment.pages,
   };
 }

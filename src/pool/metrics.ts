@@ -3,17 +3,25 @@
 // the tasks or the ledger.
 
 import type { MetricsSample } from "../rules/metrics";
+import type { Membership } from "../rules/placement";
+import { demand } from "./fleet";
 import { poolTaskCounts } from "./jobs";
 import { asSeenByNodes, sealedPendingByJob, type Viewer } from "./sealing";
 
 const sum = (values: Iterable<number>) => [...values].reduce((a, b) => a + b, 0);
 
 /** `viewer` as for every read: a node sees pending tasks with a replica out as leased (SPEC §14). */
-export function metricsSample(sql: SqlStorage, now: number, viewer: Viewer = null): MetricsSample {
+export function metricsSample(
+  sql: SqlStorage,
+  now: number,
+  viewer: Viewer = null,
+  membership: Membership = "assigned",
+): MetricsSample {
   const tasks = poolTaskCounts(sql);
   if (viewer !== null) Object.assign(tasks, asSeenByNodes(tasks, sum(sealedPendingByJob(sql).values())));
   const events: Record<string, number> = {};
   for (const r of sql.exec<{ type: string; n: number }>("SELECT type, n FROM event_counts")) events[r.type] = r.n;
+  const pending = demand(sql, now, membership, false);
   const count = (query: string, ...args: number[]) => sql.exec<{ n: number }>(query, ...args).one().n;
   return {
     tasks,
@@ -26,6 +34,11 @@ export function metricsSample(sql: SqlStorage, now: number, viewer: Viewer = nul
     nodesRegistered: count("SELECT COUNT(*) AS n FROM nodes"),
     nodesOnline: count("SELECT COUNT(*) AS n FROM nodes WHERE live_until_ms > ?", now),
     nodesHeldBack: count("SELECT COUNT(*) AS n FROM nodes WHERE held_until_ms > ?", now),
+    demand: {
+      classes: pending.classes.map((c) => ({ class_id: c.class_id, pending: c.pending, needs: c.needs })),
+      unservable_classes: pending.unservable_classes,
+      unservable_tasks: pending.unservable_tasks,
+    },
     results: sql
       .exec<{ valid: number; invalid: number }>(
         "SELECT TOTAL(valid_results) AS valid, TOTAL(invalid_results) AS invalid FROM nodes",

@@ -45,6 +45,7 @@ import {
 } from "./enrolment";
 import type { EventRow } from "./events";
 import { placementReport } from "./explain";
+import { fleetSummary } from "./fleet";
 import { type Answered, HeldClaims, worthWaiting } from "./held-claims";
 import {
   archiveState,
@@ -121,6 +122,7 @@ const ACTION_NAMES = [
   "quarantineCheckpoint",
   "explainPlacement",
   "dashboard",
+  "fleet",
   "metrics",
 ] as const;
 export type Action = (typeof ACTION_NAMES)[number];
@@ -573,9 +575,14 @@ export class PoolObject extends DurableObject<Env> {
     return dashboardSummary(this.sql, Date.now(), pool, limit, viewer, this.membership());
   }
 
+  /** GET /nodes/summary: the fleet's GPUs and the demand on them, bounded (src/pool/fleet.ts). */
+  fleet(pool: string, limit: number) {
+    return fleetSummary(this.sql, Date.now(), pool, limit, this.membership());
+  }
+
   /** Counts for GET /metrics. */
   metrics(viewer: Viewer) {
-    return metricsSample(this.sql, Date.now(), viewer);
+    return metricsSample(this.sql, Date.now(), viewer, this.membership());
   }
 
   // -- expiry --------------------------------------------------------------

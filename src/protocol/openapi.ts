@@ -322,6 +322,46 @@ const HAND = {
     waiting: nullable(string),
     replicas: nullable(own("ReplicaReport")),
   }),
+  GpuGroup: {
+    ...object({
+      model: string,
+      memory_total_mb: nullable({ type: "integer" }),
+      compute_capability: string,
+      gpus: count,
+      nodes: count,
+      online: count,
+      busy: count,
+    }),
+    description:
+      "One kind of GPU in the fleet (model, memory, compute capability as nodes report them): how many such GPUs, on how many nodes, how many of those nodes are online and how many hold a live lease.",
+  },
+  Demand: {
+    ...object({
+      classes: list(
+        object({
+          class_id: count,
+          pending: count,
+          needs: string,
+          online_nodes_able: count,
+          servable: bool,
+          every_node_checked: bool,
+          summary: string,
+        }),
+      ),
+      classes_unchecked: count,
+      nodes_unchecked: count,
+      unservable_classes: count,
+      unservable_tasks: count,
+    }),
+    description:
+      "Pending tasks by requirement class, the 50 classes with the most pending tasks, each checked against the first 500 registered nodes (online and accepting first): what they need, how many online accepting nodes the gate lets take them, and whether any registered node could (`servable` false flags demand no one can serve). Bounded by live state, never by history.",
+  },
+  FleetSummary: object({
+    pool: string,
+    generated_at: dateTime,
+    gpus: page(own("GpuGroup")),
+    demand: own("Demand"),
+  }),
   DashboardSummary: object({
     pool: string,
     generated_at: dateTime,
@@ -401,6 +441,8 @@ const HAND = {
     }),
     stuck: { allOf: [page(own("StuckTasks")), object({ classes_unchecked: count })] },
     storage: object({ bytes: count, limit_bytes: count, warning: bool }),
+    gpus: page(own("GpuGroup")),
+    demand: own("Demand"),
     enrolment: object({
       credentials: page(
         object({
@@ -743,6 +785,25 @@ const ROUTES: Route[] = [
     parameters: pageParameters,
     ok: { 200: pageOf(served("RegisteredNode"), "A page of the registered nodes, sorted by node_id.") },
     refusals: { 422: badPage },
+  },
+  {
+    method: "get",
+    path: "/nodes/summary",
+    id: "fleetSummary",
+    tag: "nodes",
+    summary: "The fleet's GPUs by model, memory and compute capability, and the demand on them",
+    description:
+      "Beside `GET /nodes`, whose body stays the plain list: the registered nodes' GPUs grouped (at most `limit` groups, most GPUs first) and the pending requirement classes with who could take them, flagging demand no registered node can serve. The dashboard summary carries the same two fields.",
+    parameters: [
+      query("limit", "GPU groups at most.", {
+        type: "integer",
+        minimum: 1,
+        maximum: DASHBOARD_LIMIT_MAX,
+        default: DASHBOARD_LIMIT_DEFAULT,
+      }),
+    ],
+    ok: { 200: jsonBody(own("FleetSummary"), "The GPU groups and the demand.") },
+    refusals: { 422: validation(`\`limit\` is not an integer in [1, ${DASHBOARD_LIMIT_MAX}].`) },
   },
   {
     method: "post",

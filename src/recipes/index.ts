@@ -5,6 +5,7 @@
 
 import type { JobSpec } from "../protocol/jobs";
 import type { TaskSpec } from "../protocol/tasks";
+import { gpuLabelFields } from "../rules/gpu";
 import { commandRecipe } from "./command";
 import { federatedAveragingRecipe } from "./federated_averaging";
 import { hyperparameterSearchRecipe } from "./hyperparameter_search";
@@ -34,7 +35,8 @@ export type Expansion = { ok: true; tasks: TaskSpec[] } | { ok: false; problems:
 
 /**
  * Expand a job into its tasks. Either every task, each stamped with
- * output_prefix, task_id, image, isolation and (for a team pool) pool, its
+ * output_prefix, task_id, image, isolation, (for a team pool) pool and
+ * (for a GPU job) gpus with the kind of GPU its labels ask for, its
  * commit_key, max_attempts and lease_seconds — or every problem found, for
  * one 422. Never both, never a partial job.
  */
@@ -50,6 +52,8 @@ export function expandJob(spec: JobSpec, jobId: string, options: ExpandOptions):
   const problems: string[] = [];
   const lease = readLeaseSeconds(spec.spec.workload.parameters, recipe.defaultLeaseSeconds);
   if (!lease.ok) problems.push(lease.problem);
+  const gpuKind = gpuLabelFields(spec.metadata.labels, spec.spec.resources.gpuPerTask);
+  if (!gpuKind.ok) problems.push(...gpuKind.problems);
   const drafted = recipe.draft(spec, options);
   if (!drafted.ok) problems.push(...drafted.problems);
   else if (drafted.tasks.length > MAX_TASKS_PER_JOB) problems.push(tooManyTasks(drafted.tasks.length));

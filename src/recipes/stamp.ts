@@ -1,6 +1,7 @@
 // The fields every task of every recipe carries, stamped in this one place
-// (SPEC §6, §13): output_prefix, task_id, image, isolation, pool,
-// commit_key, max_attempts, lease_seconds, max_worker_losses. A recipe that
+// (SPEC §4, §6, §13): output_prefix, task_id, image, isolation, pool,
+// gpus and the GPU requirements of the job's labels, commit_key,
+// max_attempts, lease_seconds, max_worker_losses. A recipe that
 // could stamp these itself could also forget one — and a forgotten
 // `isolation` or `pool` does not fail, it lets a task lease anywhere.
 //
@@ -10,6 +11,7 @@
 import type { JobSpec } from "../protocol/jobs";
 import { MIN_LEASE_SECONDS } from "../protocol/limits";
 import { clampLeaseSeconds, type TaskSpec } from "../protocol/tasks";
+import { gpuLabelFields } from "../rules/gpu";
 import { DEFAULT_MAX_WORKER_LOSSES } from "../rules/scheduling";
 import { describe, given, type Parameters } from "./parameters";
 import type { TaskDraft } from "./recipe";
@@ -67,6 +69,11 @@ export function stampTasks(
   // task on a CPU-only node), so it is stamped here where no recipe can skip
   // it. Absent when 0, never 0.
   const gpus = spec.spec.resources.gpuPerTask;
+  // The kind of GPU, from the job's labels, stamped beside the count for the
+  // same reason (expandJob has already listed a malformed label; refusing
+  // here too means no caller can stamp one).
+  const gpuKind = gpuLabelFields(spec.metadata.labels, gpus);
+  if (!gpuKind.ok) return { ok: false, problems: gpuKind.problems };
   const imageRef = `${image.repository}:${image.tag}`;
   const encoder = new TextEncoder();
   const tasks: TaskSpec[] = [];
@@ -85,6 +92,7 @@ export function stampTasks(
     if (pool !== undefined) payload.pool = pool;
     Object.assign(payload, draft.extras);
     if (gpus > 0) payload.gpus = gpus;
+    Object.assign(payload, gpuKind.fields);
     const json = JSON.stringify(payload);
     const bytes = encoder.encode(json).byteLength;
     jobBytes += bytes;

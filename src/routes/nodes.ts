@@ -1,7 +1,7 @@
 // Node registry routes (SPEC §3.1, §5, §9, §13): register, heartbeat, list, release, revoke.
 
 import { Hono } from "hono";
-import { MAX_REGISTRATION_BYTES } from "../protocol/limits";
+import { DASHBOARD_LIMIT_DEFAULT, DASHBOARD_LIMIT_MAX, MAX_REGISTRATION_BYTES } from "../protocol/limits";
 import {
   NodeHeartbeatSchema,
   NodePoolsRequestSchema,
@@ -10,7 +10,7 @@ import {
   registrationFits,
 } from "../protocol/nodes";
 import { decodeNodeCursor, encodeNodeCursor } from "../protocol/paging";
-import { type AppContext, type AppEnv, pagedList, readJson } from "./context";
+import { type AppContext, type AppEnv, pagedList, queryInt, readJson } from "./context";
 import { enrolmentOperator } from "./device";
 import { actingNode, requireOperator } from "./identity";
 
@@ -92,6 +92,14 @@ export const nodes = new Hono<AppEnv>()
     if (!(await c.var.stub.revokeCredential(nodeId, operator.name)))
       return c.json({ detail: `node ${nodeId} has no enrolled credential` }, 404);
     return c.json({ node_id: nodeId, revoked: true });
+  })
+  // The fleet's GPUs and the demand on them (issue 26): a summary beside the
+  // list, so GET /nodes stays the plain list the reference returns.
+  .get("/summary", async (c) => {
+    const limit = queryInt(c, "limit", { min: 1, max: DASHBOARD_LIMIT_MAX });
+    if (!limit.ok) return limit.response;
+    c.header("cache-control", "no-store");
+    return c.json(await c.var.stub.fleet(c.var.pool, limit.value ?? DASHBOARD_LIMIT_DEFAULT));
   })
   .get("/", (c) =>
     pagedList(c, { decode: decodeNodeCursor, encode: encodeNodeCursor }, (after, limit) =>

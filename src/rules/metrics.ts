@@ -14,6 +14,13 @@ export interface MetricsSample {
   nodesHeldBack: number; // held back from claiming after failing attempts in a row (SPEC §13)
   results: { valid: number; invalid: number }; // nodes' judged results, summed (SPEC §14)
   events: Record<string, number>; // by type, since the pool began
+  // Pending tasks per requirement class (the most pending first, bounded), and
+  // those of classes no registered node can serve (issue 26).
+  demand: {
+    classes: Array<{ class_id: number; pending: number; needs: string }>;
+    unservable_classes: number;
+    unservable_tasks: number;
+  };
 }
 
 export function renderMetrics(pool: string, s: MetricsSample): string {
@@ -65,6 +72,24 @@ export function renderMetrics(pool: string, s: MetricsSample): string {
       [`${p},verdict="valid"`, s.results.valid],
       [`${p},verdict="invalid"`, s.results.invalid],
     ],
+  );
+  metric(
+    "flashedge_pending_tasks_by_class",
+    "gauge",
+    "Pending tasks per requirement class, the classes with the most first (bounded), with what they need.",
+    s.demand.classes.map((c) => [`${p},class="${c.class_id}",needs="${escapeLabel(c.needs)}"`, c.pending]),
+  );
+  metric(
+    "flashedge_unservable_pending_tasks",
+    "gauge",
+    "Pending tasks of requirement classes no registered node can serve.",
+    [[p, s.demand.unservable_tasks]],
+  );
+  metric(
+    "flashedge_unservable_requirement_classes",
+    "gauge",
+    "Pending requirement classes no registered node can serve.",
+    [[p, s.demand.unservable_classes]],
   );
   metric("flashedge_storage_bytes", "gauge", "Size of the pool object's SQLite storage.", [[p, s.storageBytes]]);
   metric("flashedge_storage_limit_bytes", "gauge", "The storage limit of one Durable Object.", [

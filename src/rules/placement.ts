@@ -8,10 +8,23 @@
 // closed). The one exception is the module gate, an availability flag where
 // only an explicit `false` refuses.
 
+import { canonicalGpuNeed, GPU_REQUIREMENT_KEYS, type GpuNeedReading, gpuNeedRefusal, readGpuNeed } from "./gpu";
+import { canonicalJson, copyJson, jsonEqual, NOT_JSON } from "./json-values";
 import { shorten } from "./text";
 
+export { jsonEqual, MAX_DEPTH } from "./json-values";
+
 /** The payload keys the gate reads. Any other payload key never changes its answer. */
-export const GATE_KEYS = ["argv", "module", "local_inputs", "gpus", "exclude_nodes", "pool", "isolation"] as const;
+export const GATE_KEYS = [
+  "argv",
+  "module",
+  "local_inputs",
+  "gpus",
+  ...GPU_REQUIREMENT_KEYS,
+  "exclude_nodes",
+  "pool",
+  "isolation",
+] as const;
 
 export type GateName = "argv" | "module" | "local_data" | "gpu" | "exclusion" | "pool" | "isolation";
 
@@ -108,6 +121,7 @@ export function explain(payload: unknown, node: unknown): Explanation {
  * round trip (it holds only JSON values). What it keeps:
  * argv and module by presence alone; the other five only when they require
  * something (absent, null, `[]` and `0` require nothing and are dropped);
+ * the GPU requirements beyond a count in canonical form (see gpu.ts);
  * local_inputs and exclude_nodes sorted and deduplicated; isolation as
  * `{allowFallback: true}` (the waiver, which opens every tier) or
  * `{tier: "sandboxed"}` or nothing. A payload that refuses everywhere
@@ -118,7 +132,10 @@ export function requirementOf(payload: unknown): Record<string, unknown> {
   const reading = readPayload(payload);
   if (!reading.readable) return unplaceable();
   const r = reading.requirement;
-  if (!r.localInputs.ok || !r.gpus.ok || !r.excludeNodes.ok || !r.pool.ok || !r.isolation.ok) return unplaceable();
+  const gpuNeed = r.gpuNeed;
+  if (!r.localInputs.ok || !r.gpus.ok || !gpuNeed.ok || !r.excludeNodes.ok || !r.pool.ok || !r.isolation.ok) {
+    return unplaceable();
+  }
   const out: Record<string, unknown> = {};
   if (r.argv) out.argv = true;
   if (r.module) out.module = true;
@@ -127,6 +144,7 @@ export function requirementOf(payload: unknown): Record<string, unknown> {
     out.local_inputs = [...byKey.keys()].sort().map((key) => byKey.get(key));
   }
   if (r.gpus.need > 0) out.gpus = r.gpus.need;
+  if (gpuNeed.need !== null) Object.assign(out, canonicalGpuNeed(gpuNeed.need));
   if (r.excludeNodes.need.length > 0) out.exclude_nodes = [...new Set(r.excludeNodes.need)].sort();
   if (r.pool.need !== null) out.pool = r.pool.need;
   if (r.isolation.need.allowFallback) out.isolation = { allowFallback: true };
@@ -144,21 +162,6 @@ export function requirementClass(payload: unknown): string {
   return canonicalJson(requirementOf(payload));
 }
 
-/**
- * Deep JSON equality: same JSON type and same value at every depth. A string
- * never equals a list, `true` never equals `1`, object key order is
- * irrelevant, `-0` equals `0`. A value that is not JSON (undefined, NaN,
- * Infinity, a bigint, a function) equals nothing, itself included, and so
- * does anything nested deeper than MAX_DEPTH, so no input can overflow the
- * stack.
- */
-export function jsonEqual(a: unknown, b: unknown): boolean {
-  return jsonEqualAt(a, b, 0);
-}
-
-/** How deep a local_inputs element may nest before it can match nothing. */
-export const MAX_DEPTH = 32;
-
 type Demand<T> = { ok: true; need: T } | { ok: false; reason: string };
 
 interface Requirement {
@@ -168,6 +171,8 @@ interface Requirement {
   localInputs: Demand<readonly unknown[]>;
   /** `0` requires nothing. */
   gpus: Demand<number>;
+  /** Memory, compute capability, driver per GPU; null when none is asked for. */
+  gpuNeed: GpuNeedReading;
   /** `[]` excludes nobody. */
   excludeNodes: Demand<readonly string[]>;
   pool: Demand<string | null>;
@@ -207,13 +212,16 @@ function readPayload(payload: unknown): Reading {
         reason: `argv: the payload is ${kind(payload)}, not a JSON object, so its requirements cannot be read`,
       };
     }
+    const gpus = readGpus(own(payload, "gpus"));
+    const [memory, capability, driver] = GPU_REQUIREMENT_KEYS.map((key) => own(payload, key));
     return {
       readable: true,
       requirement: {
         argv: Object.hasOwn(payload, "argv"),
         module: Object.hasOwn(payload, "module"),
         localInputs: readLocalInputs(own(payload, "local_inputs")),
-        gpus: readGpus(own(payload, "gpus")),
+        gpus,
+        gpuNeed: readGpuNeed(memory, capability, driver, gpus.ok ? gpus.need : 0, show),
         excludeNodes: readExcludeNodes(own(payload, "exclude_nodes")),
         pool: readPool(own(payload, "pool")),
         isolation: readIsolation(own(payload, "isolation")),
@@ -332,6 +340,7 @@ function checkLocalData(r: Requirement, node: unknown): string | null {
 
 function checkGpu(r: Requirement, node: unknown): string | null {
   if (!r.gpus.ok) return r.gpus.reason;
+  if (!r.gpuNeed.ok) return r.gpuNeed.reason;
   const need = r.gpus.need;
   if (need === 0) return null;
   const capabilities = field(node, "capabilities");
@@ -344,7 +353,7 @@ function checkGpu(r: Requirement, node: unknown): string | null {
     return `gpu: task needs ${count(need, "GPU")}, node advertises none (capabilities.gpus is ${show(gpus)}, not a list)`;
   }
   if (gpus.length < need) return `gpu: task needs ${count(need, "GPU")}, node advertises ${gpus.length}`;
-  return null;
+  return r.gpuNeed.need === null ? null : gpuNeedRefusal(r.gpuNeed.need, need, gpus);
 }
 
 function checkExclusion(r: Requirement, node: unknown): string | null {
@@ -412,69 +421,6 @@ function own(object: Record<string, unknown>, key: string): unknown {
 // refuses it, and the fail-open module gate lets it through, as for `{}`.
 function field(node: unknown, key: string): unknown {
   return isObject(node) ? own(node, key) : undefined;
-}
-
-const NOT_JSON: unique symbol = Symbol("not JSON");
-
-/** A plain copy with sorted keys, or NOT_JSON; same acceptance as jsonEqual. */
-function copyJson(value: unknown, depth: number): unknown {
-  if (value === null || typeof value === "string" || typeof value === "boolean") return value;
-  if (typeof value === "number") return Number.isFinite(value) ? (value === 0 ? 0 : value) : NOT_JSON;
-  if (depth >= MAX_DEPTH) return NOT_JSON;
-  if (isList(value)) {
-    const out: unknown[] = [];
-    for (let i = 0; i < value.length; i++) {
-      const item = copyJson(value[i], depth + 1);
-      if (item === NOT_JSON) return NOT_JSON;
-      out.push(item);
-    }
-    return out;
-  }
-  if (isObject(value)) {
-    const entries: [string, unknown][] = [];
-    for (const key of Object.keys(value).sort()) {
-      const item = copyJson(value[key], depth + 1);
-      if (item === NOT_JSON) return NOT_JSON;
-      entries.push([key, item]);
-    }
-    // fromEntries defines own properties, so a "__proto__" key survives.
-    return Object.fromEntries(entries);
-  }
-  return NOT_JSON;
-}
-
-function jsonEqualAt(a: unknown, b: unknown, depth: number): boolean {
-  if (a === null || typeof a === "string" || typeof a === "boolean") return a === b;
-  if (typeof a === "number") return Number.isFinite(a) && a === b;
-  if (depth >= MAX_DEPTH) return false;
-  if (isList(a)) {
-    if (!isList(b) || a.length !== b.length) return false;
-    for (let i = 0; i < a.length; i++) if (!jsonEqualAt(a[i], b[i], depth + 1)) return false;
-    return true;
-  }
-  if (isObject(a)) {
-    if (!isObject(b)) return false;
-    const keys = Object.keys(a);
-    if (keys.length !== Object.keys(b).length) return false;
-    for (const key of keys) {
-      if (!Object.prototype.propertyIsEnumerable.call(b, key)) return false;
-      if (!jsonEqualAt(a[key], b[key], depth + 1)) return false;
-    }
-    return true;
-  }
-  return false;
-}
-
-/** Canonical JSON text of a plain JSON value: keys sorted at every depth. */
-function canonicalJson(value: unknown): string {
-  if (isList(value)) return `[${value.map(canonicalJson).join(",")}]`;
-  if (isObject(value)) {
-    const members = Object.keys(value)
-      .sort()
-      .map((key) => `${JSON.stringify(key)}:${canonicalJson(value[key])}`);
-    return `{${members.join(",")}}`;
-  }
-  return String(JSON.stringify(value));
 }
 
 function unplaceable(): Record<string, unknown> {

@@ -70,6 +70,10 @@ export const REGISTER_FIELDS: Field[] = [
       [{ index: 1.5 }],
       [{ index: 0, name: 1 }],
       [{ index: 0, memory_total_mb: raw("1e308") }],
+      [{ index: 0, memory_total_mb: 1.5 }],
+      [{ index: 0, memory_total_mb: "81920" }],
+      [{ index: 0, compute_capability: 8.0 }],
+      [{ index: 0, driver_version: 535 }],
     ],
   },
   { path: ["capabilities", "pools"], bad: [...NOT_STRING_LIST, null] },
@@ -144,6 +148,16 @@ export const JOB_FIELDS: Field[] = [
     required: true,
   },
   { path: ["metadata", "labels"], bad: NOT_STRING_MAP },
+  // The fuzz job asks for no GPU, so even a well-formed GPU label is wrong on it (SPEC §4 gate 4).
+  {
+    path: ["metadata", "labels", "flashml.dev/gpu-memory-mb"],
+    bad: ["", "0", "-1", "1.5", "40 GB", " 40960", "1e5", "40960", 40960, null],
+  },
+  {
+    path: ["metadata", "labels", "flashml.dev/gpu-compute-capability"],
+    bad: ["", "8", "8.0.0", "v8.0", "8,0", "8.0", 8, null],
+  },
+  { path: ["metadata", "labels", "flashml.dev/gpu-driver-version"], bad: ["", "535.", "r535", "535..54", "535", null] },
   { path: ["spec"], bad: NOT_OBJECT, required: true },
   { path: ["spec", "execution"], bad: NOT_OBJECT },
   { path: ["spec", "execution", "backend"], bad: ["ray", "RAY", "", 1, null] },

@@ -11,6 +11,14 @@ describe("metrics text", () => {
     nodesHeldBack: 2,
     results: { valid: 7, invalid: 1 },
     events: { LEASE_CLAIMED: 5, TASK_COMMIT_ACCEPTED: 2, TASK_COMMIT_REJECTED: 1, LEASE_EXPIRED: 2 },
+    demand: {
+      classes: [
+        { class_id: 7, pending: 18, needs: "2 GPUs with ≥ 40960 MB" },
+        { class_id: 1, pending: 3, needs: "team pool 'a\"b'" },
+      ],
+      unservable_classes: 1,
+      unservable_tasks: 18,
+    },
   });
 
   it.each([
@@ -29,6 +37,10 @@ describe("metrics text", () => {
     'flashedge_results_total{pool="team-a",verdict="invalid"} 1',
     'flashedge_storage_bytes{pool="team-a"} 123456',
     'flashedge_storage_limit_bytes{pool="team-a"} 10000000000',
+    'flashedge_pending_tasks_by_class{pool="team-a",class="7",needs="2 GPUs with ≥ 40960 MB"} 18',
+    'flashedge_pending_tasks_by_class{pool="team-a",class="1",needs="team pool \'a\\"b\'"} 3',
+    'flashedge_unservable_pending_tasks{pool="team-a"} 18',
+    'flashedge_unservable_requirement_classes{pool="team-a"} 1',
   ])("has the sample %s", (line) => {
     expect(text.split("\n")).toContain(line);
   });
@@ -50,6 +62,7 @@ describe("metrics text", () => {
       nodesHeldBack: 0,
       results: { valid: 0, invalid: 0 },
       events: {},
+      demand: { classes: [], unservable_classes: 0, unservable_tasks: 0 },
     });
     expect(odd).toContain('pool="a\\"b\\\\c"');
   });

@@ -13,7 +13,8 @@ type Pool = readonly unknown[];
 
 // Per key: well-formed values, then nasty ones. Nasty values are drawn
 // rarely, or nearly every payload would be malformed somewhere and the set
-// would only ever test "refused everywhere".
+// would only ever test "refused everywhere". The GPU requirements are mostly
+// absent for the same reason: without a GPU count they refuse everywhere.
 const PAYLOAD_VALUES: Record<string, readonly [Pool, Pool]> = {
   argv: [
     [ABSENT, ABSENT, ABSENT, ["python", "train.py"]],
@@ -46,6 +47,18 @@ const PAYLOAD_VALUES: Record<string, readonly [Pool, Pool]> = {
   gpus: [
     [ABSENT, ABSENT, null, 0, -0, 1, 2, 3],
     [1e308, -1, 1.5, true, false, "1", [1], { count: 1 }, Number.NaN, Number.POSITIVE_INFINITY, undefined],
+  ],
+  gpu_memory_mb: [
+    [...Array<symbol>(12).fill(ABSENT), null, 1, 12288, 40960, 81920],
+    [0, -1, 1.5, "40960", true, [], Number.NaN],
+  ],
+  gpu_compute_capability: [
+    [...Array<symbol>(18).fill(ABSENT), null, "7.0", "8.0", "08.00", "8.6", "8.10", "9.0", "12.0"],
+    ["8", "8.0.0", "", 8, " 8.0", "sm_80"],
+  ],
+  gpu_driver_version: [
+    [...Array<symbol>(14).fill(ABSENT), null, "470", "535.54", "535.54.0", "550.54.15"],
+    ["", "535.", "v535", 535, "535.54-1"],
   ],
   exclude_nodes: [
     [ABSENT, ABSENT, null, [], ["node-a"], ["node-b", "node-a"], ["node-a", "node-b", "node-a"]],
@@ -85,12 +98,34 @@ const PAYLOAD_VALUES: Record<string, readonly [Pool, Pool]> = {
 
 const NON_OBJECT_PAYLOADS: Pool = [null, "python train.py", [], ["python"], 1, true, undefined];
 
+const RTX_3060 = { index: 0, memory_total_mb: 12288, compute_capability: "8.6", driver_version: "535.54.03" };
+const A100 = { index: 0, memory_total_mb: 81920, compute_capability: "8.0", driver_version: "550.54.15" };
+const V100 = { index: 0, memory_total_mb: 32768, compute_capability: "7.0", driver_version: "470.82" };
+const H100 = { index: 0, memory_total_mb: 81559, compute_capability: "12.0", driver_version: "550.90" };
+// Cards whose compared fields cannot be read: none qualifies for what it cannot show.
+const ODD_GPUS: Pool = [
+  { index: 0, memory_total_mb: null, compute_capability: "", driver_version: "" },
+  { index: 0, memory_total_mb: "81920", compute_capability: 8.0, driver_version: 550 },
+  { index: 0, memory_total_mb: 81920.5, compute_capability: "8.10", driver_version: "535.54-1" },
+  null,
+  "A100",
+];
+
 const CAPABILITY_GPUS: Pool = [
   ABSENT,
   [],
   [{ index: 0 }],
   [{ index: 0 }, { index: 1 }],
   [{}, {}, {}],
+  [RTX_3060],
+  [A100],
+  [A100, A100],
+  [RTX_3060, A100],
+  [V100, H100],
+  [H100, H100, RTX_3060],
+  [ODD_GPUS[0], A100],
+  [ODD_GPUS[1], ODD_GPUS[2]],
+  [ODD_GPUS[3], ODD_GPUS[4], A100],
   null,
   "gpu",
   {},
@@ -201,6 +236,27 @@ describe("over 24,000 generated payload/node combinations", () => {
     expect(bad).toEqual([]);
     // The set is only worth something if it reaches every gate.
     expect([...gates].sort()).toEqual(["argv", "exclusion", "gpu", "isolation", "local_data", "module", "pool"]);
+  });
+
+  it("the set reaches the GPU requirements beyond a count, met and unmet", () => {
+    let met = 0;
+    let unmet = 0;
+    for (const payload of PAYLOADS) {
+      const asks =
+        typeof payload === "object" &&
+        payload !== null &&
+        ["gpu_memory_mb", "gpu_compute_capability", "gpu_driver_version"].some(
+          (key) => Object.hasOwn(payload, key) && (payload as Record<string, unknown>)[key] != null,
+        );
+      if (!asks) continue;
+      for (const view of NODES) {
+        const explained = explain(payload, view);
+        if (explained.eligible) met++;
+        else if (/ such of /.test(explained.reason)) unmet++;
+      }
+    }
+    expect(met).toBeGreaterThan(20);
+    expect(unmet).toBeGreaterThan(20);
   });
 
   it("the set holds both answers in bulk, so the properties below can fail", () => {

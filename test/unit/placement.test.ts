@@ -688,12 +688,27 @@ describe("GATE_KEYS is exactly the payload keys the gate reads", () => {
   const gateKeys: readonly string[] = GATE_KEYS;
 
   // Per gate key: a value that refuses `on`, a node the same payload without
-  // the key is placed on. The type demands one for every key of GATE_KEYS.
-  const READS: Record<GateKey, { value: unknown; on: Json }> = {
+  // the key (but with `base`) is placed on. The type demands one for every
+  // key of GATE_KEYS. A GPU requirement applies only to a task asking for GPUs.
+  const ONE_GPU = withCaps({
+    gpus: [
+      {
+        index: 0,
+        name: "GeForce RTX 3060",
+        memory_total_mb: 12288,
+        compute_capability: "8.6",
+        driver_version: "535.54",
+      },
+    ],
+  });
+  const READS: Record<GateKey, { value: unknown; on: Json; base?: Json }> = {
     argv: { value: ["python", "train.py"], on: node() },
     module: { value: "flashml_workloads.sklearn_trial", on: node({ module_capable: false }) },
     local_inputs: { value: ["patients"], on: node() },
     gpus: { value: 1, on: gpuNode(0) },
+    gpu_memory_mb: { value: 40960, on: ONE_GPU, base: { gpus: 1 } },
+    gpu_compute_capability: { value: "9.0", on: ONE_GPU, base: { gpus: 1 } },
+    gpu_driver_version: { value: "550", on: ONE_GPU, base: { gpus: 1 } },
     exclude_nodes: { value: ["node-a"], on: node() },
     pool: { value: "p-1", on: withCaps({ pools: ["p-2"] }) },
     isolation: { value: SANDBOXED, on: node() },
@@ -701,11 +716,11 @@ describe("GATE_KEYS is exactly the payload keys the gate reads", () => {
 
   it.each(GATE_KEYS.map((key) => [key, READS[key]] as const))(
     "the gate reads %s: a value for it refuses a node that takes the payload without it",
-    (key, { value, on }) => {
-      expect(explain({}, on)).toEqual({ eligible: true });
-      expect(eligible({ [key]: value }, on)).toBe(false);
+    (key, { value, on, base = {} }) => {
+      expect(explain(base, on)).toEqual({ eligible: true });
+      expect(eligible({ ...base, [key]: value }, on)).toBe(false);
       // And the requirement the pool stores for it keeps the key.
-      expect(Object.keys(requirementOf({ [key]: value }))).toEqual([key]);
+      expect(Object.keys(requirementOf({ ...base, [key]: value })).sort()).toEqual([...Object.keys(base), key].sort());
     },
   );
 

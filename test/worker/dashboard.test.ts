@@ -5,9 +5,15 @@ import { runInDurableObject } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { DASHBOARD_HTML, DASHBOARD_SCRIPT, DASHBOARD_STYLE } from "../../src/dashboard/page";
-import type { PageConfig, PlacementReport as PagePlacementReport, Summary } from "../../src/dashboard/wire";
+import type {
+  FleetSummary,
+  PageConfig,
+  PlacementReport as PagePlacementReport,
+  Summary,
+} from "../../src/dashboard/wire";
 import type { DashboardSummary } from "../../src/pool/dashboard";
 import type { PlacementReport } from "../../src/pool/explain";
+import type { FleetSummary as ServerFleetSummary } from "../../src/pool/fleet";
 import { registerNode } from "../../src/pool/nodes";
 import { POOL_NAME_RE } from "../../src/protocol/keys";
 import { DASHBOARD_LIMIT_DEFAULT } from "../../src/protocol/limits";
@@ -156,6 +162,7 @@ describe("the dashboard page", () => {
     // Compile-time: tsc fails here if the server's types drift from the script's (src/dashboard/wire.d.ts).
     expectTypeOf<DashboardSummary>().toExtend<Summary>();
     expectTypeOf<PlacementReport>().toExtend<PagePlacementReport>();
+    expectTypeOf<ServerFleetSummary>().toExtend<FleetSummary>();
     expectTypeOf<{ task_states: typeof TASK_STATES }>().toExtend<Pick<PageConfig, "task_states">>();
   });
 

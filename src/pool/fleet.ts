@@ -1,0 +1,168 @@
+// The fleet's GPUs and the demand on them (issue 26), for the dashboard,
+// `GET /v1alpha1/nodes/summary` and metrics. Read-only, and bounded by live
+// state, never by history: the GPU groups are one grouped pass over the
+// registered nodes (in SQLite, no registration parsed here); the demand
+// reads at most DEMAND_CLASSES_CHECKED pending requirement classes (from
+// their counters, never the tasks table) against at most
+// DEMAND_NODES_CHECKED registered nodes, so it costs at most their product
+// in gate evaluations, however large the pool.
+
+import { type ClassDemand, demandSentence, describeRequirement } from "../rules/demand";
+import type { Membership } from "../rules/placement";
+import { eligible } from "../rules/placement";
+import { shorten } from "../rules/text";
+import { iso } from "./events";
+import { ASSIGNED_POOLS, nodeView } from "./nodes";
+
+/** Pending requirement classes the demand reads, those with the most pending tasks first. */
+export const DEMAND_CLASSES_CHECKED = 50;
+/** Registered nodes each of those classes is checked against, online and accepting first. */
+export const DEMAND_NODES_CHECKED = 500;
+const CLIP_CHARS = 200;
+
+/** One kind of GPU in the fleet: nodes with at least one such, and how many of those are online and busy. */
+export type GpuGroup = {
+  model: string;
+  memory_total_mb: number | null;
+  compute_capability: string;
+  gpus: number;
+  nodes: number;
+  online: number;
+  /** Nodes with this GPU holding a live lease (of any task). */
+  busy: number;
+};
+
+export type DemandClass = ClassDemand & { class_id: number; summary: string };
+
+export type Demand = {
+  classes: DemandClass[];
+  /** Pending classes past DEMAND_CLASSES_CHECKED, not shown and not counted below. */
+  classes_unchecked: number;
+  /** Registered nodes past DEMAND_NODES_CHECKED, not checked. */
+  nodes_unchecked: number;
+  unservable_classes: number;
+  unservable_tasks: number;
+};
+
+export type FleetSummary = {
+  pool: string;
+  generated_at: string;
+  gpus: { items: GpuGroup[]; more: number };
+  demand: Demand;
+};
+
+/** The fleet's GPUs grouped by model, memory and compute capability, at most `limit` groups, most GPUs first. */
+export function gpuGroups(sql: SqlStorage, now: number, limit: number): { items: GpuGroup[]; more: number } {
+  const rows = sql
+    .exec<GpuGroup & { total_groups: number }>(
+      `WITH busy AS (SELECT DISTINCT node_id FROM leases WHERE status = 'live'),
+       g AS (
+         SELECT n.node_id, n.live_until_ms, b.node_id IS NOT NULL AS is_busy,
+                COALESCE(json_extract(e.value, '$.name'), '') AS model,
+                json_extract(e.value, '$.memory_total_mb') AS memory_total_mb,
+                COALESCE(json_extract(e.value, '$.compute_capability'), '') AS compute_capability
+         FROM nodes n JOIN json_each(n.registration, '$.capabilities.gpus') e
+         LEFT JOIN busy b ON b.node_id = n.node_id
+       )
+       SELECT model, memory_total_mb, compute_capability, COUNT(*) AS gpus, COUNT(DISTINCT node_id) AS nodes,
+              COUNT(DISTINCT IIF(live_until_ms > ?, node_id, NULL)) AS online,
+              COUNT(DISTINCT IIF(is_busy, node_id, NULL)) AS busy,
+              COUNT(*) OVER () AS total_groups
+       FROM g GROUP BY model, memory_total_mb, compute_capability
+       ORDER BY gpus DESC, model, memory_total_mb, compute_capability LIMIT ?`,
+      now,
+      limit,
+    )
+    .toArray();
+  const items = rows.map((r) => ({
+    model: clip(String(r.model)),
+    memory_total_mb: typeof r.memory_total_mb === "number" ? r.memory_total_mb : null,
+    compute_capability: clip(String(r.compute_capability)),
+    gpus: r.gpus,
+    nodes: r.nodes,
+    online: r.online,
+    busy: r.busy,
+  }));
+  return { items, more: (rows[0]?.total_groups ?? 0) - items.length };
+}
+
+/**
+ * For each pending requirement class (the DEMAND_CLASSES_CHECKED with the
+ * most pending tasks), how many tasks wait, what they need, how many online,
+ * accepting nodes the gate lets take them, and whether any registered node
+ * could. With `countOnline` false (metrics), a class stops at the first
+ * node that could serve it.
+ */
+export function demand(sql: SqlStorage, now: number, membership: Membership, countOnline = true): Demand {
+  const classes = sql
+    .exec<{ class_id: number; requirement: string; pending: number }>(
+      "SELECT class_id, requirement, pending FROM classes WHERE pending > 0 ORDER BY pending DESC, class_id LIMIT ?",
+      DEMAND_CLASSES_CHECKED,
+    )
+    .toArray();
+  const pendingClasses = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM classes WHERE pending > 0").one().n;
+  const registered = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM nodes").one().n;
+  const nodes =
+    classes.length === 0
+      ? []
+      : sql
+          .exec<{ registration: string; accepting: number; assigned_pools: string | null }>(
+            // Team pools as the claim counts them (SPEC §9): assigned when enforcing.
+            `SELECT n.registration, ap.pools AS assigned_pools,
+                    (n.status = 'online' AND n.live_until_ms > ?) AS accepting
+             FROM nodes n ${ASSIGNED_POOLS} ORDER BY accepting DESC, n.node_id LIMIT ?`,
+            now,
+            DEMAND_NODES_CHECKED,
+          )
+          .toArray()
+          .map((n) => ({ view: nodeView(n.registration, membership, n.assigned_pools), accepting: n.accepting === 1 }));
+  const everyNode = registered <= DEMAND_NODES_CHECKED;
+  let unservableClasses = 0;
+  let unservableTasks = 0;
+  const out = classes.map((c): DemandClass => {
+    const requirement: unknown = JSON.parse(c.requirement);
+    let able = 0;
+    let servable = false;
+    for (const node of nodes) {
+      if (!countOnline && servable) break;
+      if (!node.accepting && servable) continue;
+      if (!eligible(requirement, node.view)) continue;
+      servable = true;
+      if (node.accepting) able++;
+    }
+    if (!servable) {
+      unservableClasses++;
+      unservableTasks += c.pending;
+    }
+    const d: ClassDemand = {
+      pending: c.pending,
+      needs: describeRequirement(requirement),
+      online_nodes_able: countOnline ? able : 0,
+      servable,
+      every_node_checked: everyNode,
+    };
+    return { class_id: c.class_id, ...d, summary: demandSentence(d) };
+  });
+  return {
+    classes: out,
+    classes_unchecked: Math.max(0, pendingClasses - classes.length),
+    nodes_unchecked: Math.max(0, registered - DEMAND_NODES_CHECKED),
+    unservable_classes: unservableClasses,
+    unservable_tasks: unservableTasks,
+  };
+}
+
+/** `GET /v1alpha1/nodes/summary`: the GPU groups and the demand. */
+export function fleetSummary(
+  sql: SqlStorage,
+  now: number,
+  pool: string,
+  limit: number,
+  membership: Membership,
+): FleetSummary {
+  return { pool, generated_at: iso(now), gpus: gpuGroups(sql, now, limit), demand: demand(sql, now, membership) };
+}
+
+function clip(text: string): string {
+  return shorten(text, CLIP_CHARS - 1);
+}
