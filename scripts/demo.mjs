@@ -190,7 +190,11 @@ function jobSpec(name, workload, spec = {}, labels = {}) {
       execution: { backend: "leases" },
       image: { repository: "ghcr.io/flashml/runner", tag: "0.4.1" },
       workload,
-      retryPolicy: { maxTaskAttempts: 3 },
+      // A task the broken node failed goes to another node while one is
+      // idle (SPEC §13 rule 4); when every other GPU node is busy it may come
+      // back to the broken node, which is held back after 5 failures in a
+      // row: 6 attempts let no task run out on the broken node alone.
+      retryPolicy: { maxTaskAttempts: 6 },
       ...spec,
     },
   };
@@ -1134,7 +1138,7 @@ async function summary(url, pool) {
     checks.push([report.unplaceable === true, `${stuck.name} is reported unplaceable, and the dashboard flags it`]);
   }
   const fleetSummary = /** @type {{ demand: { classes: { servable: boolean, summary: string }[] } }} */ (
-    await api("GET", "/nodes/summary")
+    await api(OPERATOR, "GET", "/nodes/summary")
   );
   const unservable = fleetSummary.demand.classes.find((c) => !c.servable && c.summary.includes("≥ 81920 MB"));
   say(`  demand no node can serve:  ${yellow(unservable?.summary ?? "(none flagged)")}`);
@@ -1443,7 +1447,7 @@ async function register(node) {
 async function showFleet() {
   const fleet =
     /** @type {{ gpus: { items: { model: string, memory_total_mb: number | null, compute_capability: string, gpus: number, nodes: number }[] }, demand: { classes: { servable: boolean, summary: string }[] } }} */ (
-      await api("GET", "/nodes/summary")
+      await api(OPERATOR, "GET", "/nodes/summary")
     );
   say("");
   say(bold("GPUs") + dim(" (GET /nodes/summary; the dashboard's GPU panel)"));
