@@ -223,7 +223,7 @@ export function dashboardSummary(
     events: { items: recentEvents(sql, limit, viewer), last_seq: lastSeq },
     stuck: { items: stuck.items, more: stuck.entries - stuck.items.length, classes_unchecked: stuck.classesUnchecked },
     gpus: gpuGroups(sql, now, limit),
-    demand: demand(sql, now, membership),
+    demand: demand(sql, now, membership, viewer),
     enrolment: enrolment.pages,
   };
 }

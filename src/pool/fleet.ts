@@ -13,6 +13,7 @@ import { eligible } from "../rules/placement";
 import { shorten } from "../rules/text";
 import { iso } from "./events";
 import { ASSIGNED_POOLS, nodeView } from "./nodes";
+import { sealedPendingByClass, type Viewer } from "./sealing";
 
 /** Pending requirement classes the demand reads, those with the most pending tasks first. */
 export const DEMAND_CLASSES_CHECKED = 50;
@@ -93,14 +94,29 @@ export function gpuGroups(sql: SqlStorage, now: number, limit: number): { items:
  * could. With `countOnline` false (metrics), a class stops at the first
  * node that could serve it.
  */
-export function demand(sql: SqlStorage, now: number, membership: Membership, countOnline = true): Demand {
+export function demand(
+  sql: SqlStorage,
+  now: number,
+  membership: Membership,
+  viewer: Viewer,
+  countOnline = true,
+): Demand {
+  // A node is shown a replicated task with a replica out as taken (SPEC §14).
+  const sealed = viewer === null ? new Map<number, number>() : sealedPendingByClass(sql);
   const classes = sql
     .exec<{ class_id: number; requirement: string; pending: number }>(
       "SELECT class_id, requirement, pending FROM classes WHERE pending > 0 ORDER BY pending DESC, class_id LIMIT ?",
       DEMAND_CLASSES_CHECKED,
     )
-    .toArray();
-  const pendingClasses = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM classes WHERE pending > 0").one().n;
+    .toArray()
+    .map((c) => ({ ...c, pending: c.pending - (sealed.get(c.class_id) ?? 0) }))
+    .filter((c) => c.pending > 0);
+  // Classes whose only pending tasks a node is shown as taken count as none to it.
+  const onlySealed = [...sealed].filter(
+    ([id, n]) => sql.exec<{ pending: number }>("SELECT pending FROM classes WHERE class_id = ?", id).one().pending <= n,
+  ).length;
+  const pendingClasses =
+    sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM classes WHERE pending > 0").one().n - onlySealed;
   const registered = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM nodes").one().n;
   const nodes =
     classes.length === 0
@@ -159,8 +175,14 @@ export function fleetSummary(
   pool: string,
   limit: number,
   membership: Membership,
+  viewer: Viewer,
 ): FleetSummary {
-  return { pool, generated_at: iso(now), gpus: gpuGroups(sql, now, limit), demand: demand(sql, now, membership) };
+  return {
+    pool,
+    generated_at: iso(now),
+    gpus: gpuGroups(sql, now, limit),
+    demand: demand(sql, now, membership, viewer),
+  };
 }
 
 function clip(text: string): string {

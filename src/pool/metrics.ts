@@ -21,7 +21,7 @@ export function metricsSample(
   if (viewer !== null) Object.assign(tasks, asSeenByNodes(tasks, sum(sealedPendingByJob(sql).values())));
   const events: Record<string, number> = {};
   for (const r of sql.exec<{ type: string; n: number }>("SELECT type, n FROM event_counts")) events[r.type] = r.n;
-  const pending = demand(sql, now, membership, false);
+  const pending = demand(sql, now, membership, viewer, false);
   const count = (query: string, ...args: number[]) => sql.exec<{ n: number }>(query, ...args).one().n;
   return {
     tasks,

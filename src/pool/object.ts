@@ -576,8 +576,8 @@ export class PoolObject extends DurableObject<Env> {
   }
 
   /** GET /nodes/summary: the fleet's GPUs and the demand on them, bounded (src/pool/fleet.ts). */
-  fleet(pool: string, limit: number) {
-    return fleetSummary(this.sql, Date.now(), pool, limit, this.membership());
+  fleet(pool: string, limit: number, viewer: Viewer) {
+    return fleetSummary(this.sql, Date.now(), pool, limit, this.membership(), viewer);
   }
 
   /** Counts for GET /metrics. */

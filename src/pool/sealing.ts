@@ -44,6 +44,20 @@ export function sealedPendingByJob(sql: SqlStorage): Map<string, number> {
   return new Map(rows.map((r) => [r.job_id, r.n]));
 }
 
+/**
+ * The same per requirement class: a node's demand figures count a
+ * replicated task with a replica out as taken, as a task run alone would be.
+ */
+export function sealedPendingByClass(sql: SqlStorage): Map<number, number> {
+  const rows = sql
+    .exec<{ class_id: number; n: number }>(
+      `SELECT t.class_id, COUNT(DISTINCT t.seq) AS n FROM leases l JOIN tasks t ON t.seq = l.task_seq
+       WHERE l.status = 'live' AND l.replica > 0 AND t.state = 'PENDING' GROUP BY t.class_id`,
+    )
+    .toArray();
+  return new Map(rows.map((r) => [r.class_id, r.n]));
+}
+
 /** Task counts as a node sees them: `moved` pending tasks with a replica out count as leased. */
 export function asSeenByNodes(counts: TaskCounts, moved: number): TaskCounts {
   return moved === 0 ? counts : { ...counts, PENDING: counts.PENDING - moved, LEASED: counts.LEASED + moved };

@@ -12,7 +12,7 @@ import {
 import { decodeNodeCursor, encodeNodeCursor } from "../protocol/paging";
 import { type AppContext, type AppEnv, pagedList, queryInt, readJson } from "./context";
 import { enrolmentOperator } from "./device";
-import { actingNode, requireOperator } from "./identity";
+import { actingNode, requireOperator, viewerOf } from "./identity";
 
 const OPEN_POOLS =
   "this coordinator is open (no tokens configured): the pools a node reports make it a member, " +
@@ -99,7 +99,7 @@ export const nodes = new Hono<AppEnv>()
     const limit = queryInt(c, "limit", { min: 1, max: DASHBOARD_LIMIT_MAX });
     if (!limit.ok) return limit.response;
     c.header("cache-control", "no-store");
-    return c.json(await c.var.stub.fleet(c.var.pool, limit.value ?? DASHBOARD_LIMIT_DEFAULT));
+    return c.json(await c.var.stub.fleet(c.var.pool, limit.value ?? DASHBOARD_LIMIT_DEFAULT, viewerOf(c)));
   })
   .get("/", (c) =>
     pagedList(c, { decode: decodeNodeCursor, encode: encodeNodeCursor }, (after, limit) =>

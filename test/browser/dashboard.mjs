@@ -13,7 +13,7 @@
 // and attacker-chosen node ids, labels and hostnames rendered as text — no
 // injected script runs and the page's CSP is never violated. Writes a screenshot
 // (DASHBOARD_SCREENSHOT, default /tmp/flashedge-dashboard.png), and one of the
-// open pool with a replicated task explained beside it (…-replicas.png).
+// secured pool with a replicated task explained beside it (…-replicas.png).
 //
 // Every server it starts is stopped by pid, whatever happens; every wait is
 // bounded (the harness and helpers shared with enrol.mjs are in lib.mjs).
@@ -51,7 +51,7 @@ const LAPTOP_2 = { node_id: "laptop-2", hostname: "laptop-2.local", platform: "d
 const LAPTOP_3 = { node_id: "laptop-3", hostname: "laptop-3.local", platform: "linux-aarch64" };
 
 const TOKENS = {
-  FLASHML_NODE_TOKENS: `worker-1:tok-w1,${EVIL_NODE}:tok-evil,${EVIL_NODE_2}:tok-evil2`,
+  FLASHML_NODE_TOKENS: `worker-1:tok-w1,${EVIL_NODE}:tok-evil,${EVIL_NODE_2}:tok-evil2,rep-a:tok-rep-a,rep-b:tok-rep-b,rep-c:tok-rep-c`,
   FLASHML_OPERATOR_TOKENS: "ops:tok-ops",
 };
 
@@ -243,6 +243,8 @@ async function enforcedDashboard(browser, server) {
   await fresh.locator("#auth").waitFor({ state: "visible", timeout: STEP_TIMEOUT_MS });
   await other.close();
 
+  await verifiedResults(page, api, `${server.url}/pools/${pool}`);
+
   const state = await pageState(page);
   assert.deepEqual(
     state,
@@ -294,8 +296,6 @@ async function openDashboard(browser, server) {
   assert.equal(await page.locator("#credentials").textContent(), "No enrolled machines.");
   assert.equal(await page.locator("#requests").textContent(), "No enrolment requests in the last day.");
 
-  await verifiedResults(page, api, server.url);
-
   assert.deepEqual(
     await pageState(page),
     { pwned: undefined, violations: [] },
@@ -306,20 +306,21 @@ async function openDashboard(browser, server) {
 }
 
 /**
- * Verified results (SPEC §14), in open mode: a replica's lease says which
- * replica it is and explains its task (the replicas, the node that may not
- * run another one, what the task waits for); once a quorum agrees, each
- * node's validity record, the outvoted node flagged.
+ * Verified results (SPEC §14), to an operator (replicated jobs need tokens):
+ * a replica's lease says which replica it is and explains its task (the
+ * replicas, the node that may not run another one, what the task waits
+ * for); once a quorum agrees, each node's validity record, the outvoted
+ * node flagged.
  * @param {import("./lib.mjs").Page} page
  * @param {ReturnType<typeof client>} api
  * @param {string} url
  */
 async function verifiedResults(page, api, url) {
-  log("open mode: a replicated task's replicas, verdicts and the nodes' validity records");
-  for (const id of ["rep-a", "rep-b", "rep-c"]) await api.register(null, { node_id: id, hostname: `${id}.local` });
-  const job = await api.submit(null, searchJob("verified-job", 1, { labels: { "flashml.dev/replicas": "2" } }));
+  log("a replicated task's replicas, verdicts and the nodes' validity records, as the operator sees them");
+  for (const id of ["rep-a", "rep-b", "rep-c"]) await api.register(`tok-${id}`, { hostname: `${id}.local` });
+  const job = await api.submit("tok-ops", searchJob("verified-job", 1, { labels: { "flashml.dev/replicas": "2" } }));
 
-  const a = await api.claim(null, "rep-a", job.job_id);
+  const a = await api.claim("tok-rep-a", "rep-a", job.job_id);
   await explainLease(page, "replica 1");
   await waitForText(page, "#explain .replicas", "2 wanted · 2 must agree");
   assert.deepEqual(await replicaRows(page), [["1", "rep-a", "live", "—", "—"]]);
@@ -335,9 +336,11 @@ async function verifiedResults(page, api, url) {
   );
 
   // rep-a and rep-b disagree: a third replica is wanted, on rep-c.
-  const honest = await commitReplica(url, a, { accuracy: 0.71 });
-  const cheat = await commitReplica(url, await api.claim(null, "rep-b", job.job_id), { accuracy: 0.99 });
-  const c = await api.claim(null, "rep-c", job.job_id);
+  const honest = await commitReplica(url, "tok-rep-a", a, { accuracy: 0.71 });
+  const cheat = await commitReplica(url, "tok-rep-b", await api.claim("tok-rep-b", "rep-b", job.job_id), {
+    accuracy: 0.99,
+  });
+  const c = await api.claim("tok-rep-c", "rep-c", job.job_id);
   await explainLease(page, "replica 3");
   await waitForText(page, "#explain .replicas", "3 wanted · 2 must agree");
   assert.deepEqual(await replicaRows(page), [
@@ -346,7 +349,7 @@ async function verifiedResults(page, api, url) {
     ["3", "rep-c", "live", "—", "—"],
   ]);
 
-  await commitReplica(url, c, { accuracy: 0.71 });
+  await commitReplica(url, "tok-rep-c", c, { accuracy: 0.71 });
   const record = (/** @type {string} */ node) => page.locator(`#nodes tr[data-node="${node}"] td.validity`);
   await waitFor(
     page,
@@ -357,7 +360,7 @@ async function verifiedResults(page, api, url) {
   assert.equal(await record("rep-b").getAttribute("class"), "validity bad", "the outvoted node is flagged");
   assert.equal(await record("rep-a").textContent(), "1 valid · 0 invalid");
   assert.equal(await record("rep-c").textContent(), "1 valid · 0 invalid");
-  assert.equal(await record("flaky").textContent(), "—", "a node with no judged result has no record");
+  assert.equal(await record("worker-1").textContent(), "—", "a node with no judged result has no record");
   const shot = SCREENSHOT.replace(/(\.png)?$/, "-replicas.png");
   await page.screenshot({ path: shot, fullPage: true });
   log(`screenshot: ${shot}`);
@@ -385,17 +388,20 @@ function replicaRows(page) {
 }
 
 /**
- * A replica's agent: writes `metrics` under the prefix its lease names and commits them; answers their sha256.
- * @param {string} url
+ * A replica's agent: writes `metrics` under the prefix its lease names and commits them, with its
+ * node's token; answers their sha256.
+ * @param {string} url  the pool's base URL
+ * @param {string} token
  * @param {import("./lib.mjs").Lease} lease
  * @param {unknown} metrics
  */
-async function commitReplica(url, lease, metrics) {
+async function commitReplica(url, token, lease, metrics) {
   const prefix = /** @type {{ payload: { output_prefix: string } }} */ (/** @type {unknown} */ (lease)).payload
     .output_prefix;
   const bytes = JSON.stringify(metrics);
   const put = await fetch(`${url}/v1alpha1/artifacts/${prefix}metrics.json`, {
     method: "PUT",
+    headers: { authorization: `Bearer ${token}` },
     body: bytes,
     signal: AbortSignal.timeout(STEP_TIMEOUT_MS),
   });
@@ -403,7 +409,7 @@ async function commitReplica(url, lease, metrics) {
   const sha = createHash("sha256").update(bytes).digest("hex");
   const r = await fetch(`${url}/v1alpha1/attempts/${lease.lease_id}/complete`, {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
     body: JSON.stringify({ output_sha256: sha }),
     signal: AbortSignal.timeout(STEP_TIMEOUT_MS),
   });

@@ -129,6 +129,7 @@ describe("dodging spot checks", () => {
       events: await read(`/jobs/${job}/events`),
       placement: await read(`/jobs/${job}/tasks/trial-000/placement`),
       dashboard: await read("/dashboard"),
+      fleet: await read("/nodes/summary"),
       metrics: (await read("/metrics"))
         .split("\n")
         .filter((l) => /tasks|leases/.test(l))
@@ -164,7 +165,7 @@ describe("dodging spot checks", () => {
     await take(checked.pool, "n2");
     expect((await claim(solo.pool, "n2")).status).toBe(204);
     const after = await whatN1Sees(checked.pool, checked.job, spot);
-    for (const view of ["lease", "job", "jobs", "tasks", "events", "placement", "metrics"]) {
+    for (const view of ["lease", "job", "jobs", "tasks", "events", "placement", "metrics", "fleet"]) {
       expect(after[view], view).toEqual((await whatN1Sees(solo.pool, solo.job, alone))[view]);
     }
     // The dashboard shows one lease per task and no replica numbers to a node.
