@@ -192,14 +192,14 @@ async function enforcedDashboard(browser, server) {
   const row = (/** @type {string} */ selector) => page.locator(`${selector} td`).allTextContents();
   const active = await row(`#credentials tr[data-node="${LAPTOP_1.node_id}"]`);
   assert.deepEqual(
-    active.slice(0, 4),
-    [LAPTOP_1.node_id, EVIL_HOSTNAME, LAPTOP_1.platform, "ops"],
-    "an enrolled machine, its hostname verbatim, and who approved it",
+    active.slice(0, 5),
+    [LAPTOP_1.node_id, LAPTOP_1.node_id, EVIL_HOSTNAME, LAPTOP_1.platform, "ops"],
+    "an enrolled machine, its owner (by default itself), its hostname verbatim, and who approved it",
   );
-  assert.match(active[5] ?? "", /^active since \d/);
+  assert.match(active[6] ?? "", /^active since \d/);
   const revoked = await row(`#credentials tr[data-node="${LAPTOP_3.node_id}"]`);
-  assert.equal(revoked[3], "ops");
-  assert.match(revoked[5] ?? "", /^revoked by ops \d/);
+  assert.equal(revoked[4], "ops");
+  assert.match(revoked[6] ?? "", /^revoked by ops \d/);
   assert.deepEqual(
     await Promise.all((await page.locator("#credentials tbody tr").all()).map((r) => r.getAttribute("data-node"))),
     [LAPTOP_1.node_id, LAPTOP_3.node_id],
