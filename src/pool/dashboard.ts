@@ -22,7 +22,7 @@ import { placementOn, REGISTERED_NODE_COLUMNS, type RegisteredNode, registeredVi
 import { type Demand, demand, type GpuGroup, gpuGroups } from "./fleet";
 import { poolTaskCounts, taskCounts } from "./jobs";
 import { ASSIGNED_POOLS, ONLINE_WINDOW_MS } from "./nodes";
-import { asSeenByNodes, SEALED_EVENT, sealedPendingByJob, type Viewer } from "./sealing";
+import { asSeenByNodes, SEALED_EVENT, sealedPending, type Viewer } from "./sealing";
 
 /** Requirement classes with pending tasks checked against the online nodes, earliest first. */
 export const STUCK_CLASSES_CHECKED = 100;
@@ -174,7 +174,7 @@ export function dashboardSummary(
   membership: Membership = "assigned",
 ): DashboardSummary {
   // A node sees replicated tasks before their verdict as tasks run alone (SPEC §14).
-  const sealed = viewer === null ? new Map<string, number>() : sealedPendingByJob(sql);
+  const sealed = sealedPending(sql, viewer, "job_id");
   const stuck = stuckTasks(sql, now, limit, membership);
   const jobs = jobsPage(sql, limit, stuck.byJob, sealed);
   const taskTotals = asSeenByNodes(

@@ -13,7 +13,7 @@ import { eligible } from "../rules/placement";
 import { shorten } from "../rules/text";
 import { iso } from "./events";
 import { ASSIGNED_POOLS, nodeView } from "./nodes";
-import { sealedPendingByClass, type Viewer } from "./sealing";
+import { sealedPending, type Viewer } from "./sealing";
 
 /** Pending requirement classes the demand reads, those with the most pending tasks first. */
 export const DEMAND_CLASSES_CHECKED = 50;
@@ -102,7 +102,7 @@ export function demand(
   countOnline = true,
 ): Demand {
   // A node is shown a replicated task with a replica out as taken (SPEC §14).
-  const sealed = viewer === null ? new Map<number, number>() : sealedPendingByClass(sql);
+  const sealed = sealedPending(sql, viewer, "class_id");
   const classes = sql
     .exec<{ class_id: number; requirement: string; pending: number }>(
       "SELECT class_id, requirement, pending FROM classes WHERE pending > 0 ORDER BY pending DESC, class_id LIMIT ?",

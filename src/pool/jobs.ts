@@ -11,7 +11,7 @@ import { isLiveLease, type LeaseAndTask } from "../rules/leases";
 import { DEFAULT_TENANT } from "../rules/scheduling";
 import { type Replication, SINGLE_REPLICA } from "../rules/verification";
 import { type EventRow, emit, eventRecord, iso } from "./events";
-import { asSeenByNodes, SEALED_EVENT, sealedPendingByJob, type Viewer } from "./sealing";
+import { asSeenByNodes, SEALED_EVENT, sealedPending, type Viewer } from "./sealing";
 import { addTasks } from "./tasks";
 
 /** The pool's tasks by state, from the counters kept by the schema's triggers (no scan). */
@@ -198,7 +198,7 @@ export function listJobs(
   maxBytes: number,
   viewer: Viewer,
 ) {
-  const sealed = viewer === null ? new Map<string, number>() : sealedPendingByJob(sql);
+  const sealed = sealedPending(sql, viewer, "job_id");
   const rows = sql.exec<JobRow>("SELECT * FROM jobs WHERE seq > ? ORDER BY seq LIMIT ?", after, limit);
   const { items, last } = fillPage(rows, maxBytes, (row) => jobRecord(sql, row, pool, sealed.get(row.job_id)));
   const more =

@@ -6,7 +6,7 @@ import type { MetricsSample } from "../rules/metrics";
 import type { Membership } from "../rules/placement";
 import { demand } from "./fleet";
 import { poolTaskCounts } from "./jobs";
-import { asSeenByNodes, sealedPendingByJob, type Viewer } from "./sealing";
+import { asSeenByNodes, sealedPending, type Viewer } from "./sealing";
 
 const sum = (values: Iterable<number>) => [...values].reduce((a, b) => a + b, 0);
 
@@ -18,7 +18,7 @@ export function metricsSample(
   membership: Membership = "assigned",
 ): MetricsSample {
   const tasks = poolTaskCounts(sql);
-  if (viewer !== null) Object.assign(tasks, asSeenByNodes(tasks, sum(sealedPendingByJob(sql).values())));
+  Object.assign(tasks, asSeenByNodes(tasks, sum(sealedPending(sql, viewer, "job_id").values())));
   const events: Record<string, number> = {};
   for (const r of sql.exec<{ type: string; n: number }>("SELECT type, n FROM event_counts")) events[r.type] = r.n;
   const pending = demand(sql, now, membership, viewer, false);

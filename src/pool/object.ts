@@ -78,7 +78,7 @@ import { metricsSample } from "./metrics";
 import { assignPools, heartbeatNode, listNodes, nodeKnown, registerNode } from "./nodes";
 import { DEFAULT_RETRY_ELSEWHERE_MS, releaseNode } from "./scheduling";
 import { migrate } from "./schema";
-import { sealedPendingByJob, type Viewer } from "./sealing";
+import { sealedPending, type Viewer } from "./sealing";
 import { commitKey } from "./verification";
 
 /** How long archiving waits after R2 refused an archive write. */
@@ -471,7 +471,7 @@ export class PoolObject extends DurableObject<Env> {
 
   getJob(jobId: string, pool: string, viewer: Viewer) {
     const row = findJob(this.sql, jobId);
-    const sealed = viewer === null ? 0 : (sealedPendingByJob(this.sql).get(jobId) ?? 0);
+    const sealed = sealedPending(this.sql, viewer, "job_id").get(jobId) ?? 0;
     return row ? jobRecord(this.sql, row, pool, sealed) : this.archivedOrNull(jobId);
   }
 

@@ -30,32 +30,26 @@ export function sealedTaskOf(sql: SqlStorage, jobId: string, taskId: unknown): n
 }
 
 /**
- * Per job, its replicated tasks still PENDING (wanting another replica)
- * while one is out: a node is shown them as LEASED, as a task run alone
- * would be. Costs the pool's live leases, never its history.
+ * The replicated tasks still PENDING (wanting another replica) while one
+ * is out, counted per job or per requirement class, as `viewer` must see
+ * them taken (LEASED), as a task run alone would be; none for a viewer who
+ * sees everything. Costs the pool's live leases, never its history.
  */
-export function sealedPendingByJob(sql: SqlStorage): Map<string, number> {
+export function sealedPending(sql: SqlStorage, viewer: Viewer, by: "job_id"): Map<string, number>;
+export function sealedPending(sql: SqlStorage, viewer: Viewer, by: "class_id"): Map<number, number>;
+export function sealedPending(
+  sql: SqlStorage,
+  viewer: Viewer,
+  by: "job_id" | "class_id",
+): Map<string | number, number> {
+  if (viewer === null) return new Map();
   const rows = sql
-    .exec<{ job_id: string; n: number }>(
-      `SELECT t.job_id, COUNT(DISTINCT t.seq) AS n FROM leases l JOIN tasks t ON t.seq = l.task_seq
-       WHERE l.status = 'live' AND l.replica > 0 AND t.state = 'PENDING' GROUP BY t.job_id`,
+    .exec<{ k: string | number; n: number }>(
+      `SELECT t.${by} AS k, COUNT(DISTINCT t.seq) AS n FROM leases l JOIN tasks t ON t.seq = l.task_seq
+       WHERE l.status = 'live' AND l.replica > 0 AND t.state = 'PENDING' GROUP BY t.${by}`,
     )
     .toArray();
-  return new Map(rows.map((r) => [r.job_id, r.n]));
-}
-
-/**
- * The same per requirement class: a node's demand figures count a
- * replicated task with a replica out as taken, as a task run alone would be.
- */
-export function sealedPendingByClass(sql: SqlStorage): Map<number, number> {
-  const rows = sql
-    .exec<{ class_id: number; n: number }>(
-      `SELECT t.class_id, COUNT(DISTINCT t.seq) AS n FROM leases l JOIN tasks t ON t.seq = l.task_seq
-       WHERE l.status = 'live' AND l.replica > 0 AND t.state = 'PENDING' GROUP BY t.class_id`,
-    )
-    .toArray();
-  return new Map(rows.map((r) => [r.class_id, r.n]));
+  return new Map(rows.map((r) => [r.k, r.n]));
 }
 
 /** Task counts as a node sees them: `moved` pending tasks with a replica out count as leased. */

@@ -8,40 +8,9 @@ import { describe, expect, it } from "vitest";
 import { claim as claimInPool } from "../../src/pool/leases";
 import type { Lease } from "../../src/protocol/tasks";
 import { TRUST_AFTER_VALID } from "../../src/rules/verification";
+import type { Report } from "../fixtures/placement-report";
 import { freshPool, json, sha256, stub, trialsJob } from "../worker/helpers";
 import { call, claim, register, submitJob, upload } from "./nodes";
-
-type NodeAnswer = {
-  node_id: string;
-  online: boolean;
-  status: string;
-  eligible: boolean;
-  gate?: string;
-  reason?: string;
-};
-type Replica = {
-  replica: number;
-  node_id: string;
-  state: string;
-  output_sha256: string | null;
-  verdict: string | null;
-};
-type Report = {
-  job_id: string;
-  task_id: string;
-  state: string;
-  nodes: NodeAnswer[];
-  unplaceable: boolean;
-  summary: string;
-  queue: { failed_on: string[] } | null;
-  waiting: string | null;
-  replicas: {
-    wanted: number;
-    quorum: number;
-    items: Replica[];
-    owners: { eligible: number; needed: number; short: boolean };
-  } | null;
-};
 
 async function placement(pool: string, jobId: string, taskId: string) {
   return call(pool, "GET", `/jobs/${encodeURIComponent(jobId)}/tasks/${encodeURIComponent(taskId)}/placement`);

@@ -5,6 +5,7 @@
 
 import { describe, expect, it } from "vitest";
 import type { Lease } from "../../src/protocol/tasks";
+import type { Report } from "../fixtures/placement-report";
 import {
   ARGV_NODE,
   call,
@@ -18,38 +19,6 @@ import {
   task,
   trialsJob,
 } from "./helpers";
-
-type NodeAnswer = {
-  node_id: string;
-  online: boolean;
-  status: string;
-  eligible: boolean;
-  gate?: string;
-  reason?: string;
-};
-type Replica = {
-  replica: number;
-  node_id: string;
-  state: string;
-  output_sha256: string | null;
-  verdict: string | null;
-};
-type Report = {
-  job_id: string;
-  task_id: string;
-  state: string;
-  nodes: NodeAnswer[];
-  unplaceable: boolean;
-  summary: string;
-  queue: { failed_on: string[] } | null;
-  waiting: string | null;
-  replicas: {
-    wanted: number;
-    quorum: number;
-    items: Replica[];
-    owners: { eligible: number; needed: number; short: boolean };
-  } | null;
-};
 
 async function placement(pool: string, jobId: string, taskId: string) {
   return call(pool, "GET", `/jobs/${encodeURIComponent(jobId)}/tasks/${encodeURIComponent(taskId)}/placement`);
