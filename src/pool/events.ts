@@ -18,9 +18,19 @@ export function emit(
   type: EventType,
   message: string,
   data: EventData,
+  task?: { seq: number; replicas: number },
 ): void {
-  // Every task has a TASK_CREATED: that one tells nothing, and a submission writes thousands.
-  const sealed = type === "TASK_CREATED" ? null : sealedTaskOf(sql, jobId, data.task_id);
+  // An event about a replicated task is sealed with it (SPEC §14); a caller
+  // holding the task's row says so, saving the lookup. Every task has a
+  // TASK_CREATED: that one tells nothing, and a submission writes thousands.
+  const sealed =
+    task !== undefined
+      ? task.replicas > 1
+        ? task.seq
+        : null
+      : type === "TASK_CREATED"
+        ? null
+        : sealedTaskOf(sql, jobId, data.task_id);
   sql.exec(
     "INSERT INTO events (job_id, type, ts_ms, message, data, sealed_task) VALUES (?, ?, ?, ?, ?, ?)",
     jobId,

@@ -161,6 +161,7 @@ export function claim(
       // Sealed from nodes with the rest of a replicated task's events until it ends (SPEC §14).
       ...(replica > 0 ? { replica } : {}),
     },
+    task,
   );
   return { ok: true, lease: leaseRecord(findLease(sql, task.lease_id!)!) };
 }
@@ -279,16 +280,26 @@ export function commit(
     sql.exec("UPDATE tasks SET state = 'COMPLETED', accepted_object = ? WHERE seq = ?", bound!.object, row.task_seq);
     sql.exec("UPDATE nodes SET accepted_tasks = accepted_tasks + 1 WHERE node_id = ?", row.node_id);
     attemptSucceeded(sql, row.node_id);
-    emit(sql, now, row.job_id, "TASK_COMMIT_ACCEPTED", `commit of ${row.task_id} accepted from ${row.node_id}`, {
-      ...ids,
-      output_sha256: outputSha256,
-      evidence: parseEvidence(evidence),
-    });
+    emit(
+      sql,
+      now,
+      row.job_id,
+      "TASK_COMMIT_ACCEPTED",
+      `commit of ${row.task_id} accepted from ${row.node_id}`,
+      { ...ids, output_sha256: outputSha256, evidence: parseEvidence(evidence) },
+      taskOf(row),
+    );
     settleJob(sql, now, row.job_id);
     return { status: "accepted" };
   }
-  emit(sql, now, row.job_id, "TASK_COMMIT_REJECTED", `commit of ${row.task_id} rejected: ${rejection(row)}`, ids);
+  const message = `commit of ${row.task_id} rejected: ${rejection(row)}`;
+  emit(sql, now, row.job_id, "TASK_COMMIT_REJECTED", message, ids, taskOf(row));
   return { status: "rejected" };
+}
+
+/** What emit() needs to seal a lease's events with its task (SPEC §14). */
+function taskOf(row: Joined): { seq: number; replicas: number } {
+  return { seq: row.task_seq, replicas: row.replicas };
 }
 
 function rejection(row: Joined): string {
@@ -313,7 +324,7 @@ export function endAttempt(
 ): void {
   const ids = { task_id: row.task_id, node_id: row.node_id, lease_id: row.lease_id };
   sql.exec("UPDATE leases SET status = ? WHERE lease_id = ?", leaseStatus, row.lease_id);
-  emit(sql, now, row.job_id, type, message, ids);
+  emit(sql, now, row.job_id, type, message, ids, taskOf(row));
   attemptFailed(sql, now, row.node_id, row.task_seq);
   if (row.replica > 0) {
     // Abandoning a replica is not free (SPEC §14); and the task's attempts
@@ -330,7 +341,7 @@ export function endAttempt(
   }
   if (mayRetry({ ...row, worker_losses: losses })) {
     sql.exec("UPDATE tasks SET state = 'PENDING' WHERE seq = ?", row.task_seq);
-    emit(sql, now, row.job_id, "TASK_REQUEUED", `task ${row.task_id} requeued`, ids);
+    emit(sql, now, row.job_id, "TASK_REQUEUED", `task ${row.task_id} requeued`, ids, taskOf(row));
   } else {
     sql.exec("UPDATE tasks SET state = 'FAILED' WHERE seq = ?", row.task_seq);
     // Other replicas still out are wasted work now, and no verdict will come (SPEC §14).
@@ -339,7 +350,7 @@ export function endAttempt(
       lost && losses >= row.max_worker_losses
         ? `was lost to ${losses} workers`
         : `exhausted ${row.max_attempts} attempts`;
-    emit(sql, now, row.job_id, "TASK_EXHAUSTED", `task ${row.task_id} ${why}`, ids);
+    emit(sql, now, row.job_id, "TASK_EXHAUSTED", `task ${row.task_id} ${why}`, ids, taskOf(row));
     settleJob(sql, now, row.job_id);
   }
 }
