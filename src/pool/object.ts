@@ -128,6 +128,14 @@ const ACTION_NAMES = [
 export type Action = (typeof ACTION_NAMES)[number];
 const ACTIONS: ReadonlySet<string> = new Set(ACTION_NAMES);
 
+/** What the object's rules read from its env (see `settings`). */
+type PoolSettings = {
+  weights: TenantWeights;
+  retryElsewhereMs: number;
+  owners: NodeOwners;
+  membership: Membership;
+};
+
 export class PoolObject extends DurableObject<Env> {
   private readonly sql: SqlStorage;
   // Held claims in arrival order (src/pool/held-claims.ts): connections, not state.
@@ -356,7 +364,7 @@ export class PoolObject extends DurableObject<Env> {
 
   /** One page of GET /nodes, after the node `after` (null: the first page). */
   listNodes(after: string | null, limit: number) {
-    return listNodes(this.sql, Date.now(), after, limit, LIST_PAGE_MAX_BYTES, this.owners());
+    return listNodes(this.sql, Date.now(), after, limit, LIST_PAGE_MAX_BYTES, this.settings.owners);
   }
 
   // -- tasks and leases ----------------------------------------------------
@@ -385,11 +393,11 @@ export class PoolObject extends DurableObject<Env> {
       now,
       nodeId,
       jobId,
-      this.weights(),
+      this.settings.weights,
       Math.random,
-      this.retryElsewhereMs(),
-      this.owners(),
-      this.membership(),
+      this.settings.retryElsewhereMs,
+      this.settings.owners,
+      this.settings.membership,
     );
   }
 
@@ -567,22 +575,22 @@ export class PoolObject extends DurableObject<Env> {
 
   /** Every registered node's gate answer for one task (SPEC §11): eligible, or the refusing gate. */
   explainPlacement(jobId: string, taskId: string, viewer: Viewer) {
-    return placementReport(this.sql, Date.now(), jobId, taskId, viewer, this.owners(), this.membership());
+    return placementReport(this.sql, Date.now(), jobId, taskId, viewer, this.settings.owners, this.settings.membership);
   }
 
   /** The dashboard's bounded summary of this pool: counts, and at most `limit` of each list. */
   dashboard(pool: string, limit: number, viewer: Viewer) {
-    return dashboardSummary(this.sql, Date.now(), pool, limit, viewer, this.membership());
+    return dashboardSummary(this.sql, Date.now(), pool, limit, viewer, this.settings.membership);
   }
 
   /** GET /nodes/summary: the fleet's GPUs and the demand on them, bounded (src/pool/fleet.ts). */
   fleet(pool: string, limit: number, viewer: Viewer) {
-    return fleetSummary(this.sql, Date.now(), pool, limit, this.membership(), viewer);
+    return fleetSummary(this.sql, Date.now(), pool, limit, this.settings.membership, viewer);
   }
 
   /** Counts for GET /metrics. */
   metrics(viewer: Viewer) {
-    return metricsSample(this.sql, Date.now(), viewer, this.membership());
+    return metricsSample(this.sql, Date.now(), viewer, this.settings.membership);
   }
 
   // -- expiry --------------------------------------------------------------
@@ -718,32 +726,28 @@ export class PoolObject extends DurableObject<Env> {
     return poolTaskCounts(this.sql).PENDING > 0;
   }
 
-  /** Tenant weights (SPEC §13); the Worker refuses to serve when the setting is unreadable. */
-  private weights(): TenantWeights {
-    const weights = tenantWeights(this.env.FLASHML_TENANT_WEIGHTS);
-    return typeof weights === "string" ? new Map() : weights;
-  }
-
-  /** SPEC §13 rule 4's window; the Worker refuses to serve when the setting is unreadable. */
-  private retryElsewhereMs(): number {
-    const window = retryElsewhereMs(this.env.FLASHML_RETRY_ELSEWHERE_SECONDS);
-    return typeof window === "string" ? DEFAULT_RETRY_ELSEWHERE_MS : window;
-  }
-
   /**
-   * Whose word makes a node a team pool's member (SPEC §9): an operator's
-   * when tokens are enforced, the node's own on an open coordinator. Read
-   * from the same settings the Worker authenticates with; a configuration
-   * that refuses serves nothing, and counts as enforcing here.
+   * The settings the pool's rules read, parsed once per instance: the
+   * object's env never changes while it lives, and a claim (and every held
+   * claim a change retries) used to parse every token list again. The
+   * Worker refuses to serve when one is unreadable; these fallbacks only
+   * keep the object from throwing. Membership: whose word makes a node a
+   * team pool's member (SPEC §9), an operator's unless the coordinator is
+   * open; a refusing configuration serves nothing and counts as enforcing.
    */
-  private membership(): Membership {
-    return authConfig(this.env).mode === "open" ? "reported" : "assigned";
-  }
-
-  /** Configured node owners (SPEC §14); the Worker refuses to serve when the setting is unreadable. */
-  private owners(): NodeOwners {
+  private settingsRead: PoolSettings | undefined;
+  private get settings(): PoolSettings {
+    if (this.settingsRead) return this.settingsRead;
+    const weights = tenantWeights(this.env.FLASHML_TENANT_WEIGHTS);
+    const window = retryElsewhereMs(this.env.FLASHML_RETRY_ELSEWHERE_SECONDS);
     const owners = parseNodeOwners(this.env.FLASHML_NODE_OWNERS);
-    return typeof owners === "string" ? new Map() : owners;
+    this.settingsRead = {
+      weights: typeof weights === "string" ? new Map() : weights,
+      retryElsewhereMs: typeof window === "string" ? DEFAULT_RETRY_ELSEWHERE_MS : window,
+      owners: typeof owners === "string" ? new Map() : owners,
+      membership: authConfig(this.env).mode === "open" ? "reported" : "assigned",
+    };
+    return this.settingsRead;
   }
 
   private lastEventSeq(): number {
