@@ -76,13 +76,14 @@ export const nodes = new Hono<AppEnv>()
     if (caller.kind === "open") return c.json({ detail: OPEN_POOLS }, 400);
     const refused = requireOperator(c);
     if (refused) return refused;
-    const operator = { name: caller.kind === "operator" ? caller.name : "" };
+    // requireOperator refused nodes; open was answered above: the caller is an operator.
+    const operator = caller.kind === "operator" ? caller.name : "";
     const body = await readJson(c, NodePoolsRequestSchema);
     if (!body.ok) return body.response;
     const nodeId = c.req.param("node_id");
-    if (!(await c.var.stub.assignNodePools(nodeId, body.value.pools, operator.name)))
+    if (!(await c.var.stub.assignNodePools(nodeId, body.value.pools, operator)))
       return c.json({ detail: `unknown node ${nodeId}` }, 404);
-    return c.json({ node_id: nodeId, pools: body.value.pools, assigned_by: operator.name });
+    return c.json({ node_id: nodeId, pools: body.value.pools, assigned_by: operator });
   })
   .delete("/:node_id/credential", async (c) => {
     // SPEC §9: revoking an enrolled machine's credential; its next request is a 401.

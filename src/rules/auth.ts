@@ -5,6 +5,7 @@
 
 import { enrolledTokenNode } from "./enrolment";
 import { parseNodeOwners } from "./owners";
+import { nameValueList } from "./setting-lists";
 
 /** Who is calling, once the credential is resolved (SPEC §9). */
 export type Caller =
@@ -73,15 +74,10 @@ export function authConfig(settings: TokenSettings): AuthConfig {
 
 /** `name:token,…` → entries, or a message naming the setting (never a token). */
 function parseEntries(raw: string | undefined, setting: string, shape: string): Entry[] | string {
-  if (raw === undefined || raw.trim() === "") return [];
+  const list = nameValueList(raw);
+  if (!Array.isArray(list)) return `${setting} entry ${list.bad} is not ${shape} (or has an empty name or token)`;
   const entries: Entry[] = [];
-  const parts = raw.split(",");
-  for (let i = 0; i < parts.length; i++) {
-    const part = parts[i]!.trim();
-    const colon = part.indexOf(":");
-    const name = colon < 0 ? "" : part.slice(0, colon).trim();
-    const token = colon < 0 ? "" : part.slice(colon + 1).trim();
-    if (name === "" || token === "") return `${setting} entry ${i + 1} is not ${shape} (or has an empty name or token)`;
+  for (const [i, { name, value: token }] of list.entries()) {
     if (!isTokenText(token)) return `${setting} entry ${i + 1} has a token with characters outside printable ASCII`;
     entries.push({ name, token });
   }

@@ -6,6 +6,7 @@
 // refusal never names a token.
 
 import { MAX_OWNER_LENGTH } from "../protocol/limits";
+import { nameValueList } from "./setting-lists";
 
 /** Why an owner name is refused, or null when it is one. */
 export function ownerProblem(owner: string): string | null {
@@ -20,14 +21,9 @@ export function ownerProblem(owner: string): string | null {
  */
 export function parseNodeOwners(raw: string | undefined): ReadonlyMap<string, string> | string {
   const owners = new Map<string, string>();
-  if (raw === undefined || raw.trim() === "") return owners;
-  const parts = raw.split(",");
-  for (let i = 0; i < parts.length; i++) {
-    const part = parts[i]!.trim();
-    const colon = part.indexOf(":");
-    const node = colon < 0 ? "" : part.slice(0, colon).trim();
-    const owner = colon < 0 ? "" : part.slice(colon + 1).trim();
-    if (node === "" || owner === "") return `FLASHML_NODE_OWNERS entry ${i + 1} is not node_id:owner`;
+  const list = nameValueList(raw);
+  if (!Array.isArray(list)) return `FLASHML_NODE_OWNERS entry ${list.bad} is not node_id:owner`;
+  for (const [i, { name: node, value: owner }] of list.entries()) {
     const problem = ownerProblem(owner);
     if (problem !== null) return `FLASHML_NODE_OWNERS entry ${i + 1}: ${problem}`;
     if (owners.has(node)) return `FLASHML_NODE_OWNERS entry ${i + 1} names node ${node} a second time`;
