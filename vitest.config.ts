@@ -13,12 +13,16 @@ const WEIGHTS = { FLASHML_TENANT_WEIGHTS: "heavy:3" };
 // Vitest hands every stylesheet import over as "" unless told otherwise; the
 // dashboard imports its page.css as text (`?raw`) and needs it byte for byte.
 const RAW_CSS = { include: [/\.css\?raw$/] };
+// A timeout catches a hang, not slowness: on a loaded 2-core machine the
+// concurrent tests (races, floods, batches) take several times their
+// unloaded 1-2 s, past vitest's 5 s default. Speed is for the benches.
+const BOUNDS = { testTimeout: 30_000, hookTimeout: 30_000 };
 
 export default defineConfig({
   test: {
     projects: [
       {
-        test: { name: "unit", include: ["test/unit/**/*.test.ts"], environment: "node", css: RAW_CSS },
+        test: { ...BOUNDS, name: "unit", include: ["test/unit/**/*.test.ts"], environment: "node", css: RAW_CSS },
       },
       {
         // Per-change log lines are off here: every console.log crosses from
@@ -29,12 +33,12 @@ export default defineConfig({
             miniflare: { bindings: { ...QUIET, ...WEIGHTS } },
           }),
         ],
-        test: { name: "worker", include: ["test/worker/**/*.test.ts"], css: RAW_CSS },
+        test: { ...BOUNDS, name: "worker", include: ["test/worker/**/*.test.ts"], css: RAW_CSS },
       },
       {
         // The same Worker with its structured logs on, to test them.
         plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" }, miniflare: { bindings: NO_HOLD } })],
-        test: { name: "worker-logs", include: ["test/worker-logs/**/*.test.ts"], css: RAW_CSS },
+        test: { ...BOUNDS, name: "worker-logs", include: ["test/worker-logs/**/*.test.ts"], css: RAW_CSS },
       },
       {
         // The same Worker with tokens configured: authentication enforced.
@@ -52,7 +56,7 @@ export default defineConfig({
             },
           }),
         ],
-        test: { name: "worker-auth", include: ["test/worker-auth/**/*.test.ts"], css: RAW_CSS },
+        test: { ...BOUNDS, name: "worker-auth", include: ["test/worker-auth/**/*.test.ts"], css: RAW_CSS },
       },
     ],
   },
