@@ -7,10 +7,10 @@
 // missed, and uploads that never reached a bind.
 
 import { Hono } from "hono";
+import { archiveOf } from "../archive/reader";
 import { artifactRecord } from "../protocol/checkpoints";
 import { hex } from "../protocol/ids";
 import { artifactKeyProblem, jobOfKey } from "../protocol/keys";
-import { archiveOf } from "./archive";
 import type { AppContext, AppEnv } from "./context";
 import { viewerOf, writerOf } from "./identity";
 

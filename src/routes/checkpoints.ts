@@ -7,6 +7,7 @@
 // one per problem, so a client sees every missing or mismatched part at once.
 
 import { Hono } from "hono";
+import { archiveOf } from "../archive/reader";
 import type { Writer } from "../pool/artifacts";
 import {
   CommitCheckpointRequestSchema,
@@ -14,7 +15,6 @@ import {
   RegisterPartRequestSchema,
 } from "../protocol/checkpoints";
 import { latestManifest, lostWork } from "../rules/checkpoints";
-import { archiveOf } from "./archive";
 import { type AppContext, type AppEnv, queryInt, readJson } from "./context";
 import { requireOperator, writerOf } from "./identity";
 

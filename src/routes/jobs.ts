@@ -3,6 +3,7 @@
 // the job's artifacts.
 
 import { Hono } from "hono";
+import { archiveOf, type JobArchive } from "../archive/reader";
 import { randomHex12 } from "../protocol/ids";
 import { JobSpecSchema } from "../protocol/jobs";
 import { EVENTS_PAGE_DEFAULT, EVENTS_PAGE_MAX, EVENTS_STREAM_PAGE } from "../protocol/limits";
@@ -10,7 +11,6 @@ import { decodeArtifactCursor, decodeJobCursor, encodeArtifactCursor, encodeJobC
 import { expandJob } from "../recipes";
 import { jobPriority, jobTenant } from "../rules/scheduling";
 import { jobReplication, replicatedCheckpoints, replicationWithoutIdentities } from "../rules/verification";
-import { archiveOf, type JobArchive } from "./archive";
 import { type AppContext, type AppEnv, pagedList, queryInt, readJson } from "./context";
 import { requireOperator, viewerOf } from "./identity";
 
