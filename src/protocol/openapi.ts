@@ -1,10 +1,10 @@
 // The OpenAPI 3.1 description of every route the Worker serves, for
-// GET /openapi.json. Schemas come from the wire models through zod's own
+// GET /openapi.json. Every schema is generated from zod — the request models
+// and the answers (responses.ts, dashboard.ts) — through zod's own
 // `z.toJSONSchema`: its draft 2020-12 output is OpenAPI 3.1's native schema
-// dialect, so no converter or extra dependency sits between the schemas and
-// the document, and the two never drift apart. What has no zod schema (small
-// answers, the dashboard summary, the placement report) is described here by
-// hand. Pure: it describes the routes and decides nothing; no I/O.
+// dialect, so no converter sits between the schemas and the document, and
+// the two never drift apart. Pure: it describes the routes and decides
+// nothing; no I/O.
 
 import { z } from "zod";
 import {
@@ -16,6 +16,7 @@ import {
   QuarantineCheckpointRequestSchema,
   RegisterPartRequestSchema,
 } from "./checkpoints";
+import { DashboardSummarySchema, StuckTasksSchema } from "./dashboard";
 import {
   ApproveRequestSchema,
   DenyRequestSchema,
@@ -45,6 +46,38 @@ import {
   NodeStatusSchema,
 } from "./nodes";
 import { IsoDateTimeSchema, int, SCHEMA_VERSION } from "./primitives";
+import {
+  AttemptFailedSchema,
+  AuthorizationPendingSchema,
+  CheckpointRejectedSchema,
+  CommitOutcomeSchema,
+  CredentialRevokedSchema,
+  DemandSchema,
+  DeviceCodeSchema,
+  EnrolledTokenSchema,
+  EnrolmentDecidedSchema,
+  EnrolmentsDeniedSchema,
+  FleetSummarySchema,
+  GpuGroupSchema,
+  HTTPValidationErrorSchema,
+  InternalErrorSchema,
+  JobArtifactSchema,
+  JobLogsSchema,
+  LostWorkSchema,
+  NodePlacementSchema,
+  NodePoolsAssignedSchema,
+  NodeRegisteredSchema,
+  NodeReleasedSchema,
+  PartRegisteredSchema,
+  PendingEnrolmentSchema,
+  PlacementReportSchema,
+  RefusalSchema,
+  ReplicaReportSchema,
+  StatusOkSchema,
+  TaskCountsSchema,
+  TaskRowSchema,
+  ValidationErrorSchema,
+} from "./responses";
 import {
   ClaimRequestSchema,
   CompleteRequestSchema,
@@ -94,9 +127,6 @@ export type OpenApiDocument = {
 };
 
 // -- the wire models, as served ------------------------------------------------
-
-/** Task counts by state, as served with each job and on the dashboard. */
-const TaskCountsSchema = z.record(TaskStateSchema, int().min(0));
 
 /**
  * The wire models by component name. Where a route serves more than its
@@ -150,6 +180,38 @@ const WIRE = {
   RegisterPartRequest: RegisterPartRequestSchema,
   CommitCheckpointRequest: CommitCheckpointRequestSchema,
   QuarantineCheckpointRequest: QuarantineCheckpointRequestSchema,
+  // What the routes answer beyond the models (responses.ts, dashboard.ts).
+  Refusal: RefusalSchema,
+  ValidationError: ValidationErrorSchema,
+  HTTPValidationError: HTTPValidationErrorSchema,
+  CheckpointRejected: CheckpointRejectedSchema,
+  InternalError: InternalErrorSchema,
+  StatusOk: StatusOkSchema,
+  NodeRegistered: NodeRegisteredSchema,
+  DeviceCode: DeviceCodeSchema,
+  AuthorizationPending: AuthorizationPendingSchema,
+  EnrolledToken: EnrolledTokenSchema,
+  PendingEnrolment: PendingEnrolmentSchema,
+  EnrolmentDecided: EnrolmentDecidedSchema,
+  EnrolmentsDenied: EnrolmentsDeniedSchema,
+  CredentialRevoked: CredentialRevokedSchema,
+  NodePoolsAssigned: NodePoolsAssignedSchema,
+  NodeReleased: NodeReleasedSchema,
+  CommitOutcome: CommitOutcomeSchema,
+  AttemptFailed: AttemptFailedSchema,
+  TaskRow: TaskRowSchema,
+  JobArtifact: JobArtifactSchema,
+  JobLogs: JobLogsSchema,
+  PartRegistered: PartRegisteredSchema,
+  LostWork: LostWorkSchema,
+  NodePlacement: NodePlacementSchema,
+  ReplicaReport: ReplicaReportSchema,
+  PlacementReport: PlacementReportSchema,
+  GpuGroup: GpuGroupSchema,
+  Demand: DemandSchema,
+  FleetSummary: FleetSummarySchema,
+  DashboardSummary: DashboardSummarySchema,
+  StuckTasks: StuckTasksSchema,
 } satisfies Record<string, z.ZodType>;
 type WireName = keyof typeof WIRE;
 
@@ -187,301 +249,10 @@ function wire(side: Side, name: WireName): Reference {
 }
 const request = (name: WireName) => wire("input", name);
 const served = (name: WireName) => wire("output", name);
-const own = (name: string): Reference => ({ $ref: `#/components/schemas/${name}` });
-
-// -- what has no zod schema, by hand ------------------------------------------------
 
 const string = { type: "string" };
 const count = { type: "integer", minimum: 0 };
-const bool = { type: "boolean" };
-const dateTime = { type: "string", format: "date-time" };
-const nullable = (schema: SchemaObject) => ({ anyOf: [schema, { type: "null" }] });
 const list = (items: SchemaObject) => ({ type: "array", items });
-const constant = (value: string) => ({ type: "string", const: value });
-/** An object whose properties are all required unless listed in `optional`. */
-function object(properties: Record<string, SchemaObject>, optional: string[] = []): SchemaObject {
-  return { type: "object", properties, required: Object.keys(properties).filter((k) => !optional.includes(k)) };
-}
-const page = (items: SchemaObject) => object({ items: list(items), more: count });
-
-const HAND = {
-  Refusal: object({ detail: string }),
-  ValidationError: object({ loc: list({ anyOf: [string, { type: "integer" }] }), msg: string, type: string }),
-  HTTPValidationError: object({ detail: list(own("ValidationError")) }),
-  CheckpointRejected: object({ detail: list(string) }),
-  InternalError: object({ detail: string, request_id: string }),
-  StatusOk: object({ status: constant("ok") }),
-  NodeRegistered: object({ node_id: string, status: constant("registered") }),
-  DeviceCode: object({
-    device_code: string,
-    user_code: string,
-    verification_uri: string,
-    verification_uri_complete: string,
-    interval: count,
-    expires_in: count,
-    expires_at: dateTime,
-  }),
-  AuthorizationPending: object({ error: constant("authorization_pending"), interval: count }),
-  EnrolledToken: object({ token: string, node_id: string }),
-  PendingEnrolment: object({
-    user_code: string,
-    node_id: string,
-    hostname: string,
-    platform: string,
-    requested_at: dateTime,
-    requested_from: nullable(string),
-    expires_at: dateTime,
-    replaces_credential: bool,
-  }),
-  EnrolmentDecided: {
-    ...object(
-      {
-        approved: { type: "boolean", const: true },
-        denied: { type: "boolean", const: true },
-        node_id: string,
-        owner: string,
-        pools: { type: "array", items: string },
-      },
-      ["approved", "denied", "owner", "pools"],
-    ),
-    description:
-      "An approval names the machine's owner as stored: the one asked for, else the node id; and the team pools it named, if any, which the machine is assigned when it redeems the code.",
-  },
-  EnrolmentsDenied: object({ denied: { type: "boolean", const: true }, count }),
-  CredentialRevoked: object({ node_id: string, revoked: bool }),
-  NodePoolsAssigned: {
-    ...object({ node_id: string, pools: { type: "array", items: string }, assigned_by: string }),
-    description:
-      "The node's team pools as now assigned, replacing any earlier assignment, and the operator who assigned them.",
-  },
-  NodeReleased: object({
-    node_id: string,
-    consecutive_failures: { type: "integer", const: 0 },
-    held_until: { type: "null" },
-  }),
-  CommitOutcome: object({ accepted: bool, detail: string }, ["detail"]),
-  AttemptFailed: object({ status: constant("requeued-or-exhausted") }),
-  TaskRow: object({
-    task_id: string,
-    state: served("TaskState"),
-    attempts: count,
-    max_attempts: count,
-    node_id: nullable(string),
-    deadline: nullable(dateTime),
-  }),
-  JobArtifact: object({ uri: string, key: string, size_bytes: count }),
-  JobLogs: object({ logs: string }),
-  PartRegistered: object({ status: constant("registered"), key: string }),
-  LostWork: object({ lost_steps: nullable(count), latest_step: nullable(count) }),
-  NodePlacement: {
-    ...object({ node_id: string, online: bool, status: string, eligible: bool, gate: string, reason: string }, [
-      "gate",
-      "reason",
-    ]),
-    description:
-      "One node's gate answer; a refused node names the gate (argv, module, local_data, gpu, exclusion, pool, isolation) and why, or `replica` when it holds or ran a replica of the task (each replica runs on a different node).",
-  },
-  ReplicaReport: {
-    ...object({
-      wanted: count,
-      quorum: count,
-      items: list(
-        object({
-          replica: { type: "integer", minimum: 1 },
-          node_id: string,
-          owner: string,
-          state: { type: "string", enum: ["live", "completed", "failed", "expired", "cancelled"] },
-          output_sha256: nullable(string),
-          verdict: nullable({ type: "string", enum: ["pending", "valid", "invalid", "undecided"] }),
-        }),
-      ),
-      owners: object({ eligible: count, needed: count, short: bool }),
-    }),
-    description:
-      "A replicated task's replicas in replica order: each one's node and that node's owner when it was issued, its lease state, and once committed its output's sha256 and verdict. `wanted`: replicas it wants out or done now; `quorum`: how many must agree (1 for a task trusted to one replica). `owners`: distinct owners that ran a replica or have a node the gate accepts, against the replicas needed; `short` when too few (replicas of one task run on nodes of distinct owners).",
-  },
-  PlacementReport: object({
-    job_id: string,
-    task_id: string,
-    state: served("TaskState"),
-    nodes: list(own("NodePlacement")),
-    unplaceable: bool,
-    summary: string,
-    queue: nullable(
-      object({
-        priority: { type: "integer" },
-        tenant: string,
-        higher_priority: count,
-        earlier_in_job: count,
-        other_tenants: count,
-        other_jobs: count,
-        failed_on: list(string),
-        eligible_held_back: count,
-      }),
-    ),
-    waiting: nullable(string),
-    replicas: nullable(own("ReplicaReport")),
-  }),
-  GpuGroup: {
-    ...object({
-      model: string,
-      memory_total_mb: nullable({ type: "integer" }),
-      compute_capability: string,
-      gpus: count,
-      nodes: count,
-      online: count,
-      busy: count,
-    }),
-    description:
-      "One kind of GPU in the fleet (model, memory, compute capability as nodes report them): how many such GPUs, on how many nodes, how many of those nodes are online and how many hold a live lease.",
-  },
-  Demand: {
-    ...object({
-      classes: list(
-        object({
-          class_id: count,
-          pending: count,
-          needs: string,
-          online_nodes_able: count,
-          servable: bool,
-          every_node_checked: bool,
-          summary: string,
-        }),
-      ),
-      classes_unchecked: count,
-      nodes_unchecked: count,
-      unservable_classes: count,
-      unservable_tasks: count,
-    }),
-    description:
-      "Pending tasks by requirement class, the 50 classes with the most pending tasks, each checked against the first 500 registered nodes (online and accepting first): what they need, how many online accepting nodes the gate lets take them, and whether any registered node could (`servable` false flags demand no one can serve). Bounded by live state, never by history.",
-  },
-  FleetSummary: object({
-    pool: string,
-    generated_at: dateTime,
-    gpus: page(own("GpuGroup")),
-    demand: own("Demand"),
-  }),
-  DashboardSummary: object({
-    pool: string,
-    generated_at: dateTime,
-    limit: count,
-    online_window_s: { type: "number" },
-    counts: object({
-      nodes: object({ total: count, online: count, offline: count, not_accepting: count, held_back: count }),
-      tasks: { allOf: [served("TaskCounts"), object({ total: count })] },
-      jobs: { type: "object", propertyNames: served("JobState"), additionalProperties: count },
-      leases_live: count,
-      stuck_tasks: count,
-      enrolment: object({ enrolled: count, revoked: count, pending_requests: count }),
-    }),
-    nodes: page(
-      object({
-        node_id: string,
-        hostname: string,
-        online: bool,
-        status: string,
-        last_heartbeat_age_s: { type: "number" },
-        environment: string,
-        os: string,
-        architecture: string,
-        cpu_cores: nullable({ type: "number" }),
-        gpus: list(string),
-        gpu_count: count,
-        local_datasets: list(string),
-        local_dataset_count: count,
-        pools: list(string),
-        labels: { type: "object", additionalProperties: string },
-        sandbox_capable: bool,
-        argv_capable: bool,
-        module_capable: bool,
-        unsandboxed_argv_capable: bool,
-        accepted_tasks: count,
-        live_leases: count,
-        consecutive_failures: count,
-        held_until: nullable(dateTime),
-        valid_results: count,
-        invalid_results: count,
-        distrusted: nullable(string),
-      }),
-    ),
-    jobs: page(
-      object({
-        job_id: string,
-        name: string,
-        workload_type: string,
-        state: served("JobState"),
-        created_at: dateTime,
-        finished_at: nullable(dateTime),
-        task_counts: served("TaskCounts"),
-        total_tasks: count,
-        labels: { type: "object", additionalProperties: string },
-        priority: { type: "integer" },
-        tenant: string,
-        worker_losses: count,
-        stuck: nullable(own("StuckTasks")),
-      }),
-    ),
-    leases: page(
-      object({
-        lease_id: string,
-        job_id: string,
-        task_id: string,
-        node_id: string,
-        attempt: count,
-        deadline: dateTime,
-        seconds_left: { type: "number" },
-        lease_seconds: { type: "number" },
-        replica: count,
-      }),
-    ),
-    events: object({
-      items: list(object({ seq: count, job_id: string, type: string, timestamp: dateTime, message: string })),
-      last_seq: count,
-    }),
-    stuck: { allOf: [page(own("StuckTasks")), object({ classes_unchecked: count })] },
-    storage: object({ bytes: count, limit_bytes: count, warning: bool }),
-    gpus: page(own("GpuGroup")),
-    demand: own("Demand"),
-    enrolment: object({
-      credentials: page(
-        object({
-          node_id: string,
-          owner: string,
-          hostname: string,
-          platform: string,
-          approved_by: string,
-          approved_at: dateTime,
-          issued_at: dateTime,
-          revoked_by: nullable(string),
-          revoked_at: nullable(dateTime),
-        }),
-      ),
-      requests: page(
-        object({
-          node_id: string,
-          hostname: string,
-          platform: string,
-          requested_at: dateTime,
-          expires_at: dateTime,
-          state: { type: "string", enum: ["pending", "approved", "denied", "redeemed", "expired"] },
-          decided_by: nullable(string),
-          decided_at: nullable(dateTime),
-        }),
-      ),
-    }),
-  }),
-  StuckTasks: {
-    ...object({
-      job_id: string,
-      job_name: nullable(string),
-      task_id: string,
-      pending: count,
-      summary: nullable(string),
-    }),
-    description: "Pending tasks of a job that no online node can take, with why (for the earliest one).",
-  },
-} satisfies Record<string, SchemaObject>;
 
 // -- routes ------------------------------------------------------------------------
 
@@ -509,9 +280,9 @@ const jsonBody = (schema: SchemaObject, description: string): ResponseObject => 
   description,
   content: { "application/json": { schema } },
 });
-const refusal = (description: string) => jsonBody(own("Refusal"), description);
+const refusal = (description: string) => jsonBody(served("Refusal"), description);
 const validation = (description = "The request does not fit its schema: one `{loc, msg, type}` per problem.") =>
-  jsonBody(own("HTTPValidationError"), description);
+  jsonBody(served("HTTPValidationError"), description);
 const parameter = (name: string): Reference => ({ $ref: `#/components/parameters/${name}` });
 const query = (name: string, description: string, schema: SchemaObject, required = false): ParameterObject => ({
   name,
@@ -566,7 +337,7 @@ const ROUTES: Route[] = [
     id: "health",
     tag: "service",
     summary: "Liveness: the Worker serves and its settings are sound",
-    ok: { 200: jsonBody(own("StatusOk"), "Serving.") },
+    ok: { 200: jsonBody(served("StatusOk"), "Serving.") },
   },
   {
     method: "get",
@@ -640,7 +411,7 @@ const ROUTES: Route[] = [
       "The URL's pool replaces the body's `pool`; when tokens are configured, the caller's node identity replaces `node_id`.",
     parameters: [parameter("joinCode"), parameter("onBehalfOf")],
     body: request("NodeRegistration"),
-    ok: { 200: jsonBody(own("NodeRegistered"), "Registered.") },
+    ok: { 200: jsonBody(served("NodeRegistered"), "Registered.") },
     refusals: {
       401: NO_NODE_IDENTITY,
       403: "The join code is missing or wrong (FLASHML_JOIN_CODE is set).",
@@ -655,7 +426,7 @@ const ROUTES: Route[] = [
     summary: "Say a node is alive, and whether it accepts work",
     parameters: [parameter("onBehalfOf")],
     body: request("NodeHeartbeat"),
-    ok: { 200: jsonBody(own("StatusOk"), "Recorded.") },
+    ok: { 200: jsonBody(served("StatusOk"), "Recorded.") },
     refusals: {
       401: NO_NODE_IDENTITY,
       403: "A node may only heartbeat itself.",
@@ -670,7 +441,7 @@ const ROUTES: Route[] = [
     tag: "nodes",
     summary: "Let a held-back node claim again before its back-off ends",
     description: `A node whose last attempts all failed is held back from claiming (SPEC §13); this clears its run of failures. ${OPERATOR_ONLY}`,
-    ok: { 200: jsonBody(own("NodeReleased"), "Released: the node's next claim is served.") },
+    ok: { 200: jsonBody(served("NodeReleased"), "Released: the node's next claim is served.") },
     refusals: { 403: NOT_AN_OPERATOR, 404: "Unknown node." },
   },
   {
@@ -681,7 +452,7 @@ const ROUTES: Route[] = [
     summary: "Assign a node's team pools",
     description: `When tokens are enforced, a node is a member of the team pools an operator assigned (here, at the approval of its enrolment, or by registering or heartbeating for it with X-FlashML-On-Behalf-Of), never of those it reports for itself (SPEC §9, gate 6). The list replaces any earlier assignment (empty: no team pool) and survives the node's registrations and heartbeats; a claim the node holds open tries again at once. The placement report and the dashboard name who assigned it. ${OPERATOR_ONLY}`,
     body: request("NodePoolsRequest"),
-    ok: { 200: jsonBody(own("NodePoolsAssigned"), "Assigned.") },
+    ok: { 200: jsonBody(served("NodePoolsAssigned"), "Assigned.") },
     refusals: {
       400: "The coordinator is open: the pools a node reports make it a member, so there is nothing to assign.",
       403: NOT_AN_OPERATOR,
@@ -696,7 +467,7 @@ const ROUTES: Route[] = [
     tag: "enrolment",
     summary: "Revoke an enrolled node's credential",
     description: `The node's next request is a 401 (SPEC §9); a claim it holds open is answered 204 at once, and its live leases end at once (requeued as worker losses). ${OPERATOR_ONLY}`,
-    ok: { 200: jsonBody(own("CredentialRevoked"), "Revoked.") },
+    ok: { 200: jsonBody(served("CredentialRevoked"), "Revoked.") },
     refusals: { 400: OPEN_POOL, 403: NOT_AN_OPERATOR, 404: "The node has no enrolled credential." },
   },
   {
@@ -708,7 +479,7 @@ const ROUTES: Route[] = [
     description:
       "No credential. The device code is the machine's secret; the user code is what a person types on `verification_uri`. Codes expire after 15 minutes. A pool holds at most 100 pending codes, and at most 5 from one address (an IPv6 address counts by its /64).",
     body: request("DeviceCodeRequest"),
-    ok: { 200: jsonBody(own("DeviceCode"), "The codes, the page to approve them on, and how often to poll.") },
+    ok: { 200: jsonBody(served("DeviceCode"), "The codes, the page to approve them on, and how often to poll.") },
     refusals: {
       400: OPEN_POOL,
       429: "Too many codes are waiting for an operator, in the pool or from this address (Retry-After: 60).",
@@ -723,10 +494,10 @@ const ROUTES: Route[] = [
     description:
       "No credential. 200 exactly once after approval; every other code (unknown, waiting, denied, expired, redeemed) gets the same 400 `authorization_pending`.",
     body: request("DeviceTokenRequest"),
-    ok: { 200: jsonBody(own("EnrolledToken"), "The node's token: send it as `Authorization: Bearer`.") },
+    ok: { 200: jsonBody(served("EnrolledToken"), "The node's token: send it as `Authorization: Bearer`.") },
     refusals: {
       400: jsonBody(
-        { anyOf: [own("AuthorizationPending"), own("Refusal")] },
+        { anyOf: [served("AuthorizationPending"), served("Refusal")] },
         "`authorization_pending`: poll again after `interval` seconds. Or `{detail}`: the coordinator is open.",
       ),
     },
@@ -738,7 +509,7 @@ const ROUTES: Route[] = [
     tag: "enrolment",
     summary: "The codes waiting for an operator",
     description: OPERATOR_ONLY,
-    ok: { 200: jsonBody(list(own("PendingEnrolment")), "Oldest first.") },
+    ok: { 200: jsonBody(list(served("PendingEnrolment")), "Oldest first.") },
     refusals: { 400: OPEN_POOL, 403: NOT_AN_OPERATOR },
   },
   {
@@ -749,7 +520,7 @@ const ROUTES: Route[] = [
     summary: "Approve a pending code: its machine may redeem it for a node credential",
     description: `${OPERATOR_ONLY} \`owner\` (optional, 1–128 characters) names whose machine it is: replicas of one task run on nodes of distinct owners; absent, the machine is its own owner. An empty or longer owner is a 422. \`pools\` (optional, at most 64 names of 1–128 characters) are the team pools the machine is assigned when it redeems the code, by the approving operator (SPEC §9); absent, none are named and an earlier assignment stands.`,
     body: request("ApproveRequest"),
-    ok: { 200: jsonBody(own("EnrolmentDecided"), "Approved.") },
+    ok: { 200: jsonBody(served("EnrolmentDecided"), "Approved.") },
     refusals: {
       400: OPEN_POOL,
       403: NOT_AN_OPERATOR,
@@ -769,7 +540,7 @@ const ROUTES: Route[] = [
     body: request("DenyRequest"),
     ok: {
       200: jsonBody(
-        { anyOf: [own("EnrolmentDecided"), own("EnrolmentsDenied")] },
+        { anyOf: [served("EnrolmentDecided"), served("EnrolmentsDenied")] },
         "Denied: the code's node, or how many codes `all` denied (0 when none was pending).",
       ),
     },
@@ -802,7 +573,7 @@ const ROUTES: Route[] = [
         default: DASHBOARD_LIMIT_DEFAULT,
       }),
     ],
-    ok: { 200: jsonBody(own("FleetSummary"), "The GPU groups and the demand.") },
+    ok: { 200: jsonBody(served("FleetSummary"), "The GPU groups and the demand.") },
     refusals: { 422: validation(`\`limit\` is not an integer in [1, ${DASHBOARD_LIMIT_MAX}].`) },
   },
   {
@@ -845,7 +616,9 @@ const ROUTES: Route[] = [
       "The output at the task's commit key must exist with this sha256. Exactly one commit per task is ever accepted; every other is answered `accepted: false`.",
     parameters: [parameter("onBehalfOf")],
     body: request("CompleteRequest"),
-    ok: { 200: jsonBody(own("CommitOutcome"), "Whether the commit was accepted (`detail` when validation failed).") },
+    ok: {
+      200: jsonBody(served("CommitOutcome"), "Whether the commit was accepted (`detail` when validation failed)."),
+    },
     refusals: {
       401: NO_NODE_IDENTITY,
       403: "The lease was not issued to the caller.",
@@ -860,7 +633,7 @@ const ROUTES: Route[] = [
     summary: "Give up an attempt: the task is requeued while attempts remain",
     parameters: [parameter("onBehalfOf")],
     body: request("FailRequest"),
-    ok: { 200: jsonBody(own("AttemptFailed"), "The attempt failed; the task was requeued or exhausted.") },
+    ok: { 200: jsonBody(served("AttemptFailed"), "The attempt failed; the task was requeued or exhausted.") },
     refusals: {
       401: NO_NODE_IDENTITY,
       403: "The lease was not issued to the caller.",
@@ -922,7 +695,7 @@ const ROUTES: Route[] = [
     summary: "Register one uploaded part of a checkpoint",
     parameters: [parameter("onBehalfOf")],
     body: request("RegisterPartRequest"),
-    ok: { 200: jsonBody(own("PartRegistered"), "Registered (a re-registered key replaces the previous one).") },
+    ok: { 200: jsonBody(served("PartRegistered"), "Registered (a re-registered key replaces the previous one).") },
     refusals: { 403: noCheckpointWriter, 404: "Unknown task." },
   },
   {
@@ -938,7 +711,7 @@ const ROUTES: Route[] = [
       403: noCheckpointWriter,
       404: "Unknown task.",
       409: jsonBody(
-        own("CheckpointRejected"),
+        served("CheckpointRejected"),
         "Refused, with every problem: no parts, a part never registered, a hash different from the registered one.",
       ),
     },
@@ -962,7 +735,7 @@ const ROUTES: Route[] = [
     tag: "checkpoints",
     summary: "How many steps a failure at a step loses, given the latest checkpoint",
     parameters: [query("failed_at_step", "The step the attempt failed at.", { type: "integer", minimum: 0 }, true)],
-    ok: { 200: jsonBody(own("LostWork"), "Steps lost, or both null when there is no checkpoint.") },
+    ok: { 200: jsonBody(served("LostWork"), "Steps lost, or both null when there is no checkpoint.") },
     refusals: { 404: "Unknown task.", 422: validation("`failed_at_step` is missing or not an integer ≥ 0.") },
   },
   {
@@ -996,7 +769,7 @@ const ROUTES: Route[] = [
     id: "explainPlacement",
     tag: "observability",
     summary: "Why a task is (not) running: every node's gate answer",
-    ok: { 200: jsonBody(own("PlacementReport"), "Every registered node, eligible or refused by a gate.") },
+    ok: { 200: jsonBody(served("PlacementReport"), "Every registered node, eligible or refused by a gate.") },
     refusals: { 404: "Unknown job, or unknown task in the job." },
   },
   {
@@ -1013,7 +786,7 @@ const ROUTES: Route[] = [
         default: DASHBOARD_LIMIT_DEFAULT,
       }),
     ],
-    ok: { 200: jsonBody(own("DashboardSummary"), "Counts, and at most `limit` entries of each list.") },
+    ok: { 200: jsonBody(served("DashboardSummary"), "Counts, and at most `limit` entries of each list.") },
     refusals: { 422: validation(`\`limit\` is not an integer in [1, ${DASHBOARD_LIMIT_MAX}].`) },
   },
   {
@@ -1041,7 +814,7 @@ const ROUTES: Route[] = [
     refusals: {
       403: NOT_AN_OPERATOR,
       422: jsonBody(
-        { anyOf: [own("HTTPValidationError"), own("Refusal")] },
+        { anyOf: [served("HTTPValidationError"), served("Refusal")] },
         "The spec does not fit its schema or names another backend (a `{loc, msg, type}` list), or cannot be expanded into tasks (one message listing every problem).",
       ),
       503: "Every fresh job id tried was already used in the pool: nothing was queued, submit again.",
@@ -1100,7 +873,7 @@ const ROUTES: Route[] = [
     id: "listJobTasks",
     tag: "jobs",
     summary: "A job's tasks: state, attempts, node and live deadline",
-    ok: { 200: jsonBody(list(own("TaskRow")), "One row per task, sorted by task_id.") },
+    ok: { 200: jsonBody(list(served("TaskRow")), "One row per task, sorted by task_id.") },
     refusals: { 404: "Unknown job." },
   },
   {
@@ -1119,7 +892,7 @@ const ROUTES: Route[] = [
     id: "getJobLogs",
     tag: "jobs",
     summary: "A job's backend log (always empty: lease jobs have none)",
-    ok: { 200: jsonBody(own("JobLogs"), "The log.") },
+    ok: { 200: jsonBody(served("JobLogs"), "The log.") },
     refusals: { 404: "Unknown job." },
   },
   {
@@ -1130,7 +903,7 @@ const ROUTES: Route[] = [
     summary: "The artifacts under `jobs/{job_id}/`",
     description: `${PAGED} To a node, another replica's outputs before the task's verdict are left out (a page may then hold fewer than \`limit\`).`,
     parameters: pageParameters,
-    ok: { 200: pageOf(own("JobArtifact"), "A page of the artifacts, sorted by key; empty for an unknown job.") },
+    ok: { 200: pageOf(served("JobArtifact"), "A page of the artifacts, sorted by key; empty for an unknown job.") },
     refusals: { 422: badPage },
   },
 ];
@@ -1213,6 +986,12 @@ function operation(route: Route, pooled: boolean): Operation {
   };
 }
 
+/** The answers every route may give, referenced by name. */
+const RESPONSES = {
+  InternalError: jsonBody(served("InternalError"), "Unexpected: nothing internal is shown; the request id is logged."),
+  Misconfigured: refusal(MISCONFIGURED),
+};
+
 // -- the document ---------------------------------------------------------------------
 
 const SIDE_REF = /^(input|output):(\w+)$/;
@@ -1268,9 +1047,9 @@ export function openApiDocument(): OpenApiDocument {
     return schema;
   };
 
-  // Which models each side uses: the routes' and hand schemas' refs, and theirs.
+  // Which models each side uses: the routes' refs, and theirs.
   const used: Record<Side, Set<string>> = { input: new Set(), output: new Set() };
-  const pending = sideRefs([paths, HAND]);
+  const pending = sideRefs([paths, RESPONSES]);
   for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
     const [side, id] = next;
     if (used[side].has(id)) continue;
@@ -1301,10 +1080,6 @@ export function openApiDocument(): OpenApiDocument {
   const schemas: Record<string, SchemaObject> = {};
   for (const side of ["input", "output"] as const) {
     for (const id of used[side]) schemas[nameOf(side, id)] = mapRefs(schemaOf(side, id), rename);
-  }
-  for (const [name, schema] of Object.entries(HAND)) {
-    if (name in schemas) throw new Error(`component ${name} is both a wire model and a hand schema`);
-    schemas[name] = mapRefs(schema, rename);
   }
 
   return {
@@ -1354,13 +1129,7 @@ export function openApiDocument(): OpenApiDocument {
           schema: string,
         },
       },
-      responses: {
-        InternalError: jsonBody(
-          own("InternalError"),
-          "Unexpected: nothing internal is shown; the request id is logged.",
-        ),
-        Misconfigured: refusal(MISCONFIGURED),
-      },
+      responses: mapRefs(RESPONSES, rename),
       securitySchemes: {
         bearer: {
           type: "http",
