@@ -5,7 +5,6 @@
 // 404, the 500 and 503 every route may give) for each path it is served at.
 // Pure: it describes and decides nothing; no I/O.
 
-import type { DescribeRouteOptions } from "hono-openapi";
 import { MAX_ARTIFACT_KEY_BYTES } from "./keys";
 import { LIST_PAGE_DEFAULT, LIST_PAGE_MAX, LIST_PAGE_MAX_BYTES, MAX_JSON_BODY_BYTES } from "./limits";
 import {
@@ -115,7 +114,7 @@ function addRefusal(responses: Operation["responses"], status: number, descripti
  * The operation a route documents, for `describeRoute`: its answers, its
  * refusals and, when it reads a JSON body, the body's own refusals.
  */
-export function documented(route: RouteDoc): DescribeRouteOptions {
+export function documented(route: RouteDoc): Operation {
   const responses: Operation["responses"] = { ...route.ok };
   for (const [status, answer] of Object.entries(route.refusals ?? {})) {
     responses[status] = typeof answer === "string" ? refusal(answer) : answer;
@@ -128,7 +127,7 @@ export function documented(route: RouteDoc): DescribeRouteOptions {
     route.body === "bytes"
       ? { "application/octet-stream": { schema: { type: "string", format: "binary" } } }
       : route.body && { "application/json": { schema: route.body } };
-  const operation: Operation = {
+  return {
     operationId: route.id,
     summary: route.summary,
     ...(route.description ? { description: route.description } : {}),
@@ -137,7 +136,6 @@ export function documented(route: RouteDoc): DescribeRouteOptions {
     ...(content ? { requestBody: { required: true, content } } : {}),
     responses,
   };
-  return operation as DescribeRouteOptions;
 }
 
 const PATH_PARAMETERS: Record<string, string> = {
