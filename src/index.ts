@@ -5,7 +5,7 @@
 import { Hono } from "hono";
 import { describeRoute } from "hono-openapi";
 import { invalidPoolDetail, isPoolName } from "./protocol/keys";
-import { documented, jsonBody, served } from "./protocol/openapi-operations";
+import { documented, jsonBody, refusedBy, served } from "./protocol/openapi-operations";
 import { artifacts } from "./routes/artifacts";
 import { checkpoints } from "./routes/checkpoints";
 import type { AppEnv } from "./routes/context";
@@ -36,7 +36,16 @@ api.use(async (c, next) => {
 });
 // A machine asking to join has no credential yet (SPEC §9): before identify.
 api.route("/device", deviceAgent);
-api.use(identify);
+api.use(
+  describeRoute(
+    refusedBy({
+      400: "An operator sent more than one X-FlashML-On-Behalf-Of value.",
+      401: "Tokens are configured and no valid token was sent (as Bearer, or as HTTP Basic with its name as the user name).",
+      403: "An operator sent an empty X-FlashML-On-Behalf-Of.",
+    }),
+  ),
+  identify,
+);
 api.route("/device", deviceOperator);
 api.route("/nodes", nodes);
 api.route("/leases", leases);

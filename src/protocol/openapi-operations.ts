@@ -147,28 +147,33 @@ const PATH_PARAMETERS: Record<string, string> = {
   key: `The artifact key: a relative path, '/' sent as is or percent-encoded; at most ${MAX_ARTIFACT_KEY_BYTES} bytes, no '.', '..' or empty segment, no backslash or control character.`,
 };
 
-/** How the pool API is mounted (src/index.ts), and what its middleware sends for every route under it. */
+/** How the pool API is mounted (src/index.ts). */
 const POOL_API = /^(\/pools\/\{pool\})?\/v1alpha1\//;
-const IDENTITY_REFUSALS: [number, string][] = [
-  [400, "An operator sent more than one X-FlashML-On-Behalf-Of value."],
-  [
-    401,
-    "Tokens are configured and no valid token was sent (as Bearer, or as HTTP Basic with its name as the user name).",
-  ],
-  [403, "An operator sent an empty X-FlashML-On-Behalf-Of."],
-];
+/** What a middleware refuses for every route after it, for `describeRoute` beside its `use`. */
+export type MiddlewareDoc = { responses: Record<string, ResponseObject> };
+
+/** The refusals a middleware sends, as `describeRoute` takes them. */
+export function refusedBy(refusals: Record<number, string>): MiddlewareDoc {
+  return {
+    responses: Object.fromEntries(Object.entries(refusals).map(([status, text]) => [status, refusal(text)])),
+  };
+}
 
 /**
- * A route's operation as served at `path` (OpenAPI syntax): under the pool
- * API it gains the identity refusals, under `/pools/{pool}` the pool
- * parameter, its 404 and an `InPool` operation id; a root route asks no
- * credential. Every route may answer 500, and 503 when the settings are bad.
+ * A route's operation as served at `path` (OpenAPI syntax), after
+ * `middleware` (the described middleware mounted before it on its path):
+ * it gains their refusals; under `/pools/{pool}` the pool parameter, its
+ * 404 and an `InPool` operation id; outside the pool API it asks no
+ * credential. Every route may answer 500 (the app's onError), and 503 when
+ * the settings are bad (refuseMisconfigured, before every route).
  */
-export function mounted(path: string, route: Operation): Operation {
+export function mounted(path: string, route: Operation, middleware: readonly MiddlewareDoc[] = []): Operation {
   const api = POOL_API.exec(path);
   const pooled = api?.[1] !== undefined;
   const responses: Operation["responses"] = structuredClone(route.responses);
-  if (api) for (const [status, description] of IDENTITY_REFUSALS) addRefusal(responses, status, description);
+  for (const { responses: refused } of middleware) {
+    for (const [status, answer] of Object.entries(refused)) addRefusal(responses, +status, answer.description);
+  }
   if (pooled) addRefusal(responses, 404, INVALID_POOL);
   responses[500] = { $ref: "#/components/responses/InternalError" };
   if (responses[503] === undefined) responses[503] = { $ref: "#/components/responses/Misconfigured" };

@@ -11,11 +11,11 @@ import { Hono } from "hono";
 import { findTargetHandler } from "hono/utils/handler";
 import { describeRoute, uniqueSymbol } from "hono-openapi";
 import { type Method, type OpenApiDocument, type Operation, openApiDocument } from "../protocol/openapi";
-import { documented, jsonBody, mounted } from "../protocol/openapi-operations";
+import { documented, jsonBody, type MiddlewareDoc, mounted } from "../protocol/openapi-operations";
 import type { AppEnv } from "./context";
 import type { RouteEntry } from "./methods";
 
-type Described = { [uniqueSymbol]?: { spec?: Operation } };
+type Described = { [uniqueSymbol]?: { spec?: Operation & MiddlewareDoc } };
 
 /** Hono's `:name` and a final `*` (an artifact key) as OpenAPI's `{name}`. */
 function openApiPath(path: string): string {
@@ -25,12 +25,23 @@ function openApiPath(path: string): string {
 /** The document of `routes` (an app's `routes`): each served path and method, as its route describes it. */
 export function documentOf(routes: readonly (RouteEntry & { handler: unknown })[]): OpenApiDocument {
   const paths: OpenApiDocument["paths"] = {};
+  // Described middleware (`use`) applies to the routes registered after it under its path, as Hono runs it.
+  const middleware: { prefix: string; doc: MiddlewareDoc }[] = [];
   for (const route of routes) {
     const spec = (findTargetHandler(route.handler as never) as Described)[uniqueSymbol]?.spec;
-    if (route.method === "ALL" || !spec) continue;
+    if (!spec) continue;
+    if (route.method === "ALL") {
+      middleware.push({ prefix: route.path.replace(/\/?\*$/, ""), doc: spec });
+      continue;
+    }
+    const before = middleware.filter(({ prefix }) => route.path === prefix || route.path.startsWith(`${prefix}/`));
     const path = openApiPath(route.path);
     const item = paths[path] ?? {};
-    item[route.method.toLowerCase() as Method] = mounted(path, spec);
+    item[route.method.toLowerCase() as Method] = mounted(
+      path,
+      spec,
+      before.map(({ doc }) => doc),
+    );
     paths[path] = item;
   }
   const missing = routes.filter(
