@@ -3,7 +3,9 @@
 // the pool `local`. Holds no state of its own.
 
 import { Hono } from "hono";
+import { describeRoute } from "hono-openapi";
 import { invalidPoolDetail, isPoolName } from "./protocol/keys";
+import { documented, jsonBody, refusedBy, served } from "./protocol/openapi-operations";
 import { artifacts } from "./routes/artifacts";
 import { checkpoints } from "./routes/checkpoints";
 import type { AppEnv } from "./routes/context";
@@ -16,7 +18,7 @@ import { attempts, leases } from "./routes/leases";
 import { allowedMethods } from "./routes/methods";
 import { metrics } from "./routes/metrics";
 import { nodes } from "./routes/nodes";
-import { openapi } from "./routes/openapi";
+import { openapiOf } from "./routes/openapi";
 import { placement } from "./routes/placement";
 import { poolStub, refuseMisconfigured } from "./routes/settings";
 
@@ -34,7 +36,16 @@ api.use(async (c, next) => {
 });
 // A machine asking to join has no credential yet (SPEC §9): before identify.
 api.route("/device", deviceAgent);
-api.use(identify);
+api.use(
+  describeRoute(
+    refusedBy({
+      400: "An operator sent more than one X-FlashML-On-Behalf-Of value.",
+      401: "Tokens are configured and no valid token was sent (as Bearer, or as HTTP Basic with its name as the user name).",
+      403: "An operator sent an empty X-FlashML-On-Behalf-Of.",
+    }),
+  ),
+  identify,
+);
 api.route("/device", deviceOperator);
 api.route("/nodes", nodes);
 api.route("/leases", leases);
@@ -48,8 +59,19 @@ api.route("/jobs", jobs);
 
 const app = new Hono<AppEnv>();
 app.use(refuseMisconfigured);
-app.get("/healthz", (c) => c.json({ status: "ok" }));
-app.route("/openapi.json", openapi);
+app.get(
+  "/healthz",
+  describeRoute(
+    documented({
+      id: "health",
+      tag: "service",
+      summary: "Liveness: the Worker serves and its settings are sound",
+      ok: { 200: jsonBody(served("StatusOk"), "Serving.") },
+    }),
+  ),
+  (c) => c.json({ status: "ok" }),
+);
+app.route("/openapi.json", openapiOf(app));
 app.route("/pools/:pool/v1alpha1", api);
 app.route("/v1alpha1", api);
 app.route("/", dashboardPage);

@@ -4,12 +4,14 @@
 // without pulling the Worker's modules into a DOM program.
 //
 // They must never drift from the server: page.ts fills PageConfig from the
-// protocol's own constants (`satisfies`), and test/worker/dashboard.test.ts
-// checks at compile time that the server's summary and placement report are
-// assignable to Summary and PlacementReport.
+// protocol's own constants (`satisfies`), and test/types/wire.ts checks at
+// compile time that every field named here is one the response schemas in
+// src/protocol (responses.ts, dashboard.ts) send, with exactly their type.
 
 /** The task states (TASK_STATES in src/protocol/tasks.ts). */
 export type TaskState = "PENDING" | "LEASED" | "COMPLETED" | "FAILED" | "CANCELLED";
+/** The job states (JOB_STATES in src/protocol/jobs.ts). */
+export type JobState = "PENDING" | "SUBMITTED" | "RUNNING" | "RECOVERING" | "SUCCEEDED" | "FAILED" | "CANCELLED";
 
 /** The constants the page shares with the server, in the page's `flashedge-config` meta tag. */
 export type PageConfig = {
@@ -39,7 +41,7 @@ export type JobItem = {
   job_id: string;
   name: string;
   workload_type: string;
-  state: string;
+  state: JobState;
   created_at: string;
   task_counts: TaskCounts;
   total_tasks: number;
@@ -169,7 +171,7 @@ export type Summary = {
   counts: {
     nodes: { total: number; online: number; not_accepting: number; held_back: number };
     tasks: TaskCounts & { total: number };
-    jobs: { RUNNING: number; SUCCEEDED: number; FAILED: number; CANCELLED: number };
+    jobs: Record<JobState, number>;
     leases_live: number;
     stuck_tasks: number;
     enrolment: { enrolled: number; revoked: number; pending_requests: number };
@@ -208,14 +210,14 @@ export type ReplicaItem = {
   replica: number;
   node_id: string;
   owner: string;
-  state: string;
+  state: "live" | "completed" | "failed" | "expired" | "cancelled";
   output_sha256: string | null;
-  verdict: string | null;
+  verdict: "pending" | "valid" | "invalid" | "undecided" | null;
 };
 
 /** `GET …/jobs/{job}/tasks/{task}/placement` (src/pool/explain.ts). */
 export type PlacementReport = {
-  state: string;
+  state: TaskState;
   nodes: NodePlacement[];
   unplaceable: boolean;
   summary: string;

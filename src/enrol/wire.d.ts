@@ -5,7 +5,9 @@
 // pulling the Worker's modules into a DOM program.
 //
 // They must never drift from the server: page.ts fills EnrolConfig from the
-// protocol's own constants (`satisfies`).
+// protocol's own constants (`satisfies`), and test/types/wire.ts checks at
+// compile time that every field named here is one the response schemas in
+// src/protocol/responses.ts send, with exactly their type.
 
 /** The constants the page shares with the server, in the page's `flashedge-config` meta tag. */
 export type EnrolConfig = {

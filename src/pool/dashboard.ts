@@ -7,8 +7,19 @@
 // dataset names) are clipped here and escaped by the page; this module
 // never builds markup.
 
+import type {
+  DashboardCredential,
+  DashboardEnrolmentRequest,
+  DashboardEvent,
+  DashboardJob,
+  DashboardLease,
+  DashboardNode,
+  DashboardSummary,
+  StuckTasks,
+} from "../protocol/dashboard";
 import { JOB_STATES, type JobState } from "../protocol/jobs";
 import type { NodeRegistration } from "../protocol/nodes";
+import type { Page } from "../protocol/responses";
 import { TASK_STATES } from "../protocol/tasks";
 import { CODE_RECORD_MS } from "../rules/enrolment";
 import { summarizePlacement } from "../rules/explanations";
@@ -19,7 +30,7 @@ import { storageReport } from "../rules/storage";
 import { shorten } from "../rules/text";
 import { iso } from "./events";
 import { placementOn, REGISTERED_NODE_COLUMNS, type RegisteredNode, registeredView } from "./explain";
-import { type Demand, demand, type GpuGroup, gpuGroups } from "./fleet";
+import { demand, gpuGroups } from "./fleet";
 import { poolTaskCounts, taskCounts } from "./jobs";
 import { ASSIGNED_POOLS, ONLINE_WINDOW_MS } from "./nodes";
 import { asSeenByNodes, SEALED_EVENT, sealedPending, type Viewer } from "./sealing";
@@ -30,139 +41,17 @@ export const STUCK_CLASSES_CHECKED = 100;
 const CLIP_CHARS = 200;
 const CLIP_ENTRIES = 8;
 
-export type DashboardNode = {
-  node_id: string;
-  hostname: string;
-  online: boolean;
-  status: string;
-  last_heartbeat_age_s: number;
-  environment: string;
-  os: string;
-  architecture: string;
-  cpu_cores: number | null;
-  gpus: string[];
-  gpu_count: number;
-  local_datasets: string[];
-  local_dataset_count: number;
-  /** The team pools the gate counts it a member of: reported (open) or assigned by an operator (enforcing). */
-  pools: string[];
-  /** Who assigned those pools and when (SPEC §9); null when they are the node's report, or none was assigned. */
-  pool_assignment: { assigned_by: string; assigned_at: string } | null;
-  labels: { [key: string]: string };
-  sandbox_capable: boolean;
-  argv_capable: boolean;
-  module_capable: boolean;
-  unsandboxed_argv_capable: boolean;
-  accepted_tasks: number;
-  live_leases: number;
-  /** Failed attempts since its last accepted commit (SPEC §13). */
-  consecutive_failures: number;
-  /** When its hold ends, while it is held back from claiming; else null. */
-  held_until: string | null;
-  /** Why it may no longer run a task alone, until an operator releases it (SPEC §14); null when it may. */
-  distrusted: string | null;
-  /** Its replicas a quorum agreed with, and those outvoted or with lying evidence (SPEC §14). */
-  valid_results: number;
-  invalid_results: number;
-};
-
-/** Pending tasks of a job that no online node can take, with why (for the earliest one). */
-export type StuckTasks = {
-  job_id: string;
-  job_name: string | null;
-  task_id: string;
-  pending: number;
-  summary: string | null;
-};
-
-export type DashboardJob = {
-  job_id: string;
-  name: string;
-  workload_type: string;
-  state: JobState;
-  created_at: string;
-  finished_at: string | null;
-  task_counts: TaskCounts;
-  total_tasks: number;
-  labels: { [key: string]: string };
-  /** Its scheduling priority and tenant (SPEC §13). */
-  priority: number;
-  tenant: string;
-  /** Lease expiries its tasks counted as worker losses rather than attempts. */
-  worker_losses: number;
-  stuck: StuckTasks | null;
-};
-
-export type DashboardLease = {
-  lease_id: string;
-  job_id: string;
-  task_id: string;
-  node_id: string;
-  attempt: number;
-  deadline: string;
-  seconds_left: number;
-  /** The task's lease window: the full length of `seconds_left`. */
-  lease_seconds: number;
-  /** The replica of its task this lease runs (SPEC §14); 0 for a task run once. */
-  replica: number;
-};
-
-/** A machine's enrolled credential (SPEC §9), active or revoked. */
-export type DashboardCredential = {
-  node_id: string;
-  /** Whose machine it is (SPEC §14), as its approval named it: the node id by default. */
-  owner: string;
-  hostname: string;
-  platform: string;
-  approved_by: string;
-  approved_at: string;
-  issued_at: string;
-  revoked_by: string | null;
-  revoked_at: string | null;
-};
-
-/** An enrolment request of the last day. No user code: node tokens read the dashboard too. */
-export type DashboardEnrolmentRequest = {
-  node_id: string;
-  hostname: string;
-  platform: string;
-  requested_at: string;
-  expires_at: string;
-  state: "pending" | "approved" | "denied" | "redeemed" | "expired";
-  decided_by: string | null;
-  decided_at: string | null;
-};
-
-export type DashboardEvent = { seq: number; job_id: string; type: string; timestamp: string; message: string };
-
-export type Page<T> = { items: T[]; more: number };
-
-export type DashboardSummary = {
-  pool: string;
-  generated_at: string;
-  limit: number;
-  online_window_s: number;
-  counts: {
-    nodes: { total: number; online: number; offline: number; not_accepting: number; held_back: number };
-    tasks: TaskCounts & { total: number };
-    jobs: Record<JobState, number>;
-    leases_live: number;
-    stuck_tasks: number;
-    enrolment: { enrolled: number; revoked: number; pending_requests: number };
-  };
-  nodes: Page<DashboardNode>;
-  jobs: Page<DashboardJob>;
-  leases: Page<DashboardLease>;
-  events: { items: DashboardEvent[]; last_seq: number };
-  /** `classes_unchecked`: pending requirement classes past the check's bound. */
-  stuck: Page<StuckTasks> & { classes_unchecked: number };
-  storage: { bytes: number; limit_bytes: number; warning: boolean };
-  /** The fleet's GPUs by model, memory and compute capability, and the pending classes' demand (src/pool/fleet.ts). */
-  gpus: Page<GpuGroup>;
-  demand: Demand;
-  /** Credentials, active first then newest; requests, newest first. */
-  enrolment: { credentials: Page<DashboardCredential>; requests: Page<DashboardEnrolmentRequest> };
-};
+export type {
+  DashboardCredential,
+  DashboardEnrolmentRequest,
+  DashboardEvent,
+  DashboardJob,
+  DashboardLease,
+  DashboardNode,
+  DashboardSummary,
+  StuckTasks,
+} from "../protocol/dashboard";
+export type { Page } from "../protocol/responses";
 
 /** The bounded summary of a pool at `now`; `limit` bounds every list. */
 export function dashboardSummary(

@@ -7,6 +7,8 @@
 // claim path passes it over; a task short of distinct eligible owners for
 // its replicas says so.
 
+import type { PlacementReport, ReplicaItem, ReplicaReport } from "../protocol/responses";
+import type { TaskState } from "../protocol/tasks";
 import {
   membershipNote,
   type NodePlacement,
@@ -24,50 +26,13 @@ import { iso } from "./events";
 import { ASSIGNED_POOLS, nodeView } from "./nodes";
 import type { Viewer } from "./sealing";
 
-/** A replica's lease status: live until it commits, fails, expires or is cancelled. */
-export type ReplicaState = "live" | "completed" | "failed" | "expired" | "cancelled";
-/** A committed replica's verdict: pending until the task is judged (SPEC §14). */
-export type ReplicaVerdict = "pending" | "valid" | "invalid" | "undecided";
-
-/** One replica of a task: its lease's state, and its output's hash and verdict once committed. */
-export type ReplicaItem = {
-  replica: number;
-  node_id: string;
-  /** The node's owner when the replica was issued (SPEC §14). */
-  owner: string;
-  state: ReplicaState;
-  output_sha256: string | null;
-  verdict: ReplicaVerdict | null;
-};
-
-/**
- * A replicated task's replicas, in replica order. `wanted` is how many it
- * wants out or done now; `quorum` how many must agree (1 for a task trusted
- * to one replica by adaptive replication). `owners`: the distinct owners
- * that ran a replica or have a node the gate accepts, against the replicas
- * the task needs; `short` when they are too few (SPEC §14 "Cost").
- */
-export type ReplicaReport = {
-  wanted: number;
-  quorum: number;
-  items: ReplicaItem[];
-  owners: { eligible: number; needed: number; short: boolean };
-};
-
-export type PlacementReport = {
-  job_id: string;
-  task_id: string;
-  state: string;
-  nodes: NodePlacement[];
-  unplaceable: boolean;
-  summary: string;
-  /** A pending task's place in the claim order (SPEC §13); null for any other state. */
-  queue: QueuePosition | null;
-  /** What a pending task waits for, in words; null for any other state. */
-  waiting: string | null;
-  /** A replicated task's replicas (SPEC §14); null for a task run once. */
-  replicas: ReplicaReport | null;
-};
+export type {
+  PlacementReport,
+  ReplicaItem,
+  ReplicaReport,
+  ReplicaState,
+  ReplicaVerdict,
+} from "../protocol/responses";
 
 export type PlacementResult =
   | { ok: true; report: PlacementReport }
@@ -148,7 +113,7 @@ export function placementReport(
   membership: Membership = "assigned",
 ): PlacementResult {
   const task = sql
-    .exec<{ seq: number; state: string; payload: string; replicas: number; quorum: number; wanted: number }>(
+    .exec<{ seq: number; state: TaskState; payload: string; replicas: number; quorum: number; wanted: number }>(
       "SELECT seq, state, payload, replicas, quorum, wanted FROM tasks WHERE job_id = ? AND task_id = ?",
       jobId,
       taskId,

@@ -7,6 +7,7 @@
 // DEMAND_NODES_CHECKED registered nodes, so it costs at most their product
 // in gate evaluations, however large the pool.
 
+import type { Demand, DemandClass, FleetSummary, GpuGroup } from "../protocol/responses";
 import { type ClassDemand, demandSentence, describeRequirement } from "../rules/demand";
 import type { Membership } from "../rules/placement";
 import { eligible } from "../rules/placement";
@@ -21,36 +22,7 @@ export const DEMAND_CLASSES_CHECKED = 50;
 export const DEMAND_NODES_CHECKED = 500;
 const CLIP_CHARS = 200;
 
-/** One kind of GPU in the fleet: nodes with at least one such, and how many of those are online and busy. */
-export type GpuGroup = {
-  model: string;
-  memory_total_mb: number | null;
-  compute_capability: string;
-  gpus: number;
-  nodes: number;
-  online: number;
-  /** Nodes with this GPU holding a live lease (of any task). */
-  busy: number;
-};
-
-export type DemandClass = ClassDemand & { class_id: number; summary: string };
-
-export type Demand = {
-  classes: DemandClass[];
-  /** Pending classes past DEMAND_CLASSES_CHECKED, not shown and not counted below. */
-  classes_unchecked: number;
-  /** Registered nodes past DEMAND_NODES_CHECKED, not checked. */
-  nodes_unchecked: number;
-  unservable_classes: number;
-  unservable_tasks: number;
-};
-
-export type FleetSummary = {
-  pool: string;
-  generated_at: string;
-  gpus: { items: GpuGroup[]; more: number };
-  demand: Demand;
-};
+export type { Demand, DemandClass, FleetSummary, GpuGroup } from "../protocol/responses";
 
 /** The fleet's GPUs grouped by model, memory and compute capability, at most `limit` groups, most GPUs first. */
 export function gpuGroups(sql: SqlStorage, now: number, limit: number): { items: GpuGroup[]; more: number } {

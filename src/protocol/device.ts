@@ -49,15 +49,5 @@ export const ApproveRequestSchema = UserCodeRequestSchema.extend({
   pools: AssignedPoolsSchema.nullish(),
 });
 
-/** One entry of `GET /v1alpha1/device/pending`. */
-export type PendingEnrolment = {
-  user_code: string;
-  node_id: string;
-  hostname: string;
-  platform: string;
-  requested_at: string;
-  requested_from: string | null;
-  expires_at: string;
-  /** Approving replaces this node's current enrolled credential. */
-  replaces_credential: boolean;
-};
+/** One entry of `GET /v1alpha1/device/pending`: its schema is among the answers. */
+export type { PendingEnrolment } from "./responses";

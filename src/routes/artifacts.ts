@@ -7,66 +7,121 @@
 // missed, and uploads that never reached a bind.
 
 import { Hono } from "hono";
+import { describeRoute } from "hono-openapi";
+import { archiveOf } from "../archive/reader";
 import { artifactRecord } from "../protocol/checkpoints";
 import { hex } from "../protocol/ids";
 import { artifactKeyProblem, jobOfKey } from "../protocol/keys";
-import { archiveOf } from "./archive";
+import { count, documented, jsonBody, parameter, served, string } from "../protocol/openapi-operations";
 import type { AppContext, AppEnv } from "./context";
 import { viewerOf, writerOf } from "./identity";
 
 export const artifacts = new Hono<AppEnv>()
-  .put("/*", async (c) => {
-    const key = artifactKey(c);
-    if (typeof key !== "string") return key;
-    const maxBytes = maxArtifactBytes(c.env);
-    const length = Number(c.req.header("content-length"));
-    if (c.req.header("content-length") === undefined || !Number.isSafeInteger(length) || length < 0) {
-      return c.json({ detail: "Content-Length is required for artifact uploads" }, 411);
-    }
-    if (length > maxBytes)
-      return c.json({ detail: `artifact exceeds ${maxBytes} bytes (FLASHML_MAX_ARTIFACT_MB)` }, 413);
-    const stub = c.var.stub;
-    const writer = writerOf(c);
-    // Checked before the body is read, so a refused writer never streams it;
-    // the upload is recorded, so its bytes are collected if no bind claims them.
-    const object = `pools/${c.var.pool}/objects/${crypto.randomUUID()}`;
-    const before = await stub.beginUpload(key, object, writer);
-    if (!before.ok) return refused(c, before);
+  .put(
+    "/*",
+    describeRoute(
+      documented({
+        id: "putArtifact",
+        tag: "artifacts",
+        summary: "Upload an artifact's bytes under a key",
+        description:
+          "The bytes stream to storage and are bound to the key only once whole; a refused upload leaves the key's previous bytes. The largest artifact is FLASHML_MAX_ARTIFACT_MB (default 100) MiB.",
+        parameters: [
+          parameter("onBehalfOf"),
+          {
+            name: "Content-Length",
+            in: "header",
+            required: true,
+            description: "The body's length in bytes.",
+            schema: count,
+          },
+        ],
+        body: "bytes",
+        ok: { 200: jsonBody(served("ArtifactRecord"), "Stored and bound to the key.") },
+        refusals: {
+          400: "Invalid artifact key, or the body did not match its Content-Length.",
+          403: "The caller holds no live lease on the task whose outputs this key is under.",
+          409: "The task under this key has an accepted commit: its outputs are immutable.",
+          411: "No Content-Length.",
+          413: "The artifact is larger than FLASHML_MAX_ARTIFACT_MB.",
+        },
+      }),
+    ),
+    async (c) => {
+      const key = artifactKey(c);
+      if (typeof key !== "string") return key;
+      const maxBytes = maxArtifactBytes(c.env);
+      const length = Number(c.req.header("content-length"));
+      if (c.req.header("content-length") === undefined || !Number.isSafeInteger(length) || length < 0) {
+        return c.json({ detail: "Content-Length is required for artifact uploads" }, 411);
+      }
+      if (length > maxBytes)
+        return c.json({ detail: `artifact exceeds ${maxBytes} bytes (FLASHML_MAX_ARTIFACT_MB)` }, 413);
+      const stub = c.var.stub;
+      const writer = writerOf(c);
+      // Checked before the body is read, so a refused writer never streams it;
+      // the upload is recorded, so its bytes are collected if no bind claims them.
+      const object = `pools/${c.var.pool}/objects/${crypto.randomUUID()}`;
+      const before = await stub.beginUpload(key, object, writer);
+      if (!before.ok) return refused(c, before);
 
-    let stored: Awaited<ReturnType<typeof storeStreaming>>;
-    try {
-      stored = await storeStreaming(c.env.ARTIFACTS, object, c.req.raw.body, length);
-    } catch {
-      await stub.abandonUpload(object);
-      await c.env.ARTIFACTS.delete(object);
-      return c.json({ detail: "upload failed: the body did not match its Content-Length" }, 400);
-    }
-    const bound = await stub.bindArtifact(key, stored, writer);
-    if (!bound.ok) {
-      await c.env.ARTIFACTS.delete(object);
-      return refused(c, bound);
-    }
-    if (bound.replaced) c.executionCtx.waitUntil(c.env.ARTIFACTS.delete(bound.replaced));
-    return c.json(artifactRecord(bound.record, BUCKET));
-  })
-  .get("/*", async (c) => {
-    const key = artifactKey(c);
-    if (typeof key !== "string") return key;
-    // Another replica's output before the verdict does not exist for a node (SPEC §14).
-    const resolved = await c.var.stub.resolveArtifact(key, viewerOf(c));
-    // A key of an archived job names its object in the job's archive (SPEC §12).
-    const row = resolved === "archived" ? await archiveOf(c, jobOfKey(key)!).artifact(key) : resolved;
-    const body = row ? await c.env.ARTIFACTS.get(row.object) : null;
-    if (!row || !body) return c.json({ detail: `no artifact at ${key}` }, 404);
-    return new Response(body.body, {
-      headers: {
-        "content-type": "application/octet-stream",
-        "content-length": String(row.size_bytes),
-        etag: `"${row.etag}"`,
-        "x-flashml-sha256": row.sha256,
-      },
-    });
-  });
+      let stored: Awaited<ReturnType<typeof storeStreaming>>;
+      try {
+        stored = await storeStreaming(c.env.ARTIFACTS, object, c.req.raw.body, length);
+      } catch {
+        await stub.abandonUpload(object);
+        await c.env.ARTIFACTS.delete(object);
+        return c.json({ detail: "upload failed: the body did not match its Content-Length" }, 400);
+      }
+      const bound = await stub.bindArtifact(key, stored, writer);
+      if (!bound.ok) {
+        await c.env.ARTIFACTS.delete(object);
+        return refused(c, bound);
+      }
+      if (bound.replaced) c.executionCtx.waitUntil(c.env.ARTIFACTS.delete(bound.replaced));
+      return c.json(artifactRecord(bound.record, BUCKET));
+    },
+  )
+  .get(
+    "/*",
+    describeRoute(
+      documented({
+        id: "getArtifact",
+        tag: "artifacts",
+        summary: "Download an artifact's bytes",
+        ok: {
+          200: {
+            description: "The bytes.",
+            headers: {
+              ETag: { description: "The stored object's etag.", schema: string },
+              "X-FlashML-Sha256": { description: "The sha256 of the bytes, lowercase hex.", schema: string },
+              "Content-Length": { description: "The size in bytes.", schema: count },
+            },
+            content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } },
+          },
+        },
+        refusals: { 400: "Invalid artifact key.", 404: "No artifact at this key." },
+      }),
+    ),
+    async (c) => {
+      const key = artifactKey(c);
+      if (typeof key !== "string") return key;
+      // Another replica's output before the verdict does not exist for a node (SPEC §14).
+      const resolved = await c.var.stub.resolveArtifact(key, viewerOf(c));
+      // A key of an archived job names its object in the job's archive (SPEC §12).
+      const row = resolved === "archived" ? await archiveOf(c, jobOfKey(key)!).artifact(key) : resolved;
+      const body = row ? await c.env.ARTIFACTS.get(row.object) : null;
+      if (!row || !body) return c.json({ detail: `no artifact at ${key}` }, 404);
+      return new Response(body.body, {
+        headers: {
+          "content-type": "application/octet-stream",
+          "content-length": String(row.size_bytes),
+          etag: `"${row.etag}"`,
+          "x-flashml-sha256": row.sha256,
+        },
+      });
+    },
+  );
 
 /**
  * Where the raw (still percent-encoded) key sits in the request path. Read

@@ -10,25 +10,84 @@
 //   page polls. A read like any other: any valid credential when enforcing.
 
 import { Hono } from "hono";
+import { describeRoute } from "hono-openapi";
 import { DASHBOARD_HTML, DASHBOARD_SCRIPT, DASHBOARD_STYLE } from "../dashboard/page";
 import { invalidPoolDetail, isPoolName } from "../protocol/keys";
 import { DASHBOARD_LIMIT_DEFAULT, DASHBOARD_LIMIT_MAX } from "../protocol/limits";
+import { documented, HTML_PAGE, jsonBody, parameter, query, served, validation } from "../protocol/openapi-operations";
 import { type AppContext, type AppEnv, queryInt } from "./context";
 import { viewerOf } from "./identity";
 
-export const dashboardData = new Hono<AppEnv>().get("/", async (c) => {
-  const limit = queryInt(c, "limit", { min: 1, max: DASHBOARD_LIMIT_MAX });
-  if (!limit.ok) return limit.response;
-  c.header("cache-control", "no-store");
-  return c.json(await c.var.stub.dashboard(c.var.pool, limit.value ?? DASHBOARD_LIMIT_DEFAULT, viewerOf(c)));
-});
+export const dashboardData = new Hono<AppEnv>().get(
+  "/",
+  describeRoute(
+    documented({
+      id: "dashboardSummary",
+      tag: "observability",
+      summary: "The pool's bounded summary the dashboard page polls",
+      parameters: [
+        query("limit", "Entries per list.", {
+          type: "integer",
+          minimum: 1,
+          maximum: DASHBOARD_LIMIT_MAX,
+          default: DASHBOARD_LIMIT_DEFAULT,
+        }),
+      ],
+      ok: { 200: jsonBody(served("DashboardSummary"), "Counts, and at most `limit` entries of each list.") },
+      refusals: { 422: validation(`\`limit\` is not an integer in [1, ${DASHBOARD_LIMIT_MAX}].`) },
+    }),
+  ),
+  async (c) => {
+    const limit = queryInt(c, "limit", { min: 1, max: DASHBOARD_LIMIT_MAX });
+    if (!limit.ok) return limit.response;
+    c.header("cache-control", "no-store");
+    return c.json(await c.var.stub.dashboard(c.var.pool, limit.value ?? DASHBOARD_LIMIT_DEFAULT, viewerOf(c)));
+  },
+);
 
 export const dashboardPage = new Hono<AppEnv>()
-  .get("/", (c) => page(c))
-  .get("/pools/:pool/", (c) => page(c))
+  .get(
+    "/",
+    describeRoute(
+      documented({
+        id: "dashboardPage",
+        tag: "observability",
+        summary: "The dashboard page of the pool `local`",
+        ok: { 200: HTML_PAGE },
+      }),
+    ),
+    (c) => page(c),
+  )
+  .get(
+    "/pools/:pool/",
+    describeRoute(
+      documented({
+        id: "poolDashboardPage",
+        tag: "observability",
+        summary: "The dashboard page of a pool",
+        parameters: [parameter("pool")],
+        ok: { 200: HTML_PAGE },
+        refusals: { 404: "The pool name is invalid." },
+      }),
+    ),
+    (c) => page(c),
+  )
   // Without the trailing slash too: the page computes its API base from the
   // path either way.
-  .get("/pools/:pool", (c) => page(c));
+  .get(
+    "/pools/:pool",
+    describeRoute(
+      documented({
+        id: "poolDashboardPageNoSlash",
+        tag: "observability",
+        summary: "The dashboard page of a pool (without the trailing slash)",
+        parameters: [parameter("pool")],
+        ok: { 200: HTML_PAGE },
+        refusals: { 404: "The pool name is invalid." },
+      }),
+    ),
+    (c) => page(c),
+  );
 
 const dashboardPolicy = contentSecurityPolicy(DASHBOARD_SCRIPT, DASHBOARD_STYLE);
 

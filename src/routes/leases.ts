@@ -1,21 +1,42 @@
 // Lease routes (SPEC §5): claim, and the attempt heartbeat/complete/fail.
 
 import { Hono } from "hono";
+import { describeRoute } from "hono-openapi";
 import type { ClaimResult } from "../pool/leases";
+import { documented, jsonBody, NO_NODE_IDENTITY, parameter, request, served } from "../protocol/openapi-operations";
 import { ClaimRequestSchema, CompleteRequestSchema, FailRequestSchema } from "../protocol/tasks";
 import { type AppContext, type AppEnv, readJson } from "./context";
 import { actingNode, leaseCaller } from "./identity";
 
-export const leases = new Hono<AppEnv>().post("/claim", async (c) => {
-  const body = await readJson(c, ClaimRequestSchema);
-  if (!body.ok) return body.response;
-  const acting = actingNode(c, body.value.node_id);
-  if (!acting.ok) return acting.response;
-  const result = await claimWithin(c, acting.value, body.value.job_id ?? null);
-  if (result.ok) return c.json(result.lease);
-  if (result.reason === "unregistered") return c.json({ detail: "unregistered node — register first" }, 403);
-  return c.body(null, 204);
-});
+export const leases = new Hono<AppEnv>().post(
+  "/claim",
+  describeRoute(
+    documented({
+      id: "claimLease",
+      tag: "leases",
+      summary: "Claim a lease on the next task this node may take",
+      description:
+        "200 with a Lease, or 204 when nothing is claimable for this node. With nothing to take the claim is held (long-poll, FLASHML_CLAIM_WAIT_SECONDS, 12.5 s by default, at most 13 s) and answered the moment a task this node may take is queued; 204 when the hold ends.",
+      parameters: [parameter("onBehalfOf")],
+      body: request("ClaimRequest"),
+      ok: {
+        200: jsonBody(served("Lease"), "A new lease: run the task, heartbeat the attempt, then complete or fail it."),
+        204: { description: "Nothing claimable for this node now; an empty body." },
+      },
+      refusals: { 401: NO_NODE_IDENTITY, 403: "Unregistered node: register first." },
+    }),
+  ),
+  async (c) => {
+    const body = await readJson(c, ClaimRequestSchema);
+    if (!body.ok) return body.response;
+    const acting = actingNode(c, body.value.node_id);
+    if (!acting.ok) return acting.response;
+    const result = await claimWithin(c, acting.value, body.value.job_id ?? null);
+    if (result.ok) return c.json(result.lease);
+    if (result.reason === "unregistered") return c.json({ detail: "unregistered node — register first" }, 403);
+    return c.body(null, 204);
+  },
+);
 
 /**
  * The object's answer to a claim held up to the configured wait. The Worker
@@ -50,44 +71,101 @@ function notHolder(c: AppContext, leaseId: string, caller: string | null) {
 }
 
 export const attempts = new Hono<AppEnv>()
-  .post("/:lease_id/heartbeat", async (c) => {
-    const leaseId = c.req.param("lease_id");
-    const caller = leaseCaller(c);
-    if (!caller.ok) return caller.response;
-    const result = await c.var.stub.renewLease(leaseId, caller.value);
-    if (result.ok) return c.json(result.lease);
-    if (result.reason === "not_holder") return notHolder(c, leaseId, caller.value);
-    return c.json({ detail: `lease ${leaseId} is not live — stop working on it` }, 410);
-  })
-  .post("/:lease_id/complete", async (c) => {
-    const leaseId = c.req.param("lease_id");
-    const caller = leaseCaller(c);
-    if (!caller.ok) return caller.response;
-    const body = await readJson(c, CompleteRequestSchema);
-    if (!body.ok) return body.response;
-    const { output_sha256, evidence } = body.value;
-    const outcome = await c.var.stub.completeLease(leaseId, output_sha256, evidence ?? null, caller.value);
-    switch (outcome.status) {
-      case "not_holder":
-        return notHolder(c, leaseId, caller.value);
-      case "unknown":
-        return c.json({ detail: `unknown lease ${leaseId}` }, 404);
-      case "accepted":
-        return c.json({ accepted: true });
-      case "invalid":
-        return c.json({ accepted: false, detail: outcome.detail });
-      case "rejected":
-        return c.json({ accepted: false });
-    }
-  })
-  .post("/:lease_id/fail", async (c) => {
-    const leaseId = c.req.param("lease_id");
-    const caller = leaseCaller(c);
-    if (!caller.ok) return caller.response;
-    const body = await readJson(c, FailRequestSchema);
-    if (!body.ok) return body.response;
-    const result = await c.var.stub.failLease(leaseId, body.value.reason, caller.value);
-    if (result.ok) return c.json({ status: "requeued-or-exhausted" });
-    if (result.reason === "not_holder") return notHolder(c, leaseId, caller.value);
-    return c.json({ detail: `lease ${leaseId} is not live` }, 410);
-  });
+  .post(
+    "/:lease_id/heartbeat",
+    describeRoute(
+      documented({
+        id: "renewLease",
+        tag: "attempts",
+        summary: "Renew a live lease",
+        parameters: [parameter("onBehalfOf")],
+        ok: { 200: jsonBody(served("Lease"), "The renewed lease, with its new deadline.") },
+        refusals: {
+          401: NO_NODE_IDENTITY,
+          403: "The lease was not issued to the caller (also for an id never issued).",
+          410: "The lease is not live (expired, superseded, cancelled or unknown): stop working on it.",
+        },
+      }),
+    ),
+    async (c) => {
+      const leaseId = c.req.param("lease_id");
+      const caller = leaseCaller(c);
+      if (!caller.ok) return caller.response;
+      const result = await c.var.stub.renewLease(leaseId, caller.value);
+      if (result.ok) return c.json(result.lease);
+      if (result.reason === "not_holder") return notHolder(c, leaseId, caller.value);
+      return c.json({ detail: `lease ${leaseId} is not live — stop working on it` }, 410);
+    },
+  )
+  .post(
+    "/:lease_id/complete",
+    describeRoute(
+      documented({
+        id: "completeAttempt",
+        tag: "attempts",
+        summary: "Commit an attempt's output by its sha256",
+        description:
+          "The output at the task's commit key must exist with this sha256. Exactly one commit per task is ever accepted; every other is answered `accepted: false`.",
+        parameters: [parameter("onBehalfOf")],
+        body: request("CompleteRequest"),
+        ok: {
+          200: jsonBody(served("CommitOutcome"), "Whether the commit was accepted (`detail` when validation failed)."),
+        },
+        refusals: {
+          401: NO_NODE_IDENTITY,
+          403: "The lease was not issued to the caller.",
+          404: "Unknown lease.",
+        },
+      }),
+    ),
+    async (c) => {
+      const leaseId = c.req.param("lease_id");
+      const caller = leaseCaller(c);
+      if (!caller.ok) return caller.response;
+      const body = await readJson(c, CompleteRequestSchema);
+      if (!body.ok) return body.response;
+      const { output_sha256, evidence } = body.value;
+      const outcome = await c.var.stub.completeLease(leaseId, output_sha256, evidence ?? null, caller.value);
+      switch (outcome.status) {
+        case "not_holder":
+          return notHolder(c, leaseId, caller.value);
+        case "unknown":
+          return c.json({ detail: `unknown lease ${leaseId}` }, 404);
+        case "accepted":
+          return c.json({ accepted: true });
+        case "invalid":
+          return c.json({ accepted: false, detail: outcome.detail });
+        case "rejected":
+          return c.json({ accepted: false });
+      }
+    },
+  )
+  .post(
+    "/:lease_id/fail",
+    describeRoute(
+      documented({
+        id: "failAttempt",
+        tag: "attempts",
+        summary: "Give up an attempt: the task is requeued while attempts remain",
+        parameters: [parameter("onBehalfOf")],
+        body: request("FailRequest"),
+        ok: { 200: jsonBody(served("AttemptFailed"), "The attempt failed; the task was requeued or exhausted.") },
+        refusals: {
+          401: NO_NODE_IDENTITY,
+          403: "The lease was not issued to the caller.",
+          410: "The lease is not live.",
+        },
+      }),
+    ),
+    async (c) => {
+      const leaseId = c.req.param("lease_id");
+      const caller = leaseCaller(c);
+      if (!caller.ok) return caller.response;
+      const body = await readJson(c, FailRequestSchema);
+      if (!body.ok) return body.response;
+      const result = await c.var.stub.failLease(leaseId, body.value.reason, caller.value);
+      if (result.ok) return c.json({ status: "requeued-or-exhausted" });
+      if (result.reason === "not_holder") return notHolder(c, leaseId, caller.value);
+      return c.json({ detail: `lease ${leaseId} is not live` }, 410);
+    },
+  );

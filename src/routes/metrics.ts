@@ -1,11 +1,31 @@
 // GET /v1alpha1/metrics: the pool's counters for Prometheus.
 
 import { Hono } from "hono";
+import { describeRoute } from "hono-openapi";
+import { documented, string } from "../protocol/openapi-operations";
 import { renderMetrics } from "../rules/metrics";
 import type { AppEnv } from "./context";
 import { viewerOf } from "./identity";
 
-export const metrics = new Hono<AppEnv>().get("/", async (c) => {
-  const sample = await c.var.stub.metrics(viewerOf(c));
-  return c.body(renderMetrics(c.var.pool, sample), 200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
-});
+export const metrics = new Hono<AppEnv>().get(
+  "/",
+  describeRoute(
+    documented({
+      id: "metrics",
+      tag: "observability",
+      summary: "The pool's counters for Prometheus",
+      ok: {
+        200: {
+          description: "The Prometheus text exposition format, version 0.0.4.",
+          content: { "text/plain": { schema: string } },
+        },
+      },
+    }),
+  ),
+  async (c) => {
+    const sample = await c.var.stub.metrics(viewerOf(c));
+    return c.body(renderMetrics(c.var.pool, sample), 200, {
+      "content-type": "text/plain; version=0.0.4; charset=utf-8",
+    });
+  },
+);

@@ -3,7 +3,6 @@
 // ends once its body passes the size bound, never before its first row.
 
 import { describe, expect, it } from "vitest";
-import { openApiDocument } from "../../src/protocol/openapi";
 import {
   decodeJobCursor,
   decodeNodeCursor,
@@ -146,33 +145,5 @@ describe("fillPage", () => {
 
   it("is empty with no rows", () => {
     expect(fillPage([], 10, item)).toEqual({ items: [], last: undefined });
-  });
-});
-
-describe("the OpenAPI document", () => {
-  const doc = openApiDocument();
-  it.each(["/v1alpha1/jobs", "/pools/{pool}/v1alpha1/nodes"])(
-    "%s takes limit and cursor and names the Link header",
-    (path) => {
-      const op = doc.paths[path]?.get;
-      expect(op?.parameters).toContainEqual(
-        expect.objectContaining({
-          name: "limit",
-          in: "query",
-          schema: expect.objectContaining({ maximum: 1000, default: 100 }),
-        }),
-      );
-      expect(op?.parameters).toContainEqual(expect.objectContaining({ name: "cursor", in: "query" }));
-      const ok = op?.responses["200"];
-      expect(ok && "headers" in ok ? Object.keys(ok.headers ?? {}) : []).toEqual(["Link"]);
-      expect(op?.responses["422"]).toBeDefined();
-    },
-  );
-
-  it("says a job's events with no query are the whole ledger, and limit has no fixed default", () => {
-    const op = doc.paths["/v1alpha1/jobs/{job_id}/events"]?.get;
-    expect(op?.description).toMatch(/neither .*whole ledger/);
-    const limit = op?.parameters?.find((p) => "name" in p && p.name === "limit");
-    expect(limit && "schema" in limit ? limit.schema.default : "absent").toBeUndefined();
   });
 });

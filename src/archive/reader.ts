@@ -1,6 +1,7 @@
-// Reads of an archived job (SPEC §12), answered from its R2 archive exactly
-// as the pool answered them before: the pool object says "archived", the
-// route reads here. Each read fetches only the pages it needs.
+// The reader of an archived job (SPEC §12): answers its reads from its R2
+// archive exactly as the pool answered them before. The pool object says
+// "archived"; the jobs, artifacts and checkpoints routes then read here.
+// Each read fetches only the pages it needs; it writes nothing.
 
 import {
   ARCHIVE_FORMAT,
@@ -16,7 +17,7 @@ import {
 } from "../protocol/archive";
 import { artifactListEntry, type CheckpointManifest } from "../protocol/checkpoints";
 import type { JsonObject } from "../protocol/json";
-import type { AppContext } from "./context";
+import type { AppContext } from "../routes/context";
 
 /** The archive of `jobId` in the request's pool: where its reads go once the pool has archived it. */
 export function archiveOf(c: AppContext, jobId: string): JobArchive {
