@@ -29,7 +29,7 @@ api.use(async (c, next) => {
     return c.json({ detail: invalidPoolDetail(pool) }, 404);
   }
   c.set("pool", pool);
-  c.set("stub", poolStub(c.env, c.var.poolLocations, pool));
+  c.set("stub", poolStub(c.env, c.var.settings.poolLocations, pool));
   await next();
 });
 // A machine asking to join has no credential yet (SPEC §9): before identify.

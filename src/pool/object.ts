@@ -11,13 +11,9 @@ import { jobOfKey } from "../protocol/keys";
 import { LIST_PAGE_MAX_BYTES } from "../protocol/limits";
 import type { NodeHeartbeat, NodeRegistration } from "../protocol/nodes";
 import type { TaskSpec } from "../protocol/tasks";
-import { authConfig } from "../rules/auth";
 import { base64url, DEVICE_CODE_TTL_MS, enrolledToken, sha256Hex, userCodeFrom } from "../rules/enrolment";
 import { mayDrive } from "../rules/leases";
-import { parseNodeOwners } from "../rules/owners";
-import type { Membership } from "../rules/placement";
-import { jobRetentionMs } from "../rules/retention";
-import { retryElsewhereMs, tenantWeights } from "../rules/scheduling";
+import { type Settings, settingsOf } from "../rules/settings";
 import { parseMetrics } from "../rules/strict-json";
 import { ARCHIVE_BATCH_TASKS, archiveObjects, finishArchive, nextArchive, startArchive } from "./archive";
 import {
@@ -67,16 +63,14 @@ import {
   endLeasesOf,
   failAttempt,
   findLease,
-  type NodeOwners,
   renew,
   sweep,
-  type TenantWeights,
   type ValidOutput,
 } from "./leases";
 import { logEvent, logLine } from "./log";
 import { metricsSample } from "./metrics";
 import { assignPools, heartbeatNode, listNodes, nodeKnown, registerNode } from "./nodes";
-import { DEFAULT_RETRY_ELSEWHERE_MS, releaseNode } from "./scheduling";
+import { releaseNode } from "./scheduling";
 import { migrate } from "./schema";
 import { sealedPending, type Viewer } from "./sealing";
 import { commitKey } from "./verification";
@@ -127,14 +121,6 @@ const ACTION_NAMES = [
 ] as const;
 export type Action = (typeof ACTION_NAMES)[number];
 const ACTIONS: ReadonlySet<string> = new Set(ACTION_NAMES);
-
-/** What the object's rules read from its env (see `settings`). */
-type PoolSettings = {
-  weights: TenantWeights;
-  retryElsewhereMs: number;
-  owners: NodeOwners;
-  membership: Membership;
-};
 
 export class PoolObject extends DurableObject<Env> {
   private readonly sql: SqlStorage;
@@ -393,7 +379,7 @@ export class PoolObject extends DurableObject<Env> {
       now,
       nodeId,
       jobId,
-      this.settings.weights,
+      this.settings.tenantWeights,
       Math.random,
       this.settings.retryElsewhereMs,
       this.settings.owners,
@@ -608,12 +594,12 @@ export class PoolObject extends DurableObject<Env> {
    * batch of tasks per run: each job's objects are written one at a time
    * (other requests run meanwhile), then its rows deleted in one
    * transaction. A failed write leaves the job marked: the next run, armed
-   * at once, writes it again. An unreadable retention setting archives nothing.
+   * after the backoff, writes it again.
    */
   private async archive(): Promise<void> {
-    const retention = jobRetentionMs(this.env.FLASHML_JOB_RETENTION_SECONDS);
+    const retention = this.settings.jobRetentionMs;
     const pool = this.storedPoolName();
-    if (typeof retention === "string" || pool === null || Date.now() < this.archiveRetryAt) return;
+    if (pool === null || Date.now() < this.archiveRetryAt) return;
     let tasks = 0;
     while (tasks < ARCHIVE_BATCH_TASKS) {
       const jobId = this.ctx.storage.transactionSync(() => startArchive(this.sql, Date.now(), retention));
@@ -727,27 +713,14 @@ export class PoolObject extends DurableObject<Env> {
   }
 
   /**
-   * The settings the pool's rules read, parsed once per instance: the
-   * object's env never changes while it lives, and a claim (and every held
-   * claim a change retries) used to parse every token list again. The
-   * Worker refuses to serve when one is unreadable; these fallbacks only
-   * keep the object from throwing. Membership: whose word makes a node a
-   * team pool's member (SPEC §9), an operator's unless the coordinator is
-   * open; a refusing configuration serves nothing and counts as enforcing.
+   * The coordinator's settings, the same value the Worker checked before the
+   * request reached the object (src/rules/settings.ts). Unreadable settings
+   * never reach here through the Worker, which refuses them.
    */
-  private settingsRead: PoolSettings | undefined;
-  private get settings(): PoolSettings {
-    if (this.settingsRead) return this.settingsRead;
-    const weights = tenantWeights(this.env.FLASHML_TENANT_WEIGHTS);
-    const window = retryElsewhereMs(this.env.FLASHML_RETRY_ELSEWHERE_SECONDS);
-    const owners = parseNodeOwners(this.env.FLASHML_NODE_OWNERS);
-    this.settingsRead = {
-      weights: typeof weights === "string" ? new Map() : weights,
-      retryElsewhereMs: typeof window === "string" ? DEFAULT_RETRY_ELSEWHERE_MS : window,
-      owners: typeof owners === "string" ? new Map() : owners,
-      membership: authConfig(this.env).mode === "open" ? "reported" : "assigned",
-    };
-    return this.settingsRead;
+  private get settings(): Settings {
+    const read = settingsOf(this.env);
+    if (!read.ok) throw new Error(`coordinator refuses to serve: ${read.detail}`);
+    return read.settings;
   }
 
   private lastEventSeq(): number {
@@ -755,7 +728,7 @@ export class PoolObject extends DurableObject<Env> {
   }
 
   private logging(): boolean {
-    return this.env.FLASHML_LOG_STATE_CHANGES !== "0";
+    return this.settings.logStateChanges;
   }
 
   /** The pool's name as the Worker routes it, recorded by the first job; null before any job. */
@@ -771,8 +744,7 @@ export class PoolObject extends DurableObject<Env> {
   /** Keeps the alarm at the earliest live lease deadline, collection or archiving due, or unset when none is. */
   private async arm(): Promise<void> {
     const deadline = earliestDeadline(this.sql);
-    const retention = jobRetentionMs(this.env.FLASHML_JOB_RETENTION_SECONDS);
-    const due = typeof retention === "string" ? null : nextArchive(this.sql, Date.now(), retention);
+    const due = nextArchive(this.sql, Date.now(), this.settings.jobRetentionMs);
     const archive = due === null ? null : Math.max(due, this.archiveRetryAt);
     const times = [deadline, nextCollection(this.sql), archive].filter((t): t is number => t !== null);
     const next = times.length === 0 ? null : Math.min(...times);

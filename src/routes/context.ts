@@ -9,7 +9,7 @@ import { jsonShapeProblem } from "../protocol/json";
 import { LIST_PAGE_DEFAULT, LIST_PAGE_MAX, MAX_JSON_BODY_BYTES } from "../protocol/limits";
 import { type DecodedCursor, nextLink } from "../protocol/paging";
 import type { Caller } from "../rules/auth";
-import type { PoolLocationRule } from "../rules/pool-location";
+import type { Settings } from "../rules/settings";
 
 export type AppEnv = {
   Bindings: Env;
@@ -17,9 +17,7 @@ export type AppEnv = {
     pool: string;
     stub: DurableObjectStub<PoolObject>;
     caller: Caller;
-    poolLocations: readonly PoolLocationRule[];
-    claimWaitMs: number;
-    maxWorkerLosses: number;
+    settings: Settings;
   };
 };
 export type AppContext = Context<AppEnv>;

@@ -11,7 +11,6 @@ import {
   DeviceCodeRequestSchema,
   DeviceTokenRequestSchema,
 } from "../protocol/device";
-import { authConfig } from "../rules/auth";
 import { normalizeUserCode, POLL_INTERVAL_S } from "../rules/enrolment";
 import { type AppContext, type AppEnv, readJson } from "./context";
 import { requireOperator } from "./identity";
@@ -22,7 +21,7 @@ const OPEN_POOL =
 
 /** 400 when the coordinator is open, else null. */
 function refuseOpen(c: AppContext): Response | null {
-  return authConfig(c.env).mode === "open" ? c.json({ detail: OPEN_POOL }, 400) : null;
+  return c.var.settings.auth.mode === "open" ? c.json({ detail: OPEN_POOL }, 400) : null;
 }
 
 /**

@@ -7,7 +7,7 @@ import type { Writer } from "../pool/artifacts";
 import type { CredentialProof } from "../pool/enrolment";
 import type { Action, PoolObject } from "../pool/object";
 import type { Viewer } from "../pool/sealing";
-import { authConfig, authenticate, delegation } from "../rules/auth";
+import { authenticate, delegation } from "../rules/auth";
 import { sha256Hex } from "../rules/enrolment";
 import type { AppContext, AppEnv } from "./context";
 
@@ -15,7 +15,7 @@ type Answer<T> = { ok: true; value: T } | { ok: false; response: Response };
 
 /** Resolves the caller; when enforcing, no valid credential is a 401 on every route. */
 export const identify: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const config = authConfig(c.env);
+  const config = c.var.settings.auth;
   if (config.mode !== "enforcing") {
     c.set("caller", { kind: "open" });
     return next();
