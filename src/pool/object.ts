@@ -29,47 +29,7 @@ import * as nodes from "./node-calls";
 import { Pool } from "./pool";
 import { migrate } from "./schema";
 import type { Viewer } from "./sealing";
-
-/**
- * What an enrolled node's requests call, through `act` (SPEC §9): the
- * object's node, lease, job, artifact, checkpoint and read methods. The
- * routes decide which of them a node may use, as for configured tokens.
- * Enrolment and credentials are managed with configured operator tokens,
- * never through here.
- */
-const ACTION_NAMES = [
-  "register",
-  "heartbeatNode",
-  "releaseNode",
-  "listNodes",
-  "claim",
-  "renewLease",
-  "failLease",
-  "completeLease",
-  "submitJob",
-  "listJobs",
-  "getJob",
-  "jobEvents",
-  "jobTasks",
-  "cancelJob",
-  "beginUpload",
-  "abandonUpload",
-  "bindArtifact",
-  "resolveArtifact",
-  "listJobArtifacts",
-  "registerCheckpointPart",
-  "commitCheckpoint",
-  "latestCheckpoint",
-  "checkpointLostWork",
-  "verifyCheckpoint",
-  "quarantineCheckpoint",
-  "explainPlacement",
-  "dashboard",
-  "fleet",
-  "metrics",
-] as const;
-export type Action = (typeof ACTION_NAMES)[number];
-const ACTIONS: ReadonlySet<string> = new Set(ACTION_NAMES);
+import { sessionClass } from "./session";
 
 export class PoolObject extends DurableObject<Env> {
   readonly #pool: Pool;
@@ -85,19 +45,15 @@ export class PoolObject extends DurableObject<Env> {
   // -- enrolled callers (SPEC §9) ---------------------------------------------
 
   /**
-   * Runs one of this object's actions for an enrolled node, after checking
-   * its credential in the same turn as the action starts, so a revoked
-   * credential's next request is refused. `{ ok: false }`: no such
-   * credential, or not an action.
+   * An enrolled node's session: every call below, each checking `proof` in
+   * the same turn as it starts (src/pool/session.ts). Called and used in
+   * one round trip (`stub.session(proof).claim(...)`). Two calls wait
+   * before they write: a held claim (a revocation answers it, see
+   * revokeCredential) and a commit that reads its output from R2 first,
+   * which finishes if the revocation lands during that read.
    */
-  async act(
-    proof: CredentialProof,
-    action: Action,
-    args: unknown[],
-  ): Promise<{ ok: true; value: unknown } | { ok: false }> {
-    if (!ACTIONS.has(action) || !credentialValid(this.#pool.sql, proof)) return { ok: false };
-    const method = this[action] as (...a: unknown[]) => unknown;
-    return { ok: true, value: await method.apply(this, args) };
+  session(proof: CredentialProof): NodeSession {
+    return new NodeSession(this, () => credentialValid(this.#pool.sql, proof));
   }
 
   // -- enrolment (SPEC §9 "Enrolled machines", src/pool/enrolment-flows.ts) ----
@@ -272,3 +228,10 @@ export class PoolObject extends DurableObject<Env> {
     return alarm(this.#pool);
   }
 }
+
+/** The lifecycle methods of the object, which are no calls a session offers. */
+type Lifecycle = "session" | "alarm";
+
+/** An enrolled node's session: the object's calls, each re-checking the credential (src/pool/session.ts). */
+const NodeSession = sessionClass<PoolObject, Lifecycle>(PoolObject.prototype, ["session", "alarm"]);
+export type NodeSession = InstanceType<typeof NodeSession>;

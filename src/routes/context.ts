@@ -11,11 +11,18 @@ import { type DecodedCursor, nextLink } from "../protocol/paging";
 import type { Caller } from "../rules/auth";
 import type { Settings } from "../rules/settings";
 
+/**
+ * The pool's calls as this request makes them: the object's stub, or for an
+ * enrolled node its session on that stub (src/pool/session.ts). A route can
+ * only call what both offer, so a call the session lacked would not compile.
+ */
+export type PoolCalls = DurableObjectStub<PoolObject> | ReturnType<DurableObjectStub<PoolObject>["session"]>;
+
 export type AppEnv = {
   Bindings: Env;
   Variables: {
     pool: string;
-    stub: DurableObjectStub<PoolObject>;
+    stub: PoolCalls;
     caller: Caller;
     settings: Settings;
   };
