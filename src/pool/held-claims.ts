@@ -1,11 +1,12 @@
 // Claims waiting for work (SPEC §5, long-poll): connections held open, not
 // state. Losing them (eviction, restart) loses nothing: each caller gets 204
-// and claims again. This module keeps them in arrival order, answers each
-// exactly once, and must never lease to a claim whose hold has ended: the
-// object decides the hold's end itself, by its own clock, and a claim past
-// it is answered with nothing instead of being tried. The Worker waits for
-// that answer (src/routes/leases.ts), so no lease goes to a caller that
-// already read 204.
+// and claims again. The object's side is here (claiming or holding, waking
+// held claims after a change, cutting a machine off), then the list itself,
+// which keeps them in arrival order, answers each exactly once, and must
+// never lease to a claim whose hold has ended: the object decides the hold's
+// end itself, by its own clock, and a claim past it is answered with nothing
+// instead of being tried. The Worker waits for that answer
+// (src/routes/leases.ts), so no lease goes to a caller that already read 204.
 
 import { poolTaskCounts } from "./jobs";
 import { type ClaimResult, claim, endLeasesOf } from "./leases";
