@@ -12,7 +12,7 @@ import type { AppEnv } from "./routes/context";
 import { dashboardData, dashboardPage } from "./routes/dashboard";
 import { deviceAgent, deviceOperator } from "./routes/device";
 import { enrolPage } from "./routes/enrol";
-import { CredentialRefused, identify, refuseCredential } from "./routes/identity";
+import { credentialRefused, identify, refuseCredential } from "./routes/identity";
 import { jobs } from "./routes/jobs";
 import { attempts, leases } from "./routes/leases";
 import { allowedMethods } from "./routes/methods";
@@ -31,7 +31,7 @@ api.use(async (c, next) => {
     return c.json({ detail: invalidPoolDetail(pool) }, 404);
   }
   c.set("pool", pool);
-  c.set("stub", poolStub(c.env, c.var.poolLocations, pool));
+  c.set("stub", poolStub(c.env, c.var.settings.poolLocations, pool));
   await next();
 });
 // A machine asking to join has no credential yet (SPEC §9): before identify.
@@ -84,7 +84,7 @@ app.notFound((c) => {
   return c.json({ detail: `method ${c.req.method} is not allowed here; allowed: ${allowed.join(", ")}` }, 405);
 });
 app.onError((err, c) => {
-  if (err instanceof CredentialRefused) return refuseCredential(c);
+  if (credentialRefused(err)) return refuseCredential(c);
   const requestId = crypto.randomUUID();
   console.error(JSON.stringify({ level: "error", request_id: requestId, path: c.req.path, error: String(err) }));
   return c.json({ detail: "internal error", request_id: requestId }, 500);

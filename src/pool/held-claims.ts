@@ -1,13 +1,83 @@
 // Claims waiting for work (SPEC §5, long-poll): connections held open, not
 // state. Losing them (eviction, restart) loses nothing: each caller gets 204
-// and claims again. This module keeps them in arrival order, answers each
-// exactly once, and must never lease to a claim whose hold has ended: the
-// object decides the hold's end itself, by its own clock, and a claim past
-// it is answered with nothing instead of being tried. The Worker waits for
-// that answer (src/routes/leases.ts), so no lease goes to a caller that
-// already read 204.
+// and claims again. The object's side is here (claiming or holding, waking
+// held claims after a change, cutting a machine off), then the list itself,
+// which keeps them in arrival order, answers each exactly once, and must
+// never lease to a claim whose hold has ended: the object decides the hold's
+// end itself, by its own clock, and a claim past it is answered with nothing
+// instead of being tried. The Worker waits for that answer
+// (src/routes/leases.ts), so no lease goes to a caller that already read 204.
 
-import type { ClaimResult } from "./leases";
+import { poolTaskCounts } from "./jobs";
+import { type ClaimResult, claim, endLeasesOf } from "./leases";
+import type { Pool } from "./pool";
+
+// -- the object's side: claiming, holding, waking, ending ------------------
+
+/**
+ * Leases a task to the node, or, when nothing it may take is pending,
+ * holds the claim up to `waitMs` (SPEC §5, long-poll): it is answered the
+ * moment such a task appears, in the order the claims arrived, else with
+ * nothing when the wait ends — by the object's clock, and never with a
+ * lease after that. Each answer is its own claim transaction, so no task
+ * is handed out twice. Held claims live in memory only: a restart drops
+ * them, and the Worker answers a dropped claim with 204.
+ */
+export async function claimOrHold(
+  pool: Pool,
+  nodeId: string,
+  jobId: string | null,
+  waitMs: number,
+): Promise<ClaimResult> {
+  // A node that claims again has given up on its earlier claim (its client
+  // timed out): answer that one now, so no lease goes to a closed connection.
+  pool.held.releaseNode(nodeId);
+  const result = await pool.change((now) => claimFor(pool, now, nodeId, jobId));
+  if (result.ok || !worthWaiting(result) || waitMs <= 0) return result;
+  return pool.held.hold(nodeId, jobId, Date.now(), waitMs);
+}
+
+/** One claim transaction's body, with the settings the gate and the scheduler read. */
+function claimFor(pool: Pool, now: number, nodeId: string, jobId: string | null): ClaimResult {
+  const { tenantWeights, retryElsewhereMs, owners, membership } = pool.settings;
+  return claim(pool.sql, now, nodeId, jobId, tenantWeights, Math.random, retryElsewhereMs, owners, membership);
+}
+
+/**
+ * Gives every held claim (only `nodeId`'s when given), oldest first,
+ * another try in one transaction. Those that got a lease, will never get
+ * one, or whose hold has ended are taken off the list at once (so their
+ * timers cannot answer them too) and returned to be answered once the
+ * change is durable and its alarm armed.
+ */
+export function answerHeld(pool: Pool, nodeId: string | null): Answered {
+  const now = Date.now();
+  const answered = pool.transaction(() =>
+    pool.held.retry(
+      now,
+      (held) => claimFor(pool, now, held.nodeId, held.jobId),
+      () => poolTaskCounts(pool.sql).PENDING > 0,
+      nodeId,
+    ),
+  );
+  pool.held.take(answered);
+  return answered;
+}
+
+/**
+ * A machine that can no longer commit (SPEC §9: its credential revoked or
+ * replaced): its held claims are answered with nothing now — before the
+ * change wakes held claims, so the tasks given back below cannot go to
+ * them — and its live leases end as expiries do, requeued as worker
+ * losses. Inside the change's transaction; answering a claim is only a
+ * promise resolved, no await.
+ */
+export function cutOff(pool: Pool, now: number, nodeId: string, why: string): void {
+  pool.held.releaseNode(nodeId);
+  endLeasesOf(pool.sql, now, nodeId, why);
+}
+
+// -- the list --------------------------------------------------------------
 
 /** A claim waiting for work. */
 export type HeldClaim = {

@@ -15,11 +15,12 @@
 
 import type { CheckpointManifest } from "./checkpoints";
 import type { JsonObject } from "./json";
+import { EVENTS_STREAM_PAGE } from "./limits";
 
 export const ARCHIVE_FORMAT = "flashedge-archive/1";
 
 /** Rows per page object: a page is a few hundred KiB, and an events page is exactly an events-stream page. */
-export const ARCHIVE_PAGE_ROWS = 1000;
+export const ARCHIVE_PAGE_ROWS = EVENTS_STREAM_PAGE;
 
 /** The archive's sections: one directory of pages each. */
 export const ARCHIVE_SECTIONS = ["events", "tasks", "leases", "artifacts", "checkpoints", "checkpoint_parts"] as const;

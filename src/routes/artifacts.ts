@@ -50,7 +50,7 @@ export const artifacts = new Hono<AppEnv>()
     async (c) => {
       const key = artifactKey(c);
       if (typeof key !== "string") return key;
-      const maxBytes = maxArtifactBytes(c.env);
+      const maxBytes = c.var.settings.maxArtifactBytes;
       const length = Number(c.req.header("content-length"));
       if (c.req.header("content-length") === undefined || !Number.isSafeInteger(length) || length < 0) {
         return c.json({ detail: "Content-Length is required for artifact uploads" }, 411);
@@ -158,10 +158,6 @@ function artifactKey(c: AppContext): string | Response {
   return problem === null ? key : c.json({ detail: `invalid artifact key: ${problem}` }, 400);
 }
 
-function maxArtifactBytes(env: Env): number {
-  const mb = Number(env.FLASHML_MAX_ARTIFACT_MB);
-  return (Number.isFinite(mb) && mb > 0 ? mb : 100) * 1024 * 1024;
-}
 
 /** The R2 bucket reported in ArtifactRecord.bucket (wrangler.toml's bucket_name). */
 const BUCKET = "flashedge-artifacts";

@@ -9,17 +9,22 @@ import { jsonShapeProblem } from "../protocol/json";
 import { LIST_PAGE_DEFAULT, LIST_PAGE_MAX, MAX_JSON_BODY_BYTES } from "../protocol/limits";
 import { type DecodedCursor, nextLink } from "../protocol/paging";
 import type { Caller } from "../rules/auth";
-import type { PoolLocationRule } from "../rules/pool-location";
+import type { Settings } from "../rules/settings";
+
+/**
+ * The pool's calls as this request makes them: the object's stub, or for an
+ * enrolled node its session on that stub (src/pool/session.ts). A route can
+ * only call what both offer, so a call the session lacked would not compile.
+ */
+export type PoolCalls = DurableObjectStub<PoolObject> | ReturnType<DurableObjectStub<PoolObject>["session"]>;
 
 export type AppEnv = {
   Bindings: Env;
   Variables: {
     pool: string;
-    stub: DurableObjectStub<PoolObject>;
+    stub: PoolCalls;
     caller: Caller;
-    poolLocations: readonly PoolLocationRule[];
-    claimWaitMs: number;
-    maxWorkerLosses: number;
+    settings: Settings;
   };
 };
 export type AppContext = Context<AppEnv>;

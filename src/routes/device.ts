@@ -23,7 +23,6 @@ import {
   served,
   validation,
 } from "../protocol/openapi-operations";
-import { authConfig } from "../rules/auth";
 import { normalizeUserCode, POLL_INTERVAL_S } from "../rules/enrolment";
 import { type AppContext, type AppEnv, readJson } from "./context";
 import { requireOperator } from "./identity";
@@ -34,7 +33,7 @@ const OPEN_POOL =
 
 /** 400 when the coordinator is open, else null. */
 function refuseOpen(c: AppContext): Response | null {
-  return authConfig(c.env).mode === "open" ? c.json({ detail: OPEN_POOL }, 400) : null;
+  return c.var.settings.auth.mode === "open" ? c.json({ detail: OPEN_POOL }, 400) : null;
 }
 
 /**

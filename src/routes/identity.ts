@@ -4,18 +4,18 @@
 
 import type { MiddlewareHandler } from "hono";
 import type { Writer } from "../pool/artifacts";
-import type { CredentialProof } from "../pool/enrolment";
-import type { Action, PoolObject } from "../pool/object";
 import type { Viewer } from "../pool/sealing";
-import { authConfig, authenticate, delegation } from "../rules/auth";
+import { CREDENTIAL_REFUSED } from "../pool/session";
+import { authenticate, delegation } from "../rules/auth";
 import { sha256Hex } from "../rules/enrolment";
 import type { AppContext, AppEnv } from "./context";
+import { poolStub } from "./settings";
 
 type Answer<T> = { ok: true; value: T } | { ok: false; response: Response };
 
 /** Resolves the caller; when enforcing, no valid credential is a 401 on every route. */
 export const identify: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const config = authConfig(c.env);
+  const config = c.var.settings.auth;
   if (config.mode !== "enforcing") {
     c.set("caller", { kind: "open" });
     return next();
@@ -28,10 +28,13 @@ export const identify: MiddlewareHandler<AppEnv> = async (c, next) => {
     return next();
   }
   if (credential.kind === "enrolled") {
-    // The token names its node; the pool checks it with every call this request makes.
+    // The token names its node; the pool checks it with every call this
+    // request makes. The session is not awaited: each call pipelines on it,
+    // so a call costs one round trip, and the runtime disposes the session's
+    // stub when the request ends (a streamed events answer still uses it).
     const proof = { nodeId: credential.nodeId, tokenSha256: await sha256Hex(credential.token) };
     c.set("caller", { kind: "node", nodeId: credential.nodeId });
-    c.set("stub", enrolledStub(c.var.stub, proof));
+    c.set("stub", poolStub(c.env, c.var.settings.poolLocations, c.var.pool).session(proof));
     return next();
   }
   const delegated = delegation(c.req.header("x-flashml-on-behalf-of") ?? null);
@@ -53,27 +56,12 @@ export function refuseCredential(c: AppContext): Response {
   return c.json({ detail: "invalid or missing node token" }, 401);
 }
 
-/** An enrolled credential the pool did not accept (unknown, replaced or revoked): a 401, like any invalid token. */
-export class CredentialRefused extends Error {}
-
 /**
- * The pool stub as an enrolled node uses it: each call goes through the
- * object's `act`, which checks the credential in the same round trip and
- * turn as the call itself; a refusal throws CredentialRefused.
+ * An enrolled credential the pool did not accept (unknown, replaced or
+ * revoked) on one of this request's calls: a 401, like any invalid token.
  */
-function enrolledStub(stub: DurableObjectStub<PoolObject>, proof: CredentialProof): DurableObjectStub<PoolObject> {
-  return new Proxy(stub, {
-    get(target, name) {
-      // Not a thenable, nor anything but the object's methods.
-      if (typeof name !== "string" || name === "then") return undefined;
-      return async (...args: unknown[]) => {
-        type Acted = { ok: true; value: unknown } | { ok: false };
-        const result = (await target.act(proof, name as Action, args)) as Acted;
-        if (!result.ok) throw new CredentialRefused();
-        return result.value;
-      };
-    },
-  });
+export function credentialRefused(err: unknown): boolean {
+  return err instanceof Error && err.message === CREDENTIAL_REFUSED;
 }
 
 /**

@@ -88,8 +88,8 @@ export const jobs = new Hono<AppEnv>()
       }
       const place = { priority: priority.value, tenant: tenant.value, replication: replication.value };
       const options = {
-        allowUnsandboxedArgv: c.env.FLASHML_ALLOW_UNSANDBOXED_ARGV === "1",
-        maxWorkerLosses: c.var.maxWorkerLosses,
+        allowUnsandboxedArgv: c.var.settings.allowUnsandboxedArgv,
+        maxWorkerLosses: c.var.settings.maxWorkerLosses,
       };
       // A job id the pool already has is refused by the object; mint another
       // (SPEC §12). Its tasks carry the id, so each try expands the spec anew.

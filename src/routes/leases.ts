@@ -52,7 +52,7 @@ export const leases = new Hono<AppEnv>().post(
  */
 async function claimWithin(c: AppContext, nodeId: string, jobId: string | null): Promise<ClaimResult> {
   try {
-    return await c.var.stub.claim(nodeId, jobId, c.var.claimWaitMs);
+    return await c.var.stub.claim(nodeId, jobId, c.var.settings.claimWaitMs);
   } catch (e) {
     if (isObjectReset(e)) return { ok: false, reason: "nothing" };
     throw e;

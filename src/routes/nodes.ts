@@ -67,7 +67,7 @@ export const nodes = new Hono<AppEnv>()
       }),
     ),
     async (c) => {
-      const joinCode = c.env.FLASHML_JOIN_CODE;
+      const joinCode = c.var.settings.joinCode;
       if (joinCode && c.req.header("x-flashml-join-code") !== joinCode) {
         return c.json({ detail: "invalid or missing join code" }, 403);
       }

@@ -1,39 +1,22 @@
 // The coordinator's settings, checked before anything is served. A setting
 // that cannot be read (tokens, SPEC §9; pool locations, SPEC §2; the claim
 // hold, SPEC §5; retention, SPEC §12; tenant weights, worker losses and the
-// retry-elsewhere window, SPEC §13) refuses every request, /healthz
-// included, with a 503 naming the problem and never a token: a coordinator
-// that would serve the wrong pools, or serve them open, must not look healthy.
+// retry-elsewhere window, SPEC §13; the artifact size limit, SPEC §7)
+// refuses every request, /healthz included, with a 503 naming the problem
+// and never a token: a coordinator that would serve the wrong pools, or
+// serve them open, must not look healthy. Read once (src/rules/settings.ts);
+// the pool object reads the same value.
 
 import type { MiddlewareHandler } from "hono";
 import type { PoolObject } from "../pool/object";
-import { authConfig } from "../rules/auth";
-import { claimWaitMs } from "../rules/long-poll";
-import { type PoolLocationRule, parsePoolLocations, poolLocation } from "../rules/pool-location";
-import { jobRetentionMs } from "../rules/retention";
-import { maxWorkerLosses, retryElsewhereMs, tenantWeights } from "../rules/scheduling";
+import { type PoolLocationRule, poolLocation } from "../rules/pool-location";
+import { settingsOf } from "../rules/settings";
 import type { AppEnv } from "./context";
 
 export const refuseMisconfigured: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const config = authConfig(c.env);
-  if (config.mode === "refusing") return c.json({ detail: `coordinator refuses to serve: ${config.detail}` }, 503);
-  const locations = parsePoolLocations(c.env.FLASHML_POOL_LOCATIONS);
-  if (typeof locations === "string") return c.json({ detail: `coordinator refuses to serve: ${locations}` }, 503);
-  const claimWait = claimWaitMs(c.env.FLASHML_CLAIM_WAIT_SECONDS);
-  if (typeof claimWait === "string") return c.json({ detail: `coordinator refuses to serve: ${claimWait}` }, 503);
-  const retention = jobRetentionMs(c.env.FLASHML_JOB_RETENTION_SECONDS);
-  if (typeof retention === "string") return c.json({ detail: `coordinator refuses to serve: ${retention}` }, 503);
-  const weights = tenantWeights(c.env.FLASHML_TENANT_WEIGHTS);
-  if (typeof weights === "string") return c.json({ detail: `coordinator refuses to serve: ${weights}` }, 503);
-  const workerLosses = maxWorkerLosses(c.env.FLASHML_MAX_WORKER_LOSSES);
-  if (typeof workerLosses === "string") return c.json({ detail: `coordinator refuses to serve: ${workerLosses}` }, 503);
-  // Read by the pool object itself, like the weights; checked here so a bad value refuses.
-  const retryElsewhere = retryElsewhereMs(c.env.FLASHML_RETRY_ELSEWHERE_SECONDS);
-  if (typeof retryElsewhere === "string")
-    return c.json({ detail: `coordinator refuses to serve: ${retryElsewhere}` }, 503);
-  c.set("poolLocations", locations);
-  c.set("maxWorkerLosses", workerLosses);
-  c.set("claimWaitMs", claimWait);
+  const read = settingsOf(c.env);
+  if (!read.ok) return c.json({ detail: `coordinator refuses to serve: ${read.detail}` }, 503);
+  c.set("settings", read.settings);
   await next();
 };
 

@@ -23,7 +23,7 @@ export type TokenSettings = {
 type Entry = { name: string; token: string };
 
 export type AuthConfig =
-  | { mode: "open" }
+  | { mode: "open"; owners: ReadonlyMap<string, string> }
   | { mode: "enforcing"; nodes: Entry[]; operators: Entry[]; owners: ReadonlyMap<string, string> }
   | { mode: "refusing"; detail: string };
 
@@ -67,7 +67,7 @@ export function authConfig(settings: TokenSettings): AuthConfig {
           "FLASHML_REQUIRE_NODE_AUTH=1 but no FLASHML_NODE_TOKENS or FLASHML_OPERATOR_TOKENS is configured: refusing to serve open",
       };
     }
-    return { mode: "open" };
+    return { mode: "open", owners };
   }
   return { mode: "enforcing", nodes, operators, owners };
 }

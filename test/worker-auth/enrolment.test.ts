@@ -8,6 +8,8 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import app from "../../src/index";
 import type { DashboardSummary } from "../../src/pool/dashboard";
+import { PoolObject } from "../../src/pool/object";
+import { CREDENTIAL_REFUSED } from "../../src/pool/session";
 import type { Lease } from "../../src/protocol/tasks";
 import { CODE_RECORD_MS, MAX_PENDING_CODES, MAX_PENDING_CODES_PER_SOURCE } from "../../src/rules/enrolment";
 import { freshPool, registration, sha256, stub, trialsJob } from "../worker/helpers";
@@ -263,10 +265,12 @@ describe("what a credential is good for", () => {
     expect((await call(pool, "POST", "/nodes/register", bearer(token), registration("laptop-7"))).status).toBe(200);
     // The object's own call, as an enrolled node's claim makes it, held for up to 10 s.
     const proof = { nodeId: "laptop-7", tokenSha256: await sha256(token) };
-    const held = stub(pool).act(proof, "claim", ["laptop-7", null, 10_000]);
+    const session = await stub(pool).session(proof);
+    const held = session.claim("laptop-7", null, 10_000);
+    await session.listNodes(null, 1); // calls on one stub arrive in order: the claim is held now
     expect((await call(pool, "DELETE", "/nodes/laptop-7/credential", OPS)).status).toBe(200);
     expect((await call(pool, "POST", "/jobs", OPS, trialsJob(1))).status).toBe(201);
-    expect(await held).toEqual({ ok: true, value: { ok: false, reason: "nothing" } });
+    expect(await held).toEqual({ ok: false, reason: "nothing" });
     const nodes = await (await call(pool, "GET", "/nodes", OPS)).json<Array<{ node_id: string }>>();
     expect(nodes.map((n) => n.node_id)).toContain("laptop-7");
     const leases = await runInDurableObject(stub(pool), (_o, state) =>
@@ -315,10 +319,12 @@ describe("what a credential is good for", () => {
     const lease = await (await call(pool, "POST", "/leases/claim", bearer(old), { node_id: "laptop-7" })).json<Lease>();
     // The old machine waits for more work, as the agent's loop does.
     const proof = { nodeId: "laptop-7", tokenSha256: await sha256(old) };
-    const held = stub(pool).act(proof, "claim", ["laptop-7", null, 10_000]);
+    const session = await stub(pool).session(proof);
+    const held = session.claim("laptop-7", null, 10_000);
+    await session.listNodes(null, 1); // calls on one stub arrive in order: the claim is held now
     const started = Date.now();
     const fresh = await enrol(pool); // someone enrols laptop-7 again, and the new credential is redeemed
-    expect(await held).toEqual({ ok: true, value: { ok: false, reason: "nothing" } });
+    expect(await held).toEqual({ ok: false, reason: "nothing" });
     expect(Date.now() - started).toBeLessThan(5000);
     expect((await call(pool, "POST", `/attempts/${lease.lease_id}/heartbeat`, bearer(old))).status).toBe(401);
     // The task came back at once: the new credential's claim gets it.
@@ -526,5 +532,66 @@ describe("refusals", () => {
       expect(r.status, path).toBe(400);
       expect((await r.json<{ detail: string }>()).detail, path).toMatch(/open.*no credential/);
     }
+  });
+});
+
+describe("an enrolled node's session", () => {
+  // An RPC promise is read through `then` only: a matcher that inspects its
+  // properties would make pipelined property reads that reject unobserved.
+  const outcome = (call: PromiseLike<unknown>) =>
+    call.then(
+      () => "answered",
+      (e: Error) => e.message,
+    );
+
+  /** Every call of the pool object: its prototype's methods, less the constructor and the object's lifecycle. */
+  const CALLS = Object.getOwnPropertyNames(PoolObject.prototype).filter(
+    (name) => !["constructor", "session", "alarm"].includes(name),
+  );
+
+  it("offers every call of the pool object, each refusing a credential the pool does not hold", async () => {
+    const pool = freshPool();
+    await enrol(pool);
+    const proof = { nodeId: "laptop-7", tokenSha256: "0".repeat(64) };
+    expect(CALLS.length).toBeGreaterThan(30);
+    for (const name of CALLS) {
+      const session = stub(pool).session(proof) as unknown as Record<string, () => Promise<unknown>>;
+      // Refused by the session's own check: the call exists there and checks first.
+      expect(await outcome(session[name]!()), name).toBe(CREDENTIAL_REFUSED);
+    }
+  });
+
+  it("checks the credential at each call: one revoked after a call refuses the next call on the same session", async () => {
+    const pool = freshPool();
+    const token = await enrol(pool);
+    const proof = { nodeId: "laptop-7", tokenSha256: await sha256(token) };
+    // Not awaited: the call pipelines on the session's promise (one round trip).
+    const session = stub(pool).session(proof);
+    expect(await session.listNodes(null, 10)).toMatchObject({ items: [] });
+    expect((await call(pool, "DELETE", "/nodes/laptop-7/credential", OPS)).status).toBe(200);
+    expect(await outcome(session.listNodes(null, 10))).toBe(CREDENTIAL_REFUSED);
+    expect(await outcome(stub(pool).session(proof).listNodes(null, 10))).toBe(CREDENTIAL_REFUSED);
+  });
+
+  it("a refused call leaves the object running: a claim another node holds open still gets its lease", async () => {
+    const pool = freshPool();
+    const token = await enrol(pool);
+    expect((await call(pool, "POST", "/nodes/register", bearer("tok-n1"), registration("n1"))).status).toBe(200);
+    const held = stub(pool).claim("n1", null, 10_000);
+    const forged = { nodeId: "laptop-7", tokenSha256: await sha256(`${token}x`) };
+    expect(await outcome(stub(pool).session(forged).listNodes(null, 10))).toBe(CREDENTIAL_REFUSED);
+    expect((await call(pool, "POST", "/jobs", OPS, trialsJob(1))).status).toBe(201);
+    expect(await held).toMatchObject({ ok: true, lease: { node_id: "n1" } });
+  });
+
+  it("a refused call reaches the Worker as the plain 401 of an invalid token", async () => {
+    const pool = freshPool();
+    const token = await enrol(pool);
+    expect((await call(pool, "POST", "/nodes/register", bearer(token), registration("laptop-7"))).status).toBe(200);
+    expect((await call(pool, "DELETE", "/nodes/laptop-7/credential", OPS)).status).toBe(200);
+    const r = await call(pool, "POST", "/nodes/register", bearer(token), registration("laptop-7"));
+    expect(r.status).toBe(401);
+    expect(r.headers.get("www-authenticate")).toBe("Bearer");
+    expect(await r.json()).toEqual({ detail: "invalid or missing node token" });
   });
 });

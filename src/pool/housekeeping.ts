@@ -1,0 +1,94 @@
+// The pool's alarm (SPEC §5, §12): one alarm, kept at the earliest of the
+// live lease deadlines, the next collection and the next archiving due. When
+// it fires it sweeps expired leases, deletes unreferenced R2 objects and
+// archives jobs past retention. Alarms are at-least-once: every step is
+// idempotent. The two fields here are a cache and a backoff, never state.
+
+import { ARCHIVE_BATCH_TASKS, archiveObjects, finishArchive, nextArchive, startArchive } from "./archive";
+import { collected, nextCollection, takeForCollection } from "./collection";
+import { earliestDeadline, sweep } from "./leases";
+import { logLine } from "./log";
+import type { Pool } from "./pool";
+
+/** How long archiving waits after R2 refused an archive write. */
+const ARCHIVE_RETRY_MS = 60 * 1000;
+
+export class AlarmClock {
+  // The alarm time last set, rebuilt from SQL after eviction (undefined =
+  // unknown). Only saves redundant setAlarm calls.
+  armedAt: number | null | undefined;
+  // After a failed archive write, no archiving before this (a backoff, not
+  // state: losing it only retries sooner).
+  archiveRetryAt = 0;
+}
+
+/** Sweeps expired leases, collects, archives, and re-arms. */
+export async function alarm(pool: Pool): Promise<void> {
+  pool.clock.armedAt = undefined; // the alarm that just fired is no longer set
+  await pool.change((now) => sweep(pool.sql, now));
+  await collect(pool);
+  await archive(pool);
+}
+
+/** Keeps the alarm at the earliest live lease deadline, collection or archiving due, or unset when none is. */
+export async function arm(pool: Pool): Promise<void> {
+  const deadline = earliestDeadline(pool.sql);
+  const due = nextArchive(pool.sql, Date.now(), pool.settings.jobRetentionMs);
+  const archiving = due === null ? null : Math.max(due, pool.clock.archiveRetryAt);
+  const times = [deadline, nextCollection(pool.sql), archiving].filter((t): t is number => t !== null);
+  const next = times.length === 0 ? null : Math.min(...times);
+  if (next === pool.clock.armedAt) return;
+  // The cache is updated in the same synchronous turn as the storage call
+  // is issued, so concurrent arms leave it matching the last alarm set.
+  pool.clock.armedAt = next;
+  if (next === null) await pool.ctx.storage.deleteAlarm();
+  else await pool.ctx.storage.setAlarm(next);
+}
+
+/**
+ * Archives jobs past retention to R2 (SPEC §12), oldest first, about a
+ * batch of tasks per run: each job's objects are written one at a time
+ * (other requests run meanwhile), then its rows deleted in one
+ * transaction. A failed write leaves the job marked: the next run, armed
+ * after the backoff, writes it again.
+ */
+async function archive(pool: Pool): Promise<void> {
+  const retention = pool.settings.jobRetentionMs;
+  const name = pool.storedName();
+  if (name === null || Date.now() < pool.clock.archiveRetryAt) return;
+  let tasks = 0;
+  while (tasks < ARCHIVE_BATCH_TASKS) {
+    const jobId = pool.transaction(() => startArchive(pool.sql, Date.now(), retention));
+    if (jobId === null) return;
+    try {
+      for (const object of archiveObjects(pool.sql, name, jobId)) {
+        await pool.env.ARTIFACTS.put(object.key, object.body, { httpMetadata: { contentType: "application/json" } });
+      }
+    } catch (err) {
+      console.error(
+        JSON.stringify({ level: "error", pool: name, event: "ARCHIVE_FAILED", job_id: jobId, error: String(err) }),
+      );
+      pool.clock.archiveRetryAt = Date.now() + ARCHIVE_RETRY_MS;
+      await arm(pool);
+      return;
+    }
+    const archived = await pool.change((now) => finishArchive(pool.sql, now, jobId));
+    if (pool.logging) logLine({ pool: name, event: "JOB_ARCHIVED", job_id: jobId, tasks: archived });
+    tasks += archived;
+  }
+}
+
+/**
+ * Deletes from R2 a batch of objects no key refers to (SPEC §12): whatever
+ * the Worker's own deletes missed, and uploads never bound. The deletes run
+ * between two transactions; an object taken here cannot be bound
+ * meanwhile, and one R2 refused is tried again later.
+ */
+async function collect(pool: Pool): Promise<void> {
+  const objects = pool.transaction(() => takeForCollection(pool.sql, Date.now()));
+  if (objects.length === 0) return;
+  const results = await Promise.allSettled(objects.map((object) => pool.env.ARTIFACTS.delete(object)));
+  const deleted = objects.filter((_, i) => results[i]!.status === "fulfilled");
+  const refused = objects.filter((_, i) => results[i]!.status === "rejected");
+  await pool.change((now) => collected(pool.sql, now, deleted, refused));
+}

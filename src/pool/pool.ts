@@ -1,0 +1,119 @@
+// What the pool object's modules share: its SQL, its storage, its settings
+// and the one way to change state (`change`). Nothing here is state a later
+// request depends on: the held claims are connections, the alarm fields a
+// cache and a backoff (src/pool/housekeeping.ts), and the object may be
+// evicted between any two requests.
+
+import { type Settings, settingsOf } from "../rules/settings";
+import type { EventRow } from "./events";
+import { answerHeld, HeldClaims } from "./held-claims";
+import { AlarmClock, arm } from "./housekeeping";
+import { logEvent, logLine } from "./log";
+
+export type ChangeOptions = {
+  /** The change records no event but may let a held claim through (a cancel, a released node). */
+  wakesClaims?: boolean;
+  /** The change concerns one node: its held claim, if any, gets another try. */
+  wakesNode?: string;
+};
+
+export class Pool {
+  readonly sql: SqlStorage;
+  // Held claims in arrival order (src/pool/held-claims.ts): connections, not state.
+  readonly held = new HeldClaims();
+  readonly clock = new AlarmClock();
+
+  constructor(
+    readonly ctx: DurableObjectState,
+    readonly env: Env,
+  ) {
+    this.sql = ctx.storage.sql;
+  }
+
+  /**
+   * The coordinator's settings, the same value the Worker checked before
+   * the request reached the object (src/rules/settings.ts). Unreadable
+   * settings never reach here through the Worker, which refuses them.
+   */
+  get settings(): Settings {
+    const read = settingsOf(this.env);
+    if (!read.ok) throw new Error(`coordinator refuses to serve: ${read.detail}`);
+    return read.settings;
+  }
+
+  /** The pool's name for logs (the object's id when the runtime does not know the name). */
+  get name(): string {
+    return this.ctx.id.name ?? this.ctx.id.toString();
+  }
+
+  /** Whether state changes are logged (SPEC §11). */
+  get logging(): boolean {
+    return this.settings.logStateChanges;
+  }
+
+  /** One log line for this pool, when logging is on. */
+  log(fields: Record<string, string | number | boolean | null>): void {
+    if (this.logging) logLine({ pool: this.name, ...fields });
+  }
+
+  /** One synchronous transaction. */
+  transaction<T>(fn: () => T): T {
+    return this.ctx.storage.transactionSync(fn);
+  }
+
+  /** The pool's name as the Worker routes it, recorded by the first job; null before any job. */
+  storedName(): string | null {
+    return this.sql.exec<{ name: string }>("SELECT name FROM pool_name").toArray()[0]?.name ?? null;
+  }
+
+  /**
+   * Runs one state change as one synchronous transaction at one instant,
+   * logs every ledger event it appended (SPEC §11: one JSON line per state
+   * change), and keeps the alarm at the earliest live deadline. Every
+   * mutating call goes through here, so none can forget the alarm. When the
+   * change queued work or closed a job (`wakesClaims` for changes that
+   * record no event), held claims get their turn before anyone else; a
+   * change to one node (`wakesNode`) gives that node's held claim a turn.
+   */
+  async change<T>(fn: (now: number) => T, options: ChangeOptions = {}): Promise<T> {
+    const before = this.logging || this.held.size > 0 ? this.lastEventSeq() : null;
+    const now = Date.now();
+    const result = this.transaction(() => fn(now));
+    const wakeAll = this.held.size > 0 && (options.wakesClaims || (before !== null && this.workAppeared(before)));
+    const woken = wakeAll
+      ? answerHeld(this, null)
+      : this.held.size > 0 && options.wakesNode !== undefined
+        ? answerHeld(this, options.wakesNode)
+        : [];
+    if (before !== null && this.logging) {
+      // A job's TASK_CREATED events are summarised by its JOB_ACCEPTED line (it
+      // carries the count): a 10,000-task submission is one change, not 10,000.
+      for (const row of this.sql.exec<EventRow>(
+        "SELECT * FROM events WHERE seq > ? AND type != 'TASK_CREATED' ORDER BY seq",
+        before,
+      )) {
+        logEvent(this.name, row);
+      }
+    }
+    await arm(this);
+    for (const [held, answer] of woken) held.resolve(answer);
+    return result;
+  }
+
+  private lastEventSeq(): number {
+    return this.sql.exec<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events").one().seq ?? 0;
+  }
+
+  /** Whether the ledger since `seq` queued work or closed a job: what a held claim waits for. */
+  private workAppeared(seq: number): boolean {
+    return (
+      this.sql
+        .exec(
+          `SELECT 1 FROM events WHERE seq > ?
+             AND type IN ('TASK_CREATED', 'TASK_REQUEUED', 'JOB_SUCCEEDED', 'JOB_FAILED') LIMIT 1`,
+          seq,
+        )
+        .toArray().length > 0
+    );
+  }
+}

@@ -1,0 +1,38 @@
+import { createExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import app from "../../src/index";
+
+// Settings other than the project's go to the app as its environment (in-process).
+function send(settings: Record<string, string>, path: string, init: RequestInit = {}) {
+  return app.fetch(
+    new Request(`http://flashedge.test${path}`, init),
+    { ...env, ...settings },
+    createExecutionContext(),
+  );
+}
+
+describe("FLASHML_MAX_ARTIFACT_MB", () => {
+  it.each(["abc", "0", "-1", "1e3", "100 MB"])(
+    "an unreadable value (%j) refuses every request with a 503",
+    async (raw) => {
+      const r = await send({ FLASHML_MAX_ARTIFACT_MB: raw }, "/healthz");
+      expect(r.status).toBe(503);
+      expect(await r.json()).toEqual({
+        detail: "coordinator refuses to serve: FLASHML_MAX_ARTIFACT_MB must be a number of MiB greater than 0",
+      });
+    },
+  );
+
+  it.each([
+    ["1", 1024 * 1024],
+    ["", 100 * 1024 * 1024],
+  ])("%j MiB refuses an upload one byte past %d bytes, before reading it", async (raw, limit) => {
+    const r = await send({ FLASHML_MAX_ARTIFACT_MB: raw }, `/pools/${crypto.randomUUID()}/v1alpha1/artifacts/big.bin`, {
+      method: "PUT",
+      headers: { "content-length": String(limit + 1) },
+    });
+    expect(r.status).toBe(413);
+    expect(await r.json()).toEqual({ detail: `artifact exceeds ${limit} bytes (FLASHML_MAX_ARTIFACT_MB)` });
+  });
+});
