@@ -158,7 +158,6 @@ function artifactKey(c: AppContext): string | Response {
   return problem === null ? key : c.json({ detail: `invalid artifact key: ${problem}` }, 400);
 }
 
-
 /** The R2 bucket reported in ArtifactRecord.bucket (wrangler.toml's bucket_name). */
 const BUCKET = "flashedge-artifacts";
 
