@@ -148,7 +148,9 @@ export function renderSchema(rows: readonly SchemaRow[], origins: Origins): stri
     "-- Each says which rule it keeps and where that rule's TypeScript half lives.",
     "",
   );
-  for (const trigger of of("trigger").sort((a, b) => a.tbl_name.localeCompare(b.tbl_name))) {
+  // Grouped by the table they watch (a stable sort keeps them by name within it).
+  const byTable = (a: SchemaRow, b: SchemaRow) => (a.tbl_name < b.tbl_name ? -1 : a.tbl_name > b.tbl_name ? 1 : 0);
+  for (const trigger of of("trigger").sort(byTable)) {
     out.push(`-- ${trigger.name} (${made(trigger.name)}):`);
     out.push(...commentLines(triggerNote(trigger.name, origins) ?? "(no note: say what rule it keeps)"));
     out.push(`${trigger.sql};`, "");
