@@ -570,7 +570,7 @@ function migrationsSection(m) {
   out.push(
     "- How: one pool object per size. Its history is written by SQL at the current schema (each finished task with " +
       "its trial-sized payload, lease, artifact key and three events, in jobs of 10,000), the schema is taken back to " +
-      "step 2 with the undo steps of `test/worker/schema-history.ts`, and steps " +
+      "step 2 with the migrations' `down` steps (`src/pool/migrations/`), and steps " +
       `${steps[0]}–${steps[steps.length - 1]} run in one transaction, each step timed, as the pool object's constructor ` +
       "runs them (there inside `blockConcurrencyWhile`). Every step that works over existing rows comes after step 2.",
   );
