@@ -14,10 +14,9 @@ import type { Membership } from "../rules/placement";
 import { mayRetry } from "../rules/scheduling";
 import { truncateUtf8 } from "../rules/text";
 import { evidenceLies } from "../rules/verification";
-import { enrolledOwner } from "./enrolment";
 import { emit, iso, tally } from "./events";
 import { jobOpen, settleJob } from "./jobs";
-import { findNode, nodeView, poolAssignment, seen } from "./nodes";
+import { findClaimant, nodeView, seen } from "./nodes";
 import { attemptFailed, attemptSucceeded, DEFAULT_RETRY_ELSEWHERE_MS, pickTask, useTurn } from "./scheduling";
 import type { TaskRow } from "./tasks";
 import {
@@ -102,14 +101,13 @@ export function claim(
   membership: Membership = "assigned",
 ): ClaimResult {
   sweep(sql, now);
-  const node = findNode(sql, nodeId);
+  const node = findClaimant(sql, nodeId);
   if (!node) return { ok: false, reason: "unregistered" };
   seen(sql, now, nodeId);
   if (node.status !== "online") return { ok: false, reason: "not_accepting" };
   if (node.held_until_ms > now) return { ok: false, reason: "held" };
-  const owner = ownerOf(nodeId, owners, enrolledOwner(sql, nodeId));
-  const assigned = poolAssignment(sql, nodeId);
-  const view = nodeView(node.registration, membership, assigned && JSON.stringify(assigned.pools));
+  const owner = ownerOf(nodeId, owners, node.enrolled_owner);
+  const view = nodeView(node.registration, membership, node.assigned_pools);
   const best = pickTask(sql, now, { nodeId, owner, view, membership }, jobId, retryElsewhereMs);
   if (best === undefined)
     return { ok: false, reason: jobId !== null && !jobOpen(sql, jobId) ? "job_closed" : "nothing" };

@@ -159,6 +159,21 @@ export function findNode(sql: SqlStorage, nodeId: string): NodeRow | undefined {
   return sql.exec<NodeRow>("SELECT * FROM nodes WHERE node_id = ?", nodeId).toArray()[0];
 }
 
+/** A claiming node's row with what the claim needs beside it: its enrolled owner and its assigned team pools. */
+export type ClaimantRow = NodeRow & { enrolled_owner: string | null; assigned_pools: string | null };
+
+/** The node's row, owner and pools in one statement: a claim reads them together. */
+export function findClaimant(sql: SqlStorage, nodeId: string): ClaimantRow | undefined {
+  return sql
+    .exec<ClaimantRow>(
+      `SELECT n.*, c.owner AS enrolled_owner, ap.pools AS assigned_pools FROM nodes n
+       LEFT JOIN node_credentials c ON c.node_id = n.node_id AND c.revoked_ms IS NULL ${ASSIGNED_POOLS}
+       WHERE n.node_id = ?`,
+      nodeId,
+    )
+    .toArray()[0];
+}
+
 /**
  * The claim-time view of SPEC §4, built from the stored registration, its
  * team pools as `membership` says (`assignedJson`: node_pools.pools, null

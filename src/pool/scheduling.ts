@@ -3,7 +3,7 @@
 // of failures that holds a failing node back and sends a task's retry to
 // another node. Every function runs inside the caller's transaction.
 
-import { eligible, type Membership, type NodeView } from "../rules/placement";
+import { gateFor, type Membership, type NodeView, type PayloadGate } from "../rules/placement";
 import { DEFAULT_RETRY_ELSEWHERE_SECONDS, holdBackMs, MAX_PRIORITY } from "../rules/scheduling";
 import { ASSIGNED_POOLS, nodeView } from "./nodes";
 
@@ -168,7 +168,7 @@ export function pickTask(
 ): number | undefined {
   const accepted = new Map<number, string>();
   for (const c of sql.exec<{ class_id: number; requirement: string }>(POLICY_SQL.pendingClasses).toArray()) {
-    if (eligible(JSON.parse(c.requirement), node.view)) accepted.set(c.class_id, c.requirement);
+    if (classGate(c.requirement).eligible(node.view)) accepted.set(c.class_id, c.requirement);
   }
   if (accepted.size === 0) return undefined;
   const classes = JSON.stringify([...accepted.keys()]);
@@ -272,10 +272,29 @@ export function anotherCouldTake(
   const others = walk<Other>((last) =>
     sql.exec<Other>(POLICY_SQL.others, now, now, me, taskSeq, since, last?.id ?? 0).toArray(),
   );
-  const parsed: unknown = JSON.parse(requirement);
+  const gate = classGate(requirement);
   for (const other of others)
-    if (eligible(parsed, nodeView(other.registration, membership, other.assigned_pools))) return true;
+    if (gate.eligible(nodeView(other.registration, membership, other.assigned_pools))) return true;
   return false;
+}
+
+/** Requirement texts whose gate `classGate` keeps; past this it starts afresh. */
+const CLASS_GATES_KEPT = 1024;
+const classGates = new Map<string, PayloadGate>();
+
+/**
+ * The gate for a stored requirement class, read once per object rather
+ * than on every claim. A memo of a pure function of the text: an evicted
+ * object rebuilds it, and no answer depends on what it holds.
+ */
+export function classGate(requirement: string): PayloadGate {
+  let gate = classGates.get(requirement);
+  if (gate === undefined) {
+    if (classGates.size >= CLASS_GATES_KEPT) classGates.clear();
+    gate = gateFor(JSON.parse(requirement));
+    classGates.set(requirement, gate);
+  }
+  return gate;
 }
 
 /**

@@ -99,20 +99,43 @@ export function eligible(payload: unknown, node: unknown): boolean {
  * function's `.eligible`, so the two cannot disagree.
  */
 export function explain(payload: unknown, node: unknown): Explanation {
+  return gateFor(payload).explain(node);
+}
+
+/** The gate for one payload, read once, to judge many nodes: `gateFor(p).explain(n)` is `explain(p, n)`. */
+export type PayloadGate = { eligible(node: unknown): boolean; explain(node: unknown): Explanation };
+
+const ACCEPTED: Explanation = Object.freeze({ eligible: true });
+
+/**
+ * Reads `payload` once and keeps only the gates that require something of
+ * a node: a gate that requires nothing accepts without reading the node,
+ * so skipping it changes no answer, and a claim pays per node only for
+ * what the task asks.
+ */
+export function gateFor(payload: unknown): PayloadGate {
   const reading = readPayload(payload);
-  if (!reading.readable) return { eligible: false, gate: "argv", reason: reading.reason };
-  for (const [gate, check] of CHECKS) {
-    let refusal: string | null;
-    try {
-      refusal = check(reading.requirement, node);
-    } catch {
-      // The requirement is plain data built by readPayload, so only the node
-      // view (a proxy, a throwing getter) can get here. Unreadable ⇒ refuse.
-      refusal = `${gate}: the node view could not be read`;
-    }
-    if (refusal !== null) return { eligible: false, gate, reason: refusal };
+  if (!reading.readable) {
+    const refused: Explanation = { eligible: false, gate: "argv", reason: reading.reason };
+    return { eligible: () => false, explain: () => refused };
   }
-  return { eligible: true };
+  const r = reading.requirement;
+  const active = CHECKS.filter(([, , requires]) => requires(r));
+  const explainOn = (node: unknown): Explanation => {
+    for (const [gate, check] of active) {
+      let refusal: string | null;
+      try {
+        refusal = check(r, node);
+      } catch {
+        // The requirement is plain data built by readPayload, so only the node
+        // view (a proxy, a throwing getter) can get here. Unreadable ⇒ refuse.
+        refusal = `${gate}: the node view could not be read`;
+      }
+      if (refusal !== null) return { eligible: false, gate, reason: refusal };
+    }
+    return ACCEPTED;
+  };
+  return { eligible: (node) => explainOn(node).eligible, explain: explainOn };
 }
 
 /**
@@ -189,16 +212,22 @@ interface Isolation {
 type Reading = { readable: true; requirement: Requirement } | { readable: false; reason: string };
 
 type Check = (r: Requirement, node: unknown) => string | null;
+/** Whether a gate's check can refuse anything for this requirement: false only where it accepts without reading the node. */
+type Requires = (r: Requirement) => boolean;
 
 // SPEC order: it decides which refusal `explain` reports, never the answer.
-const CHECKS: ReadonlyArray<readonly [GateName, Check]> = [
-  ["argv", checkArgv],
-  ["module", checkModule],
-  ["local_data", checkLocalData],
-  ["gpu", checkGpu],
-  ["exclusion", checkExclusion],
-  ["pool", checkPool],
-  ["isolation", checkIsolation],
+const CHECKS: ReadonlyArray<readonly [GateName, Check, Requires]> = [
+  ["argv", checkArgv, (r) => r.argv],
+  ["module", checkModule, (r) => r.module],
+  ["local_data", checkLocalData, (r) => !r.localInputs.ok || r.localInputs.need.length > 0],
+  ["gpu", checkGpu, (r) => !r.gpus.ok || !r.gpuNeed.ok || r.gpus.need > 0],
+  ["exclusion", checkExclusion, (r) => !r.excludeNodes.ok || r.excludeNodes.need.length > 0],
+  ["pool", checkPool, (r) => !r.pool.ok || r.pool.need !== null],
+  [
+    "isolation",
+    checkIsolation,
+    (r) => !r.isolation.ok || (r.isolation.need.sandboxed && !r.isolation.need.allowFallback),
+  ],
 ];
 
 // A non-object payload is named under the first gate: every gate would refuse
