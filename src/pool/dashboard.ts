@@ -21,10 +21,11 @@ import { iso } from "./events";
 import { placementOn, REGISTERED_NODE_COLUMNS, type RegisteredNode, registeredView } from "./explain";
 import { type Demand, demand, type GpuGroup, gpuGroups } from "./fleet";
 import { poolTaskCounts, taskCounts } from "./jobs";
+import { acceptingSql, claimableSql, heldBackSql, isHeldBack, isOnline, onlineSql } from "./node-states";
 import { ASSIGNED_POOLS, ONLINE_WINDOW_MS } from "./nodes";
 import { asSeenByNodes, SEALED_EVENT, sealedPending, type Viewer } from "./sealing";
 
-/** Requirement classes with pending tasks checked against the online nodes, earliest first. */
+/** Requirement classes with pending tasks checked against the claimable nodes, earliest first. */
 export const STUCK_CLASSES_CHECKED = 100;
 /** Characters kept of a client-chosen string; entries kept of a client-chosen list. */
 const CLIP_CHARS = 200;
@@ -66,7 +67,7 @@ export type DashboardNode = {
   invalid_results: number;
 };
 
-/** Pending tasks of a job that no online node can take, with why (for the earliest one). */
+/** Pending tasks of a job that no claimable node can take, with why (for the earliest one). */
 export type StuckTasks = {
   job_id: string;
   job_name: string | null;
@@ -183,8 +184,8 @@ export function dashboardSummary(
   );
   const nodeCounts = sql
     .exec<{ total: number; online: number; not_accepting: number; held_back: number }>(
-      `SELECT COUNT(*) AS total, TOTAL(live_until_ms > ?) AS online, TOTAL(status <> 'online') AS not_accepting,
-              TOTAL(held_until_ms > ?) AS held_back
+      `SELECT COUNT(*) AS total, TOTAL(${onlineSql("", "?")}) AS online, TOTAL(NOT ${acceptingSql("")}) AS not_accepting,
+              TOTAL(${heldBackSql("", "?")}) AS held_back
        FROM nodes`,
       now,
       now,
@@ -250,7 +251,7 @@ function nodesPage(
       `SELECT ${REGISTERED_NODE_COLUMNS}, n.accepted_tasks, n.consecutive_failures,
               n.distrusted, n.valid_results, n.invalid_results
        FROM nodes n ${ASSIGNED_POOLS}
-       ORDER BY (n.status = 'online' AND n.live_until_ms > ?) DESC, n.node_id LIMIT ?`,
+       ORDER BY (${onlineSql("n", "?")} AND ${acceptingSql("n")}) DESC, n.node_id LIMIT ?`,
       now,
       limit,
     )
@@ -269,7 +270,7 @@ function nodesPage(
     return {
       node_id: clip(row.node_id),
       hostname: clip(reg.hostname ?? ""),
-      online: row.live_until_ms > now,
+      online: isOnline(row, now),
       status: row.status,
       last_heartbeat_age_s: Math.round(Math.max(0, now - row.last_heartbeat_ms) / 100) / 10,
       environment: clip(reg.environment ?? ""),
@@ -293,7 +294,7 @@ function nodesPage(
       accepted_tasks: row.accepted_tasks,
       live_leases: live.get(row.node_id) ?? 0,
       consecutive_failures: row.consecutive_failures,
-      held_until: row.held_until_ms > now ? iso(row.held_until_ms) : null,
+      held_until: isHeldBack(row, now) ? iso(row.held_until_ms) : null,
       distrusted: row.distrusted === null ? null : clip(row.distrusted),
       valid_results: row.valid_results,
       invalid_results: row.invalid_results,
@@ -530,16 +531,17 @@ function recentEvents(sql: SqlStorage, limit: number, viewer: Viewer): Dashboard
 }
 
 /**
- * Pending tasks that no online, accepting node can take, grouped by job and
- * requirement class. The gate runs once per (class, node) and stops at the
- * first node that accepts, over at most STUCK_CLASSES_CHECKED classes (the
+ * Pending tasks that no claimable node (online, accepting, not held back:
+ * one a claim could lease to now) can take, grouped by job and requirement
+ * class. The gate runs once per (class, node) and stops at the first node
+ * that accepts, over at most STUCK_CLASSES_CHECKED classes (the
  * earliest queued); only the entries shown get a full explanation.
  */
 function stuckTasks(sql: SqlStorage, now: number, limit: number, membership: Membership) {
   const claimable = sql
     .exec<RegisteredNode>(
       `SELECT ${REGISTERED_NODE_COLUMNS} FROM nodes n ${ASSIGNED_POOLS}
-       WHERE n.status = 'online' AND n.live_until_ms > ? ORDER BY n.node_id`,
+       WHERE ${claimableSql("n", "?1")} ORDER BY n.node_id`,
       now,
     )
     .toArray();

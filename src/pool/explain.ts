@@ -19,8 +19,10 @@ import {
 } from "../rules/explanations";
 import { ownerOf } from "../rules/owners";
 import { explain, type Membership } from "../rules/placement";
+import { isOpenState } from "../rules/task-states";
 import { effectiveQuorum } from "../rules/verification";
 import { iso } from "./events";
+import { isHeldBack, isOnline } from "./node-states";
 import { ASSIGNED_POOLS, nodeView } from "./nodes";
 import type { Viewer } from "./sealing";
 
@@ -109,7 +111,7 @@ export function placementOn(
   now: number,
   membership: Membership,
 ): NodePlacement {
-  const online = node.live_until_ms > now;
+  const online = isOnline(node, now);
   const answer = explain(payload, view);
   const base = { node_id: node.node_id, online, status: node.status };
   const teamPool = typeof payload === "object" && payload !== null && (payload as { pool?: unknown }).pool != null;
@@ -168,7 +170,7 @@ export function placementReport(
     .toArray();
   // A node sees a replicated task before its verdict as one run alone (SPEC
   // §14): leased while any replica is out, no replicas, no replica rule.
-  const sealed = viewer !== null && task.replicas > 1 && (task.state === "PENDING" || task.state === "LEASED");
+  const sealed = viewer !== null && task.replicas > 1 && isOpenState(task.state);
   const items = task.replicas > 1 ? replicaItems(sql, task.seq) : null;
   const state = sealed && items!.some((r) => r.state === "live") ? "LEASED" : task.state;
   const shown = sealed ? null : items;
@@ -211,7 +213,7 @@ export function placementReport(
     };
     if (short && task.state === "PENDING") summary += `; ${ownersShort(eligibleOwners.size, needed)}`;
   }
-  const heldBack = registered.filter((node, i) => nodes[i]!.eligible && node.held_until_ms > now).length;
+  const heldBack = registered.filter((node, i) => nodes[i]!.eligible && isHeldBack(node, now)).length;
   const queue = state === "PENDING" ? queuePosition(sql, jobId, task.seq, heldBack) : null;
   return {
     ok: true,

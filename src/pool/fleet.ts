@@ -12,6 +12,7 @@ import type { Membership } from "../rules/placement";
 import { eligible } from "../rules/placement";
 import { shorten } from "../rules/text";
 import { iso } from "./events";
+import { acceptingSql, onlineSql } from "./node-states";
 import { ASSIGNED_POOLS, nodeView } from "./nodes";
 import { sealedPending, type Viewer } from "./sealing";
 
@@ -66,7 +67,7 @@ export function gpuGroups(sql: SqlStorage, now: number, limit: number): { items:
          LEFT JOIN busy b ON b.node_id = n.node_id
        )
        SELECT model, memory_total_mb, compute_capability, COUNT(*) AS gpus, COUNT(DISTINCT node_id) AS nodes,
-              COUNT(DISTINCT IIF(live_until_ms > ?, node_id, NULL)) AS online,
+              COUNT(DISTINCT IIF(${onlineSql("", "?")}, node_id, NULL)) AS online,
               COUNT(DISTINCT IIF(is_busy, node_id, NULL)) AS busy,
               COUNT(*) OVER () AS total_groups
        FROM g GROUP BY model, memory_total_mb, compute_capability
@@ -125,7 +126,7 @@ export function demand(
           .exec<{ registration: string; accepting: number; assigned_pools: string | null }>(
             // Team pools as the claim counts them (SPEC §9): assigned when enforcing.
             `SELECT n.registration, ap.pools AS assigned_pools,
-                    (n.status = 'online' AND n.live_until_ms > ?) AS accepting
+                    (${onlineSql("n", "?")} AND ${acceptingSql("n")}) AS accepting
              FROM nodes n ${ASSIGNED_POOLS} ORDER BY accepting DESC, n.node_id LIMIT ?`,
             now,
             DEMAND_NODES_CHECKED,

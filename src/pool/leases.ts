@@ -16,6 +16,7 @@ import { truncateUtf8 } from "../rules/text";
 import { evidenceLies } from "../rules/verification";
 import { emit, iso, tally } from "./events";
 import { jobOpen, settleJob } from "./jobs";
+import { isAccepting, isHeldBack } from "./node-states";
 import { findClaimant, nodeView, seen } from "./nodes";
 import { attemptFailed, attemptSucceeded, DEFAULT_RETRY_ELSEWHERE_MS, pickTask, useTurn } from "./scheduling";
 import type { TaskRow } from "./tasks";
@@ -104,8 +105,8 @@ export function claim(
   const node = findClaimant(sql, nodeId);
   if (!node) return { ok: false, reason: "unregistered" };
   seen(sql, now, nodeId);
-  if (node.status !== "online") return { ok: false, reason: "not_accepting" };
-  if (node.held_until_ms > now) return { ok: false, reason: "held" };
+  if (!isAccepting(node)) return { ok: false, reason: "not_accepting" };
+  if (isHeldBack(node, now)) return { ok: false, reason: "held" };
   const owner = ownerOf(nodeId, owners, node.enrolled_owner);
   const view = nodeView(node.registration, membership, node.assigned_pools);
   const best = pickTask(sql, now, { nodeId, owner, view, membership }, jobId, retryElsewhereMs);

@@ -7,6 +7,7 @@ import { fillPage } from "../protocol/paging";
 import { ownerOf } from "../rules/owners";
 import { claimView, type Membership, type NodeView, withMembership } from "../rules/placement";
 import { iso } from "./events";
+import { ACCEPTING_STATUS, isHeldBack, isOnline } from "./node-states";
 
 /**
  * A node is online for this long after any request it makes (SPEC §5), and
@@ -47,9 +48,9 @@ export function registerNode(
   assignedBy: string | null = null,
 ): void {
   sql.exec(
-    `INSERT INTO nodes (node_id, registration, status, last_heartbeat_ms, live_until_ms) VALUES (?, ?, 'online', ?, ?)
+    `INSERT INTO nodes (node_id, registration, status, last_heartbeat_ms, live_until_ms) VALUES (?, ?, '${ACCEPTING_STATUS}', ?, ?)
      ON CONFLICT (node_id) DO UPDATE SET registration = excluded.registration,
-       status = 'online', last_heartbeat_ms = excluded.last_heartbeat_ms,
+       status = '${ACCEPTING_STATUS}', last_heartbeat_ms = excluded.last_heartbeat_ms,
        live_until_ms = MAX(live_until_ms, excluded.live_until_ms)`,
     registration.node_id,
     JSON.stringify(registration),
@@ -217,11 +218,11 @@ export function listNodes(
     return {
       ...(JSON.parse(row.registration) as NodeRegistration),
       status: row.status,
-      online: row.live_until_ms > now,
+      online: isOnline(row, now),
       last_heartbeat_age_s: Math.round(age / 100) / 10,
       accepted_tasks: row.accepted_tasks,
       consecutive_failures: row.consecutive_failures,
-      held_until: row.held_until_ms > now ? iso(row.held_until_ms) : null,
+      held_until: isHeldBack(row, now) ? iso(row.held_until_ms) : null,
       valid_results: row.valid_results,
       invalid_results: row.invalid_results,
       distrusted: row.distrusted,

@@ -5,6 +5,7 @@
 
 import { gateFor, type Membership, type NodeView, type PayloadGate } from "../rules/placement";
 import { DEFAULT_RETRY_ELSEWHERE_SECONDS, holdBackMs, MAX_PRIORITY } from "../rules/scheduling";
+import { claimableSql } from "./node-states";
 import { ASSIGNED_POOLS, nodeView } from "./nodes";
 
 /** Rows per page of an ordered walk. */
@@ -109,13 +110,13 @@ export const POLICY_SQL = {
   /** Whether a node of an owner (?2), or the node itself (?3), holds or ran a replica of a task. */
   ranReplica: "SELECT 1 FROM leases WHERE task_seq = ?1 AND replica > 0 AND (owner = ?2 OR node_id = ?3)",
   /**
-   * A page of idle nodes other than ?3 (any node_id, '' too): online, accepting, not held back, holding
-   * no live lease, and not having failed the task ?4 since ?5 (a failure before that has run its window).
+   * A page of idle nodes other than ?2 (any node_id, '' too): claimable at ?1, holding no live lease,
+   * and not having failed the task ?3 since ?4 (a failure before that has run its window), after rowid ?5.
    */
   others: `SELECT n.rowid AS id, n.registration, ap.pools AS assigned_pools FROM nodes n ${ASSIGNED_POOLS}
-    WHERE n.live_until_ms > ?1 AND n.status = 'online' AND n.held_until_ms <= ?2 AND n.node_id <> ?3
+    WHERE ${claimableSql("n", "?1")} AND n.node_id <> ?2
       AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.node_id = n.node_id AND l.status = 'live')
-      AND n.node_id NOT IN (SELECT node_id FROM task_failures WHERE task_seq = ?4 AND failed_ms > ?5) AND n.rowid > ?6
+      AND n.node_id NOT IN (SELECT node_id FROM task_failures WHERE task_seq = ?3 AND failed_ms > ?4) AND n.rowid > ?5
     ORDER BY n.rowid LIMIT ${PAGE}`,
 } as const;
 
@@ -270,7 +271,7 @@ export function anotherCouldTake(
 ) {
   type Other = { id: number; registration: string; assigned_pools: string | null };
   const others = walk<Other>((last) =>
-    sql.exec<Other>(POLICY_SQL.others, now, now, me, taskSeq, since, last?.id ?? 0).toArray(),
+    sql.exec<Other>(POLICY_SQL.others, now, me, taskSeq, since, last?.id ?? 0).toArray(),
   );
   const gate = classGate(requirement);
   for (const other of others)
