@@ -213,7 +213,7 @@ export type ReplicaItem = {
   verdict: string | null;
 };
 
-/** `GET …/jobs/{job}/tasks/{task}/placement` (src/pool/explain.ts). */
+/** `GET …/jobs/{job}/tasks/{task}/placement` (src/pool/placement-report.ts). */
 export type PlacementReport = {
   state: string;
   nodes: NodePlacement[];

@@ -11,18 +11,18 @@ import { JOB_STATES, type JobState } from "../protocol/jobs";
 import type { NodeRegistration } from "../protocol/nodes";
 import { TASK_STATES } from "../protocol/tasks";
 import { CODE_RECORD_MS } from "../rules/enrolment";
-import { summarizePlacement } from "../rules/explanations";
 import { deriveJobState, emptyTaskCounts, type TaskCounts } from "../rules/job-state";
-import { eligible, type Membership } from "../rules/placement";
+import { gateFor, type Membership } from "../rules/placement";
+import { summarizePlacement } from "../rules/placement-summary";
 import { DEFAULT_TENANT } from "../rules/scheduling";
 import { storageReport } from "../rules/storage";
 import { shorten } from "../rules/text";
 import { iso } from "./events";
-import { placementOn, REGISTERED_NODE_COLUMNS, type RegisteredNode, registeredView } from "./explain";
 import { type Demand, demand, type GpuGroup, gpuGroups } from "./fleet";
 import { poolTaskCounts, taskCounts } from "./jobs";
 import { acceptingSql, claimableSql, heldBackSql, isHeldBack, isOnline, onlineSql } from "./node-states";
 import { ASSIGNED_POOLS, ONLINE_WINDOW_MS } from "./nodes";
+import { judgeNode, REGISTERED_NODE_COLUMNS, type RegisteredNode, registeredView, taskGate } from "./placement-report";
 import { asSeenByNodes, SEALED_EVENT, sealedPending, type Viewer } from "./sealing";
 
 /** Requirement classes with pending tasks checked against the claimable nodes, earliest first. */
@@ -562,8 +562,8 @@ function stuckTasks(sql: SqlStorage, now: number, limit: number, membership: Mem
   let entries = 0;
   let pending = 0;
   for (const c of classes) {
-    const requirement: unknown = JSON.parse(c.requirement);
-    if (views.some((view) => eligible(requirement, view))) continue;
+    const gate = gateFor(JSON.parse(c.requirement));
+    if (views.some((view) => gate.eligible(view))) continue;
     for (const r of sql.exec<{ job_id: string; n: number; head: number }>(
       "SELECT job_id, COUNT(*) AS n, MIN(seq) AS head FROM tasks WHERE state = 'PENDING' AND class_id = ? GROUP BY job_id ORDER BY head",
       c.class_id,
@@ -582,9 +582,9 @@ function stuckTasks(sql: SqlStorage, now: number, limit: number, membership: Mem
         .one();
       let summary: string | null = null;
       if (shown || byJob.size < limit) {
-        const payload: unknown = JSON.parse(task.payload);
-        const placements = claimable.map((node, i) => placementOn(payload, node, views[i], now, membership));
-        summary = summarizePlacement(placements, { scope: "online" }).summary;
+        const gate = taskGate(JSON.parse(task.payload));
+        const refusals = claimable.map((node, i) => judgeNode(gate, node, views[i], now, membership).refusal);
+        summary = summarizePlacement(refusals, { scope: "online" }).summary;
       }
       const entry: StuckTasks = {
         job_id: r.job_id,

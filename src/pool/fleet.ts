@@ -9,11 +9,11 @@
 
 import { type ClassDemand, demandSentence, describeRequirement } from "../rules/demand";
 import type { Membership } from "../rules/placement";
-import { eligible } from "../rules/placement";
+import { gateFor } from "../rules/placement";
 import { shorten } from "../rules/text";
 import { iso } from "./events";
 import { acceptingSql, onlineSql } from "./node-states";
-import { ASSIGNED_POOLS, nodeView } from "./nodes";
+import { ASSIGNED_POOLS, storedNodeView } from "./nodes";
 import { sealedPending, type Viewer } from "./sealing";
 
 /** Pending requirement classes the demand reads, those with the most pending tasks first. */
@@ -132,18 +132,22 @@ export function demand(
             DEMAND_NODES_CHECKED,
           )
           .toArray()
-          .map((n) => ({ view: nodeView(n.registration, membership, n.assigned_pools), accepting: n.accepting === 1 }));
+          .map((n) => ({
+            view: storedNodeView(n.registration, membership, n.assigned_pools),
+            accepting: n.accepting === 1,
+          }));
   const everyNode = registered <= DEMAND_NODES_CHECKED;
   let unservableClasses = 0;
   let unservableTasks = 0;
   const out = classes.map((c): DemandClass => {
     const requirement: unknown = JSON.parse(c.requirement);
+    const gate = gateFor(requirement);
     let able = 0;
     let servable = false;
     for (const node of nodes) {
       if (!countOnline && servable) break;
       if (!node.accepting && servable) continue;
-      if (!eligible(requirement, node.view)) continue;
+      if (!gate.eligible(node.view)) continue;
       servable = true;
       if (node.accepting) able++;
     }

@@ -17,7 +17,7 @@ import { evidenceLies } from "../rules/verification";
 import { emit, iso, tally } from "./events";
 import { jobOpen, settleJob } from "./jobs";
 import { isAccepting, isHeldBack } from "./node-states";
-import { findClaimant, nodeView, seen } from "./nodes";
+import { findClaimant, seen, storedNodeView } from "./nodes";
 import { attemptFailed, attemptSucceeded, DEFAULT_RETRY_ELSEWHERE_MS, pickTask, useTurn } from "./scheduling";
 import type { TaskRow } from "./tasks";
 import {
@@ -108,7 +108,7 @@ export function claim(
   if (!isAccepting(node)) return { ok: false, reason: "not_accepting" };
   if (isHeldBack(node, now)) return { ok: false, reason: "held" };
   const owner = ownerOf(nodeId, owners, node.enrolled_owner);
-  const view = nodeView(node.registration, membership, node.assigned_pools);
+  const view = storedNodeView(node.registration, membership, node.assigned_pools);
   const best = pickTask(sql, now, { nodeId, owner, view, membership }, jobId, retryElsewhereMs);
   if (best === undefined)
     return { ok: false, reason: jobId !== null && !jobOpen(sql, jobId) ? "job_closed" : "nothing" };

@@ -5,7 +5,7 @@
 import { type NodeHeartbeat, type NodeRegistration, registrationFits } from "../protocol/nodes";
 import { fillPage } from "../protocol/paging";
 import { ownerOf } from "../rules/owners";
-import { claimView, type Membership, type NodeView, withMembership } from "../rules/placement";
+import { type Membership, type NodeView, nodeView } from "../rules/placement";
 import { iso } from "./events";
 import { ACCEPTING_STATUS, isHeldBack, isOnline } from "./node-states";
 
@@ -181,12 +181,16 @@ export function findClaimant(sql: SqlStorage, nodeId: string): ClaimantRow | und
  * when none were assigned). Every query that builds one joins node_pools
  * with ASSIGNED_POOLS.
  */
-export function nodeView(registrationJson: string, membership: Membership, assignedJson: string | null): NodeView {
-  const view = claimView(JSON.parse(registrationJson) as NodeRegistration);
-  return withMembership(view, membership, assignedJson === null ? null : (JSON.parse(assignedJson) as string[]));
+export function storedNodeView(
+  registrationJson: string,
+  membership: Membership,
+  assignedJson: string | null,
+): NodeView {
+  const assigned = assignedJson === null ? null : (JSON.parse(assignedJson) as string[]);
+  return nodeView(JSON.parse(registrationJson) as NodeRegistration, membership, assigned);
 }
 
-/** The join a node query adds for `nodeView`: `assigned_pools`, for nodes aliased `n`. */
+/** The join a node query adds for `storedNodeView`: `assigned_pools`, for nodes aliased `n`. */
 export const ASSIGNED_POOLS = "LEFT JOIN node_pools ap ON ap.node_id = n.node_id";
 
 /**

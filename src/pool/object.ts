@@ -44,7 +44,6 @@ import {
   revokeCredential,
 } from "./enrolment";
 import type { EventRow } from "./events";
-import { placementReport } from "./explain";
 import { fleetSummary } from "./fleet";
 import { type Answered, HeldClaims, worthWaiting } from "./held-claims";
 import {
@@ -76,6 +75,7 @@ import {
 import { logEvent, logLine } from "./log";
 import { metricsSample } from "./metrics";
 import { assignPools, heartbeatNode, listNodes, nodeKnown, registerNode } from "./nodes";
+import { placementReport } from "./placement-report";
 import { DEFAULT_RETRY_ELSEWHERE_MS, releaseNode } from "./scheduling";
 import { migrate } from "./schema";
 import { sealedPending, type Viewer } from "./sealing";

@@ -6,7 +6,7 @@
 import { gateFor, type Membership, type NodeView, type PayloadGate } from "../rules/placement";
 import { DEFAULT_RETRY_ELSEWHERE_SECONDS, holdBackMs, MAX_PRIORITY } from "../rules/scheduling";
 import { claimableSql } from "./node-states";
-import { ASSIGNED_POOLS, nodeView } from "./nodes";
+import { ASSIGNED_POOLS, storedNodeView } from "./nodes";
 
 /** Rows per page of an ordered walk. */
 const PAGE = 16;
@@ -275,7 +275,7 @@ export function anotherCouldTake(
   );
   const gate = classGate(requirement);
   for (const other of others)
-    if (gate.eligible(nodeView(other.registration, membership, other.assigned_pools))) return true;
+    if (gate.eligible(storedNodeView(other.registration, membership, other.assigned_pools))) return true;
   return false;
 }
 

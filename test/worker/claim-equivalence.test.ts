@@ -17,7 +17,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { NodeRegistrationSchema } from "../../src/protocol/nodes";
 import type { TaskSpec } from "../../src/protocol/tasks";
-import { claimView, eligible } from "../../src/rules/placement";
+import { eligible, nodeView } from "../../src/rules/placement";
 import { Rng } from "../fixtures/rng";
 import { freshPool, insertTasks, stub, task } from "./helpers";
 
@@ -91,7 +91,7 @@ async function referenceClaim(pool: string, nodeId: string, jobId: string | null
     const me = nodes.find((n) => n.node_id === nodeId)!;
     if ((me.held_until_ms as number) > now)
       return { task: null, reason: "held", skipped: 0, elsewhere: false, passed: 0 };
-    const view = (n: Row) => claimView(JSON.parse(n.registration as string));
+    const view = (n: Row) => nodeView(JSON.parse(n.registration as string));
     // A failure counts for the retry-elsewhere window (60 s by default) after it.
     const failures = all("SELECT task_seq, node_id, failed_ms FROM task_failures");
     const failed = (seq: unknown, node: unknown) =>

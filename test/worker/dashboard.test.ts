@@ -12,9 +12,9 @@ import type {
   Summary,
 } from "../../src/dashboard/wire";
 import type { DashboardSummary } from "../../src/pool/dashboard";
-import type { PlacementReport } from "../../src/pool/explain";
 import type { FleetSummary as ServerFleetSummary } from "../../src/pool/fleet";
 import { registerNode } from "../../src/pool/nodes";
+import type { PlacementReport } from "../../src/pool/placement-report";
 import { POOL_NAME_RE } from "../../src/protocol/keys";
 import { DASHBOARD_LIMIT_DEFAULT } from "../../src/protocol/limits";
 import { NodeRegistrationSchema } from "../../src/protocol/nodes";
