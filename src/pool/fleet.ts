@@ -10,7 +10,7 @@
 import { type ClassDemand, demandSentence, describeRequirement } from "../rules/demand";
 import type { Membership } from "../rules/placement";
 import { gateFor } from "../rules/placement";
-import { shorten } from "../rules/text";
+import { clip } from "./clipping";
 import { iso } from "./events";
 import { acceptingSql, onlineSql } from "./node-states";
 import { ASSIGNED_POOLS, storedNodeView } from "./nodes";
@@ -20,7 +20,6 @@ import { sealedPending, type Viewer } from "./sealing";
 export const DEMAND_CLASSES_CHECKED = 50;
 /** Registered nodes each of those classes is checked against, online and accepting first. */
 export const DEMAND_NODES_CHECKED = 500;
-const CLIP_CHARS = 200;
 
 /** One kind of GPU in the fleet: nodes with at least one such, and how many of those are online and busy. */
 export type GpuGroup = {
@@ -188,8 +187,4 @@ export function fleetSummary(
     gpus: gpuGroups(sql, now, limit),
     demand: demand(sql, now, membership, viewer),
   };
-}
-
-function clip(text: string): string {
-  return shorten(text, CLIP_CHARS - 1);
 }
