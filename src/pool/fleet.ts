@@ -122,18 +122,18 @@ export function demand(
     classes.length === 0
       ? []
       : sql
-          .exec<{ registration: string; accepting: number; assigned_pools: string | null }>(
+          .exec<{ registration: string; online_accepting: number; assigned_pools: string | null }>(
             // Team pools as the claim counts them (SPEC §9): assigned when enforcing.
             `SELECT n.registration, ap.pools AS assigned_pools,
-                    (${onlineSql("n", "?")} AND ${acceptingSql("n")}) AS accepting
-             FROM nodes n ${ASSIGNED_POOLS} ORDER BY accepting DESC, n.node_id LIMIT ?`,
+                    (${onlineSql("n", "?")} AND ${acceptingSql("n")}) AS online_accepting
+             FROM nodes n ${ASSIGNED_POOLS} ORDER BY online_accepting DESC, n.node_id LIMIT ?`,
             now,
             DEMAND_NODES_CHECKED,
           )
           .toArray()
           .map((n) => ({
             view: storedNodeView(n.registration, membership, n.assigned_pools),
-            accepting: n.accepting === 1,
+            onlineAccepting: n.online_accepting === 1,
           }));
   const everyNode = registered <= DEMAND_NODES_CHECKED;
   let unservableClasses = 0;
@@ -145,10 +145,10 @@ export function demand(
     let servable = false;
     for (const node of nodes) {
       if (!countOnline && servable) break;
-      if (!node.accepting && servable) continue;
+      if (!node.onlineAccepting && servable) continue;
       if (!gate.eligible(node.view)) continue;
       servable = true;
-      if (node.accepting) able++;
+      if (node.onlineAccepting) able++;
     }
     if (!servable) {
       unservableClasses++;

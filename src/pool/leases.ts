@@ -34,7 +34,7 @@ export { findLease, type LeaseRow, newLeaseId, type WireLease } from "./lease-ro
  */
 export type ClaimResult =
   | { ok: true; lease: WireLease }
-  | { ok: false; reason: "unregistered" | "not_accepting" | "job_closed" | "held" | "nothing" };
+  | { ok: false; reason: "unregistered" | "not_accepting" | "job_closed" | "held_back" | "nothing" };
 
 /** Tenant weights of SPEC §13; a tenant not in the map weighs 1. */
 export type TenantWeights = ReadonlyMap<string, number>;
@@ -74,7 +74,7 @@ export function claim(
   if (!node) return { ok: false, reason: "unregistered" };
   seen(sql, now, nodeId);
   if (!isAccepting(node)) return { ok: false, reason: "not_accepting" };
-  if (isHeldBack(node, now)) return { ok: false, reason: "held" };
+  if (isHeldBack(node, now)) return { ok: false, reason: "held_back" };
   const owner = ownerOf(nodeId, owners, node.enrolled_owner);
   const view = storedNodeView(node.registration, membership, node.assigned_pools);
   const best = pickTask(sql, now, { nodeId, owner, view, membership }, jobId, retryElsewhereMs);

@@ -76,7 +76,7 @@ import { logEvent, logLine } from "./log";
 import { metricsSample } from "./metrics";
 import { assignPools, heartbeatNode, listNodes, nodeKnown, registerNode } from "./nodes";
 import { placementReport } from "./placement-report";
-import { DEFAULT_RETRY_ELSEWHERE_MS, releaseNode } from "./scheduling";
+import { DEFAULT_RETRY_ELSEWHERE_MS, endHoldBack } from "./scheduling";
 import { migrate } from "./schema";
 import { sealedPending, type Viewer } from "./sealing";
 import { commitKey } from "./verification";
@@ -359,7 +359,7 @@ export class PoolObject extends DurableObject<Env> {
 
   /** Lets a held-back node claim again (SPEC §13); its waiting claim tries at once. False: unknown node. */
   releaseNode(nodeId: string) {
-    return this.change(() => releaseNode(this.sql, nodeId), { wakesClaims: true });
+    return this.change(() => endHoldBack(this.sql, nodeId), { wakesClaims: true });
   }
 
   /** One page of GET /nodes, after the node `after` (null: the first page). */

@@ -363,7 +363,7 @@ export function attemptSucceeded(sql: SqlStorage, nodeId: string): void {
  * An operator releases a held-back node early, and lifts its distrust
  * (SPEC §14): its latest verdicts start afresh. False for an unknown node.
  */
-export function releaseNode(sql: SqlStorage, nodeId: string): boolean {
+export function endHoldBack(sql: SqlStorage, nodeId: string): boolean {
   return (
     sql
       .exec(

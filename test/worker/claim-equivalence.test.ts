@@ -90,7 +90,7 @@ async function referenceClaim(pool: string, nodeId: string, jobId: string | null
     const nodes = all("SELECT node_id, registration, status, live_until_ms, held_until_ms FROM nodes");
     const me = nodes.find((n) => n.node_id === nodeId)!;
     if ((me.held_until_ms as number) > now)
-      return { task: null, reason: "held", skipped: 0, elsewhere: false, passed: 0 };
+      return { task: null, reason: "held_back", skipped: 0, elsewhere: false, passed: 0 };
     const view = (n: Row) => nodeView(JSON.parse(n.registration as string));
     // A failure counts for the retry-elsewhere window (60 s by default) after it.
     const failures = all("SELECT task_seq, node_id, failed_ms FROM task_failures");
@@ -234,7 +234,7 @@ describe("the policy claim", () => {
         if (!result.ok) {
           tally.none++;
           if (result.reason === "job_closed") tally.closed++;
-          if (result.reason === "held") tally.held++;
+          if (result.reason === "held_back") tally.held++;
           continue;
         }
         tally.leased++;
