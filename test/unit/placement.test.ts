@@ -544,6 +544,15 @@ describe("hostile values never make the gate throw", () => {
     expect(refusal({ gpus: 1 }, view)).toEqual({ gate: "gpu", reason: "gpu: the node view could not be read" });
   });
 
+  it("a task that requires nothing accepts a view that throws on every read: no gate reads it", () => {
+    expect(eligible({}, throwing)).toBe(true);
+    expect(eligible({ gpus: 0, isolation: { tier: "sandboxed", allowFallback: true } }, throwing)).toBe(true);
+    expect(refusal({ module: "m" }, throwing)).toEqual({
+      gate: "module",
+      reason: "module: the node view could not be read",
+    });
+  });
+
   it("a cyclic local_inputs element refuses instead of recursing forever", () => {
     expect(refusal({ local_inputs: [cyclic] }, node({ local_datasets: [cyclic] }))?.gate).toBe("local_data");
   });
