@@ -215,7 +215,7 @@ export type ReplicaItem = {
   verdict: "pending" | "valid" | "invalid" | "undecided" | null;
 };
 
-/** `GET …/jobs/{job}/tasks/{task}/placement` (src/pool/explain.ts). */
+/** `GET …/jobs/{job}/tasks/{task}/placement` (src/pool/placement-report.ts). */
 export type PlacementReport = {
   state: TaskState;
   nodes: NodePlacement[];

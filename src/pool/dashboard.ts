@@ -4,12 +4,11 @@
 // grouped index scans and sends a few dozen rows, never a table whole.
 //
 // Client-chosen strings (node ids, hostnames, labels, job names, tenants,
-// dataset names) are clipped here and escaped by the page; this module
-// never builds markup.
+// dataset names) are clipped (clipping.ts) and escaped by the page; this
+// module never builds markup. Its stuck tasks are in stuck.ts, its
+// enrolment pages in dashboard-enrolment.ts.
 
 import type {
-  DashboardCredential,
-  DashboardEnrolmentRequest,
   DashboardEvent,
   DashboardJob,
   DashboardLease,
@@ -21,25 +20,20 @@ import { JOB_STATES, type JobState } from "../protocol/jobs";
 import type { NodeRegistration } from "../protocol/nodes";
 import type { Page } from "../protocol/responses";
 import { TASK_STATES } from "../protocol/tasks";
-import { CODE_RECORD_MS } from "../rules/enrolment";
-import { summarizePlacement } from "../rules/explanations";
 import { deriveJobState, emptyTaskCounts, type TaskCounts } from "../rules/job-state";
-import { eligible, type Membership } from "../rules/placement";
+import type { Membership } from "../rules/placement";
 import { DEFAULT_TENANT } from "../rules/scheduling";
 import { storageReport } from "../rules/storage";
-import { shorten } from "../rules/text";
+import { CLIP_ENTRIES, clip, clipLabels } from "./clipping";
+import { enrolmentPages } from "./dashboard-enrolment";
 import { iso } from "./events";
-import { placementOn, REGISTERED_NODE_COLUMNS, type RegisteredNode, registeredView } from "./explain";
 import { demand, gpuGroups } from "./fleet";
 import { poolTaskCounts, taskCounts } from "./jobs";
+import { acceptingSql, heldBackSql, isHeldBack, isOnline, onlineSql } from "./node-states";
 import { ASSIGNED_POOLS, ONLINE_WINDOW_MS } from "./nodes";
+import { REGISTERED_NODE_COLUMNS, type RegisteredNode } from "./placement-report";
 import { asSeenByNodes, SEALED_EVENT, sealedPending, type Viewer } from "./sealing";
-
-/** Requirement classes with pending tasks checked against the online nodes, earliest first. */
-export const STUCK_CLASSES_CHECKED = 100;
-/** Characters kept of a client-chosen string; entries kept of a client-chosen list. */
-const CLIP_CHARS = 200;
-const CLIP_ENTRIES = 8;
+import { stuckTasks } from "./stuck";
 
 export type {
   DashboardCredential,
@@ -52,6 +46,7 @@ export type {
   StuckTasks,
 } from "../protocol/dashboard";
 export type { Page } from "../protocol/responses";
+export { STUCK_CLASSES_CHECKED } from "./stuck";
 
 /** The bounded summary of a pool at `now`; `limit` bounds every list. */
 export function dashboardSummary(
@@ -72,8 +67,8 @@ export function dashboardSummary(
   );
   const nodeCounts = sql
     .exec<{ total: number; online: number; not_accepting: number; held_back: number }>(
-      `SELECT COUNT(*) AS total, TOTAL(live_until_ms > ?) AS online, TOTAL(status <> 'online') AS not_accepting,
-              TOTAL(held_until_ms > ?) AS held_back
+      `SELECT COUNT(*) AS total, TOTAL(${onlineSql("", "?")}) AS online, TOTAL(NOT ${acceptingSql("")}) AS not_accepting,
+              TOTAL(${heldBackSql("", "?")}) AS held_back
        FROM nodes`,
       now,
       now,
@@ -139,7 +134,7 @@ function nodesPage(
       `SELECT ${REGISTERED_NODE_COLUMNS}, n.accepted_tasks, n.consecutive_failures,
               n.distrusted, n.valid_results, n.invalid_results
        FROM nodes n ${ASSIGNED_POOLS}
-       ORDER BY (n.status = 'online' AND n.live_until_ms > ?) DESC, n.node_id LIMIT ?`,
+       ORDER BY (${onlineSql("n", "?")} AND ${acceptingSql("n")}) DESC, n.node_id LIMIT ?`,
       now,
       limit,
     )
@@ -158,7 +153,7 @@ function nodesPage(
     return {
       node_id: clip(row.node_id),
       hostname: clip(reg.hostname ?? ""),
-      online: row.live_until_ms > now,
+      online: isOnline(row, now),
       status: row.status,
       last_heartbeat_age_s: Math.round(Math.max(0, now - row.last_heartbeat_ms) / 100) / 10,
       environment: clip(reg.environment ?? ""),
@@ -182,7 +177,7 @@ function nodesPage(
       accepted_tasks: row.accepted_tasks,
       live_leases: live.get(row.node_id) ?? 0,
       consecutive_failures: row.consecutive_failures,
-      held_until: row.held_until_ms > now ? iso(row.held_until_ms) : null,
+      held_until: isHeldBack(row, now) ? iso(row.held_until_ms) : null,
       distrusted: row.distrusted === null ? null : clip(row.distrusted),
       valid_results: row.valid_results,
       invalid_results: row.invalid_results,
@@ -304,103 +299,6 @@ function leasesPage(sql: SqlStorage, now: number, limit: number, total: number, 
   return { items, more: total - items.length };
 }
 
-type CredentialRow = {
-  node_id: string;
-  owner: string | null;
-  hostname: string;
-  platform: string;
-  approved_by: string;
-  approved_ms: number;
-  issued_ms: number;
-  revoked_by: string | null;
-  revoked_ms: number | null;
-};
-
-type RequestRow = {
-  node_id: string;
-  hostname: string;
-  platform: string;
-  requested_ms: number;
-  expires_ms: number;
-  state: "pending" | "approved" | "denied" | "redeemed";
-  decided_by: string | null;
-  decided_ms: number | null;
-};
-
-/**
- * Enrolled credentials (one row per node ever enrolled) and the requests
- * of the last day (at most MAX_PENDING_CODES per code lifetime), each page
- * by an index or a sort over a table as small as the fleet.
- */
-function enrolmentPages(sql: SqlStorage, now: number, limit: number) {
-  const credentialCounts = sql
-    .exec<{ total: number; revoked: number }>(
-      "SELECT COUNT(*) AS total, COUNT(revoked_ms) AS revoked FROM node_credentials",
-    )
-    .one();
-  const since = now - CODE_RECORD_MS;
-  const requestCounts = sql
-    .exec<{ total: number; pending: number }>(
-      "SELECT COUNT(*) AS total, TOTAL(state = 'pending' AND expires_ms > ?) AS pending FROM device_codes WHERE expires_ms > ?",
-      now,
-      since,
-    )
-    .one();
-  const credentials = sql
-    .exec<CredentialRow>(
-      `SELECT node_id, owner, hostname, platform, approved_by, approved_ms, issued_ms, revoked_by, revoked_ms
-       FROM node_credentials ORDER BY revoked_ms IS NOT NULL, issued_ms DESC, node_id LIMIT ?`,
-      limit,
-    )
-    .toArray()
-    .map(
-      (r): DashboardCredential => ({
-        node_id: clip(r.node_id),
-        owner: clip(r.owner ?? r.node_id),
-        hostname: clip(r.hostname),
-        platform: clip(r.platform),
-        approved_by: clip(r.approved_by),
-        approved_at: iso(r.approved_ms),
-        issued_at: iso(r.issued_ms),
-        revoked_by: r.revoked_by === null ? null : clip(r.revoked_by),
-        revoked_at: r.revoked_ms === null ? null : iso(r.revoked_ms),
-      }),
-    );
-  // A code's lifetime is fixed, so newest expiry is newest request (the device_codes_expiry index).
-  const requests = sql
-    .exec<RequestRow>(
-      `SELECT node_id, hostname, platform, requested_ms, expires_ms, state, decided_by, decided_ms
-       FROM device_codes WHERE expires_ms > ? ORDER BY expires_ms DESC LIMIT ?`,
-      since,
-      limit,
-    )
-    .toArray()
-    .map(
-      (r): DashboardEnrolmentRequest => ({
-        node_id: clip(r.node_id),
-        hostname: clip(r.hostname),
-        platform: clip(r.platform),
-        requested_at: iso(r.requested_ms),
-        expires_at: iso(r.expires_ms),
-        // An undecided or unredeemed code that ran out is simply expired.
-        state: (r.state === "pending" || r.state === "approved") && r.expires_ms <= now ? "expired" : r.state,
-        decided_by: r.decided_by === null ? null : clip(r.decided_by),
-        decided_at: r.decided_ms === null ? null : iso(r.decided_ms),
-      }),
-    );
-  return {
-    counts: {
-      enrolled: credentialCounts.total - credentialCounts.revoked,
-      revoked: credentialCounts.revoked,
-      pending_requests: requestCounts.pending,
-    },
-    pages: {
-      credentials: { items: credentials, more: credentialCounts.total - credentials.length },
-      requests: { items: requests, more: requestCounts.total - requests.length },
-    },
-  };
-}
-
 function recentEvents(sql: SqlStorage, limit: number, viewer: Viewer): DashboardEvent[] {
   const sealed = viewer === null ? "" : `WHERE NOT ${SEALED_EVENT}`;
   return sql
@@ -416,104 +314,4 @@ function recentEvents(sql: SqlStorage, limit: number, viewer: Viewer): Dashboard
       timestamp: iso(r.ts_ms),
       message: clip(r.message),
     }));
-}
-
-/**
- * Pending tasks that no online, accepting node can take, grouped by job and
- * requirement class. The gate runs once per (class, node) and stops at the
- * first node that accepts, over at most STUCK_CLASSES_CHECKED classes (the
- * earliest queued); only the entries shown get a full explanation.
- */
-function stuckTasks(sql: SqlStorage, now: number, limit: number, membership: Membership) {
-  const claimable = sql
-    .exec<RegisteredNode>(
-      `SELECT ${REGISTERED_NODE_COLUMNS} FROM nodes n ${ASSIGNED_POOLS}
-       WHERE n.status = 'online' AND n.live_until_ms > ? ORDER BY n.node_id`,
-      now,
-    )
-    .toArray();
-  const views = claimable.map((n) => registeredView(n, membership));
-  // Classes with pending tasks (the classes_pending index), each head an index seek.
-  const classes = sql
-    .exec<{ class_id: number; requirement: string; head: number }>(
-      `SELECT c.class_id, c.requirement,
-              (SELECT MIN(t.seq) FROM tasks t WHERE t.state = 'PENDING' AND t.class_id = c.class_id) AS head
-       FROM classes c WHERE c.pending > 0 ORDER BY head LIMIT ?`,
-      STUCK_CLASSES_CHECKED,
-    )
-    .toArray();
-  const pendingClasses = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM classes WHERE pending > 0").one().n;
-  const items: StuckTasks[] = [];
-  const byJob = new Map<string, StuckTasks>();
-  const names = new Map<string, string | null>();
-  let entries = 0;
-  let pending = 0;
-  for (const c of classes) {
-    const requirement: unknown = JSON.parse(c.requirement);
-    if (views.some((view) => eligible(requirement, view))) continue;
-    for (const r of sql.exec<{ job_id: string; n: number; head: number }>(
-      "SELECT job_id, COUNT(*) AS n, MIN(seq) AS head FROM tasks WHERE state = 'PENDING' AND class_id = ? GROUP BY job_id ORDER BY head",
-      c.class_id,
-    )) {
-      entries++;
-      pending += r.n;
-      const known = byJob.get(r.job_id);
-      if (known) known.pending += r.n;
-      const shown = items.length < limit;
-      if (known && !shown) continue;
-      // Explained from the earliest such task's own payload, so the reason
-      // names what the submitter wrote. Explanations are bounded too: the
-      // entries shown, and the first entry of at most `limit` jobs.
-      const task = sql
-        .exec<{ task_id: string; payload: string }>("SELECT task_id, payload FROM tasks WHERE seq = ?", r.head)
-        .one();
-      let summary: string | null = null;
-      if (shown || byJob.size < limit) {
-        const payload: unknown = JSON.parse(task.payload);
-        const placements = claimable.map((node, i) => placementOn(payload, node, views[i], now, membership));
-        summary = summarizePlacement(placements, { scope: "online" }).summary;
-      }
-      const entry: StuckTasks = {
-        job_id: r.job_id,
-        job_name: jobName(sql, names, r.job_id),
-        task_id: clip(task.task_id),
-        pending: r.n,
-        summary,
-      };
-      if (shown) items.push(entry);
-      if (!known) byJob.set(r.job_id, { ...entry });
-    }
-  }
-  return { items, byJob, entries, pending, classesUnchecked: Math.max(0, pendingClasses - classes.length) };
-}
-
-function jobName(sql: SqlStorage, cache: Map<string, string | null>, jobId: string): string | null {
-  if (!cache.has(jobId)) {
-    const row = sql
-      .exec<{ name: string | null }>(
-        "SELECT json_extract(spec, '$.metadata.name') AS name FROM jobs WHERE job_id = ?",
-        jobId,
-      )
-      .toArray()[0];
-    cache.set(jobId, row?.name == null ? null : clip(row.name));
-  }
-  return cache.get(jobId) ?? null;
-}
-
-function clip(text: string): string {
-  return shorten(text, CLIP_CHARS - 1);
-}
-
-function clipLabels(labels: { [key: string]: string } | undefined): { [key: string]: string } {
-  const out: { [key: string]: string } = {};
-  // Own keys only, into a fresh object: a "__proto__" label stays a label.
-  for (const [key, value] of Object.entries(labels ?? {}).slice(0, CLIP_ENTRIES)) {
-    Object.defineProperty(out, clip(key), {
-      value: clip(String(value)),
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
-  }
-  return out;
 }

@@ -10,17 +10,17 @@
 import type { Demand, DemandClass, FleetSummary, GpuGroup } from "../protocol/responses";
 import { type ClassDemand, demandSentence, describeRequirement } from "../rules/demand";
 import type { Membership } from "../rules/placement";
-import { eligible } from "../rules/placement";
-import { shorten } from "../rules/text";
+import { gateFor } from "../rules/placement";
+import { clip } from "./clipping";
 import { iso } from "./events";
-import { ASSIGNED_POOLS, nodeView } from "./nodes";
+import { acceptingSql, onlineSql } from "./node-states";
+import { ASSIGNED_POOLS, storedNodeView } from "./nodes";
 import { sealedPending, type Viewer } from "./sealing";
 
 /** Pending requirement classes the demand reads, those with the most pending tasks first. */
 export const DEMAND_CLASSES_CHECKED = 50;
 /** Registered nodes each of those classes is checked against, online and accepting first. */
 export const DEMAND_NODES_CHECKED = 500;
-const CLIP_CHARS = 200;
 
 export type { Demand, DemandClass, FleetSummary, GpuGroup } from "../protocol/responses";
 
@@ -38,7 +38,7 @@ export function gpuGroups(sql: SqlStorage, now: number, limit: number): { items:
          LEFT JOIN busy b ON b.node_id = n.node_id
        )
        SELECT model, memory_total_mb, compute_capability, COUNT(*) AS gpus, COUNT(DISTINCT node_id) AS nodes,
-              COUNT(DISTINCT IIF(live_until_ms > ?, node_id, NULL)) AS online,
+              COUNT(DISTINCT IIF(${onlineSql("", "?")}, node_id, NULL)) AS online,
               COUNT(DISTINCT IIF(is_busy, node_id, NULL)) AS busy,
               COUNT(*) OVER () AS total_groups
        FROM g GROUP BY model, memory_total_mb, compute_capability
@@ -94,29 +94,33 @@ export function demand(
     classes.length === 0
       ? []
       : sql
-          .exec<{ registration: string; accepting: number; assigned_pools: string | null }>(
+          .exec<{ registration: string; online_accepting: number; assigned_pools: string | null }>(
             // Team pools as the claim counts them (SPEC §9): assigned when enforcing.
             `SELECT n.registration, ap.pools AS assigned_pools,
-                    (n.status = 'online' AND n.live_until_ms > ?) AS accepting
-             FROM nodes n ${ASSIGNED_POOLS} ORDER BY accepting DESC, n.node_id LIMIT ?`,
+                    (${onlineSql("n", "?")} AND ${acceptingSql("n")}) AS online_accepting
+             FROM nodes n ${ASSIGNED_POOLS} ORDER BY online_accepting DESC, n.node_id LIMIT ?`,
             now,
             DEMAND_NODES_CHECKED,
           )
           .toArray()
-          .map((n) => ({ view: nodeView(n.registration, membership, n.assigned_pools), accepting: n.accepting === 1 }));
+          .map((n) => ({
+            view: storedNodeView(n.registration, membership, n.assigned_pools),
+            onlineAccepting: n.online_accepting === 1,
+          }));
   const everyNode = registered <= DEMAND_NODES_CHECKED;
   let unservableClasses = 0;
   let unservableTasks = 0;
   const out = classes.map((c): DemandClass => {
     const requirement: unknown = JSON.parse(c.requirement);
+    const gate = gateFor(requirement);
     let able = 0;
     let servable = false;
     for (const node of nodes) {
       if (!countOnline && servable) break;
-      if (!node.accepting && servable) continue;
-      if (!eligible(requirement, node.view)) continue;
+      if (!node.onlineAccepting && servable) continue;
+      if (!gate.eligible(node.view)) continue;
       servable = true;
-      if (node.accepting) able++;
+      if (node.onlineAccepting) able++;
     }
     if (!servable) {
       unservableClasses++;
@@ -155,8 +159,4 @@ export function fleetSummary(
     gpus: gpuGroups(sql, now, limit),
     demand: demand(sql, now, membership, viewer),
   };
-}
-
-function clip(text: string): string {
-  return shorten(text, CLIP_CHARS - 1);
 }

@@ -96,7 +96,7 @@ const NOTHING: ClaimResult = { ok: false, reason: "nothing" };
 
 /** Claims that may yet get a lease by waiting: nothing to take yet, or a node held back for now. */
 export function worthWaiting(result: ClaimResult & { ok: false }): boolean {
-  return result.reason === "nothing" || result.reason === "held";
+  return result.reason === "nothing" || result.reason === "held_back";
 }
 
 export class HeldClaims {

@@ -9,6 +9,7 @@ import type { TaskSpec } from "../protocol/tasks";
 import { deriveJobState, emptyTaskCounts, type TaskCounts } from "../rules/job-state";
 import { isLiveLease, type LeaseAndTask } from "../rules/leases";
 import { DEFAULT_TENANT } from "../rules/scheduling";
+import { isOpenState, OPEN_STATES_SQL, OPEN_TASK_STATES } from "../rules/task-states";
 import { type Replication, SINGLE_REPLICA } from "../rules/verification";
 import { type EventRow, emit, eventRecord, iso } from "./events";
 import { asSeenByNodes, SEALED_EVENT, sealedPending, type Viewer } from "./sealing";
@@ -26,7 +27,7 @@ export function poolTaskCounts(sql: SqlStorage): TaskCounts {
 /** Whether a job has a task PENDING or LEASED: work may still come from it. */
 export function jobOpen(sql: SqlStorage, jobId: string): boolean {
   const counts = taskCounts(sql, jobId);
-  return counts.PENDING + counts.LEASED > 0;
+  return OPEN_TASK_STATES.some((state) => counts[state] > 0);
 }
 
 /** A job's tasks by state, from the counters kept by the schema's triggers (no scan). */
@@ -134,10 +135,10 @@ export function cancelJob(sql: SqlStorage, now: number, jobId: string): boolean 
   if (!findJob(sql, jobId)) return false;
   sql.exec(
     `UPDATE leases SET status = 'cancelled' WHERE status = 'live' AND task_seq IN
-       (SELECT seq FROM tasks WHERE job_id = ? AND state IN ('PENDING', 'LEASED'))`,
+       (SELECT seq FROM tasks WHERE job_id = ? AND state IN ${OPEN_STATES_SQL})`,
     jobId,
   );
-  sql.exec("UPDATE tasks SET state = 'CANCELLED' WHERE job_id = ? AND state IN ('PENDING', 'LEASED')", jobId);
+  sql.exec(`UPDATE tasks SET state = 'CANCELLED' WHERE job_id = ? AND state IN ${OPEN_STATES_SQL}`, jobId);
   const job = findJob(sql, jobId)!;
   if (job.terminal_state === null) {
     // No event: v1alpha1's EventType enum has no cancellation value, and a
@@ -243,7 +244,7 @@ export function jobTasks(sql: SqlStorage, now: number, jobId: string, viewer: Vi
  * replica is out, and no node or deadline that would tell replicas apart.
  */
 export function taskAnswer(r: TaskLeaseRow, now: number, viewer: Viewer = null) {
-  if (viewer !== null && r.replicas > 1 && (r.state === "PENDING" || r.state === "LEASED")) {
+  if (viewer !== null && r.replicas > 1 && isOpenState(r.state)) {
     return {
       task_id: r.task_id,
       state: r.live_replicas > 0 ? "LEASED" : "PENDING",

@@ -1,51 +1,30 @@
-// The lease lifecycle: claim, renew, fail, commit and the expiry sweep.
-// Every function here runs inside one synchronous transaction of the pool
-// object and must never await: a claim can then never interleave with
-// another claim, a commit or a sweep.
+// The lease lifecycle's requests: claim, renew, fail and commit. How a
+// lease ends without a commit (the expiry sweep included) is in
+// lease-endings.ts, reading lease rows in lease-rows.ts. Every function here
+// runs inside one synchronous transaction of the pool object and must
+// never await: a claim can then never interleave with another claim, a
+// commit or a sweep.
 
-import { mintId } from "../protocol/ids";
-import type { JsonObject } from "../protocol/json";
-import { replicaPrefix } from "../protocol/keys";
 import { MAX_STORED_TEXT_BYTES } from "../protocol/limits";
-import { type Lease, parseEvidence } from "../protocol/tasks";
+import { parseEvidence } from "../protocol/tasks";
 import { isLiveLease, mayDrive } from "../rules/leases";
 import { ownerOf } from "../rules/owners";
 import type { Membership } from "../rules/placement";
-import { mayRetry } from "../rules/scheduling";
 import { truncateUtf8 } from "../rules/text";
 import { evidenceLies } from "../rules/verification";
-import { enrolledOwner } from "./enrolment";
-import { emit, iso, tally } from "./events";
+import { emit, tally } from "./events";
 import { jobOpen, settleJob } from "./jobs";
-import { findNode, nodeView, poolAssignment, seen } from "./nodes";
-import { attemptFailed, attemptSucceeded, DEFAULT_RETRY_ELSEWHERE_MS, pickTask, useTurn } from "./scheduling";
+import { endAttempt, sweep, taskOf } from "./lease-endings";
+import { findLease, type Joined, leaseRecord, newLeaseId, type WireLease } from "./lease-rows";
+import { isAccepting, isHeldBack } from "./node-states";
+import { findClaimant, seen, storedNodeView } from "./nodes";
+import { attemptSucceeded, DEFAULT_RETRY_ELSEWHERE_MS, pickTask, useTurn } from "./scheduling";
 import type { TaskRow } from "./tasks";
-import {
-  abandonReplicas,
-  commitKey,
-  endedReplicas,
-  invalidResult,
-  nextReplica,
-  recordReplica,
-  replicaAbandoned,
-} from "./verification";
 
-export type LeaseRow = {
-  lease_id: string;
-  task_seq: number;
-  node_id: string;
-  attempt_number: number;
-  issued_ms: number;
-  deadline_ms: number;
-  status: string;
-  replica: number;
-};
+import { commitKey, invalidResult, nextReplica, recordReplica } from "./verification";
 
-/** A lease with its task's columns; `current_lease_id` is the task's latest lease. */
-type Joined = LeaseRow & Omit<TaskRow, "lease_id" | "seq"> & { current_lease_id: string | null };
-
-/** A Lease as it crosses RPC: the payload typed as JSON. */
-export type WireLease = Omit<Lease, "payload"> & { payload: JsonObject };
+export { earliestDeadline, endAttempt, endLeasesOf, sweep } from "./lease-endings";
+export { findLease, type LeaseRow, newLeaseId, type WireLease } from "./lease-rows";
 
 /**
  * Why a claim got nothing: an unknown node; a draining or terminating node;
@@ -55,7 +34,7 @@ export type WireLease = Omit<Lease, "payload"> & { payload: JsonObject };
  */
 export type ClaimResult =
   | { ok: true; lease: WireLease }
-  | { ok: false; reason: "unregistered" | "not_accepting" | "job_closed" | "held" | "nothing" };
+  | { ok: false; reason: "unregistered" | "not_accepting" | "job_closed" | "held_back" | "nothing" };
 
 /** Tenant weights of SPEC §13; a tenant not in the map weighs 1. */
 export type TenantWeights = ReadonlyMap<string, number>;
@@ -66,17 +45,6 @@ const NO_OWNERS: NodeOwners = new Map();
 
 export type RenewResult = { ok: true; lease: WireLease } | { ok: false; reason: "gone" | "not_holder" };
 export type FailResult = { ok: true } | { ok: false; reason: "gone" | "not_holder" };
-
-/** Expires every live lease whose deadline has passed. */
-export function sweep(sql: SqlStorage, now: number): void {
-  const due = sql
-    .exec<{ lease_id: string }>("SELECT lease_id FROM leases WHERE status = 'live' AND deadline_ms <= ?", now)
-    .toArray();
-  for (const { lease_id } of due) {
-    const row = findLease(sql, lease_id)!;
-    endAttempt(sql, now, row, "expired", "LEASE_EXPIRED", `lease ${lease_id} expired`);
-  }
-}
 
 /**
  * Leases the PENDING task (optionally of one job) that the scheduling
@@ -102,14 +70,13 @@ export function claim(
   membership: Membership = "assigned",
 ): ClaimResult {
   sweep(sql, now);
-  const node = findNode(sql, nodeId);
+  const node = findClaimant(sql, nodeId);
   if (!node) return { ok: false, reason: "unregistered" };
   seen(sql, now, nodeId);
-  if (node.status !== "online") return { ok: false, reason: "not_accepting" };
-  if (node.held_until_ms > now) return { ok: false, reason: "held" };
-  const owner = ownerOf(nodeId, owners, enrolledOwner(sql, nodeId));
-  const assigned = poolAssignment(sql, nodeId);
-  const view = nodeView(node.registration, membership, assigned && JSON.stringify(assigned.pools));
+  if (!isAccepting(node)) return { ok: false, reason: "not_accepting" };
+  if (isHeldBack(node, now)) return { ok: false, reason: "held_back" };
+  const owner = ownerOf(nodeId, owners, node.enrolled_owner);
+  const view = storedNodeView(node.registration, membership, node.assigned_pools);
   const best = pickTask(sql, now, { nodeId, owner, view, membership }, jobId, retryElsewhereMs);
   if (best === undefined)
     return { ok: false, reason: jobId !== null && !jobOpen(sql, jobId) ? "job_closed" : "nothing" };
@@ -297,122 +264,8 @@ export function commit(
   return { status: "rejected" };
 }
 
-/** What emit() needs to seal a lease's events with its task (SPEC §14). */
-function taskOf(row: Joined): { seq: number; replicas: number } {
-  return { seq: row.task_seq, replicas: row.replicas };
-}
-
 function rejection(row: Joined): string {
   if (row.state === "COMPLETED") return "task already completed";
   if (row.state === "CANCELLED") return "task cancelled";
   return `lease ${row.status}`;
-}
-
-/**
- * Ends a live attempt; the task requeues while it may retry, else fails
- * (SPEC §13). An expiry of a task that retries worker loss counts as a
- * worker loss, not an attempt. Either way the node failed the task: its
- * retry goes elsewhere, and the node's run of failures grows.
- */
-export function endAttempt(
-  sql: SqlStorage,
-  now: number,
-  row: Joined,
-  leaseStatus: "expired" | "failed",
-  type: "LEASE_EXPIRED" | "TASK_ATTEMPT_FAILED",
-  message: string,
-): void {
-  const ids = { task_id: row.task_id, node_id: row.node_id, lease_id: row.lease_id };
-  sql.exec("UPDATE leases SET status = ? WHERE lease_id = ?", leaseStatus, row.lease_id);
-  emit(sql, now, row.job_id, type, message, ids, taskOf(row));
-  attemptFailed(sql, now, row.node_id, row.task_seq);
-  if (row.replica > 0) {
-    // Abandoning a replica is not free (SPEC §14); and the task's attempts
-    // are its failed replicas, whatever other replicas are still out.
-    replicaAbandoned(sql, row.node_id);
-    row = { ...row, attempts_used: endedReplicas(sql, row.task_seq) };
-    sql.exec("UPDATE tasks SET attempts_used = ? WHERE seq = ?", row.attempts_used, row.task_seq);
-  }
-  const lost = leaseStatus === "expired" && row.max_worker_losses > 0;
-  const losses = row.worker_losses + (lost ? 1 : 0);
-  if (lost) {
-    sql.exec("UPDATE tasks SET worker_losses = ? WHERE seq = ?", losses, row.task_seq);
-    sql.exec("UPDATE job_queues SET worker_losses = worker_losses + 1 WHERE job_id = ?", row.job_id);
-  }
-  if (mayRetry({ ...row, worker_losses: losses })) {
-    sql.exec("UPDATE tasks SET state = 'PENDING' WHERE seq = ?", row.task_seq);
-    emit(sql, now, row.job_id, "TASK_REQUEUED", `task ${row.task_id} requeued`, ids, taskOf(row));
-  } else {
-    sql.exec("UPDATE tasks SET state = 'FAILED' WHERE seq = ?", row.task_seq);
-    // Other replicas still out are wasted work now, and no verdict will come (SPEC §14).
-    if (row.replica > 0) abandonReplicas(sql, row.task_seq);
-    const why =
-      lost && losses >= row.max_worker_losses
-        ? `was lost to ${losses} workers`
-        : `exhausted ${row.max_attempts} attempts`;
-    emit(sql, now, row.job_id, "TASK_EXHAUSTED", `task ${row.task_id} ${why}`, ids, taskOf(row));
-    settleJob(sql, now, row.job_id);
-  }
-}
-
-/**
- * Ends every live lease of `nodeId` now, exactly as an expiry does
- * (LEASE_EXPIRED, a worker loss where the job retries them, SPEC §13): its
- * machine can no longer commit, so no task waits out its deadline (SPEC §9,
- * a revoked or replaced credential). Returns how many ended.
- */
-export function endLeasesOf(sql: SqlStorage, now: number, nodeId: string, why: string): number {
-  const live = sql
-    .exec<{ lease_id: string }>("SELECT lease_id FROM leases WHERE node_id = ? AND status = 'live'", nodeId)
-    .toArray();
-  for (const { lease_id } of live) {
-    const row = findLease(sql, lease_id);
-    if (row) endAttempt(sql, now, row, "expired", "LEASE_EXPIRED", `lease ${lease_id} ended: ${why}`);
-  }
-  return live.length;
-}
-
-/** The earliest live deadline: where the alarm must be. */
-export function earliestDeadline(sql: SqlStorage): number | null {
-  return sql.exec<{ d: number | null }>("SELECT MIN(deadline_ms) AS d FROM leases WHERE status = 'live'").one().d;
-}
-
-/** A lease issued here, with its task's columns; a lease of a job being archived is forgotten (SPEC §12). */
-export function findLease(sql: SqlStorage, leaseId: string): Joined | undefined {
-  return sql
-    .exec<Joined>(
-      `SELECT l.*, t.job_id, t.task_id, t.class_id, t.payload, t.commit_key, t.max_attempts, t.lease_seconds,
-              t.output_json, t.state, t.attempts_used, t.accepted_object, t.worker_losses, t.max_worker_losses,
-              t.replicas, t.quorum, t.tolerance, t.tolerance_abs, t.wanted, t.lease_id AS current_lease_id
-       FROM leases l JOIN tasks t ON t.seq = l.task_seq
-       WHERE l.lease_id = ? AND NOT EXISTS (SELECT 1 FROM archived_jobs a WHERE a.job_id = t.job_id)`,
-      leaseId,
-    )
-    .toArray()[0];
-}
-
-function leaseRecord(row: Joined): WireLease {
-  const payload = JSON.parse(row.payload) as JsonObject;
-  // A replica writes under its own prefix, which the agent honours (SPEC §14).
-  if (row.replica > 0) payload.output_prefix = replicaPrefix(row.job_id, row.task_id, row.replica);
-  return {
-    schema_version: "v1alpha1",
-    lease_id: row.lease_id,
-    task_id: row.task_id,
-    job_id: row.job_id,
-    node_id: row.node_id,
-    attempt_number: row.attempt_number,
-    deadline: iso(row.deadline_ms),
-    payload,
-  };
-}
-
-/**
- * "ls-" + 12 lowercase hex digits that no lease of this pool has (SPEC §12:
- * an id collision is retried, never a 500). Looked up in the caller's
- * transaction, so no other change can take the id before it is inserted.
- * `draw` is the randomness, a parameter only so a test can force collisions.
- */
-export function newLeaseId(sql: SqlStorage, draw?: () => string): string {
-  return mintId("ls-", (id) => sql.exec("SELECT 1 FROM leases WHERE lease_id = ?", id).toArray().length > 0, draw);
 }

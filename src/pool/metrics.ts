@@ -6,6 +6,7 @@ import type { MetricsSample } from "../rules/metrics";
 import type { Membership } from "../rules/placement";
 import { demand } from "./fleet";
 import { poolTaskCounts } from "./jobs";
+import { heldBackSql, onlineSql } from "./node-states";
 import { asSeenByNodes, sealedPending, type Viewer } from "./sealing";
 
 const sum = (values: Iterable<number>) => [...values].reduce((a, b) => a + b, 0);
@@ -32,8 +33,8 @@ export function metricsSample(
       `SELECT COUNT(${viewer === null ? "*" : "DISTINCT task_seq"}) AS n FROM leases WHERE status = 'live'`,
     ),
     nodesRegistered: count("SELECT COUNT(*) AS n FROM nodes"),
-    nodesOnline: count("SELECT COUNT(*) AS n FROM nodes WHERE live_until_ms > ?", now),
-    nodesHeldBack: count("SELECT COUNT(*) AS n FROM nodes WHERE held_until_ms > ?", now),
+    nodesOnline: count(`SELECT COUNT(*) AS n FROM nodes WHERE ${onlineSql("", "?")}`, now),
+    nodesHeldBack: count(`SELECT COUNT(*) AS n FROM nodes WHERE ${heldBackSql("", "?")}`, now),
     demand: {
       classes: pending.classes.map((c) => ({ class_id: c.class_id, pending: c.pending, needs: c.needs })),
       unservable_classes: pending.unservable_classes,

@@ -12,7 +12,7 @@ import { LIST_PAGE_MAX_BYTES } from "../protocol/limits";
 import type { NodeHeartbeat, NodeRegistration } from "../protocol/nodes";
 import { assignPools, heartbeatNode as beat, nodeKnown, listNodes as nodesPage, registerNode } from "./nodes";
 import type { Pool } from "./pool";
-import { releaseNode as release } from "./scheduling";
+import { endHoldBack } from "./scheduling";
 
 export async function register(pool: Pool, registration: NodeRegistration, assignedBy: string | null): Promise<void> {
   const nodeId = registration.node_id;
@@ -55,7 +55,7 @@ function logAssignment(pool: Pool, nodeId: string, pools: readonly string[], ope
 
 /** Lets a held-back node claim again (SPEC §13); its waiting claim tries at once. False: unknown node. */
 export function releaseNode(pool: Pool, nodeId: string): Promise<boolean> {
-  return pool.change(() => release(pool.sql, nodeId), { wakesClaims: true });
+  return pool.change(() => endHoldBack(pool.sql, nodeId), { wakesClaims: true });
 }
 
 /** One page of GET /nodes, after the node `after` (null: the first page). */

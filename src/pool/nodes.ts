@@ -5,8 +5,9 @@
 import { type NodeHeartbeat, type NodeRegistration, registrationFits } from "../protocol/nodes";
 import { fillPage } from "../protocol/paging";
 import { ownerOf } from "../rules/owners";
-import { claimView, type Membership, type NodeView, withMembership } from "../rules/placement";
+import { type Membership, type NodeView, nodeView } from "../rules/placement";
 import { iso } from "./events";
+import { ACCEPTING_STATUS, isHeldBack, isOnline } from "./node-states";
 
 /**
  * A node is online for this long after any request it makes (SPEC §5), and
@@ -47,9 +48,9 @@ export function registerNode(
   assignedBy: string | null = null,
 ): void {
   sql.exec(
-    `INSERT INTO nodes (node_id, registration, status, last_heartbeat_ms, live_until_ms) VALUES (?, ?, 'online', ?, ?)
+    `INSERT INTO nodes (node_id, registration, status, last_heartbeat_ms, live_until_ms) VALUES (?, ?, '${ACCEPTING_STATUS}', ?, ?)
      ON CONFLICT (node_id) DO UPDATE SET registration = excluded.registration,
-       status = 'online', last_heartbeat_ms = excluded.last_heartbeat_ms,
+       status = '${ACCEPTING_STATUS}', last_heartbeat_ms = excluded.last_heartbeat_ms,
        live_until_ms = MAX(live_until_ms, excluded.live_until_ms)`,
     registration.node_id,
     JSON.stringify(registration),
@@ -159,18 +160,37 @@ export function findNode(sql: SqlStorage, nodeId: string): NodeRow | undefined {
   return sql.exec<NodeRow>("SELECT * FROM nodes WHERE node_id = ?", nodeId).toArray()[0];
 }
 
+/** A claiming node's row with what the claim needs beside it: its enrolled owner and its assigned team pools. */
+export type ClaimantRow = NodeRow & { enrolled_owner: string | null; assigned_pools: string | null };
+
+/** The node's row, owner and pools in one statement: a claim reads them together. */
+export function findClaimant(sql: SqlStorage, nodeId: string): ClaimantRow | undefined {
+  return sql
+    .exec<ClaimantRow>(
+      `SELECT n.*, c.owner AS enrolled_owner, ap.pools AS assigned_pools FROM nodes n
+       LEFT JOIN node_credentials c ON c.node_id = n.node_id AND c.revoked_ms IS NULL ${ASSIGNED_POOLS}
+       WHERE n.node_id = ?`,
+      nodeId,
+    )
+    .toArray()[0];
+}
+
 /**
  * The claim-time view of SPEC §4, built from the stored registration, its
  * team pools as `membership` says (`assignedJson`: node_pools.pools, null
  * when none were assigned). Every query that builds one joins node_pools
  * with ASSIGNED_POOLS.
  */
-export function nodeView(registrationJson: string, membership: Membership, assignedJson: string | null): NodeView {
-  const view = claimView(JSON.parse(registrationJson) as NodeRegistration);
-  return withMembership(view, membership, assignedJson === null ? null : (JSON.parse(assignedJson) as string[]));
+export function storedNodeView(
+  registrationJson: string,
+  membership: Membership,
+  assignedJson: string | null,
+): NodeView {
+  const assigned = assignedJson === null ? null : (JSON.parse(assignedJson) as string[]);
+  return nodeView(JSON.parse(registrationJson) as NodeRegistration, membership, assigned);
 }
 
-/** The join a node query adds for `nodeView`: `assigned_pools`, for nodes aliased `n`. */
+/** The join a node query adds for `storedNodeView`: `assigned_pools`, for nodes aliased `n`. */
 export const ASSIGNED_POOLS = "LEFT JOIN node_pools ap ON ap.node_id = n.node_id";
 
 /**
@@ -202,11 +222,11 @@ export function listNodes(
     return {
       ...(JSON.parse(row.registration) as NodeRegistration),
       status: row.status,
-      online: row.live_until_ms > now,
+      online: isOnline(row, now),
       last_heartbeat_age_s: Math.round(age / 100) / 10,
       accepted_tasks: row.accepted_tasks,
       consecutive_failures: row.consecutive_failures,
-      held_until: row.held_until_ms > now ? iso(row.held_until_ms) : null,
+      held_until: isHeldBack(row, now) ? iso(row.held_until_ms) : null,
       valid_results: row.valid_results,
       invalid_results: row.invalid_results,
       distrusted: row.distrusted,

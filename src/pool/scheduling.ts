@@ -3,9 +3,10 @@
 // of failures that holds a failing node back and sends a task's retry to
 // another node. Every function runs inside the caller's transaction.
 
-import { eligible, type Membership, type NodeView } from "../rules/placement";
+import { gateFor, type Membership, type NodeView, type PayloadGate } from "../rules/placement";
 import { DEFAULT_RETRY_ELSEWHERE_SECONDS, holdBackMs, MAX_PRIORITY } from "../rules/scheduling";
-import { ASSIGNED_POOLS, nodeView } from "./nodes";
+import { claimableSql } from "./node-states";
+import { ASSIGNED_POOLS, storedNodeView } from "./nodes";
 
 /** Rows per page of an ordered walk. */
 const PAGE = 16;
@@ -109,13 +110,13 @@ export const POLICY_SQL = {
   /** Whether a node of an owner (?2), or the node itself (?3), holds or ran a replica of a task. */
   ranReplica: "SELECT 1 FROM leases WHERE task_seq = ?1 AND replica > 0 AND (owner = ?2 OR node_id = ?3)",
   /**
-   * A page of idle nodes other than ?3 (any node_id, '' too): online, accepting, not held back, holding
-   * no live lease, and not having failed the task ?4 since ?5 (a failure before that has run its window).
+   * A page of idle nodes other than ?2 (any node_id, '' too): claimable at ?1, holding no live lease,
+   * and not having failed the task ?3 since ?4 (a failure before that has run its window), after rowid ?5.
    */
   others: `SELECT n.rowid AS id, n.registration, ap.pools AS assigned_pools FROM nodes n ${ASSIGNED_POOLS}
-    WHERE n.live_until_ms > ?1 AND n.status = 'online' AND n.held_until_ms <= ?2 AND n.node_id <> ?3
+    WHERE ${claimableSql("n", "?1")} AND n.node_id <> ?2
       AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.node_id = n.node_id AND l.status = 'live')
-      AND n.node_id NOT IN (SELECT node_id FROM task_failures WHERE task_seq = ?4 AND failed_ms > ?5) AND n.rowid > ?6
+      AND n.node_id NOT IN (SELECT node_id FROM task_failures WHERE task_seq = ?3 AND failed_ms > ?4) AND n.rowid > ?5
     ORDER BY n.rowid LIMIT ${PAGE}`,
 } as const;
 
@@ -168,7 +169,7 @@ export function pickTask(
 ): number | undefined {
   const accepted = new Map<number, string>();
   for (const c of sql.exec<{ class_id: number; requirement: string }>(POLICY_SQL.pendingClasses).toArray()) {
-    if (eligible(JSON.parse(c.requirement), node.view)) accepted.set(c.class_id, c.requirement);
+    if (classGate(c.requirement).eligible(node.view)) accepted.set(c.class_id, c.requirement);
   }
   if (accepted.size === 0) return undefined;
   const classes = JSON.stringify([...accepted.keys()]);
@@ -270,12 +271,31 @@ export function anotherCouldTake(
 ) {
   type Other = { id: number; registration: string; assigned_pools: string | null };
   const others = walk<Other>((last) =>
-    sql.exec<Other>(POLICY_SQL.others, now, now, me, taskSeq, since, last?.id ?? 0).toArray(),
+    sql.exec<Other>(POLICY_SQL.others, now, me, taskSeq, since, last?.id ?? 0).toArray(),
   );
-  const parsed: unknown = JSON.parse(requirement);
+  const gate = classGate(requirement);
   for (const other of others)
-    if (eligible(parsed, nodeView(other.registration, membership, other.assigned_pools))) return true;
+    if (gate.eligible(storedNodeView(other.registration, membership, other.assigned_pools))) return true;
   return false;
+}
+
+/** Requirement texts whose gate `classGate` keeps; past this it starts afresh. */
+const CLASS_GATES_KEPT = 1024;
+const classGates = new Map<string, PayloadGate>();
+
+/**
+ * The gate for a stored requirement class, read once per object rather
+ * than on every claim. A memo of a pure function of the text: an evicted
+ * object rebuilds it, and no answer depends on what it holds.
+ */
+export function classGate(requirement: string): PayloadGate {
+  let gate = classGates.get(requirement);
+  if (gate === undefined) {
+    if (classGates.size >= CLASS_GATES_KEPT) classGates.clear();
+    gate = gateFor(JSON.parse(requirement));
+    classGates.set(requirement, gate);
+  }
+  return gate;
 }
 
 /**
@@ -343,7 +363,7 @@ export function attemptSucceeded(sql: SqlStorage, nodeId: string): void {
  * An operator releases a held-back node early, and lifts its distrust
  * (SPEC §14): its latest verdicts start afresh. False for an unknown node.
  */
-export function releaseNode(sql: SqlStorage, nodeId: string): boolean {
+export function endHoldBack(sql: SqlStorage, nodeId: string): boolean {
   return (
     sql
       .exec(

@@ -6,6 +6,7 @@
 // a node credential can make asks here, so no surface forgets the seal.
 
 import type { TaskCounts } from "../rules/job-state";
+import { OPEN_STATES_SQL } from "../rules/task-states";
 
 /**
  * Whose view a read is served in: a node's id (sealed), or null for a
@@ -14,7 +15,7 @@ import type { TaskCounts } from "../rules/job-state";
 export type Viewer = string | null;
 
 /** SQL over a task row `t`: a replicated task with no verdict yet, whose replicas are sealed. */
-export const SEALED_TASK = "(t.replicas > 1 AND t.state IN ('PENDING', 'LEASED'))";
+export const SEALED_TASK = `(t.replicas > 1 AND t.state IN ${OPEN_STATES_SQL})`;
 
 /** SQL over an event row `e`: the event is about a task still sealed. */
 export const SEALED_EVENT = `(e.sealed_task IS NOT NULL

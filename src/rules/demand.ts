@@ -22,7 +22,7 @@ export function describeRequirement(requirement: unknown): string {
   if (r.isolation === "unplaceable") return "a malformed requirement no node can meet";
   const parts: string[] = [];
   if (typeof r.gpus === "number") {
-    const need = readGpuNeed(r.gpu_memory_mb, r.gpu_compute_capability, r.gpu_driver_version, r.gpus, String);
+    const need = readGpuNeed(r.gpu_memory_mb, r.gpu_compute_capability, r.gpu_driver_version, r.gpus);
     const kind = need.ok && need.need !== null ? ` with ${describeGpuNeed(need.need)}` : "";
     parts.push(`${plural(r.gpus, "GPU")}${kind}`);
   }

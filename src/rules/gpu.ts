@@ -20,6 +20,8 @@ export const GPU_LABELS: Readonly<Record<GpuRequirementKey, string>> = {
   gpu_driver_version: "flashml.dev/gpu-driver-version",
 };
 
+import { type Refusal, show, unreadable } from "./refusals";
+
 const DIGITS_RE = /^[0-9]+$/;
 const CAPABILITY_RE = /^[0-9]+\.[0-9]+$/;
 const DRIVER_RE = /^[0-9]+(\.[0-9]+)*$/;
@@ -35,7 +37,7 @@ export interface GpuNeed {
   driver: readonly string[] | null;
 }
 
-export type GpuNeedReading = { ok: true; need: GpuNeed | null } | { ok: false; reason: string };
+export type GpuNeedReading = { ok: true; need: GpuNeed | null } | { ok: false; refusal: Refusal };
 
 /**
  * The payload's GPU requirements, or null when it has none (all three
@@ -43,46 +45,38 @@ export type GpuNeedReading = { ok: true; need: GpuNeed | null } | { ok: false; r
  * a requirement with no GPU to apply to refuses everywhere rather than
  * silently meaning "no GPU".
  */
-export function readGpuNeed(
-  memory: unknown,
-  capability: unknown,
-  driver: unknown,
-  gpus: number,
-  show: (value: unknown) => string,
-): GpuNeedReading {
+export function readGpuNeed(memory: unknown, capability: unknown, driver: unknown, gpus: number): GpuNeedReading {
   if (memory == null && capability == null && driver == null) return { ok: true, need: null };
   const need: GpuNeed = { memoryMb: null, capability: null, driver: null };
   if (memory != null) {
     // typeof excludes true and "40960"; Number.isInteger excludes 1.5, NaN, Infinity.
     if (typeof memory !== "number" || !Number.isInteger(memory) || memory < 1) {
-      return { ok: false, reason: `gpu: gpu_memory_mb must be a whole number of at least 1, got ${show(memory)}` };
+      return malformed(`gpu_memory_mb must be a whole number of at least 1, got ${show(memory)}`);
     }
     need.memoryMb = memory;
   }
   if (capability != null) {
     const parsed = parseCapability(capability);
     if (parsed === null) {
-      return {
-        ok: false,
-        reason: `gpu: gpu_compute_capability must be a string "M.m" of digits, got ${show(capability)}`,
-      };
+      return malformed(`gpu_compute_capability must be a string "M.m" of digits, got ${show(capability)}`);
     }
     need.capability = parsed;
   }
   if (driver != null) {
     const parsed = parseDriver(driver);
     if (parsed === null) {
-      return {
-        ok: false,
-        reason: `gpu: gpu_driver_version must be a string of dot-separated digits, got ${show(driver)}`,
-      };
+      return malformed(`gpu_driver_version must be a string of dot-separated digits, got ${show(driver)}`);
     }
     need.driver = parsed;
   }
   if (gpus < 1) {
-    return { ok: false, reason: `gpu: the task asks for ${describeGpuNeed(need)} but for no GPU (gpus is not ≥ 1)` };
+    return malformed(`the task asks for ${describeGpuNeed(need)} but for no GPU (gpus is not ≥ 1)`);
   }
   return { ok: true, need };
+}
+
+function malformed(text: string): GpuNeedReading {
+  return { ok: false, refusal: unreadable("gpu", text) };
 }
 
 /** The canonical payload fields of a need: what requirementOf keeps. */
@@ -101,7 +95,7 @@ export function canonicalGpuNeed(need: GpuNeed): Record<string, unknown> {
  * the node's GPUs meet them: `gpu: task needs 2 GPUs with ≥ 40960 MB, node
  * has 1 such of 2`.
  */
-export function gpuNeedRefusal(need: GpuNeed, count: number, gpus: readonly unknown[]): string | null {
+export function gpuNeedRefusal(need: GpuNeed, count: number, gpus: readonly unknown[]): Refusal | null {
   const checks = CHECKS.filter(([key]) => requires(need, key));
   let qualifying = gpus.map(() => true);
   for (let k = 0; k < checks.length; k++) {
@@ -110,7 +104,12 @@ export function gpuNeedRefusal(need: GpuNeed, count: number, gpus: readonly unkn
     const such = qualifying.filter(Boolean).length;
     if (such < count) {
       const named = checks.slice(0, k + 1).map(([key]) => describeOne(need, key));
-      return `gpu: task needs ${count} GPU${count === 1 ? "" : "s"} with ${named.join(" and ")}, node has ${such} such of ${gpus.length}`;
+      return {
+        gate: "gpu",
+        form: "gpus_unfit",
+        need: `${count} GPU${count === 1 ? "" : "s"} with ${named.join(" and ")}`,
+        have: `${such} such of ${gpus.length}`,
+      };
     }
   }
   return null;

@@ -5,7 +5,7 @@
 // read the persisted SQLite file) share it.
 
 import { deriveJobState, type TaskCounts } from "../../src/rules/job-state";
-import { claimView, eligible } from "../../src/rules/placement";
+import { eligible, nodeView } from "../../src/rules/placement";
 import { holdBackMs } from "../../src/rules/scheduling";
 
 type Row = Record<string, string | number | null | ArrayBuffer>;
@@ -113,7 +113,7 @@ export function violations(s: PoolSnapshot): string[] {
     for (const l of leases) {
       const node = nodes.get(l.node_id as string);
       if (!node) out.push(`${id}: leased to unregistered node ${l.node_id}`);
-      else if (!eligible(JSON.parse(t.payload as string), claimView(JSON.parse(node.registration as string)))) {
+      else if (!eligible(JSON.parse(t.payload as string), nodeView(JSON.parse(node.registration as string)))) {
         out.push(`${id}: leased to ${l.node_id}, which the gate refuses`);
       }
     }

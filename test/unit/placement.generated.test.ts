@@ -1,11 +1,11 @@
 // Properties of the placement gate over a large deterministic set of nasty
-// payload/node combinations: explain and eligible agree and never throw, the
+// payload/node combinations: gateAnswer and eligible agree and never throw, the
 // reduced requirement answers like the payload (also after the JSON round
 // trip the pool object puts it through), and one requirement class never
 // holds two payloads the gate tells apart.
 
 import { describe, expect, it } from "vitest";
-import { eligible, explain, GATE_KEYS, requirementClass, requirementOf } from "../../src/rules/placement";
+import { eligible, GATE_KEYS, gateAnswer, requirementClass, requirementOf } from "../../src/rules/placement";
 import { Rng } from "../fixtures/rng";
 
 const ABSENT = Symbol("absent");
@@ -210,11 +210,11 @@ function answers(payload: unknown): string {
 }
 
 describe("over 24,000 generated payload/node combinations", () => {
-  it("eligible equals explain().eligible and neither throws", () => {
+  it("eligible equals gateAnswer().eligible and neither throws", () => {
     let mismatches = 0;
     for (const payload of PAYLOADS) {
       for (const view of NODES) {
-        const explained = explain(payload, view);
+        const explained = gateAnswer(payload, view);
         if (eligible(payload, view) !== explained.eligible) mismatches++;
       }
     }
@@ -226,7 +226,7 @@ describe("over 24,000 generated payload/node combinations", () => {
     const bad: string[] = [];
     for (const payload of PAYLOADS) {
       for (const view of NODES) {
-        const explained = explain(payload, view);
+        const explained = gateAnswer(payload, view);
         if (explained.eligible) continue;
         gates.add(explained.gate);
         const { gate, reason } = explained;
@@ -250,7 +250,7 @@ describe("over 24,000 generated payload/node combinations", () => {
         );
       if (!asks) continue;
       for (const view of NODES) {
-        const explained = explain(payload, view);
+        const explained = gateAnswer(payload, view);
         if (explained.eligible) met++;
         else if (/ such of /.test(explained.reason)) unmet++;
       }

@@ -4,7 +4,7 @@
 
 import { describe, expect, it } from "vitest";
 import { GPU_LABELS, gpuLabelFields } from "../../src/rules/gpu";
-import { eligible, explain, requirementClass, requirementOf } from "../../src/rules/placement";
+import { eligible, gateAnswer, requirementClass, requirementOf } from "../../src/rules/placement";
 
 type Json = Record<string, unknown>;
 
@@ -55,7 +55,7 @@ const PLENTY = gpuNode(
 const NODES = [PLENTY, gpuNode(A100_80, A100_80), gpuNode(RTX_3060), gpuNode(H100), gpuNode(), {}];
 
 function refusal(payload: unknown, view: unknown): string | null {
-  const answer = explain(payload, view);
+  const answer = gateAnswer(payload, view);
   expect(eligible(payload, view)).toBe(answer.eligible);
   return answer.eligible ? null : `${answer.gate} | ${answer.reason}`;
 }
@@ -210,7 +210,7 @@ describe("a GPU qualifies only by a readable field that meets the requirement", 
     if (value !== undefined) gpu[key] = value;
     const payload = { gpus: 1, ...requirement };
     expect(eligible(payload, gpuNode(gpu))).toBe(qualifies);
-    expect(explain(payload, gpuNode(gpu)).eligible).toBe(qualifies);
+    expect(gateAnswer(payload, gpuNode(gpu)).eligible).toBe(qualifies);
     // The class the pool stores gets the same answer.
     expect(eligible(JSON.parse(JSON.stringify(requirementOf(payload))), gpuNode(gpu))).toBe(qualifies);
   });
@@ -313,7 +313,7 @@ describe("the node needs at least `gpus` GPUs that each satisfy every requiremen
       },
     );
     const view = gpuNode(hostile);
-    expect(() => explain({ gpus: 1, gpu_memory_mb: 1 }, view)).not.toThrow();
+    expect(() => gateAnswer({ gpus: 1, gpu_memory_mb: 1 }, view)).not.toThrow();
     expect(eligible({ gpus: 1, gpu_memory_mb: 1 }, view)).toBe(false);
   });
 });

@@ -1,12 +1,12 @@
 // The placement gate, gate by gate (SPEC §4): each gate's accept and refuse
 // cases, every type confusion on either side, the allowFallback waiver's
-// reach, and the reasons explain() gives.
+// reach, and the reasons gateAnswer() gives.
 
 import { describe, expect, it } from "vitest";
 import {
   eligible,
-  explain,
   GATE_KEYS,
+  gateAnswer,
   jsonEqual,
   MAX_DEPTH,
   requirementClass,
@@ -56,7 +56,7 @@ const SANDBOXED = { tier: "sandboxed" };
 const WAIVED = { tier: "sandboxed", allowFallback: true };
 
 function refusal(payload: unknown, view: unknown): { gate: string; reason: string } | null {
-  const answer = explain(payload, view);
+  const answer = gateAnswer(payload, view);
   return answer.eligible ? null : { gate: answer.gate, reason: answer.reason };
 }
 
@@ -82,7 +82,7 @@ describe("gate 1: the trusted-pool argv path needs all three legs", () => {
   const task = { ...ARGV, pool: "p-1", isolation: WAIVED };
 
   it("a pool argv task with the waiver is placed on an opted-in member without an argv runner", () => {
-    expect(explain(task, trusted)).toEqual({ eligible: true });
+    expect(gateAnswer(task, trusted)).toEqual({ eligible: true });
   });
 
   it("a docker argv node still takes pool argv work", () => {
@@ -544,6 +544,15 @@ describe("hostile values never make the gate throw", () => {
     expect(refusal({ gpus: 1 }, view)).toEqual({ gate: "gpu", reason: "gpu: the node view could not be read" });
   });
 
+  it("a task that requires nothing accepts a view that throws on every read: no gate reads it", () => {
+    expect(eligible({}, throwing)).toBe(true);
+    expect(eligible({ gpus: 0, isolation: { tier: "sandboxed", allowFallback: true } }, throwing)).toBe(true);
+    expect(refusal({ module: "m" }, throwing)).toEqual({
+      gate: "module",
+      reason: "module: the node view could not be read",
+    });
+  });
+
   it("a cyclic local_inputs element refuses instead of recursing forever", () => {
     expect(refusal({ local_inputs: [cyclic] }, node({ local_datasets: [cyclic] }))?.gate).toBe("local_data");
   });
@@ -566,7 +575,7 @@ describe("hostile values never make the gate throw", () => {
   });
 });
 
-describe("explain", () => {
+describe("gateAnswer", () => {
   it.each([
     [{ gpus: 2 }, gpuNode(1), "gpu", "gpu: task needs 2 GPUs, node advertises 1"],
     [{ gpus: 1 }, gpuNode(0), "gpu", "gpu: task needs 1 GPU, node advertises 0"],
@@ -621,7 +630,7 @@ describe("explain", () => {
     [{ isolation: "sandboxed" }, EVERYTHING, "isolation", "isolation: isolation must be an object, got 'sandboxed'"],
     [[], EVERYTHING, "argv", "argv: the payload is a list, not a JSON object, so its requirements cannot be read"],
   ])("explains %j on a node as the %s gate's refusal", (payload, view, gate, reason) => {
-    expect(explain(payload, view)).toEqual({ eligible: false, gate, reason });
+    expect(gateAnswer(payload, view)).toEqual({ eligible: false, gate, reason });
   });
 
   // A payload that fails every gate on a node that advertises nothing, then
@@ -717,7 +726,7 @@ describe("GATE_KEYS is exactly the payload keys the gate reads", () => {
   it.each(GATE_KEYS.map((key) => [key, READS[key]] as const))(
     "the gate reads %s: a value for it refuses a node that takes the payload without it",
     (key, { value, on, base = {} }) => {
-      expect(explain(base, on)).toEqual({ eligible: true });
+      expect(gateAnswer(base, on)).toEqual({ eligible: true });
       expect(eligible({ ...base, [key]: value }, on)).toBe(false);
       // And the requirement the pool stores for it keeps the key.
       expect(Object.keys(requirementOf({ ...base, [key]: value })).sort()).toEqual([...Object.keys(base), key].sort());
@@ -794,7 +803,7 @@ describe("GATE_KEYS is exactly the payload keys the gate reads", () => {
   /** The gate's every answer for a payload over VIEWS, and the class the pool stores it under. */
   const answers = (payload: Json) => ({
     class: requirementClass(payload),
-    explain: VIEWS.map((view) => explain(payload, view)),
+    gateAnswer: VIEWS.map((view) => gateAnswer(payload, view)),
     eligible: VIEWS.map((view) => eligible(payload, view)),
   });
 

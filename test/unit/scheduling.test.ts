@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { JobSpecSchema } from "../../src/protocol/jobs";
 import { stampTasks } from "../../src/recipes/stamp";
-import { type QueuePosition, waitingSummary } from "../../src/rules/explanations";
+import { type QueuePosition, waitingSummary } from "../../src/rules/placement-summary";
 import {
   DEFAULT_MAX_WORKER_LOSSES,
   holdBackMs,

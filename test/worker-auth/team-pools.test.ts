@@ -9,7 +9,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import app from "../../src/index";
 import type { DashboardSummary } from "../../src/pool/dashboard";
-import type { PlacementReport } from "../../src/pool/explain";
+import type { PlacementReport } from "../../src/pool/placement-report";
 import type { Lease } from "../../src/protocol/tasks";
 import { freshPool, registration, sleep, trialsJob } from "../worker/helpers";
 import { bearer, call } from "./helpers";

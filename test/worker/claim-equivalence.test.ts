@@ -17,7 +17,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { NodeRegistrationSchema } from "../../src/protocol/nodes";
 import type { TaskSpec } from "../../src/protocol/tasks";
-import { claimView, eligible } from "../../src/rules/placement";
+import { eligible, nodeView } from "../../src/rules/placement";
 import { Rng } from "../fixtures/rng";
 import { freshPool, insertTasks, stub, task } from "./helpers";
 
@@ -90,8 +90,8 @@ async function referenceClaim(pool: string, nodeId: string, jobId: string | null
     const nodes = all("SELECT node_id, registration, status, live_until_ms, held_until_ms FROM nodes");
     const me = nodes.find((n) => n.node_id === nodeId)!;
     if ((me.held_until_ms as number) > now)
-      return { task: null, reason: "held", skipped: 0, elsewhere: false, passed: 0 };
-    const view = (n: Row) => claimView(JSON.parse(n.registration as string));
+      return { task: null, reason: "held_back", skipped: 0, elsewhere: false, passed: 0 };
+    const view = (n: Row) => nodeView(JSON.parse(n.registration as string));
     // A failure counts for the retry-elsewhere window (60 s by default) after it.
     const failures = all("SELECT task_seq, node_id, failed_ms FROM task_failures");
     const failed = (seq: unknown, node: unknown) =>
@@ -234,7 +234,7 @@ describe("the policy claim", () => {
         if (!result.ok) {
           tally.none++;
           if (result.reason === "job_closed") tally.closed++;
-          if (result.reason === "held") tally.held++;
+          if (result.reason === "held_back") tally.held++;
           continue;
         }
         tally.leased++;

@@ -12,9 +12,9 @@ import type {
   Summary,
 } from "../../src/dashboard/wire";
 import type { DashboardSummary } from "../../src/pool/dashboard";
-import type { PlacementReport } from "../../src/pool/explain";
 import type { FleetSummary as ServerFleetSummary } from "../../src/pool/fleet";
 import { registerNode } from "../../src/pool/nodes";
+import type { PlacementReport } from "../../src/pool/placement-report";
 import { POOL_NAME_RE } from "../../src/protocol/keys";
 import { DASHBOARD_LIMIT_DEFAULT } from "../../src/protocol/limits";
 import { NodeRegistrationSchema } from "../../src/protocol/nodes";
@@ -406,6 +406,26 @@ describe("the dashboard summary", () => {
     const s = await summary(pool);
     expect(s.counts.nodes.not_accepting).toBe(1);
     expect(s.stuck.items[0]?.summary).toBe("0/0 online nodes eligible: no online nodes");
+  });
+
+  it("a node held back after failing does not count as able to take a task, until it is released", async () => {
+    const pool = freshPool();
+    await register(pool, "flaky");
+    await submitJob(pool, trialsJob(3, {}, { retryPolicy: { maxTaskAttempts: 10 } }));
+    for (let i = 0; i < 5; i++) {
+      const lease = await json<Lease>(await claim(pool, "flaky"));
+      expect((await call(pool, "POST", `/attempts/${lease.lease_id}/fail`, { reason: `boom ${i}` })).status).toBe(200);
+    }
+    expect((await claim(pool, "flaky")).status).toBe(204);
+    const held = await summary(pool);
+    expect(held.counts.nodes).toMatchObject({ online: 1, held_back: 1 });
+    expect(held.counts.stuck_tasks).toBe(3);
+    expect(held.stuck.items.map((i) => i.summary)).toEqual(["0/0 online nodes eligible: no online nodes"]);
+
+    expect((await call(pool, "POST", "/nodes/flaky/release")).status).toBe(200);
+    const released = await summary(pool);
+    expect(released.counts.stuck_tasks).toBe(0);
+    expect(released.stuck.items).toEqual([]);
   });
 
   it("refuses a limit outside 1..200", async () => {

@@ -87,7 +87,7 @@ describe("counters, not scans", () => {
         replicatingTasksBefore: plan(POLICY_SQL.replicatingTasksBefore, "job", 1, 0, 10),
         failed: plan(POLICY_SQL.failed, 1, "n1"),
         ranReplica: plan(POLICY_SQL.ranReplica, 1, "owner", "n1"),
-        others: plan(POLICY_SQL.others, 0, 0, "n1", 1, 0, 0),
+        others: plan(POLICY_SQL.others, 0, "n1", 1, 0, 0),
       };
     });
     // A priority is one seek per accepted class, never a walk over the levels above.

@@ -1,10 +1,11 @@
 // Placement explanations: grouping the gate's per-node answers into the
-// summary an operator reads. Refusals come from the real `explain`, so a
-// change of the gate's wording that breaks the grouping fails here.
+// summary an operator reads. Refusals come from the real gate, so a
+// change of the gate that breaks the grouping fails here.
 
 import { describe, expect, it } from "vitest";
-import { type NodePlacement, replicaRefusal, summarizePlacement, taskSideReason } from "../../src/rules/explanations";
-import { explain, type GateName } from "../../src/rules/placement";
+import { gateFor } from "../../src/rules/placement";
+import { replicaRefusal, summarizePlacement } from "../../src/rules/placement-summary";
+import { type Refusal, refusalReason, taskSide } from "../../src/rules/refusals";
 
 type Caps = { gpus?: unknown[]; pools?: unknown };
 
@@ -23,22 +24,18 @@ function view(nodeId: string, extra: Record<string, unknown> = {}, caps: Caps = 
 
 const gpus = (n: number) => Array.from({ length: n }, (_, index) => ({ index }));
 
-/** What the pool object reports for one node: the gate's answer plus liveness. */
-function placed(payload: unknown, node: ReturnType<typeof view>, online = true): NodePlacement {
-  const answer = explain(payload, node);
-  const base = { node_id: node.node_id, online, status: "online" };
-  return answer.eligible
-    ? { ...base, eligible: true }
-    : { ...base, eligible: false, gate: answer.gate, reason: answer.reason };
+/** What the gate answers for one node: its refusal, or null when eligible. */
+function placed(payload: unknown, node: ReturnType<typeof view>): Refusal | null {
+  return gateFor(payload).refusal(node);
 }
 
-function refusal(payload: unknown, node: ReturnType<typeof view>): [GateName, string] {
-  const answer = explain(payload, node);
-  if (answer.eligible) throw new Error("expected a refusal");
-  return [answer.gate, answer.reason];
+function refusal(payload: unknown, node: ReturnType<typeof view>): Refusal {
+  const refused = placed(payload, node);
+  if (refused === null) throw new Error("expected a refusal");
+  return refused;
 }
 
-describe("taskSideReason", () => {
+describe("taskSide", () => {
   it.each([
     ["a GPU shortfall, whatever the node has", { gpus: 2 }, view("a", {}, { gpus: gpus(1) }), "task needs 2 GPUs"],
     ["a GPU shortfall on a CPU node", { gpus: 2 }, view("a"), "task needs 2 GPUs"],
@@ -106,8 +103,7 @@ describe("taskSideReason", () => {
       "the payload is a list, not a JSON object, so its requirements cannot be read",
     ],
   ])("keeps the task's side of %s", (_what, payload, node, expected) => {
-    const [gate, reason] = refusal(payload, node);
-    expect(taskSideReason(gate, reason)).toBe(expected);
+    expect(taskSide(refusal(payload, node))).toBe(expected);
   });
 
   it("gives every node short of the same thing the same text", () => {
@@ -116,8 +112,29 @@ describe("taskSideReason", () => {
       view("b", {}, { gpus: gpus(1) }),
       view("c", {}, { gpus: "lots" as unknown as unknown[] }),
     ];
-    const texts = new Set(nodes.map((n) => taskSideReason(...refusal({ gpus: 2 }, n))));
+    const texts = new Set(nodes.map((n) => taskSide(refusal({ gpus: 2 }, n))));
     expect([...texts]).toEqual(["task needs 2 GPUs"]);
+  });
+});
+
+describe("a refusal renders both texts", () => {
+  it("the reason is the gate's name, the sentence and the note; the task's side drops the note", () => {
+    const notMember = refusal({ pool: "lab" }, view("a", {}, { pools: ["other"] }));
+    expect(refusalReason(notMember)).toBe("pool: node is not a member of team pool 'lab'");
+    const noted = { ...notMember, note: "assigned pools: none, by op at 2026-01-01T00:00:00.000Z" };
+    expect(refusalReason(noted)).toBe(
+      "pool: node is not a member of team pool 'lab' (assigned pools: none, by op at 2026-01-01T00:00:00.000Z)",
+    );
+    expect(taskSide(noted)).toBe(taskSide(notMember));
+    expect(summarizePlacement([notMember, noted]).groups).toEqual([
+      { gate: "pool", reason: "not in team pool 'lab'", nodes: 2 },
+    ]);
+  });
+
+  it("a pool name that looks like a note is still the pool's whole name", () => {
+    const odd = refusal({ pool: "a (assigned pools: b)" }, view("a"));
+    const noted = { ...odd, note: "no team pools assigned by an operator" };
+    expect(taskSide(noted)).toBe("not in team pool 'a (assigned pools: b)'");
   });
 });
 
@@ -157,9 +174,9 @@ describe("summarizePlacement", () => {
     expect(s.unplaceable).toBe(unplaceable);
   });
 
-  it("an offline node that could take the task still makes it placeable (it is registered)", () => {
+  it("a node that could take the task makes it placeable, whatever else is refused", () => {
     const s = summarizePlacement([
-      placed({ gpus: 1 }, view("gpu", {}, { gpus: gpus(1) }), false),
+      placed({ gpus: 1 }, view("gpu", {}, { gpus: gpus(1) })),
       placed({ gpus: 1 }, view("cpu")),
     ]);
     expect(s.unplaceable).toBe(false);
@@ -212,9 +229,8 @@ describe("summarizePlacement", () => {
 
 describe("the replica rule (SPEC §14)", () => {
   /** A node the gate accepts but that holds or ran these replicas of the task. */
-  function ran(nodeId: string, replicas: number[], live = false): NodePlacement {
-    const reason = replicaRefusal(replicas, live);
-    return { node_id: nodeId, online: true, status: "online", eligible: false, gate: "replica", reason };
+  function ran(replicas: number[], live = false): Refusal {
+    return replicaRefusal(replicas, live);
   }
 
   it.each([
@@ -223,15 +239,15 @@ describe("the replica rule (SPEC §14)", () => {
     [[1, 4], false, "replica: ran replicas 1 and 4 of this task; each replica runs on a different node"],
     [[1, 3, 5], true, "replica: holds replicas 1, 3 and 5 of this task; each replica runs on a different node"],
   ])("names the replicas %j (live: %s)", (replicas, live, reason) => {
-    expect(replicaRefusal(replicas, live)).toBe(reason);
+    expect(refusalReason(replicaRefusal(replicas, live))).toBe(reason);
     // Whichever replica, held or run, the task's side is the same: one group in the summary.
-    expect(taskSideReason("replica", reason)).toBe("holds or ran a replica of this task");
+    expect(taskSide(replicaRefusal(replicas, live))).toBe("holds or ran a replica of this task");
   });
 
   it("groups nodes that hold or ran a replica, after the gates' refusals of the same size", () => {
     const nodes = [
-      ran("a", [1], true),
-      ran("b", [2]),
+      ran([1], true),
+      ran([2]),
       placed({ gpus: 1 }, view("c")),
       placed({ gpus: 1 }, view("d", {}, { gpus: gpus(1) })),
     ];
@@ -243,7 +259,7 @@ describe("the replica rule (SPEC §14)", () => {
     expect(s.summary).toBe(
       "1/4 nodes eligible: 2 × replica (holds or ran a replica of this task), 1 × gpu (task needs 1 GPU)",
     );
-    const tie = summarizePlacement([ran("a", [1]), placed({ gpus: 1 }, view("c"))]);
+    const tie = summarizePlacement([ran([1]), placed({ gpus: 1 }, view("c"))]);
     expect(tie.groups.map((g) => g.gate)).toEqual(["gpu", "replica"]);
     expect(tie.unplaceable).toBe(true);
   });

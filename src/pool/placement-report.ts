@@ -1,7 +1,7 @@
 // A task's placement report (SPEC §11): every registered node's gate answer
 // for one task, read from the task's stored payload and each node's
 // claim-time view. Read-only: it never changes state, and it asks the same
-// `explain` the claim path asks, so the report cannot disagree with a claim.
+// gate the claim path asks, so the report cannot disagree with a claim.
 // A replicated task (SPEC §14) also lists its replicas, and a node whose
 // owner holds or ran one is refused by the pool's "replica" rule, as the
 // claim path passes it over; a task short of distinct eligible owners for
@@ -9,6 +9,8 @@
 
 import type { PlacementReport, ReplicaItem, ReplicaReport } from "../protocol/responses";
 import type { TaskState } from "../protocol/tasks";
+import { ownerOf } from "../rules/owners";
+import { gateFor, type Membership, type PayloadGate } from "../rules/placement";
 import {
   membershipNote,
   type NodePlacement,
@@ -18,12 +20,13 @@ import {
   replicaRefusal,
   summarizePlacement,
   waitingSummary,
-} from "../rules/explanations";
-import { ownerOf } from "../rules/owners";
-import { explain, type Membership } from "../rules/placement";
+} from "../rules/placement-summary";
+import { type Refusal, refusalReason } from "../rules/refusals";
+import { isOpenState } from "../rules/task-states";
 import { effectiveQuorum } from "../rules/verification";
 import { iso } from "./events";
-import { ASSIGNED_POOLS, nodeView } from "./nodes";
+import { isHeldBack, isOnline } from "./node-states";
+import { ASSIGNED_POOLS, storedNodeView } from "./nodes";
 import type { Viewer } from "./sealing";
 
 export type {
@@ -53,48 +56,59 @@ export type RegisteredNode = {
   assigned_ms: number | null;
 };
 
-/** The columns `placementOn` reads, for nodes aliased `n` joined with ASSIGNED_POOLS. */
+/** The columns `judgeNode` reads, for nodes aliased `n` joined with ASSIGNED_POOLS. */
 export const REGISTERED_NODE_COLUMNS = `n.node_id, n.registration, n.status, n.last_heartbeat_ms, n.live_until_ms,
   n.held_until_ms, ap.pools AS assigned_pools, ap.assigned_by, ap.assigned_ms`;
 
 /** The node's claim-time view, its team pools as `membership` says. */
 export function registeredView(node: RegisteredNode, membership: Membership): unknown {
-  return nodeView(node.registration, membership, node.assigned_pools);
+  return storedNodeView(node.registration, membership, node.assigned_pools);
 }
 
+/** A task's gate, read once for every node it is judged on, and whether it is confined to a team pool. */
+export type TaskGate = { gate: PayloadGate; teamPool: boolean };
+
+export function taskGate(payload: unknown): TaskGate {
+  const teamPool = typeof payload === "object" && payload !== null && (payload as { pool?: unknown }).pool != null;
+  return { gate: gateFor(payload), teamPool };
+}
+
+/** One node's answer as the wire shows it, and the refusal behind it (null: eligible) for the summary. */
+export type JudgedNode = { placement: NodePlacement; refusal: Refusal | null };
+
 /**
- * One node's answer for a payload, given its claim-time view, with its
+ * One node's answer for a task, given its claim-time view, with its
  * liveness. For a team-pool task when membership is assigned (tokens
  * enforced), it names the node's assignment, and a gate-6 refusal says it.
  */
-export function placementOn(
-  payload: unknown,
+export function judgeNode(
+  task: TaskGate,
   node: RegisteredNode,
   view: unknown,
   now: number,
   membership: Membership,
-): NodePlacement {
-  const online = node.live_until_ms > now;
-  const answer = explain(payload, view);
-  const base = { node_id: node.node_id, online, status: node.status };
-  const teamPool = typeof payload === "object" && payload !== null && (payload as { pool?: unknown }).pool != null;
-  if (membership !== "assigned" || !teamPool) {
-    return answer.eligible
-      ? { ...base, eligible: true }
-      : { ...base, eligible: false, gate: answer.gate, reason: answer.reason };
+): JudgedNode {
+  const base = { node_id: node.node_id, online: isOnline(node, now), status: node.status };
+  let refusal = task.gate.refusal(view);
+  let note: { membership: string } | Record<string, never> = {};
+  if (membership === "assigned" && task.teamPool) {
+    const text = membershipNote(
+      node.assigned_by === null
+        ? null
+        : {
+            pools: JSON.parse(node.assigned_pools ?? "[]") as string[],
+            assigned_by: node.assigned_by,
+            assigned_at: iso(node.assigned_ms ?? 0),
+          },
+    );
+    note = { membership: text };
+    if (refusal !== null && refusal.gate === "pool") refusal = { ...refusal, note: text };
   }
-  const note = membershipNote(
-    node.assigned_by === null
-      ? null
-      : {
-          pools: JSON.parse(node.assigned_pools ?? "[]") as string[],
-          assigned_by: node.assigned_by,
-          assigned_at: iso(node.assigned_ms ?? 0),
-        },
-  );
-  if (answer.eligible) return { ...base, eligible: true, membership: note };
-  const reason = answer.gate === "pool" ? `${answer.reason} (${note})` : answer.reason;
-  return { ...base, eligible: false, gate: answer.gate, reason, membership: note };
+  const placement: NodePlacement =
+    refusal === null
+      ? { ...base, eligible: true, ...note }
+      : { ...base, eligible: false, gate: refusal.gate, reason: refusalReason(refusal), ...note };
+  return { placement, refusal };
 }
 
 /**
@@ -133,36 +147,42 @@ export function placementReport(
     .toArray();
   // A node sees a replicated task before its verdict as one run alone (SPEC
   // §14): leased while any replica is out, no replicas, no replica rule.
-  const sealed = viewer !== null && task.replicas > 1 && (task.state === "PENDING" || task.state === "LEASED");
+  const sealed = viewer !== null && task.replicas > 1 && isOpenState(task.state);
   const items = task.replicas > 1 ? replicaItems(sql, task.seq) : null;
   const state = sealed && items!.some((r) => r.state === "live") ? "LEASED" : task.state;
   const shown = sealed ? null : items;
   const ran = replicasBy(shown, (item) => item.node_id);
   const ranByOwner = replicasBy(shown, (item) => item.owner);
   const eligibleOwners = new Set<string>(ranByOwner.keys());
-  const nodes = registered.map((node): NodePlacement => {
-    const placement = placementOn(payload, node, registeredView(node, membership), now, membership);
-    if (!placement.eligible || shown === null) return placement;
+  const gate = taskGate(payload);
+  const judged = registered.map((node): JudgedNode => {
+    const answer = judgeNode(gate, node, registeredView(node, membership), now, membership);
+    const placement = answer.placement;
+    if (!placement.eligible || shown === null) return answer;
     const owner = ownerOf(node.node_id, owners, node.enrolled_owner);
     eligibleOwners.add(owner);
     const own = ran.get(node.node_id);
     const byOwner = ranByOwner.get(owner);
-    if (own === undefined && byOwner === undefined) return placement;
-    const reason =
+    if (own === undefined && byOwner === undefined) return answer;
+    const refusal =
       own !== undefined
         ? replicaRefusal(own.replicas, own.live)
         : ownerReplicaRefusal(owner, byOwner!.replicas, byOwner!.live);
     return {
-      node_id: node.node_id,
-      online: placement.online,
-      status: node.status,
-      eligible: false,
-      gate: "replica",
-      reason,
-      ...(placement.membership === undefined ? {} : { membership: placement.membership }),
+      placement: {
+        node_id: node.node_id,
+        online: placement.online,
+        status: node.status,
+        eligible: false,
+        gate: "replica",
+        reason: refusalReason(refusal),
+        ...(placement.membership === undefined ? {} : { membership: placement.membership }),
+      },
+      refusal,
     };
   });
-  const summarized = summarizePlacement(nodes);
+  const nodes = judged.map((j) => j.placement);
+  const summarized = summarizePlacement(judged.map((j) => j.refusal));
   let summary = summarized.summary;
   let replicas: ReplicaReport | null = null;
   if (shown !== null) {
@@ -176,7 +196,7 @@ export function placementReport(
     };
     if (short && task.state === "PENDING") summary += `; ${ownersShort(eligibleOwners.size, needed)}`;
   }
-  const heldBack = registered.filter((node, i) => nodes[i]!.eligible && node.held_until_ms > now).length;
+  const heldBack = registered.filter((node, i) => nodes[i]!.eligible && isHeldBack(node, now)).length;
   const queue = state === "PENDING" ? queuePosition(sql, jobId, task.seq, heldBack) : null;
   return {
     ok: true,

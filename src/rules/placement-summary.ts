@@ -1,22 +1,18 @@
-// Placement explanations (SPEC §4 `explain`, §11): the answer to "why is my
-// task not running?". Pure: it turns the gate's per-node answers into the
-// grouped one-line summary an operator reads, e.g.
-// "0/3 nodes eligible: 2 × gpu (task needs 2 GPUs), 1 × local_data (missing dataset 'patients')".
+// Placement summaries (SPEC §4, §11): the answer to "why is my task not
+// running?". Pure: it turns the gate's per-node refusals into the grouped
+// one-line summary an operator reads, e.g.
+// "0/3 nodes eligible: 2 × gpu (task needs 2 GPUs), 1 × local_data (missing dataset 'patients')",
+// and says what a pending task waits for in the claim order.
 //
-// It never decides eligibility itself — that is `explain` in placement.ts —
-// and never does I/O. Grouping keeps only the task's side of each reason, so
-// nodes refused for the same missing thing land in one group.
+// It never decides eligibility itself — that is the gate in placement.ts —
+// and never does I/O. Grouping keeps only the task's side of each refusal
+// (refusals.ts), so nodes refused for the same missing thing land in one group.
 
-import type { GateName } from "./placement";
+import { REFUSAL_NAMES, type Refusal, type RefusalName, taskSide } from "./refusals";
 
-/**
- * What can refuse a node a task in a placement report: a gate of SPEC §4,
- * or "replica", the pool's own rule that each replica of a task runs on a
- * different node (SPEC §14).
- */
-export type RefusalName = GateName | "replica";
+export type { RefusalName } from "./refusals";
 
-/** One node's answer for a task: eligible, or the first refusing gate and its reason. */
+/** One node's answer for a task on the wire: eligible, or the first refusing rule and its reason. */
 /** `membership`: for a team-pool task when tokens are enforced, whose assignment made the node a member or not. */
 export type NodePlacement =
   | { node_id: string; online: boolean; status: string; eligible: true; membership?: string }
@@ -30,7 +26,7 @@ export type NodePlacement =
       membership?: string;
     };
 
-/** Nodes refused by the same gate for the same task-side reason. */
+/** Nodes refused by the same rule for the same task-side reason. */
 export type RefusalGroup = { gate: RefusalName; reason: string; nodes: number };
 
 export type PlacementSummary = {
@@ -45,49 +41,38 @@ export type PlacementSummary = {
 /** How many refusal groups the summary line names before "and K more". */
 export const SUMMARY_GROUPS = 4;
 
-// SPEC §4 order, then the replica rule: the tie-break between groups of equal size.
-const GATE_ORDER: readonly RefusalName[] = [
-  "argv",
-  "module",
-  "local_data",
-  "gpu",
-  "exclusion",
-  "pool",
-  "isolation",
-  "replica",
-];
-
 /**
- * Groups refusals by gate and task-side reason, largest group first (ties in
- * SPEC gate order, then by reason), and writes the summary line. `scope`
- * names the node set in the line ("online" → "0/2 online nodes eligible").
+ * Groups the nodes' refusals (null: eligible) by rule and task-side reason,
+ * largest group first (ties in REFUSAL_NAMES order, then by reason), and
+ * writes the summary line. `scope` names the node set in the line
+ * ("online" → "0/2 online nodes eligible").
  */
 export function summarizePlacement(
-  nodes: readonly NodePlacement[],
+  refusals: readonly (Refusal | null)[],
   options: { scope?: string; maxGroups?: number } = {},
 ): PlacementSummary {
   const maxGroups = options.maxGroups ?? SUMMARY_GROUPS;
   const noun = options.scope ? `${options.scope} nodes` : "nodes";
   const byKey = new Map<string, RefusalGroup>();
   let eligible = 0;
-  for (const node of nodes) {
-    if (node.eligible) {
+  for (const refusal of refusals) {
+    if (refusal === null) {
       eligible++;
       continue;
     }
-    const reason = taskSideReason(node.gate, node.reason);
-    const key = `${node.gate}\u0000${reason}`;
+    const reason = taskSide(refusal);
+    const key = `${refusal.gate}\u0000${reason}`;
     const group = byKey.get(key);
     if (group) group.nodes++;
-    else byKey.set(key, { gate: node.gate, reason, nodes: 1 });
+    else byKey.set(key, { gate: refusal.gate, reason, nodes: 1 });
   }
   const groups = [...byKey.values()].sort(
     (a, b) =>
       b.nodes - a.nodes ||
-      GATE_ORDER.indexOf(a.gate) - GATE_ORDER.indexOf(b.gate) ||
+      REFUSAL_NAMES.indexOf(a.gate) - REFUSAL_NAMES.indexOf(b.gate) ||
       (a.reason < b.reason ? -1 : a.reason > b.reason ? 1 : 0),
   );
-  const total = nodes.length;
+  const total = refusals.length;
   let summary = `${eligible}/${total} ${noun} eligible`;
   if (total === 0) summary += options.scope ? `: no ${noun}` : ": no nodes registered";
   else if (groups.length > 0) {
@@ -102,53 +87,13 @@ export function summarizePlacement(
   return { eligible, total, unplaceable: eligible === 0, groups, summary };
 }
 
-// Each rule keeps what the task asks for and drops what this node lacks, so
-// every node short of the same thing gives the same text. A reason no rule
-// matches is about the task alone (a malformed requirement refuses every
-// node alike) and is kept as written.
-const TASK_SIDE: ReadonlyArray<readonly [RefusalName, RegExp, (m: RegExpExecArray) => string]> = [
-  ["argv", /^task carries argv and node is not argv_capable\b/, () => "task runs argv, node is not argv_capable"],
-  ["module", /^task runs a module and node says module_capable: false$/, () => "node is not module_capable"],
-  ["local_data", /^node does not offer dataset (.*)$/s, (m) => `missing dataset ${m[1]}`],
-  [
-    "local_data",
-    /^task needs (\d+ local datasets?), node's local_datasets is /,
-    (m) => `task needs ${m[1]}, node offers none`,
-  ],
-  ["gpu", /^task needs (\d+ GPUs?), node advertises /, (m) => `task needs ${m[1]}`],
-  ["exclusion", /^task excludes node /, () => "node excluded by the task"],
-  ["exclusion", /^task excludes \d+ nodes? and node has no readable node_id/, () => "node has no readable node_id"],
-  [
-    "pool",
-    /^node is not a member of team pool (.*?)(?: \((?:assigned pools: |no team pools assigned).*\))?$/s,
-    (m) => `not in team pool ${m[1]}`,
-  ],
-  ["pool", /^task is confined to team pool (.*?), node's capabilities/s, (m) => `not in team pool ${m[1]}`],
-  ["pool", /^node's capabilities\.pools holds /, () => "node's team pool list is malformed"],
-  [
-    "isolation",
-    /^task needs a sandboxed node \(tier .*\) and node is not sandbox_capable/s,
-    () => "task needs a sandboxed node",
-  ],
-  [
-    "replica",
-    /^(?:holds|ran) replicas? \d+(?:(?:, | and )\d+)* of this task;/,
-    () => "holds or ran a replica of this task",
-  ],
-  [
-    "replica",
-    /^a node of owner .* (?:holds|ran) replicas? \d+(?:(?:, | and )\d+)* of this task;/s,
-    () => "a node of its owner holds or ran a replica of this task",
-  ],
-];
-
 /**
  * Why a node that holds (`live`) or ran the replicas numbered `replicas` of
  * a task may not take it again: each replica runs on a different node
  * (SPEC §14).
  */
-export function replicaRefusal(replicas: readonly number[], live: boolean): string {
-  return `replica: ${live ? "holds" : "ran"} ${replicaNumbers(replicas)} of this task; each replica runs on a different node`;
+export function replicaRefusal(replicas: readonly number[], live: boolean): Refusal {
+  return { gate: "replica", form: "replica_node", need: replicaNumbers(replicas), have: live ? "holds" : "ran" };
 }
 
 /**
@@ -156,8 +101,14 @@ export function replicaRefusal(replicas: readonly number[], live: boolean): stri
  * (`live`) or ran the replicas numbered `replicas`: replicas of one task
  * run on nodes of distinct owners (SPEC §14).
  */
-export function ownerReplicaRefusal(owner: string, replicas: readonly number[], live: boolean): string {
-  return `replica: a node of owner ${owner} ${live ? "holds" : "ran"} ${replicaNumbers(replicas)} of this task; replicas run on nodes of distinct owners`;
+export function ownerReplicaRefusal(owner: string, replicas: readonly number[], live: boolean): Refusal {
+  return {
+    gate: "replica",
+    form: "replica_owner",
+    need: replicaNumbers(replicas),
+    have: live ? "holds" : "ran",
+    detail: owner,
+  };
 }
 
 /** A replicated task's flag when fewer distinct owners can run it than its replicas need. */
@@ -184,22 +135,6 @@ export function membershipNote(assignment: PoolAssignmentNote | null): string {
     return "no team pools assigned by an operator; pools a node reports count only on an open coordinator";
   const pools = assignment.pools.length === 0 ? "none" : assignment.pools.map((p) => JSON.stringify(p)).join(", ");
   return `assigned pools: ${pools}, by ${assignment.assigned_by} at ${assignment.assigned_at}`;
-}
-
-/**
- * The task's side of a gate refusal, without the gate prefix: what the task
- * needs that the node lacks, with the node's own values dropped
- * ("gpu: task needs 2 GPUs, node advertises 1" → "task needs 2 GPUs").
- */
-export function taskSideReason(gate: RefusalName, reason: string): string {
-  const prefix = `${gate}: `;
-  const text = reason.startsWith(prefix) ? reason.slice(prefix.length) : reason;
-  for (const [ruleGate, pattern, rewrite] of TASK_SIDE) {
-    if (ruleGate !== gate) continue;
-    const m = pattern.exec(text);
-    if (m) return rewrite(m);
-  }
-  return text;
 }
 
 /** Where a pending task stands in the claim order (SPEC §13), as the pool counts it. */
