@@ -123,7 +123,8 @@ export function outputPrefix(lease) {
  * The task's end: "gone" (a heartbeat answered 410: the lease moved on),
  * "stopped", "upload refused" (its answer), or "committed" with the
  * commit's answer.
- * @typedef {{ outcome: "gone" | "stopped" } | { outcome: "upload refused" | "committed", answer: Answer }} TaskEnd
+ * @typedef {{ outcome: "gone" } | { outcome: "stopped" } | { outcome: "upload refused", answer: Answer }
+ *   | { outcome: "committed", answer: Answer }} TaskEnd
  */
 
 /**
