@@ -23,20 +23,21 @@
 // Every loop is bounded in count and time; the server is stopped at the end.
 // Writes bench/results/agents.json.
 
-import { createHash } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import {
-  flag,
-  machine,
-  median,
-  option,
-  percentile,
-  round,
+  BENCH,
+  coordinator,
+  ok,
+  registration,
+  runAgent,
+  runTask,
+  sleep,
   startWrangler,
   stopAll,
-  today,
-  writeResult,
-} from "./lib.mjs";
+} from "../test/support/index.mjs";
+import { flag, machine, median, option, percentile, round, today, writeResult } from "./lib.mjs";
+
+/** @import { Client, Lease } from "../test/support/index.mjs" */
 
 const QUICK = flag("quick");
 const HOLDS = option("holds", QUICK ? "0,12.5" : "0,10,12.5")
@@ -54,13 +55,6 @@ const NODE_HEARTBEAT_S = 5;
 const EMPTY_SLEEP_S = 1;
 const CLIENT_TIMEOUT_S = 15;
 
-/** @param {number} ms */
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-/** @param {string} text */
-const sha256 = (text) => createHash("sha256").update(text).digest("hex");
-
-/** @typedef {{ lease_id: string, job_id: string, task_id: string }} Lease */
-
 /**
  * The requests one run sent, by kind, and what went wrong.
  * @typedef {{ sent: Record<string, number>, timeouts: number, errors: string[], emptyClaimMs: number[] }} Tally
@@ -70,84 +64,85 @@ const sha256 = (text) => createHash("sha256").update(text).digest("hex");
 const newTally = () => ({ sent: {}, timeouts: 0, errors: [], emptyClaimMs: [] });
 
 /**
- * One agent, as ExecutorLoop runs: `onLease` decides what it does with a task.
- * @param {{ api: string, nodeId: string, tally: () => Tally, stopAt: () => number, startAfterMs: number,
- *           onLease: (lease: Lease, send: Send) => Promise<void> }} agent
+ * The tally's name for a request.
+ * @param {string} method
+ * @param {string} path
  */
-async function runAgent({ api, nodeId, tally, stopAt, startAfterMs, onLease }) {
-  await sleep(startAfterMs);
-  /** @type {Send} */
-  const send = async (kind, method, path, body, contentType = "application/json") => {
-    tally().sent[kind] = (tally().sent[kind] ?? 0) + 1;
-    try {
-      /** @type {RequestInit} */
-      const init = { method, signal: AbortSignal.timeout(CLIENT_TIMEOUT_S * 1000) };
-      if (body !== undefined) {
-        init.body = typeof body === "string" ? body : JSON.stringify(body);
-        init.headers = { "content-type": contentType };
-      }
-      const r = await fetch(`${api}${path}`, init);
-      // The body is read here, inside the try: a connection cut mid-answer is an error, not a crash.
-      const answer = { status: r.status, text: await r.text() };
-      if (r.status >= 500) tally().errors.push(`${kind} ${r.status} ${answer.text}`);
-      return answer;
-    } catch (e) {
-      if (e instanceof Error && e.name === "TimeoutError") tally().timeouts++;
-      else tally().errors.push(`${kind}: ${String(e)}`);
-      return null;
-    }
-  };
-  const registration = {
-    node_id: nodeId,
-    kubernetes_node: "",
-    hostname: nodeId,
-    capabilities: { cpu_cores: 8, gpus: [], os: "linux", architecture: "amd64" },
-  };
-  await send("register", "POST", "/nodes/register", registration);
-  let lastHeartbeat = Number.NEGATIVE_INFINITY;
-  while (Date.now() < stopAt()) {
-    if (Date.now() - lastHeartbeat >= NODE_HEARTBEAT_S * 1000) {
-      await send("node_heartbeat", "POST", `/nodes/${nodeId}/heartbeat`, { node_id: nodeId });
-      lastHeartbeat = Date.now();
-    }
-    const claimedAt = Date.now();
-    const r = await send("claim", "POST", "/leases/claim", { node_id: nodeId });
-    if (r?.status === 204) tally().emptyClaimMs.push(Date.now() - claimedAt);
-    if (r?.status === 200) {
-      await onLease(/** @type {Lease} */ (JSON.parse(r.text)), send);
-      continue;
-    }
-    await sleep(EMPTY_SLEEP_S * 1000);
-  }
+function kindOf(method, path) {
+  if (path === "/nodes/register") return "register";
+  if (path === "/leases/claim") return "claim";
+  if (path.startsWith("/nodes/")) return "node_heartbeat";
+  if (method === "PUT") return "upload";
+  if (path.endsWith("/complete")) return "commit";
+  if (path.endsWith("/fail")) return "fail";
+  return "attempt_heartbeat";
 }
 
 /**
- * @callback Send
- * @param {string} kind
- * @param {string} method
- * @param {string} path
- * @param {unknown} [body]
- * @param {string} [contentType]
- * @returns {Promise<{ status: number, text: string } | null>}
+ * One node's client: every call counted in the current tally; an error or
+ * a timeout is tallied and answers status 0 (no answer), as the agent
+ * carries on after one.
+ * @param {string} url
+ * @param {string} pool
+ * @param {() => Tally} tally
+ * @returns {Client}
  */
+function tallied(url, pool, tally) {
+  return coordinator(url, {
+    pool,
+    timeoutMs: CLIENT_TIMEOUT_S * 1000,
+    around: async (method, path, call) => {
+      const kind = kindOf(method, path);
+      tally().sent[kind] = (tally().sent[kind] ?? 0) + 1;
+      const sentAt = Date.now();
+      try {
+        const answer = await call();
+        if (answer.status >= 500) tally().errors.push(`${kind} ${answer.status} ${answer.text}`);
+        if (kind === "claim" && answer.status === 204) tally().emptyClaimMs.push(Date.now() - sentAt);
+        return answer;
+      } catch (e) {
+        if (e instanceof Error && e.name === "TimeoutError") tally().timeouts++;
+        else tally().errors.push(`${kind}: ${String(e)}`);
+        return { status: 0, text: "" };
+      }
+    },
+  });
+}
+
+/**
+ * One agent, as ExecutorLoop runs: `onLease` decides what it does with a task.
+ * @param {{ client: Client, nodeId: string, stopAt: () => number, startAfterMs: number,
+ *           onLease: (lease: Lease, client: Client) => Promise<void> }} agent
+ */
+function agent({ client, nodeId, stopAt, startAfterMs, onLease }) {
+  return runAgent({
+    client,
+    nodeId,
+    registration: registration(nodeId, {
+      capabilities: { cpu_cores: 8, gpus: [], os: "linux", architecture: "amd64" },
+    }),
+    done: () => Date.now() >= stopAt(),
+    startAfterMs,
+    nodeHeartbeatMs: NODE_HEARTBEAT_S * 1000,
+    idleMs: () => EMPTY_SLEEP_S * 1000,
+    onLease: (lease) => onLease(lease, client),
+  });
+}
 
 /**
  * Runs a task for `seconds` as the agent does: attempt heartbeats every
  * lease_seconds / 3, then one upload and a commit.
  * @param {Lease} lease
- * @param {Send} send
+ * @param {Client} client
  * @param {number} seconds
  */
-async function work(lease, send, seconds) {
-  const end = Date.now() + seconds * 1000;
-  while (Date.now() < end) {
-    await sleep(Math.min((LEASE_SECONDS / 3) * 1000, end - Date.now()));
-    if (Date.now() < end) await send("attempt_heartbeat", "POST", `/attempts/${lease.lease_id}/heartbeat`);
-  }
-  const output = JSON.stringify({ task: lease.task_id, loss: 0.1 });
-  const key = `jobs/${lease.job_id}/${lease.task_id}/metrics.json`;
-  await send("upload", "PUT", `/artifacts/${key}`, output, "application/octet-stream");
-  await send("commit", "POST", `/attempts/${lease.lease_id}/complete`, { output_sha256: sha256(output) });
+async function work(lease, client, seconds) {
+  await runTask(client, lease, {
+    workMs: seconds * 1000,
+    heartbeatMs: (LEASE_SECONDS / 3) * 1000,
+    key: `jobs/${lease.job_id}/${lease.task_id}/metrics.json`,
+    output: JSON.stringify({ task: lease.task_id, loss: 0.1 }),
+  });
 }
 
 /** @param {number} tasks @param {string} name */
@@ -193,10 +188,10 @@ function groupCpuSeconds(pgid) {
  * @param {number} hold seconds
  */
 async function measure(hold) {
-  const server = await startWrangler({ FLASHML_CLAIM_WAIT_SECONDS: String(hold) });
+  const server = await startWrangler({ vars: { ...BENCH, FLASHML_CLAIM_WAIT_SECONDS: String(hold) } });
   try {
     const pool = `agents-${String(hold).replace(".", "-")}-${Date.now().toString(36)}`;
-    const api = `${server.base}/pools/${pool}/v1alpha1`;
+    const operator = coordinator(server.url, { pool });
     /** @type {Tally} */
     let tally = newTally();
     let stopAt = Number.POSITIVE_INFINITY;
@@ -210,8 +205,8 @@ async function measure(hold) {
     /** @type {Set<string>} */
     const toFail = new Set();
 
-    /** @type {(lease: Lease, send: Send) => Promise<void>} */
-    const onLease = async (lease, send) => {
+    /** @type {(lease: Lease, client: Client) => Promise<void>} */
+    const onLease = async (lease, client) => {
       const at = offered.get(lease.task_id);
       if (at !== undefined) {
         offered.delete(lease.task_id);
@@ -221,10 +216,10 @@ async function measure(hold) {
         // Fail it: the time from the fail to the task's next claim is the
         // requeue latency (a held claim may get it before the fail answers).
         offered.set(lease.task_id, { kind: "requeue", t: Date.now() });
-        await send("fail", "POST", `/attempts/${lease.lease_id}/fail`, { reason: "probe" });
+        await client.fail(lease.lease_id, "probe");
         return;
       }
-      await work(lease, send, busySeconds);
+      await work(lease, client, busySeconds);
     };
 
     // A real fleet is not in step: agents start spread evenly over one loop
@@ -232,10 +227,9 @@ async function measure(hold) {
     const spreadMs = (Math.max(...HOLDS) + EMPTY_SLEEP_S) * 1000;
     const nodes = Array.from({ length: IDLE_NODES }, (_, i) => `idle-${String(i).padStart(4, "0")}`);
     const fleet = nodes.map((nodeId, i) =>
-      runAgent({
-        api,
+      agent({
+        client: tallied(server.url, pool, () => tally),
         nodeId,
-        tally: () => tally,
         stopAt: () => stopAt,
         startAfterMs: (i * spreadMs) / nodes.length,
         onLease,
@@ -255,12 +249,7 @@ async function measure(hold) {
     for (let i = 0; i < SAMPLES; i++) {
       if (i % 2 === 1) toFail.add("trial-000");
       const sentAt = Date.now();
-      const r = await fetch(`${api}/jobs`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(jobSpec(1, `probe-${i}`)),
-      });
-      if (r.status !== 201) throw new Error(`submit: ${r.status} ${await r.text()}`);
+      ok(await operator.submit(jobSpec(1, `probe-${i}`)), "submit");
       offered.set("trial-000", { kind: "submit", t: sentAt });
       const until = Date.now() + 20_000;
       while ((offered.size > 0 || toFail.size > 0) && Date.now() < until) await sleep(10);
@@ -276,17 +265,11 @@ async function measure(hold) {
     stopAt = Number.POSITIVE_INFINITY;
     const busyNodes = Array.from({ length: BUSY_NODES }, (_, i) => `busy-${String(i).padStart(4, "0")}`);
     const tasks = Math.ceil(((BUSY_NODES * (SECONDS + TASK_SECONDS + 20)) / TASK_SECONDS) * 1.2);
-    const r = await fetch(`${api}/jobs`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(jobSpec(tasks, "busy")),
-    });
-    if (r.status !== 201) throw new Error(`submit: ${r.status} ${await r.text()}`);
+    ok(await operator.submit(jobSpec(tasks, "busy")), "submit");
     const busyFleet = busyNodes.map((nodeId, i) =>
-      runAgent({
-        api,
+      agent({
+        client: tallied(server.url, pool, () => tally),
         nodeId,
-        tally: () => tally,
         stopAt: () => stopAt,
         startAfterMs: (i * TASK_SECONDS * 1000) / busyNodes.length,
         onLease,

@@ -21,22 +21,12 @@
 // and bench/results/http-auth.json (5).
 // @ts-check
 
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import os from "node:os";
-import {
-  flag,
-  machine,
-  median,
-  option,
-  percentile,
-  round,
-  sleep,
-  spread,
-  startWrangler,
-  stopAll,
-  today,
-  writeResult,
-} from "./lib.mjs";
+import { BENCH, coordinator, sha256, sleep, startWrangler, stopAll } from "../test/support/index.mjs";
+import { flag, machine, median, option, percentile, round, spread, today, writeResult } from "./lib.mjs";
+
+/** @import { Answer } from "../test/support/index.mjs" */
 
 const RUNS = Number(option("runs", "3"));
 const NODE_COUNTS = option("nodes", "1,8,32").split(",").map(Number);
@@ -55,9 +45,6 @@ const AUTH_RUNS = Number(option("auth-runs", "5"));
 
 // -- the agent's requests ----------------------------------------------------
 
-/** @param {string} text */
-const sha256 = (text) => createHash("sha256").update(text).digest("hex");
-
 /** The fields of a Lease the loops read. @typedef {{ lease_id: string, job_id: string, task_id: string, deadline: string }} Lease */
 /** The fields of a task row the expiry sample reads. @typedef {{ state: string, attempts: number }} TaskRow */
 
@@ -69,45 +56,45 @@ const sha256 = (text) => createHash("sha256").update(text).digest("hex");
  */
 
 /**
+ * The bench's view of the coordinator: test/support's client per pool and
+ * caller, every answer checked against the statuses the loop expects, and
+ * no client timeout (each request is timed).
  * @param {string} base
  * @param {Credentials | null} [credentials]
  */
 function client(base, credentials = null) {
-  /** @param {string} pool */
-  const api = (pool) => `${base}/pools/${pool}/v1alpha1`;
+  /** @type {Map<string, import("../test/support/client.mjs").Client>} */
+  const clients = new Map();
   /**
-   * @param {Response} response
+   * The pool's client as a node (a node id) or the operator (null).
+   * @param {string} pool
+   * @param {string | null} nodeId
+   */
+  const as = (pool, nodeId) => {
+    const name = `${pool}\n${nodeId}`;
+    let c = clients.get(name);
+    if (c === undefined) {
+      /** @type {string | null} */
+      let token = null;
+      if (credentials !== null) {
+        const t = nodeId === null ? credentials.operator : credentials.nodes[nodeId];
+        if (t === undefined) throw new Error(`no token for ${nodeId}`);
+        token = t;
+      }
+      c = coordinator(base, { pool, token, timeoutMs: null });
+      clients.set(name, c);
+    }
+    return c;
+  };
+  /**
+   * @param {Answer} answer
    * @param {number[]} statuses
    * @param {string} what
    */
-  const expect = async (response, statuses, what) => {
-    if (!statuses.includes(response.status)) {
-      throw new Error(`${what}: HTTP ${response.status} ${await response.text()}`);
-    }
-    return response;
+  const expect = (answer, statuses, what) => {
+    if (!statuses.includes(answer.status)) throw new Error(`${what}: HTTP ${answer.status} ${answer.text}`);
+    return answer;
   };
-  /**
-   * The Authorization header of a node (a node id) or the operator (null).
-   * @param {string | null} nodeId
-   * @returns {Record<string, string>}
-   */
-  const as = (nodeId) => {
-    if (credentials === null) return {};
-    const token = nodeId === null ? credentials.operator : credentials.nodes[nodeId];
-    if (token === undefined) throw new Error(`no token for ${nodeId}`);
-    return { authorization: `Bearer ${token}` };
-  };
-  /**
-   * @param {string} url
-   * @param {unknown} body
-   * @param {string | null} nodeId
-   */
-  const postJson = (url, body, nodeId) =>
-    fetch(url, {
-      method: "POST",
-      headers: { "content-type": "application/json", ...as(nodeId) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
 
   return {
     /**
@@ -121,7 +108,7 @@ function client(base, credentials = null) {
         hostname: `${nodeId}.bench`,
         capabilities: { cpu_cores: 4 },
       };
-      await (await expect(await postJson(`${api(pool)}/nodes/register`, body, nodeId), [200], "register")).text();
+      expect(await as(pool, nodeId).register(body), [200], "register");
     },
     /**
      * Submits a hyperparameter_search job of `trials` tasks; returns its id and the request's duration.
@@ -144,8 +131,8 @@ function client(base, credentials = null) {
         },
       };
       const t0 = performance.now();
-      const r = await expect(await postJson(`${api(pool)}/jobs`, spec, null), [201], "submit");
-      const record = /** @type {{ job_id: string }} */ (await r.json());
+      const answer = expect(await as(pool, null).submit(spec), [201], "submit");
+      const record = /** @type {{ job_id: string }} */ (JSON.parse(answer.text));
       return { jobId: record.job_id, ms: performance.now() - t0, record };
     },
     /**
@@ -154,14 +141,8 @@ function client(base, credentials = null) {
      * @returns {Promise<Lease | null>}
      */
     async claim(pool, nodeId) {
-      const r = await expect(
-        await postJson(`${api(pool)}/leases/claim`, { node_id: nodeId }, nodeId),
-        [200, 204],
-        "claim",
-      );
-      if (r.status !== 204) return /** @type {Promise<Lease>} */ (r.json());
-      await r.text();
-      return null;
+      const answer = expect(await as(pool, nodeId).claim(nodeId), [200, 204], "claim");
+      return answer.status === 204 ? null : /** @type {Lease} */ (JSON.parse(answer.text));
     },
     /**
      * The attempt heartbeat, as the lease's holder.
@@ -170,26 +151,18 @@ function client(base, credentials = null) {
      * @param {string} nodeId
      */
     async heartbeat(pool, leaseId, nodeId) {
-      await (
-        await expect(
-          await postJson(`${api(pool)}/attempts/${leaseId}/heartbeat`, undefined, nodeId),
-          [200],
-          "heartbeat",
-        )
-      ).text();
+      expect(await as(pool, nodeId).heartbeat(leaseId), [200], "heartbeat");
     },
     /**
      * @param {string} pool
      * @param {string} nodeId
      */
     async nodeHeartbeat(pool, nodeId) {
-      await (
-        await expect(
-          await postJson(`${api(pool)}/nodes/${nodeId}/heartbeat`, { node_id: nodeId, status: "online" }, nodeId),
-          [200],
-          "node heartbeat",
-        )
-      ).text();
+      expect(
+        await as(pool, nodeId).nodeHeartbeat(nodeId, { node_id: nodeId, status: "online" }),
+        [200],
+        "node heartbeat",
+      );
     },
     /**
      * @param {string} pool
@@ -198,8 +171,7 @@ function client(base, credentials = null) {
      * @param {string} nodeId the lease holder writing its task's output
      */
     async upload(pool, key, text, nodeId) {
-      const r = await fetch(`${api(pool)}/artifacts/${key}`, { method: "PUT", body: text, headers: as(nodeId) });
-      await (await expect(r, [200], "upload")).text();
+      expect(await as(pool, nodeId).upload(key, text), [200], "upload");
     },
     /**
      * @param {string} pool
@@ -209,12 +181,8 @@ function client(base, credentials = null) {
      * @returns {Promise<{ accepted?: boolean }>}
      */
     async complete(pool, leaseId, outputSha256, nodeId) {
-      const r = await expect(
-        await postJson(`${api(pool)}/attempts/${leaseId}/complete`, { output_sha256: outputSha256 }, nodeId),
-        [200],
-        "complete",
-      );
-      return /** @type {Promise<{ accepted?: boolean }>} */ (r.json());
+      const answer = await as(pool, nodeId).complete(leaseId, { output_sha256: outputSha256 });
+      return JSON.parse(expect(answer, [200], "complete").text);
     },
     /**
      * Gives up the attempt (requeued while attempts remain).
@@ -224,9 +192,7 @@ function client(base, credentials = null) {
      * @param {string} nodeId
      */
     async fail(pool, leaseId, reason, nodeId) {
-      await (
-        await expect(await postJson(`${api(pool)}/attempts/${leaseId}/fail`, { reason }, nodeId), [200], "fail")
-      ).text();
+      expect(await as(pool, nodeId).fail(leaseId, reason), [200], "fail");
     },
     /**
      * @param {string} pool
@@ -234,11 +200,12 @@ function client(base, credentials = null) {
      * @returns {Promise<TaskRow[]>}
      */
     async tasks(pool, jobId) {
-      const r = await expect(await fetch(`${api(pool)}/jobs/${jobId}/tasks`, { headers: as(null) }), [200], "tasks");
-      return /** @type {Promise<TaskRow[]>} */ (r.json());
+      return JSON.parse(expect(await as(pool, null).tasks(jobId), [200], "tasks").text);
     },
     async healthz() {
-      await (await expect(await fetch(`${base}/healthz`), [200], "healthz")).text();
+      const r = await fetch(`${base}/healthz`);
+      await r.text();
+      if (r.status !== 200) throw new Error(`healthz: HTTP ${r.status}`);
     },
     /**
      * The status of a request as the node `nodeId` (null: with no token at
@@ -249,13 +216,8 @@ function client(base, credentials = null) {
      * @param {string | null} nodeId
      */
     async statusOf(pool, path, body, nodeId) {
-      const r = await fetch(`${api(pool)}${path}`, {
-        method: "POST",
-        headers: { "content-type": "application/json", ...(nodeId === null ? {} : as(nodeId)) },
-        body: JSON.stringify(body),
-      });
-      await r.text();
-      return r.status;
+      const c = nodeId === null ? coordinator(base, { pool, timeoutMs: null }) : as(pool, nodeId);
+      return (await c.send("POST", path, body === undefined ? {} : { body })).status;
     },
   };
 }
@@ -522,18 +484,21 @@ async function authComparison() {
   /** @type {Credentials} */
   const credentials = { operator: token("operator"), nodes: Object.fromEntries(ids.map((id) => [id, token(id)])) };
   // One after the other: a server that fails to start is then the only one to clean up.
-  const open = await startWrangler();
+  const open = await startWrangler({ vars: BENCH });
   const enforcing = await startWrangler({
-    FLASHML_NODE_TOKENS: Object.entries(credentials.nodes)
-      .map(([id, t]) => `${id}:${t}`)
-      .join(","),
-    FLASHML_OPERATOR_TOKENS: `bench:${credentials.operator}`,
+    vars: {
+      ...BENCH,
+      FLASHML_NODE_TOKENS: Object.entries(credentials.nodes)
+        .map(([id, t]) => `${id}:${t}`)
+        .join(","),
+      FLASHML_OPERATOR_TOKENS: `bench:${credentials.operator}`,
+    },
   });
   console.log(
-    `open: wrangler dev on ${open.base} (pid ${open.pid}); enforcing: ${enforcing.base} (pid ${enforcing.pid})`,
+    `open: wrangler dev on ${open.url} (pid ${open.pid}); enforcing: ${enforcing.url} (pid ${enforcing.pid})`,
   );
   try {
-    const apis = { open: client(open.base), enforcing: client(enforcing.base, credentials) };
+    const apis = { open: client(open.url), enforcing: client(enforcing.url, credentials) };
     /** @type {("open" | "enforcing")[]} */
     const modes = ["open", "enforcing"];
     for (const mode of modes) {
@@ -632,12 +597,12 @@ async function authComparison() {
 async function requestCosts() {
   const started = Date.now();
   const host = machine();
-  const server = await startWrangler();
-  console.log(`wrangler dev on ${server.base} (pid ${server.pid})`);
+  const server = await startWrangler({ vars: BENCH });
+  console.log(`wrangler dev on ${server.url} (pid ${server.pid})`);
   /** @type {HttpResult} */
   let result;
   try {
-    const api = client(server.base);
+    const api = client(server.url);
     // Warm up: the first requests compile the Worker and start objects.
     const warm = `warm-${Date.now().toString(36)}`;
     await api.submit(warm, 200);

@@ -1,12 +1,12 @@
 // What the bench scripts share: statistics, the machine description every
 // figure carries, the results files BENCHMARKS.md is rendered from, and
-// starting and stopping `wrangler dev` for the over-HTTP benchmarks.
+// running an in-workerd bench file. The over-HTTP benchmarks start `wrangler
+// dev` through test/support (with its BENCH settings).
 // Plain Node (20+), no dependencies.
 // @ts-check
 
 import { execFileSync, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import net from "node:net";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -150,144 +150,6 @@ export function option(name, fallback) {
 /** @param {string} name */
 export function flag(name) {
   return process.argv.slice(2).includes(`--${name}`);
-}
-
-// -- wrangler dev ------------------------------------------------------------
-
-/** @returns {Promise<number>} */
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.unref();
-    server.on("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = /** @type {net.AddressInfo} */ (server.address());
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-/** @param {number} ms */
-export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/**
- * A running `wrangler dev`: its URL, the pid that leads its process group, and how to stop it.
- * @typedef {{ base: string, pid: number, stop: () => Promise<void> }} Server
- */
-
-/** Servers started and not yet stopped, for the signal handler and the last `finally`. */
-const running = new Set(/** @type {Server[]} */ ([]));
-
-/**
- * Settings every server gets: no per-change log lines (as the figures in
- * BENCHMARKS.md were measured), and open unless `vars` configures tokens —
- * whatever a local .dev.vars says.
- */
-const OPEN = {
-  FLASHML_LOG_STATE_CHANGES: "0",
-  // Claims answer at once unless a run sets a hold (bench/agents.mjs does).
-  FLASHML_CLAIM_WAIT_SECONDS: "0",
-  FLASHML_NODE_TOKENS: "",
-  FLASHML_OPERATOR_TOKENS: "",
-  FLASHML_JOIN_CODE: "",
-  FLASHML_REQUIRE_NODE_AUTH: "0",
-};
-
-/**
- * Starts `wrangler dev` on 127.0.0.1 (free ports, fresh --persist-to
- * directory, its own process group) and resolves once /healthz answers.
- * @param {Record<string, string>} [vars] overrides of OPEN, passed as `--var NAME:VALUE`
- * @returns {Promise<Server>}
- */
-export async function startWrangler(vars = {}) {
-  const port = await freePort();
-  // Its own inspector port too: two servers (or another wrangler dev on this
-  // machine) must not both want the default 9229.
-  const inspectorPort = await freePort();
-  const persist = mkdtempSync(join(os.tmpdir(), "flashedge-bench-"));
-  const child = spawn(
-    process.execPath,
-    [
-      join(ROOT, "node_modules/wrangler/bin/wrangler.js"),
-      "dev",
-      "--ip",
-      "127.0.0.1",
-      "--port",
-      String(port),
-      "--inspector-port",
-      String(inspectorPort),
-      "--persist-to",
-      persist,
-      "--show-interactive-dev-session=false",
-      "--log-level",
-      "warn",
-      ...Object.entries({ ...OPEN, ...vars }).flatMap(([name, value]) => ["--var", `${name}:${value}`]),
-    ],
-    // Its own process group, so stopping it also stops the workerd it spawns.
-    {
-      cwd: ROOT,
-      detached: true,
-      stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
-    },
-  );
-  const pid = /** @type {number} */ (child.pid);
-  let log = "";
-  child.stdout.on("data", (d) => (log = (log + d).slice(-8000)));
-  child.stderr.on("data", (d) => (log = (log + d).slice(-8000)));
-  let exited = false;
-  /** @type {Promise<void>} */
-  const exit = new Promise((resolve) =>
-    child.on("exit", () => {
-      exited = true;
-      resolve();
-    }),
-  );
-
-  /** @type {Server} */
-  const server = {
-    base: `http://127.0.0.1:${port}`,
-    pid,
-    stop: async () => {
-      running.delete(server);
-      if (!exited) {
-        try {
-          process.kill(-pid, "SIGTERM");
-        } catch {
-          // already gone
-        }
-        await Promise.race([exit, sleep(5000)]);
-        if (!exited) {
-          try {
-            process.kill(-pid, "SIGKILL");
-          } catch {
-            // already gone
-          }
-          await Promise.race([exit, sleep(2000)]);
-        }
-      }
-      rmSync(persist, { recursive: true, force: true });
-    },
-  };
-  running.add(server);
-
-  const deadline = Date.now() + 90_000;
-  while (Date.now() < deadline && !exited) {
-    try {
-      const r = await fetch(`${server.base}/healthz`);
-      if (r.status === 200) return server;
-    } catch {
-      // not listening yet
-    }
-    await sleep(250);
-  }
-  await server.stop();
-  throw new Error(`wrangler dev did not become healthy on ${server.base}:\n${log}`);
-}
-
-/** Stops every server started here and not yet stopped (on error, on a signal, at the end). */
-export function stopAll() {
-  return Promise.all([...running].map((s) => s.stop()));
 }
 
 /**

@@ -1,17 +1,18 @@
 // A fleet of simulated agents over real HTTP, behaving as the Python agent
-// does: register, claim, heartbeat, upload the output, commit — and back off
-// and carry on when the coordinator is unreachable. Some agents misbehave on
+// does (test/support's agent loop): register, claim, heartbeat, upload the
+// output, commit — and back off and carry on when the coordinator is
+// unreachable. Some agents misbehave on
 // purpose so the pool's scheduling states occur (SPEC §13): a broken node
 // fails every attempt it gets (it is held back, its tasks finish elsewhere),
 // and a vanishing agent goes silent mid-lease past the lease's deadline (a
 // worker loss) and then comes back.
 
-import { createHash } from "node:crypto";
 import { Rng } from "../test/fixtures/rng";
-import { sleep } from "./wrangler";
+import { coordinator, registration, runAgent, sha256, sleep } from "../test/support/index.mjs";
 
 export interface FleetOptions {
-  base: () => string; // the pool's base URL, e.g. http://127.0.0.1:8790/pools/p/v1alpha1
+  url: () => string; // the coordinator, e.g. http://127.0.0.1:8790
+  pool: string;
   nodes: number;
   /** Stop when this returns true (checked between claims) or at the deadline. */
   done: () => boolean;
@@ -62,105 +63,84 @@ export function newStats(): FleetStats {
   };
 }
 
-type Lease = { lease_id: string; job_id: string; task_id: string; node_id: string };
-
 /** Runs every agent until `done()` or the deadline. */
 export async function runFleet(options: FleetOptions, stats: FleetStats): Promise<void> {
   // Seeded, so a run's failure and timing choices are the same every time.
   const rng = new Rng(42);
-  const agent = async (nodeId: string, kind: "healthy" | "broken" | "vanishing") => {
+  const agent = (nodeId: string, kind: "healthy" | "broken" | "vanishing") => {
     let vanishes = kind === "vanishing";
-    const send = async (method: string, path: string, body?: string | Uint8Array, contentType = "application/json") => {
+    const client = coordinator(options.url(), {
+      pool: options.pool,
+      timeoutMs: null,
       // Retries connection failures with backoff, as the agent does; a
       // response of any status is returned to the caller.
-      for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
-        if (Date.now() > options.deadline) throw new Error("deadline");
-        try {
-          const r = await fetch(options.base() + path, {
-            method,
-            body,
-            headers: body === undefined ? {} : { "content-type": contentType },
-          });
-          const text = await r.text();
-          if (r.status >= 500) stats.serverErrors.push({ path, status: r.status, body: text.slice(0, 200) });
-          return { status: r.status, text };
-        } catch {
-          stats.connectionErrors++;
-          await sleep(delay);
+      around: async (_method, path, call) => {
+        const t0 = performance.now();
+        for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
+          if (Date.now() > options.deadline) throw new Error("deadline");
+          try {
+            const answer = await call();
+            if (answer.status >= 500)
+              stats.serverErrors.push({ path, status: answer.status, body: answer.text.slice(0, 200) });
+            if (path === "/leases/claim" && answer.status === 200) stats.claimMs.push(performance.now() - t0);
+            return answer;
+          } catch {
+            stats.connectionErrors++;
+            await sleep(delay);
+          }
         }
-      }
-    };
-    const register = () =>
-      send(
-        "POST",
-        "/nodes/register",
-        JSON.stringify({
-          node_id: nodeId,
-          kubernetes_node: "",
-          hostname: nodeId,
-          capabilities: { cpu_cores: 4, gpus: [] },
-        }),
-      );
-    await register();
-    while (!options.done() && Date.now() < options.deadline) {
-      const t0 = performance.now();
-      const claimed = await send("POST", "/leases/claim", JSON.stringify({ node_id: nodeId }));
-      if (claimed.status === 403) {
-        await register(); // e.g. after a restart on fresh state; ours persists, but be the agent
-        continue;
-      }
-      if (claimed.status !== 200) {
+      },
+    });
+    const register = () => client.register(registration(nodeId));
+    return runAgent({
+      client,
+      nodeId,
+      registration: registration(nodeId),
+      // e.g. after a restart on fresh state; ours persists, but be the agent
+      reregister: true,
+      done: () => options.done() || Date.now() >= options.deadline,
+      idleMs: () => {
         stats.empty++;
-        await sleep(100 + rng.next() * 200);
-        continue;
-      }
-      stats.claimMs.push(performance.now() - t0);
-      stats.claims++;
-      const lease = JSON.parse(claimed.text) as Lease;
-      const hb = await send("POST", `/attempts/${lease.lease_id}/heartbeat`);
-      if (hb.status === 410) continue; // lost the lease: stop work on it
-      if (vanishes) {
-        // Gone without a word (a laptop lid closed) until the lease is past
-        // its deadline; back, the agent finds its lease gone and carries on.
-        vanishes = false;
-        stats.vanished++;
-        const back = Date.now() + ((options.leaseSeconds ?? 5) + 2) * 1000;
-        while (Date.now() < back && !options.done()) await sleep(100);
-        const stale = await send("POST", `/attempts/${lease.lease_id}/heartbeat`);
-        if (stale.status === 410) stats.goneOnReturn++;
-        await register();
-        continue;
-      }
-      if (kind === "broken") {
-        await send("POST", `/attempts/${lease.lease_id}/fail`, JSON.stringify({ reason: "broken node" }));
-        stats.brokenFails++;
-        continue;
-      }
-      if (rng.chance(options.failRate ?? 0)) {
-        await send("POST", `/attempts/${lease.lease_id}/fail`, JSON.stringify({ reason: "simulated failure" }));
-        stats.fails++;
-        continue;
-      }
-      const output = JSON.stringify({ node: nodeId, task: lease.task_id, score: rng.next() });
-      const uploaded = await send(
-        "PUT",
-        `/artifacts/jobs/${lease.job_id}/${lease.task_id}/metrics.json`,
-        output,
-        "application/octet-stream",
-      );
-      if (uploaded.status !== 200) continue; // e.g. 409: someone else already committed it
-      const c0 = performance.now();
-      const sha = createHash("sha256").update(output).digest("hex");
-      const committed = await send(
-        "POST",
-        `/attempts/${lease.lease_id}/complete`,
-        JSON.stringify({ output_sha256: sha }),
-      );
-      stats.commitMs.push(performance.now() - c0);
-      stats.commits++;
-      if (committed.status === 200 && (JSON.parse(committed.text) as { accepted: boolean }).accepted) stats.accepted++;
-      else stats.rejected++;
-    }
+        return 100 + rng.next() * 200;
+      },
+      onLease: async (lease) => {
+        stats.claims++;
+        const hb = await client.heartbeat(lease.lease_id);
+        if (hb.status === 410) return; // lost the lease: stop work on it
+        if (vanishes) {
+          // Gone without a word (a laptop lid closed) until the lease is past
+          // its deadline; back, the agent finds its lease gone and carries on.
+          vanishes = false;
+          stats.vanished++;
+          const back = Date.now() + ((options.leaseSeconds ?? 5) + 2) * 1000;
+          while (Date.now() < back && !options.done()) await sleep(100);
+          const stale = await client.heartbeat(lease.lease_id);
+          if (stale.status === 410) stats.goneOnReturn++;
+          await register();
+          return;
+        }
+        if (kind === "broken") {
+          await client.fail(lease.lease_id, "broken node");
+          stats.brokenFails++;
+          return;
+        }
+        if (rng.chance(options.failRate ?? 0)) {
+          await client.fail(lease.lease_id, "simulated failure");
+          stats.fails++;
+          return;
+        }
+        const output = JSON.stringify({ node: nodeId, task: lease.task_id, score: rng.next() });
+        const uploaded = await client.upload(`jobs/${lease.job_id}/${lease.task_id}/metrics.json`, output);
+        if (uploaded.status !== 200) return; // e.g. 409: someone else already committed it
+        const c0 = performance.now();
+        const committed = await client.complete(lease.lease_id, { output_sha256: sha256(output) });
+        stats.commitMs.push(performance.now() - c0);
+        stats.commits++;
+        if (committed.status === 200 && (JSON.parse(committed.text) as { accepted: boolean }).accepted)
+          stats.accepted++;
+        else stats.rejected++;
+      },
+    });
   };
   const broken = Math.min(options.broken ?? 0, options.nodes);
   const vanishing = Math.min(options.vanishing ?? 0, options.nodes - broken);

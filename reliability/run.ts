@@ -10,9 +10,9 @@ import { join } from "node:path";
 import { expect } from "vitest";
 import { jobSpec } from "../test/fixtures/jobspec";
 import { replayHolds, violations } from "../test/invariants/check";
+import { coordinator, freePort, ok, sleep, startWrangler, type Wrangler } from "../test/support/index.mjs";
 import { type FleetStats, fleetMember, newStats, percentile, runFleet } from "./fleet";
 import { snapshotFromDisk } from "./state";
-import { type Coordinator, freePort, sleep, startCoordinator } from "./wrangler";
 
 export interface RunOptions {
   nodes: number;
@@ -84,9 +84,11 @@ export async function reliabilityRun(options: RunOptions): Promise<RunReport> {
   const log = join(persistTo, "wrangler.log");
   const port = await freePort();
   const started = Date.now();
-  let coordinator: Coordinator = await startCoordinator({ port, persistTo, log });
+  // wrangler.toml's settings (the claim hold, the state-change log lines), and no .dev.vars.
+  const start = () => startWrangler({ port, persistTo, log, logLevel: "log" });
+  let server: Wrangler = await start();
   const pool = "reliability";
-  const base = `${coordinator.url}/pools/${pool}/v1alpha1`;
+  const api = coordinator(server.url, { pool, timeoutMs: null });
   try {
     const jobIds: string[] = [];
     const submittedMs = Date.now();
@@ -103,13 +105,8 @@ export async function reliabilityRun(options: RunOptions): Promise<RunReport> {
         "reliability",
       );
       const labels = { "flashml.dev/tenant": plan.tenant, "flashml.dev/priority": String(plan.priority) };
-      const submitted = await fetch(`${base}/jobs`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ ...spec, metadata: { ...spec.metadata, labels } }),
-      });
-      if (submitted.status !== 201) throw new Error(`submit: ${submitted.status} ${await submitted.text()}`);
-      jobIds.push(((await submitted.json()) as { job_id: string }).job_id);
+      const submitted = await api.submit({ ...spec, metadata: { ...spec.metadata, labels } });
+      jobIds.push(ok<{ job_id: string }>(submitted, "submit").job_id);
     }
 
     let finished = false;
@@ -117,7 +114,8 @@ export async function reliabilityRun(options: RunOptions): Promise<RunReport> {
     const stats = newStats();
     const fleet = runFleet(
       {
-        base: () => base,
+        url: () => server.url,
+        pool,
         nodes: options.nodes,
         done: () => finished,
         deadline,
@@ -137,22 +135,23 @@ export async function reliabilityRun(options: RunOptions): Promise<RunReport> {
     let nextKill = Date.now() + 2000 + Math.random() * 3000;
     while (Date.now() < deadline) {
       if (kills < options.kills && Date.now() >= nextKill) {
-        await coordinator.kill();
+        await server.kill();
         kills++;
         await sleep(Math.random() * 1000);
-        coordinator = await startCoordinator({ port, persistTo, log });
+        server = await start();
         nextKill = Date.now() + 2000 + Math.random() * 4000;
       }
       try {
         if (Date.now() >= nextNodesLook) {
           nextNodesLook = Date.now() + 1000;
           // The broken nodes sort first (fleetMember), so the first page holds them.
-          const r = await fetch(`${base}/nodes?limit=1000`);
-          const nodes = r.ok ? ((await r.json()) as Array<{ node_id: string; held_until: string | null }>) : [];
+          const r = await api.send("GET", "/nodes?limit=1000");
+          const nodes =
+            r.status === 200 ? (JSON.parse(r.text) as Array<{ node_id: string; held_until: string | null }>) : [];
           for (const n of nodes) if (n.held_until !== null) heldBackSeen.add(n.node_id);
         }
-        const r = await fetch(`${base}/jobs`);
-        const jobs = r.ok ? ((await r.json()) as Array<{ state: string }>) : [];
+        const r = await api.jobs();
+        const jobs = r.status === 200 ? (JSON.parse(r.text) as Array<{ state: string }>) : [];
         if (
           jobs.length === jobIds.length &&
           jobs.every((j) => ["SUCCEEDED", "FAILED"].includes(j.state)) &&
@@ -166,7 +165,7 @@ export async function reliabilityRun(options: RunOptions): Promise<RunReport> {
     }
     finished = true;
     await fleet;
-    await coordinator.stop();
+    await server.stop();
 
     const snapshot = snapshotFromDisk(persistTo, jobIds[0]!);
     const states = snapshot.tasks.map((t) => t.state);
@@ -216,7 +215,7 @@ export async function reliabilityRun(options: RunOptions): Promise<RunReport> {
       seconds: Math.round((Date.now() - started) / 100) / 10,
     };
   } finally {
-    await coordinator.stop();
+    await server.stop();
     if (!process.env.KEEP_STATE) rmSync(persistTo, { recursive: true, force: true });
   }
 }

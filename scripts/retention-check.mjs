@@ -7,56 +7,53 @@
 // Prints what it saw; exits non-zero when a read changed or storage did not shrink.
 // @ts-check
 
-import { createHash } from "node:crypto";
-import { sleep, startWrangler, stopAll } from "../bench/lib.mjs";
+import { BENCH, coordinator, ok, registration, sha256, sleep, startWrangler, stopAll } from "../test/support/index.mjs";
+
+/** @import { JobAnswer, Lease } from "../test/support/index.mjs" */
 
 const TASKS = 2_000;
 
-const server = await startWrangler({ FLASHML_JOB_RETENTION_SECONDS: "3" });
+const server = await startWrangler({ vars: { ...BENCH, FLASHML_JOB_RETENTION_SECONDS: "3" } });
 let failed = false;
 try {
-  const base = `${server.base}/pools/retention/v1alpha1`;
-  /** @param {string} path @param {unknown} [body] */
-  const post = (path, body) =>
-    fetch(`${base}${path}`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
+  const api = coordinator(server.url, { pool: "retention" });
   const storage = async () => {
-    const text = await (await fetch(`${base}/metrics`)).text();
+    const { text } = await api.send("GET", "/metrics");
     return Number(/^flashedge_storage_bytes\{[^}]*\} (\d+)/m.exec(text)?.[1]);
   };
   const fresh = await storage();
 
   // A job with history: one task committed with its output, the rest cancelled.
   const trials = Array.from({ length: TASKS }, () => ({}));
-  const submitted = await post("/jobs", {
-    apiVersion: "flashml.dev/v1alpha1",
-    kind: "Job",
-    metadata: { name: "retention-check" },
-    spec: {
-      execution: { backend: "leases" },
-      image: { repository: "ghcr.io/flashml/runner", tag: "0.4.1" },
-      workload: { type: "hyperparameter_search", parameters: { trials } },
-    },
-  });
-  const job = /** @type {{ job_id: string }} */ (await submitted.json());
-  await post("/nodes/register", {
-    node_id: "n1",
-    kubernetes_node: "",
-    hostname: "n1",
-    capabilities: { cpu_cores: 4, memory_bytes: 8e9, gpus: [], os: "linux", architecture: "amd64" },
-  });
-  const lease = /** @type {{ lease_id: string, task_id: string }} */ (
-    await (await post("/leases/claim", { node_id: "n1" })).json()
+  /** @type {JobAnswer} */
+  const job = ok(
+    await api.submit({
+      apiVersion: "flashml.dev/v1alpha1",
+      kind: "Job",
+      metadata: { name: "retention-check" },
+      spec: {
+        execution: { backend: "leases" },
+        image: { repository: "ghcr.io/flashml/runner", tag: "0.4.1" },
+        workload: { type: "hyperparameter_search", parameters: { trials } },
+      },
+    }),
+    "POST /jobs",
   );
+  ok(
+    await api.register(
+      registration("n1", {
+        capabilities: { cpu_cores: 4, memory_bytes: 8e9, gpus: [], os: "linux", architecture: "amd64" },
+      }),
+    ),
+    "register",
+  );
+  /** @type {Lease} */
+  const lease = ok(await api.claim("n1"), "claim");
   const output = '{"loss": 0.25}';
   const key = `jobs/${job.job_id}/${lease.task_id}/metrics.json`;
-  await fetch(`${base}/artifacts/${key}`, { method: "PUT", body: output });
-  const sha = createHash("sha256").update(output).digest("hex");
-  await post(`/attempts/${lease.lease_id}/complete`, { output_sha256: sha });
-  await post(`/jobs/${job.job_id}/cancel`);
+  ok(await api.upload(key, output), "upload");
+  ok(await api.complete(lease.lease_id, { output_sha256: sha256(output) }), "complete");
+  ok(await api.send("POST", `/jobs/${job.job_id}/cancel`), "cancel");
 
   const paths = [
     `/jobs/${job.job_id}`,
@@ -71,10 +68,8 @@ try {
   const read = () =>
     Promise.all(
       paths.map(async (p) => {
-        const r = await fetch(`${base}${p}`);
-        return `${r.status} ${createHash("sha256")
-          .update(Buffer.from(await r.arrayBuffer()))
-          .digest("hex")}`;
+        const r = await api.send("GET", p);
+        return `${r.status} ${sha256(r.text)}`;
       }),
     );
   const before = await read();
@@ -93,7 +88,8 @@ try {
     if (!same) failed = true;
     console.log(`${same ? "same" : "CHANGED"}  ${before[i]}  GET ${p}`);
   }
-  const listed = /** @type {{ job_id: string }[]} */ (await (await fetch(`${base}/jobs`)).json());
+  /** @type {JobAnswer[]} */
+  const listed = ok(await api.jobs(), "GET /jobs");
   console.log(`GET /jobs lists it: ${listed.some((j) => j.job_id === job.job_id)}`);
   if (!(after < full)) {
     failed = true;

@@ -19,7 +19,8 @@
 // bounded (the harness and helpers shared with enrol.mjs are in lib.mjs).
 
 import assert from "node:assert/strict";
-import { createHash, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
+import { coordinator, sha256 } from "../support/index.mjs";
 import {
   client,
   launch,
@@ -399,21 +400,12 @@ async function commitReplica(url, token, lease, metrics) {
   const prefix = /** @type {{ payload: { output_prefix: string } }} */ (/** @type {unknown} */ (lease)).payload
     .output_prefix;
   const bytes = JSON.stringify(metrics);
-  const put = await fetch(`${url}/v1alpha1/artifacts/${prefix}metrics.json`, {
-    method: "PUT",
-    headers: { authorization: `Bearer ${token}` },
-    body: bytes,
-    signal: AbortSignal.timeout(STEP_TIMEOUT_MS),
-  });
+  const agent = coordinator(url, { token, timeoutMs: STEP_TIMEOUT_MS });
+  const put = await agent.upload(`${prefix}metrics.json`, bytes);
   assert.equal(put.status, 200, `the replica's metrics are stored under ${prefix}`);
-  const sha = createHash("sha256").update(bytes).digest("hex");
-  const r = await fetch(`${url}/v1alpha1/attempts/${lease.lease_id}/complete`, {
-    method: "POST",
-    headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
-    body: JSON.stringify({ output_sha256: sha }),
-    signal: AbortSignal.timeout(STEP_TIMEOUT_MS),
-  });
-  assert.deepEqual(await r.json(), { accepted: true });
+  const sha = sha256(bytes);
+  const r = await agent.complete(lease.lease_id, { output_sha256: sha });
+  assert.deepEqual(JSON.parse(r.text), { accepted: true });
   return sha;
 }
 

@@ -3,19 +3,15 @@
 // chromium through playwright-core, `wrangler dev` coordinators on free
 // loopback ports with fresh state, the page-side watch for uncaught errors
 // and CSP refusals, bounded waits, the HTTP calls an agent and an operator
-// make, and the run harness that stops every server by pid, whatever
-// happens, within a total time limit.
+// make (test/support's launcher and client), and the run harness that stops
+// every server by pid, whatever happens, within a total time limit.
 
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { createHash } from "node:crypto";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { existsSync } from "node:fs";
+import { coordinator, sha256, startWrangler } from "../support/index.mjs";
 
-export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+export { ROOT } from "../support/index.mjs";
+/** @import { Answer, Wrangler } from "../support/index.mjs" */
 export const CHROMIUM = "/usr/bin/chromium";
 export const STEP_TIMEOUT_MS = 20_000;
 
@@ -23,7 +19,7 @@ export const STEP_TIMEOUT_MS = 20_000;
  * @typedef {import("playwright-core").Browser} Browser
  * @typedef {import("playwright-core").BrowserType} BrowserType
  * @typedef {import("playwright-core").Page} Page
- * @typedef {{ url: string, child: import("node:child_process").ChildProcess, persist: string, output: () => string }} Server
+ * @typedef {Wrangler} Server
  * @typedef {{ job_id: string }} Job
  * @typedef {{ lease_id: string, job_id: string, task_id: string }} Lease
  * @typedef {{ node_id: string, hostname: string, platform: string }} Machine
@@ -163,173 +159,109 @@ export function waitForText(page, selector, text) {
 }
 
 /**
- * The HTTP calls an agent and an operator make, nothing else.
+ * The HTTP calls an agent and an operator make, nothing else: test/support's
+ * client, each call with the caller's token and failing on any status ≥ 300.
  * @param {string} url
  * @param {string | null} pool
  */
 export function client(url, pool) {
-  const base = pool ? `${url}/pools/${pool}/v1alpha1` : `${url}/v1alpha1`;
+  const api = coordinator(url, { pool, timeoutMs: STEP_TIMEOUT_MS });
   /**
-   * @param {string | null} token
-   * @param {string} method
-   * @param {string} path
-   * @param {unknown} [body]
-   * @param {string} [raw]
+   * @param {Promise<Answer>} call
+   * @param {string} what
    * @returns {Promise<unknown>} the JSON answer
    */
-  async function send(token, method, path, body, raw) {
-    /** @type {Record<string, string>} */
-    const headers = token ? { authorization: `Bearer ${token}` } : {};
-    /** @type {string | undefined} */
-    let payload;
-    if (raw !== undefined) payload = raw;
-    else if (body !== undefined) {
-      headers["content-type"] = "application/json";
-      payload = JSON.stringify(body);
-    }
-    const r = await fetch(base + path, {
-      method,
-      headers,
-      body: payload,
-      signal: AbortSignal.timeout(STEP_TIMEOUT_MS),
-    });
-    const text = await r.text();
-    if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${text}`);
-    return text ? JSON.parse(text) : null;
+  async function expect(call, what) {
+    const r = await call;
+    if (r.status >= 300) throw new Error(`${what}: ${r.status} ${r.text}`);
+    return r.text ? JSON.parse(r.text) : null;
   }
+  /** @param {string | null} token */
+  const as = (token) => ({ token });
   return {
     /** @type {(token: string | null, spec: unknown) => Promise<Job>} */
-    submit: async (token, spec) => /** @type {Job} */ (await send(token, "POST", "/jobs", spec)),
+    submit: async (token, spec) =>
+      /** @type {Job} */ (await expect(api.send("POST", "/jobs", { body: spec, token }), "POST /jobs")),
     /** @type {(token: string | null, extra: Record<string, unknown>, gpus?: number) => Promise<unknown>} */
     register: (token, extra, gpus = 0) =>
-      send(token, "POST", "/nodes/register", {
-        node_id: extra.node_id ?? "ignored-when-enforcing",
-        kubernetes_node: "",
-        hostname: "node.local",
-        capabilities: {
-          cpu_cores: 4,
-          gpus: Array.from({ length: gpus }, (_, index) => ({ index, name: "NVIDIA L4" })),
-        },
-        ...extra,
-      }),
+      expect(
+        api.send("POST", "/nodes/register", {
+          token,
+          body: {
+            node_id: extra.node_id ?? "ignored-when-enforcing",
+            kubernetes_node: "",
+            hostname: "node.local",
+            capabilities: {
+              cpu_cores: 4,
+              gpus: Array.from({ length: gpus }, (_, index) => ({ index, name: "NVIDIA L4" })),
+            },
+            ...extra,
+          },
+        }),
+        "POST /nodes/register",
+      ),
     /** @type {(token: string | null, nodeId?: string, jobId?: string) => Promise<Lease>} */
     claim: async (token, nodeId = "ignored-when-enforcing", jobId) => {
-      const lease = await send(token, "POST", "/leases/claim", { node_id: nodeId, job_id: jobId });
+      const lease = await expect(
+        api.send("POST", "/leases/claim", { token, body: { node_id: nodeId, job_id: jobId } }),
+        "POST /leases/claim",
+      );
       if (!lease) throw new Error("nothing to claim");
       return /** @type {Lease} */ (lease);
     },
     /** @type {(token: string | null, lease: Lease) => Promise<unknown>} */
-    fail: (token, lease) => send(token, "POST", `/attempts/${lease.lease_id}/fail`, { reason: "it broke" }),
+    fail: (token, lease) =>
+      expect(api.fail(lease.lease_id, "it broke", as(token)), `POST /attempts/${lease.lease_id}/fail`),
     /** @type {(token: string | null, lease: Lease) => Promise<void>} */
     complete: async (token, lease) => {
       const bytes = JSON.stringify({ accuracy: 0.9 });
-      await send(token, "PUT", `/artifacts/jobs/${lease.job_id}/${lease.task_id}/metrics.json`, undefined, bytes);
-      const sha = createHash("sha256").update(bytes).digest("hex");
-      const answer = await send(token, "POST", `/attempts/${lease.lease_id}/complete`, { output_sha256: sha });
+      const key = `jobs/${lease.job_id}/${lease.task_id}/metrics.json`;
+      await expect(api.upload(key, bytes, as(token)), `PUT /artifacts/${key}`);
+      const answer = await expect(
+        api.complete(lease.lease_id, { output_sha256: sha256(bytes) }, as(token)),
+        `POST /attempts/${lease.lease_id}/complete`,
+      );
       assert.deepEqual(answer, { accepted: true });
     },
     /** What `flashnode login` asks first, with no credential (SPEC §9). */
     /** @type {(machine: Machine) => Promise<Grant>} */
-    askForCode: async (machine) => /** @type {Grant} */ (await send(null, "POST", "/device/code", machine)),
+    askForCode: async (machine) =>
+      /** @type {Grant} */ (
+        await expect(api.send("POST", "/device/code", { body: machine, token: null }), "POST /device/code")
+      ),
     /** @type {(grant: Grant) => Promise<{ token: string, node_id: string }>} */
     redeem: async (grant) =>
       /** @type {{ token: string, node_id: string }} */ (
-        await send(null, "POST", "/device/token", { device_code: grant.device_code })
+        await expect(
+          api.send("POST", "/device/token", { body: { device_code: grant.device_code }, token: null }),
+          "POST /device/token",
+        )
       ),
     /** @type {(token: string, verdict: "approve" | "deny", grant: Grant) => Promise<unknown>} */
-    decide: (token, verdict, grant) => send(token, "POST", `/device/${verdict}`, { user_code: grant.user_code }),
+    decide: (token, verdict, grant) =>
+      expect(
+        api.send("POST", `/device/${verdict}`, { body: { user_code: grant.user_code }, token }),
+        `POST /device/${verdict}`,
+      ),
     /** @type {(token: string, nodeId: string) => Promise<unknown>} */
-    revoke: (token, nodeId) => send(token, "DELETE", `/nodes/${encodeURIComponent(nodeId)}/credential`),
+    revoke: (token, nodeId) =>
+      expect(
+        api.send("DELETE", `/nodes/${encodeURIComponent(nodeId)}/credential`, { token }),
+        `DELETE /nodes/${nodeId}/credential`,
+      ),
   };
 }
 
-/** @returns {Promise<number>} */
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      if (address === null || typeof address === "string") return reject(new Error("no TCP port"));
-      server.close(() => resolve(address.port));
-    });
-  });
-}
-
 /**
- * `wrangler dev` on a free loopback port with fresh state; resolves when /healthz answers.
+ * `wrangler dev` on a free loopback port with fresh state and exactly these
+ * settings; resolves when /healthz answers. The harness stops it.
  * @param {Record<string, string>} vars
  * @returns {Promise<Server>}
  */
 export async function startCoordinator(vars) {
-  const port = await freePort();
-  const inspector = await freePort();
-  const persist = mkdtempSync(join(tmpdir(), "flashedge-browser-"));
-  const args = [
-    "dev",
-    "--ip",
-    "127.0.0.1",
-    "--port",
-    String(port),
-    "--inspector-port",
-    String(inspector),
-    "--persist-to",
-    persist,
-    "--show-interactive-dev-session=false",
-    "--log-level",
-    "warn",
-  ];
-  for (const [key, value] of Object.entries(vars)) args.push("--var", `${key}:${value}`);
-  const child = spawn(join(ROOT, "node_modules", ".bin", "wrangler"), args, {
-    cwd: ROOT,
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1", NO_COLOR: "1" },
-    stdio: ["ignore", "pipe", "pipe"],
-    detached: true, // its own process group, so workerd goes with it
-  });
-  let output = "";
-  child.stdout.on("data", (d) => (output = (output + d).slice(-4000)));
-  child.stderr.on("data", (d) => (output = (output + d).slice(-4000)));
-  const server = { url: `http://127.0.0.1:${port}`, child, persist, output: () => output };
+  const server = await startWrangler({ vars });
   servers.push(server);
-  const until = Date.now() + 90_000;
-  while (Date.now() < until) {
-    if (child.exitCode !== null) throw new Error(`wrangler dev exited with ${child.exitCode}:\n${output}`);
-    try {
-      const r = await fetch(`${server.url}/healthz`, { signal: AbortSignal.timeout(2000) });
-      if (r.ok) return server;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 300));
-  }
-  throw new Error(`wrangler dev did not answer /healthz within 90 s:\n${output}`);
-}
-
-/** @param {Server} server */
-async function stopServer(server) {
-  const { child } = server;
-  const pid = child.pid; // undefined if it never started
-  if (pid !== undefined && child.exitCode === null && child.signalCode === null) {
-    const exited = new Promise((resolve) => child.once("exit", resolve));
-    try {
-      process.kill(-pid, "SIGTERM");
-    } catch {
-      // already gone
-    }
-    const killed = await Promise.race([
-      exited.then(() => true),
-      new Promise((resolve) => setTimeout(() => resolve(false), 5000)),
-    ]);
-    if (!killed) {
-      try {
-        process.kill(-pid, "SIGKILL");
-      } catch {
-        // already gone
-      }
-    }
-  }
-  rmSync(server.persist, { recursive: true, force: true });
+  return server;
 }
 
 async function cleanup() {
@@ -337,7 +269,7 @@ async function cleanup() {
     await Promise.resolve()
       .then(fn)
       .catch(() => {});
-  await Promise.all(servers.map(stopServer));
+  await Promise.all(servers.map((s) => s.stop()));
 }
 
 /**

@@ -15,6 +15,7 @@ import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { client, ROOT, run, startCoordinator } from "../browser/lib.mjs";
+import { sleep } from "../support/index.mjs";
 
 const CLI = join(ROOT, "cli", "flashedge.mjs");
 const home = mkdtempSync(join(tmpdir(), "flashedge-cli-"));
@@ -127,7 +128,7 @@ ${gpus ? `  resources: { gpuPerTask: ${gpus} }\n` : ""}  retryPolicy: { maxTaskA
 async function work(api, token, nodeId, jobId, n, outcome = "complete") {
   for (let i = 0; i < n; i++) {
     const lease = await api.claim(token, nodeId, jobId);
-    await new Promise((resolve) => setTimeout(resolve, 150)); // long enough for `watch` to see it running
+    await sleep(150); // long enough for `watch` to see it running
     if (outcome === "complete") await api.complete(token, lease);
     else await api.fail(token, lease);
   }
@@ -222,7 +223,7 @@ async function openCoordinator() {
   await check("watch shows progress until the job ends and exits 0; events --follow ends with it", async () => {
     const watching = cli([...at, "watch", jobId, "--interval", "0.2"]);
     const following = cli([...at, "events", jobId, "--follow", "--interval", "0.2"]);
-    await new Promise((resolve) => setTimeout(resolve, 1500)); // both are polling before the work starts
+    await sleep(1500); // both are polling before the work starts
     await work(api, null, "cpu-1", jobId, 4);
     const [w, f] = await Promise.all([watching, following]);
     exits(w, 0);
