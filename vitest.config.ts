@@ -50,7 +50,7 @@ export default defineConfig({
                 ...QUIET,
                 FLASHML_NODE_TOKENS: "n1:tok-n1, n2:tok-n2, m1:tok-m1, m2:tok-m2",
                 FLASHML_OPERATOR_TOKENS: "ops:tok-ops",
-                // Two machines of one owner (SPEC §14): together they must not make a quorum.
+                // Two machines of one owner (docs/protocol.md §14): together they must not make a quorum.
                 FLASHML_NODE_OWNERS: "m1:mallory, m2:mallory",
               },
             },

@@ -1,4 +1,4 @@
-// In-object benchmark of SPEC §14 "Cost" (issue 24): a claim costs the same
+// In-object benchmark of docs/protocol.md §14 "Cost" (issue 24): a claim costs the same
 // whatever the number of pending tasks the claiming node already ran a
 // replica of. Two pools, the same plain job to claim from: in one the node
 // ran no replica of anything; in the other it ran replica 1 of 4,000 tasks
@@ -17,7 +17,7 @@ import { alignToClockStep, registration, round, trialTask } from "./in-workerd";
 
 const settings = env as unknown as { BENCH_QUICK?: string };
 const QUICK = settings.BENCH_QUICK === "1";
-/** Pending tasks the node ran a replica of, as SPEC §14's bar names them. */
+/** Pending tasks the node ran a replica of, as docs/protocol.md §14's bar names them. */
 const RAN = 4000;
 const BATCH = 100;
 const BATCHES = QUICK ? 5 : 20;
@@ -34,7 +34,7 @@ async function pool(name: string, replicated: number, replicas: number) {
     const sql = state.storage.sql;
     state.storage.transactionSync(() => {
       if (replicated > 0) {
-        // Above the plain job's priority: every claim looks at it first (SPEC §13).
+        // Above the plain job's priority: every claim looks at it first (docs/protocol.md §13).
         sql.exec("INSERT INTO job_queues (job_id, priority) VALUES ('replicated', 1)");
         // Leases long enough to outlast the seeding, which on a checkout without the counts is quadratic.
         const tasks = Array.from({ length: replicated }, (_, i) => ({

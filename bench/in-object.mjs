@@ -106,7 +106,7 @@ const TENANTS_TEST = "with 1,000 active jobs across 100 tenants";
  * @property {number[]} idle_claim_us
  */
 /**
- * What bench/in-object-replicas.bench.test.ts prints (SPEC §14 "Cost").
+ * What bench/in-object-replicas.bench.test.ts prints (docs/protocol.md §14 "Cost").
  * @typedef {{ bench: "replicas", ran: number, pending_ran: number, none_claim_us: number[], ran_claim_us: number[] }} ReplicasRecord
  */
 /** @typedef {DepthRecord[] & { classes: ClassesRecord[], tenants: TenantsRecord[], replicas: ReplicasRecord[] }} RunRecords */
@@ -194,7 +194,7 @@ async function runOnce(depths) {
 }
 
 /**
- * SPEC §14 "Cost" across runs: claim µs with no pending task the node ran a
+ * docs/protocol.md §14 "Cost" across runs: claim µs with no pending task the node ran a
  * replica of, and with 4,000; the bar is a ratio of at most 1.5.
  * @param {RunRecords[]} runs
  */

@@ -519,14 +519,14 @@ function verificationSection(v) {
 }
 
 /**
- * SPEC §14 "Cost": a claim after replicas of thousands of pending tasks, from
+ * docs/protocol.md §14 "Cost": a claim after replicas of thousands of pending tasks, from
  * the in-object results (bench/in-object-replicas.bench.test.ts).
  * @param {InObjectResult} inObject
  */
 function replicasSection(inObject) {
   const r = inObject.replicas;
   return [
-    '## 11. A claim after replicas of thousands of tasks (SPEC §14 "Cost")',
+    '## 11. A claim after replicas of thousands of tasks (docs/protocol.md §14 "Cost")',
     "",
     `- Command: \`${inObject.command}\` (its \`replicas\` part: \`bench/in-object-replicas.bench.test.ts\`)`,
     `- Machine: ${machineLine(inObject.machine)}`,
@@ -589,7 +589,7 @@ function migrationsSection(m) {
       `${fmt(m.tasks_at_object_limit)} tasks. Migrating that, at the largest run's rate, takes about ` +
       `${round(m.projected_ms_at_object_limit / 1000, 1)} s, against \`blockConcurrencyWhile\`'s ${m.limit_ms / 1000} s ` +
       `limit. Bound (at most ${m.bound.max_share * 100}% of the limit): ${m.bound.met ? "met" : "**not met**"}. ` +
-      "With retention (SPEC §12) a pool holds a week of history, far less. A future step that must fill rows from " +
+      "With retention (docs/protocol.md §12) a pool holds a week of history, far less. A future step that must fill rows from " +
       "history does it in batches after the step (src/pool/schema.ts says so), so this bound only shrinks.",
   );
   out.push("");

@@ -4,14 +4,14 @@
 // object with real SQLite storage. Measured per scenario: the work overhead
 // (leases issued per accepted task) and the fraction of accepted results
 // that are wrong, with fixed replication (every task replicated: every draw
-// is a spot check) and adaptive replication (SPEC §14). Never run by
+// is a spot check) and adaptive replication (docs/protocol.md §14). Never run by
 // `npm test`; the Node driver is bench/verification.mjs.
 //
 // The fleet: honest nodes always return the task's true metrics object;
 // always-wrong cheaters return a made-up one every time; sometimes-wrong
 // cheaters a made-up one with probability BENCH_SOMETIMES (else the truth).
 // Cheaters do not collude: each made-up object is their own. The
-// adversaries of SPEC §14 "Against adversaries" each fill the cheaters'
+// adversaries of docs/protocol.md §14 "Against adversaries" each fill the cheaters'
 // places in a scenario of their own: copycats copy any other replica's
 // output they can read (else make one up); dodgers, once trusted, make up
 // the results of leases nothing they can read marks as checked (another
@@ -44,7 +44,7 @@ const RATES = (settings.BENCH_CHEATERS || "0.01,0.05").split(",").map(Number);
 const SOMETIMES = Number(settings.BENCH_SOMETIMES || 0.2);
 const REPLICAS = 2;
 const SEED = Number(settings.BENCH_SEED || 17);
-/** Simulated time per round, a task's run: holds (SPEC §13) are measured against it, not the bench's speed. */
+/** Simulated time per round, a task's run: holds (docs/protocol.md §13) are measured against it, not the bench's speed. */
 const ROUND_MS = 60_000;
 
 const SPEC = JobSpecSchema.parse(jobSpec({ type: "hyperparameter_search", parameters: {} }, {}, "verify"));
@@ -104,7 +104,7 @@ async function scenario(mode: "fixed" | "adaptive", rate: number, adversary: Adv
       state.storage.transactionSync(() => registerNode(sql, Date.now(), registration(nodeId, 0)));
     }
     const nodes = [...behaviour.keys()];
-    // What a node can read and count, as its credential would (the sealed views, SPEC §14).
+    // What a node can read and count, as its credential would (the sealed views, docs/protocol.md §14).
     const own = (nodeId: string) =>
       sql
         .exec<{ valid_results: number; invalid_results: number }>(

@@ -1,14 +1,14 @@
 // @ts-check
 // The CLI's only way to the coordinator: one pool's v1alpha1 routes over
 // fetch, with the bearer token, lists read to their end through
-// `Link: rel="next"` (SPEC §12), and every refusal turned into a sentence a
+// `Link: rel="next"` (docs/protocol.md §12), and every refusal turned into a sentence a
 // person can act on. It never prints or logs the token.
 
 import { CliError } from "./errors.mjs";
 
 const TIMEOUT_MS = 30_000;
 const POOL_RE = /^[a-z0-9-]{1,63}$/;
-/** The most a list page may ask for (SPEC §12). */
+/** The most a list page may ask for (docs/protocol.md §12). */
 export const PAGE_MAX = 1000;
 
 /**

@@ -1,6 +1,6 @@
 // @ts-check
 // The operator's commands on machines: list nodes, decide enrolment codes
-// (SPEC §9), revoke a credential, release a held-back node (SPEC §13) and
+// (docs/protocol.md §9), revoke a credential, release a held-back node (docs/protocol.md §13) and
 // assign a node's team pools. Every one is one route; the coordinator
 // decides who may, and its refusal is reported as it gave it.
 
@@ -117,7 +117,7 @@ export async function release(ctx, node) {
 }
 
 /**
- * Sets the team pools a node is a member of (SPEC §9, gate 6), replacing what it had.
+ * Sets the team pools a node is a member of (docs/protocol.md §9, gate 6), replacing what it had.
  * @param {Context} ctx
  * @param {string} node
  * @param {string[]} pools

@@ -2,7 +2,7 @@
 // does (test/support's agent loop): register, claim, heartbeat, upload the
 // output, commit — and back off and carry on when the coordinator is
 // unreachable. Some agents misbehave on
-// purpose so the pool's scheduling states occur (SPEC §13): a broken node
+// purpose so the pool's scheduling states occur (docs/protocol.md §13): a broken node
 // fails every attempt it gets (it is held back, its tasks finish elsewhere),
 // and a vanishing agent goes silent mid-lease past the lease's deadline (a
 // worker loss) and then comes back.

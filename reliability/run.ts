@@ -21,9 +21,9 @@ export interface RunOptions {
   kills: number;
   maxAttempts: number;
   failRate: number;
-  /** Agents that fail every attempt (held back after five, SPEC §13). */
+  /** Agents that fail every attempt (held back after five, docs/protocol.md §13). */
   broken: number;
-  /** Agents that vanish mid-lease once (a worker loss, SPEC §13). */
+  /** Agents that vanish mid-lease once (a worker loss, docs/protocol.md §13). */
   vanishing: number;
 }
 

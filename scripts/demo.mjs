@@ -8,7 +8,7 @@
 // another node. One node is broken: it fails every task it takes, is held
 // back after five failures in a row, and its tasks finish elsewhere. Once
 // the fleet is busy a priority job is submitted and overtakes the queue.
-// Then a replicated job (each task run on two nodes, SPEC §14) runs on the
+// Then a replicated job (each task run on two nodes, docs/protocol.md §14) runs on the
 // fleet and a cheater that joins it, committing made-up metrics without
 // doing the work: it is outvoted, a third node settles each task it cheated
 // on, and its one commit with evidence claiming more time than passed is
@@ -19,7 +19,7 @@
 // outvoted and counted, every task's key serving the honest metrics, its
 // attempts to copy the other replicas' outputs all refused).
 //
-// The coordinator enforces tokens (SPEC §9; replicated jobs need node
+// The coordinator enforces tokens (docs/protocol.md §9; replicated jobs need node
 // identities, §14): the demo makes a fresh random token per run for every
 // node it simulates (the cheater included) and one operator token, `demo`,
 // and passes them to the wrangler dev it starts (`--var`). Each node's agent
@@ -168,7 +168,7 @@ async function watchUntil(deadline, done) {
 }
 
 /**
- * The verified-results step (SPEC §14): a job whose every task runs on two
+ * The verified-results step (docs/protocol.md §14): a job whose every task runs on two
  * nodes, taken by the fleet's agents as before and by a cheater that joins
  * for it (its agent is added to `agents`).
  * @param {(typeof JOBS)[number][]} jobs
@@ -258,7 +258,7 @@ function interrupt(why) {
 
 /**
  * Starts this run's coordinator with this run's tokens, whatever .dev.vars
- * says: enforcing, as replicated jobs need (SPEC §14), and never served
+ * says: enforcing, as replicated jobs need (docs/protocol.md §14), and never served
  * open. On --port (default 8787) with its state in .wrangler/state, or with
  * --quick on a free port with throwaway state.
  */

@@ -34,7 +34,7 @@ api.use(async (c, next) => {
   c.set("stub", poolStub(c.env, c.var.settings.poolLocations, pool));
   await next();
 });
-// A machine asking to join has no credential yet (SPEC §9): before identify.
+// A machine asking to join has no credential yet (docs/protocol.md §9): before identify.
 api.route("/device", deviceAgent);
 api.use(
   describeRoute(

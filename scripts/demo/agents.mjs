@@ -128,7 +128,7 @@ async function attempt(node, lease, die) {
  * time than passed: only the other replicas can tell. Once one of those is
  * taken for judging, its next commit also claims LIE_SECONDS of run time,
  * once: refused. (Lying first would end its cheating before it began: a
- * lie holds the node back and distrusts it, SPEC §14.)
+ * lie holds the node back and distrusts it, docs/protocol.md §14.)
  * @param {FleetNode} node
  * @param {Lease} lease
  * @param {number} claimedAt
@@ -173,7 +173,7 @@ async function cheat(node, lease, claimedAt) {
  * ends the wait early once another replica's output is there, so the tries
  * are at something to copy), then GETs `jobs/{job}/{task}/r{k}/metrics.json`
  * for every other k up to COPY_REPLICAS, all with its own token. Until the
- * task's verdict another replica's output is sealed (SPEC §14): absent from
+ * task's verdict another replica's output is sealed (docs/protocol.md §14): absent from
  * its list, 404 to its GET. Just before each GET the operator looks whether
  * that output exists. Each try is recorded (run.cheating.copies) and
  * printed with its answer; a copy would not be used, the summary's check

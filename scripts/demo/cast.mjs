@@ -102,7 +102,7 @@ export const CHEATER = {
 export const OPERATOR = { operator: "demo" };
 
 /**
- * This run's tokens (SPEC §9), made fresh each run and given to the
+ * This run's tokens (docs/protocol.md §9), made fresh each run and given to the
  * coordinator it starts: one per node it simulates, the cheater included,
  * and one for the operator.
  */
@@ -113,12 +113,12 @@ export const TOKENS = {
 
 /** What the broken node's agent reports for every attempt. */
 export const BROKEN_REASON = "CUDA error: an illegal memory access was encountered";
-/** The label that ranks a job in the claim order (SPEC §13). */
+/** The label that ranks a job in the claim order (docs/protocol.md §13). */
 export const PRIORITY_LABEL = "flashml.dev/priority";
-/** The labels that ask for a kind of GPU (SPEC §4 gate 4). */
+/** The labels that ask for a kind of GPU (docs/protocol.md §4 gate 4). */
 export const GPU_MEMORY_LABEL = "flashml.dev/gpu-memory-mb";
 export const GPU_CAPABILITY_LABEL = "flashml.dev/gpu-compute-capability";
-/** The label that runs each task of a job on this many nodes (SPEC §14). */
+/** The label that runs each task of a job on this many nodes (docs/protocol.md §14). */
 export const REPLICAS_LABEL = "flashml.dev/replicas";
 /** The replicas the cheater tries to copy from: r1 to r{COPY_REPLICAS}, but its own. */
 export const COPY_REPLICAS = 4;
@@ -143,7 +143,7 @@ export function jobSpec(name, workload, spec = {}, labels = {}) {
       image: { repository: "ghcr.io/flashml/runner", tag: "0.4.1" },
       workload,
       // A task the broken node failed goes to another node while one is
-      // idle (SPEC §13 rule 4); when every other GPU node is busy it may come
+      // idle (docs/protocol.md §13 rule 4); when every other GPU node is busy it may come
       // back to the broken node, which is held back after 5 failures in a
       // row: 6 attempts let no task run out on the broken node alone.
       retryPolicy: { maxTaskAttempts: 6 },

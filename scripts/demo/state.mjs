@@ -24,7 +24,7 @@ import { TOKENS } from "./cast.mjs";
  */
 /**
  * A ledger event; `data` as the lease and commit events read below carry it
- * (a replica's, SPEC §14, also its number, verdict, or every replica's).
+ * (a replica's, docs/protocol.md §14, also its number, verdict, or every replica's).
  * @typedef {Omit<import("../../test/support/index.mjs").LedgerEvent, "data"> & { seq: number,
  *   data: { task_id: string, node_id: string, attempt: number, replica?: number, verdict?: string,
  *     replicas?: ReplicaVerdict[] } }} LedgerEvent

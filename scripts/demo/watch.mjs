@@ -102,7 +102,7 @@ export async function watch() {
 
 /**
  * Whether the event is a replicated task wanting another replica because
- * the `results` its replicas committed disagree (SPEC §14). No attempt
+ * the `results` its replicas committed disagree (docs/protocol.md §14). No attempt
  * ended (no node), and there are two results at least: with one, the task
  * merely wants the replica not yet issued.
  * @param {LedgerEvent} event

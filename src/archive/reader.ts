@@ -1,4 +1,4 @@
-// The reader of an archived job (SPEC §12): answers its reads from its R2
+// The reader of an archived job (docs/protocol.md §12): answers its reads from its R2
 // archive exactly as the pool answered them before. The pool object says
 // "archived"; the jobs, artifacts and checkpoints routes then read here.
 // Each read fetches only the pages it needs; it writes nothing.

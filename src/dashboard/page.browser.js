@@ -1,5 +1,5 @@
 // @ts-check
-// The dashboard's script (SPEC §11): polls the pool's JSON summary
+// The dashboard's script (docs/protocol.md §11): polls the pool's JSON summary
 // (`GET …/v1alpha1/dashboard`) and draws it. The Worker inlines this file
 // byte for byte into the page, whose CSP admits it by its sha256 hash; it is
 // a classic script, so everything stays inside the function below.
@@ -519,7 +519,7 @@
       if (n.local_dataset_count > n.local_datasets.length) {
         datasets.push(h("span", { class: "muted small", text: `+${n.local_dataset_count - n.local_datasets.length}` }));
       }
-      // Held back (SPEC §13): its claims get nothing until then, unless an operator releases it.
+      // Held back (docs/protocol.md §13): its claims get nothing until then, unless an operator releases it.
       const held = n.held_until
         ? [
             " ",
@@ -598,13 +598,13 @@
   }
 
   /**
-   * A node's validity record (SPEC §14): its replicas a quorum agreed with and
+   * A node's validity record (docs/protocol.md §14): its replicas a quorum agreed with and
    * those it lost. A node with any invalid result is flagged.
    * @param {NodeItem} n
    */
   function validityCell(n) {
     if (n.distrusted !== null) {
-      // SPEC §14: caught lying or outvoted too often; never alone again until released.
+      // docs/protocol.md §14: caught lying or outvoted too often; never alone again until released.
       return h("td", {
         class: "validity bad",
         title: `distrusted: ${n.distrusted}. It runs no task alone until an operator releases it: POST ${base}/nodes/${encodeURIComponent(n.node_id)}/release`,
@@ -816,7 +816,7 @@
   }
 
   /**
-   * A replicated task's replicas (SPEC §14): who ran each, its state, its
+   * A replicated task's replicas (docs/protocol.md §14): who ran each, its state, its
    * output's hash and the verdict on it.
    * @param {PlacementReport} p
    */

@@ -1,4 +1,4 @@
-// The dashboard page (SPEC §11), assembled from its files: page.html (the
+// The dashboard page (docs/protocol.md §11), assembled from its files: page.html (the
 // markup), page.css and page.browser.js (its one inline style and one inline
 // script, inlined byte for byte), and the constants the script shares with
 // the server, written into the page's `flashedge-config` meta tag from their

@@ -66,7 +66,7 @@ export type NodeItem = {
   local_dataset_count: number;
   /** The team pools the gate counts: reported (open coordinator) or assigned by an operator (tokens enforced). */
   pools: string[];
-  /** Who assigned them and when (SPEC §9); null when they are the node's own report, or none was assigned. */
+  /** Who assigned them and when (docs/protocol.md §9); null when they are the node's own report, or none was assigned. */
   pool_assignment: { assigned_by: string; assigned_at: string } | null;
   labels: Labels;
   sandbox_capable: boolean;
@@ -79,7 +79,7 @@ export type NodeItem = {
   /** When its hold ends, while it is held back from claiming; else null. */
   held_until: string | null;
   distrusted: string | null;
-  /** Its replicas a quorum agreed with, and those outvoted or with lying evidence (SPEC §14). */
+  /** Its replicas a quorum agreed with, and those outvoted or with lying evidence (docs/protocol.md §14). */
   valid_results: number;
   invalid_results: number;
 };
@@ -97,10 +97,10 @@ export type LeaseItem = {
 
 export type EventItem = { type: string; timestamp: string; message: string };
 
-/** An enrolled machine's credential (SPEC §9 "Enrolled machines"); `revoked_*` are null while it is active. */
+/** An enrolled machine's credential (docs/protocol.md §9 "Enrolled machines"); `revoked_*` are null while it is active. */
 export type CredentialItem = {
   node_id: string;
-  /** Whose machine it is (SPEC §14): replicas of a task run on distinct owners. */
+  /** Whose machine it is (docs/protocol.md §14): replicas of a task run on distinct owners. */
   owner: string;
   hostname: string;
   platform: string;
@@ -223,6 +223,6 @@ export type PlacementReport = {
   summary: string;
   /** What a pending task waits for, in words; null for any other state. */
   waiting: string | null;
-  /** A replicated task's replicas (SPEC §14); null for a task run once. */
+  /** A replicated task's replicas (docs/protocol.md §14); null for a task run once. */
   replicas: { wanted: number; quorum: number; items: ReplicaItem[] } | null;
 };

@@ -1,5 +1,5 @@
 // @ts-check
-// The enrolment page's script (SPEC §9, "Enrolled machines"): an operator
+// The enrolment page's script (docs/protocol.md §9, "Enrolled machines"): an operator
 // looks up the code a machine's `flashnode login` shows, sees that machine
 // and approves or denies it, through the pool's device API
 // (`GET …/v1alpha1/device/pending`, `POST …/device/approve` and `/deny`). The
@@ -258,7 +258,7 @@
     if (entry === null) return;
     decidable(false);
     say("outcome", [decision === "approve" ? "Approving…" : "Denying…"]);
-    // An owner left blank is the machine's own node id (SPEC §14).
+    // An owner left blank is the machine's own node id (docs/protocol.md §14).
     const owner = ownerInput.value.trim();
     const body =
       decision === "approve" && owner !== "" ? { user_code: entry.user_code, owner } : { user_code: entry.user_code };

@@ -1,4 +1,4 @@
-// The enrolment page (SPEC §9, "Enrolled machines"), assembled from its files
+// The enrolment page (docs/protocol.md §9, "Enrolled machines"), assembled from its files
 // as the dashboard's is (src/dashboard/page.ts): page.html (the markup),
 // page.css and page.browser.js (its one inline style and one inline script,
 // inlined byte for byte), and the constants the script shares with the

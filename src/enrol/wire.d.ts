@@ -1,5 +1,5 @@
 // What the enrolment page's script (page.browser.js) reads, as the script sees
-// it: its config, and the JSON of the device-code API it calls (SPEC §9,
+// it: its config, and the JSON of the device-code API it calls (docs/protocol.md §9,
 // "Enrolled machines"). Types only, with no imports, so `tsc -p
 // tsconfig.dashboard.json` checks the browser script against them without
 // pulling the Worker's modules into a DOM program.

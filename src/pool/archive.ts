@@ -1,4 +1,4 @@
-// Archiving jobs past retention (SPEC §12). A job terminal for longer than
+// Archiving jobs past retention (docs/protocol.md §12). A job terminal for longer than
 // the retention is first marked (from then on it is read-only: writes are
 // refused, its lease ids unknown), then its rows are written to R2 page by
 // page, the index last, and only then deleted, in one transaction that also

@@ -51,7 +51,7 @@ export function checkWrite(sql: SqlStorage, now: number, key: string, writer: Wr
   const lease = owner && liveLeaseOf(sql, now, writer, owner.jobId, owner.taskId);
   if (lease && lease.replica === 0) return { ok: true };
   if (lease) {
-    // A replica writes only its own outputs: never another replica's, nor the task's key (SPEC §14).
+    // A replica writes only its own outputs: never another replica's, nor the task's key (docs/protocol.md §14).
     const prefix = replicaPrefix(owner.jobId, owner.taskId, lease.replica);
     if (key.startsWith(prefix)) return { ok: true };
     return {
@@ -65,7 +65,7 @@ export function checkWrite(sql: SqlStorage, now: number, key: string, writer: Wr
 
 /**
  * The live lease `nodeId` holds on (job, task): the task's current lease,
- * or one replica's of a replicated task (SPEC §14); null for none.
+ * or one replica's of a replicated task (docs/protocol.md §14); null for none.
  */
 function liveLeaseOf(sql: SqlStorage, now: number, nodeId: string, jobId: string, taskId: string) {
   const rows = sql
@@ -111,7 +111,7 @@ export function bind(sql: SqlStorage, now: number, key: string, stored: StoredOb
     unreferenced(sql, now, stored.object); // refused bytes are collected
     return check;
   }
-  if (writer !== null) seen(sql, now, writer); // an upload proves its node alive (SPEC §5)
+  if (writer !== null) seen(sql, now, writer); // an upload proves its node alive (docs/protocol.md §5)
   const previous = findArtifact(sql, key);
   const record = sql
     .exec<ArtifactRow>(
@@ -129,7 +129,7 @@ export function bind(sql: SqlStorage, now: number, key: string, stored: StoredOb
     .one();
   referenced(sql, stored.object);
   if (previous) unreferenced(sql, now, previous.object); // the bytes it replaced
-  // Bytes a verdict judged or a commit accepted stay, whatever key was rebound (SPEC §14).
+  // Bytes a verdict judged or a commit accepted stay, whatever key was rebound (docs/protocol.md §14).
   const replaced = previous && !kept(sql, previous.object) ? previous.object : null;
   return { ok: true, record, replaced };
 }
@@ -138,14 +138,14 @@ export function findArtifact(sql: SqlStorage, key: string): ArtifactRow | undefi
   return sql.exec<ArtifactRow>("SELECT * FROM artifacts WHERE key = ?", key).toArray()[0];
 }
 
-/** The artifact at `key` as `viewer` may read it: none while it is another replica's sealed output (SPEC §14). */
+/** The artifact at `key` as `viewer` may read it: none while it is another replica's sealed output (docs/protocol.md §14). */
 export function readArtifact(sql: SqlStorage, key: string, viewer: Viewer): ArtifactRow | undefined {
   return sealedFrom(sql, key, viewer) ? undefined : findArtifact(sql, key);
 }
 
 /**
  * One page of `[{uri, key, size_bytes}]` under `jobs/{jobId}/`, sorted by
- * key, after the key `after` (SPEC §12: paged, never assembled whole), with
+ * key, after the key `after` (docs/protocol.md §12: paged, never assembled whole), with
  * the keys `viewer` may not read left out; `next` is the key to continue
  * after, null on the last page. A page may come out short of `limit` where
  * it left keys out: the walk costs `limit` rows, whatever is sealed.

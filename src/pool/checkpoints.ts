@@ -1,4 +1,4 @@
-// The durable checkpoint catalog (SPEC §8): parts first, manifest last. A
+// The durable checkpoint catalog (docs/protocol.md §8): parts first, manifest last. A
 // manifest is written only after every part it names was registered for the
 // same (job, task, attempt, step) with the same hash, so a half-uploaded
 // checkpoint never exists. Every function here runs inside one synchronous
@@ -60,7 +60,7 @@ export type MarkResult =
 
 /**
  * May `writer` write checkpoints of (job, task)? A scoped writer needs a live
- * lease on the task (SPEC §9) — checked before existence, so a node learns
+ * lease on the task (docs/protocol.md §9) — checked before existence, so a node learns
  * nothing about tasks it does not hold (403, never 404).
  */
 function authorize(sql: SqlStorage, now: number, jobId: string, taskId: string, writer: Writer): Refusal | null {
@@ -111,7 +111,7 @@ export function registerPart(
     sha256: part.sha256,
     size_bytes: part.size_bytes,
   });
-  if (writer !== null) seen(sql, now, writer); // any request of a node proves it alive (SPEC §5)
+  if (writer !== null) seen(sql, now, writer); // any request of a node proves it alive (docs/protocol.md §5)
   return { ok: true, key: part.key };
 }
 
@@ -154,7 +154,7 @@ export function commitManifest(
   );
   const problems = commitProblems(registered, request.expected_parts);
   if (problems.length > 0) {
-    // The answer lists every problem; the ledger keeps the first few (SPEC §12: bounded rows).
+    // The answer lists every problem; the ledger keeps the first few (docs/protocol.md §12: bounded rows).
     emit(sql, now, jobId, "CHECKPOINT_REJECTED", `checkpoint of step ${step} refused: ${problems.length} problem(s)`, {
       ...scope(taskId, writer),
       attempt_id,
@@ -222,7 +222,7 @@ function contentIdentity(c: {
 }
 
 // `compatible_world_sizes` is [world_size] for every manifest stored here: the
-// commit request cannot widen it (SPEC §3.4's default). So "contains N" is
+// commit request cannot widen it (docs/protocol.md §3.4's default). So "contains N" is
 // `world_size = N`, a seek on checkpoint_manifests_latest_ws. `validation
 // DESC` puts restore_verified before hash_verified (the CHECK admits only
 // these two besides 'invalid', which the partial indexes exclude); `seq DESC`
@@ -304,7 +304,7 @@ export function markRestoreVerified(
  * is closed: the Python client parses it). Quarantining twice keeps the
  * first reason and emits nothing. Any reason is accepted; the stored reason
  * and the event message each keep at most MAX_STORED_TEXT_BYTES of it,
- * marked where it was cut (SPEC §12).
+ * marked where it was cut (docs/protocol.md §12).
  */
 export function quarantine(
   sql: SqlStorage,
@@ -356,7 +356,7 @@ function findManifest(
   return row ? { ok: true, row } : { ok: false, reason: "unknown_manifest" };
 }
 
-/** The wire form (SPEC §3.4). */
+/** The wire form (docs/protocol.md §3.4). */
 export function manifestRecord(row: ManifestRow): CheckpointManifest {
   return {
     schema_version: "v1alpha1",
@@ -377,8 +377,8 @@ export function manifestRecord(row: ManifestRow): CheckpointManifest {
 }
 
 /**
- * "ck-" + 12 lowercase hex digits (SPEC §3.4) that no manifest of this pool
- * has (SPEC §12: an id collision is retried, never a 500). Looked up in the
+ * "ck-" + 12 lowercase hex digits (docs/protocol.md §3.4) that no manifest of this pool
+ * has (docs/protocol.md §12: an id collision is retried, never a 500). Looked up in the
  * caller's transaction; `draw` is the randomness, a parameter only so a test
  * can force collisions.
  */

@@ -1,4 +1,4 @@
-// R2 objects no key refers to, and their collection (SPEC §12 "Nothing
+// R2 objects no key refers to, and their collection (docs/protocol.md §12 "Nothing
 // leaks"). An upload is recorded before its bytes stream, so every object the
 // Worker writes is known here until a bind makes a key refer to it. The
 // Worker deletes what it knows to be unreferenced at once (a refused or
@@ -43,7 +43,7 @@ export function unreferenced(sql: SqlStorage, now: number, object: string): void
 }
 
 /**
- * Whether `object` is one a verdict judged or a commit accepted (SPEC §14:
+ * Whether `object` is one a verdict judged or a commit accepted (docs/protocol.md §14:
  * the judged bytes are the served bytes): never collected, even once no
  * key refers to it any more.
  */

@@ -1,4 +1,4 @@
-// The dashboard's enrolment pages (SPEC §9): enrolled credentials, active
+// The dashboard's enrolment pages (docs/protocol.md §9): enrolled credentials, active
 // first, and the enrolment requests of the last day. No user code or token
 // is ever read here: node tokens read the dashboard too.
 

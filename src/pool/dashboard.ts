@@ -1,4 +1,4 @@
-// The dashboard's view of a pool (SPEC §11): counts, and at most `limit`
+// The dashboard's view of a pool (docs/protocol.md §11): counts, and at most `limit`
 // entries of each list with how many more there are. Read-only, and bounded
 // whatever the pool holds: with 1,000 nodes and 10,000 tasks it costs a few
 // grouped index scans and sends a few dozen rows, never a table whole.
@@ -57,7 +57,7 @@ export function dashboardSummary(
   viewer: Viewer = null,
   membership: Membership = "assigned",
 ): DashboardSummary {
-  // A node sees replicated tasks before their verdict as tasks run alone (SPEC §14).
+  // A node sees replicated tasks before their verdict as tasks run alone (docs/protocol.md §14).
   const sealed = sealedPending(sql, viewer, "job_id");
   const stuck = stuckTasks(sql, now, limit, membership);
   const jobs = jobsPage(sql, limit, stuck.byJob, sealed);
@@ -261,7 +261,7 @@ function stateOf(terminal: string | null, counts: TaskCounts | undefined): JobSt
 /**
  * The live leases, soonest deadline first. A node is shown one lease per
  * task, and no replica numbers: two leases on one task would tell it the
- * task was spot-checked (SPEC §14).
+ * task was spot-checked (docs/protocol.md §14).
  */
 function leasesPage(sql: SqlStorage, now: number, limit: number, total: number, viewer: Viewer): Page<DashboardLease> {
   const oneForEachTask =

@@ -1,4 +1,4 @@
-// Enrolment as the pool object runs it (SPEC §9 "Enrolled machines"): a
+// Enrolment as the pool object runs it (docs/protocol.md §9 "Enrolled machines"): a
 // machine asks for a device code, an operator decides, the machine redeems
 // the approved code for its credential exactly once, and an operator may
 // revoke it. Hashing happens before each transaction (it awaits); the

@@ -1,4 +1,4 @@
-// Device-code enrolment in the pool (SPEC §9 "Enrolled machines"): the
+// Device-code enrolment in the pool (docs/protocol.md §9 "Enrolled machines"): the
 // codes waiting for an operator, and the credentials of enrolled nodes.
 // Only hashes of device codes and tokens are stored; a token exists in
 // plain text once, in the answer that redeems its code. Every function runs
@@ -150,8 +150,8 @@ export function redeemCode(
 /**
  * An operator's decision on a pending, unexpired code; the node it names,
  * or null (404) for any other code. An approval may name the machine's
- * owner (SPEC §14), which its credential keeps (null: the node itself),
- * and its team pools (SPEC §9), assigned when the code is redeemed (null:
+ * owner (docs/protocol.md §14), which its credential keeps (null: the node itself),
+ * and its team pools (docs/protocol.md §9), assigned when the code is redeemed (null:
  * none named).
  */
 export function decideCode(
@@ -216,7 +216,7 @@ export function pendingCodes(sql: SqlStorage, now: number): PendingEnrolment[] {
     }));
 }
 
-/** The owner a node's enrolled, unrevoked credential was approved with (SPEC §14); null without one. */
+/** The owner a node's enrolled, unrevoked credential was approved with (docs/protocol.md §14); null without one. */
 export function enrolledOwner(sql: SqlStorage, nodeId: string): string | null {
   const row = sql
     .exec<{ owner: string | null }>(

@@ -1,6 +1,6 @@
 // The append-only event ledger of a pool. Every state change writes its
 // event in the same transaction as the change, so the ledger never disagrees
-// with the tables; a lease renewal only counts (SPEC §12: heartbeats cost no
+// with the tables; a lease renewal only counts (docs/protocol.md §12: heartbeats cost no
 // history). Never updates or deletes a row.
 
 import type { EventType } from "../protocol/jobs";
@@ -20,7 +20,7 @@ export function emit(
   data: EventData,
   task?: { seq: number; replicas: number },
 ): void {
-  // An event about a replicated task is sealed with it (SPEC §14); a caller
+  // An event about a replicated task is sealed with it (docs/protocol.md §14); a caller
   // holding the task's row says so, saving the lookup. Every task has a
   // TASK_CREATED: that one tells nothing, and a submission writes thousands.
   const sealed =
@@ -57,7 +57,7 @@ export type EventRow = {
   data: string;
 };
 
-/** The wire form of a ledger row (SPEC §3.3 Event), plus its `seq` cursor. */
+/** The wire form of a ledger row (docs/protocol.md §3.3 Event), plus its `seq` cursor. */
 export function eventRecord(row: EventRow) {
   return {
     schema_version: "v1alpha1" as const,

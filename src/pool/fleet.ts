@@ -73,7 +73,7 @@ export function demand(
   viewer: Viewer,
   countOnline = true,
 ): Demand {
-  // A node is shown a replicated task with a replica out as taken (SPEC §14).
+  // A node is shown a replicated task with a replica out as taken (docs/protocol.md §14).
   const sealed = sealedPending(sql, viewer, "class_id");
   const classes = sql
     .exec<{ class_id: number; requirement: string; pending: number }>(
@@ -95,7 +95,7 @@ export function demand(
       ? []
       : sql
           .exec<{ registration: string; online_accepting: number; assigned_pools: string | null }>(
-            // Team pools as the claim counts them (SPEC §9): assigned when enforcing.
+            // Team pools as the claim counts them (docs/protocol.md §9): assigned when enforcing.
             `SELECT n.registration, ap.pools AS assigned_pools,
                     (${onlineSql("n", "?")} AND ${acceptingSql("n")}) AS online_accepting
              FROM nodes n ${ASSIGNED_POOLS} ORDER BY online_accepting DESC, n.node_id LIMIT ?`,

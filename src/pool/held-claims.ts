@@ -1,4 +1,4 @@
-// Claims waiting for work (SPEC §5, long-poll): connections held open, not
+// Claims waiting for work (docs/protocol.md §5, long-poll): connections held open, not
 // state. Losing them (eviction, restart) loses nothing: each caller gets 204
 // and claims again. The object's side is here (claiming or holding, waking
 // held claims after a change, cutting a machine off), then the list itself,
@@ -16,7 +16,7 @@ import type { Pool } from "./pool";
 
 /**
  * Leases a task to the node, or, when nothing it may take is pending,
- * holds the claim up to `waitMs` (SPEC §5, long-poll): it is answered the
+ * holds the claim up to `waitMs` (docs/protocol.md §5, long-poll): it is answered the
  * moment such a task appears, in the order the claims arrived, else with
  * nothing when the wait ends — by the object's clock, and never with a
  * lease after that. Each answer is its own claim transaction, so no task
@@ -65,7 +65,7 @@ export function answerHeld(pool: Pool, nodeId: string | null): Answered {
 }
 
 /**
- * A machine that can no longer commit (SPEC §9: its credential revoked or
+ * A machine that can no longer commit (docs/protocol.md §9: its credential revoked or
  * replaced): its held claims are answered with nothing now — before the
  * change wakes held claims, so the tasks given back below cannot go to
  * them — and its live leases end as expiries do, requeued as worker

@@ -1,4 +1,4 @@
-// The pool's alarm (SPEC §5, §12): one alarm, kept at the earliest of the
+// The pool's alarm (docs/protocol.md §5, §12): one alarm, kept at the earliest of the
 // live lease deadlines, the next collection and the next archiving due. When
 // it fires it sweeps expired leases, deletes unreferenced R2 objects and
 // archives jobs past retention. Alarms are at-least-once: every step is
@@ -46,7 +46,7 @@ export async function arm(pool: Pool): Promise<void> {
 }
 
 /**
- * Archives jobs past retention to R2 (SPEC §12), oldest first, about a
+ * Archives jobs past retention to R2 (docs/protocol.md §12), oldest first, about a
  * batch of tasks per run: each job's objects are written one at a time
  * (other requests run meanwhile), then its rows deleted in one
  * transaction. A failed write leaves the job marked: the next run, armed
@@ -79,7 +79,7 @@ async function archive(pool: Pool): Promise<void> {
 }
 
 /**
- * Deletes from R2 a batch of objects no key refers to (SPEC §12): whatever
+ * Deletes from R2 a batch of objects no key refers to (docs/protocol.md §12): whatever
  * the Worker's own deletes missed, and uploads never bound. The deletes run
  * between two transactions; an object taken here cannot be bound
  * meanwhile, and one R2 refused is tried again later.

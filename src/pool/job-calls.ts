@@ -1,7 +1,7 @@
-// The pool object's job, artifact and checkpoint calls (SPEC §7, §10, §12).
-// Reads of a job answer "archived" once it lives in R2 only (SPEC §12): the
+// The pool object's job, artifact and checkpoint calls (docs/protocol.md §7, §10, §12).
+// Reads of a job answer "archived" once it lives in R2 only (docs/protocol.md §12): the
 // Worker then reads its archive; null is a job the pool never had. Reads
-// take the `viewer` they are served to: a node's id sees what SPEC §14
+// take the `viewer` they are served to: a node's id sees what docs/protocol.md §14
 // seals from nodes sealed, null (an operator) everything.
 
 import type { CommitCheckpointRequest, RegisterPartRequest } from "../protocol/checkpoints";
@@ -42,7 +42,7 @@ function archivedOrNull(pool: Pool, jobId: string | null): "archived" | null {
 /**
  * Records a job and queues all its tasks in one transaction: all or
  * nothing. A job id the pool already knows is refused, writing nothing:
- * the caller mints another (SPEC §12: an id collision is retried).
+ * the caller mints another (docs/protocol.md §12: an id collision is retried).
  */
 export function submitJob(pool: Pool, jobId: string, spec: JobSpec, tasks: TaskSpec[], name: string, place: JobPlace) {
   return pool.change((now) => {

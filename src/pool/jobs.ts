@@ -70,7 +70,7 @@ type JobRow = {
   finished_ms: number | null;
 };
 
-/** Where a job's tasks stand in the scheduling policy (SPEC §13), and how their results are verified (§14). */
+/** Where a job's tasks stand in the scheduling policy (docs/protocol.md §13), and how their results are verified (§14). */
 export type JobPlace = { priority: number; tenant: string; replication: Replication };
 /** A job with no priority, tenant or replication label, submitted in open mode. */
 export const DEFAULT_PLACE: JobPlace = { priority: 0, tenant: DEFAULT_TENANT, replication: SINGLE_REPLICA };
@@ -164,8 +164,8 @@ export function findJob(sql: SqlStorage, jobId: string): JobRow | undefined {
   return sql.exec<JobRow>("SELECT * FROM jobs WHERE job_id = ?", jobId).toArray()[0];
 }
 
-/** The JobRecord of SPEC §3.3, with its state derived from the task counts. */
-/** A job as GET /jobs/{id} answers it; `sealed` pending tasks with a replica out count as leased (SPEC §14). */
+/** The JobRecord of docs/protocol.md §3.3, with its state derived from the task counts. */
+/** A job as GET /jobs/{id} answers it; `sealed` pending tasks with a replica out count as leased (docs/protocol.md §14). */
 export function jobRecord(sql: SqlStorage, row: JobRow, pool: string, sealed = 0) {
   const counts = asSeenByNodes(taskCounts(sql, row.job_id), sealed);
   return {
@@ -230,7 +230,7 @@ export const TASKS_WITH_LEASE = `t.task_id, t.state, t.attempts_used, t.max_atte
             ELSE 0 END AS live_replicas
   FROM tasks t LEFT JOIN leases l ON l.lease_id = t.lease_id`;
 
-/** One row per task, sorted by task_id (SPEC §6); `deadline` only for a live lease. */
+/** One row per task, sorted by task_id (docs/protocol.md §6); `deadline` only for a live lease. */
 export function jobTasks(sql: SqlStorage, now: number, jobId: string, viewer: Viewer) {
   return sql
     .exec<TaskLeaseRow>(`SELECT ${TASKS_WITH_LEASE} WHERE t.job_id = ? ORDER BY t.task_id`, jobId)
@@ -240,7 +240,7 @@ export function jobTasks(sql: SqlStorage, now: number, jobId: string, viewer: Vi
 
 /**
  * A task as GET .../tasks answers it. A node sees a replicated task before
- * its verdict as it would see one run alone (SPEC §14): LEASED while any
+ * its verdict as it would see one run alone (docs/protocol.md §14): LEASED while any
  * replica is out, and no node or deadline that would tell replicas apart.
  */
 export function taskAnswer(r: TaskLeaseRow, now: number, viewer: Viewer = null) {
@@ -267,7 +267,7 @@ export function taskAnswer(r: TaskLeaseRow, now: number, viewer: Viewer = null) 
 /**
  * A job's ledger in order, after the `after` cursor (an event's `seq`). A
  * node is not shown the events of a replicated task before its verdict
- * (SPEC §14); they are in the ledger, in order, once the task ends.
+ * (docs/protocol.md §14); they are in the ledger, in order, once the task ends.
  */
 export function jobEvents(sql: SqlStorage, jobId: string, after: number, limit: number, viewer: Viewer) {
   const sealed = viewer === null ? "" : `AND NOT ${SEALED_EVENT}`;

@@ -1,4 +1,4 @@
-// The pool object's lease calls (SPEC §5, §14): renew, fail and commit, each
+// The pool object's lease calls (docs/protocol.md §5, §14): renew, fail and commit, each
 // one change. They take `caller`: the node the request acts as, or null in
 // open mode. The holder is checked in the same transaction as the action,
 // so a lease route costs one round trip with tokens as without. A commit
@@ -43,7 +43,7 @@ export async function completeLease(
   let output: ValidOutput | null = null;
   if (bound && bound.sha256 === outputSha256) {
     const json = lease.output_json || lease.replica > 0 ? await jsonObject(pool, bound.object, bound.size_bytes) : "";
-    // A replica's metrics are compared: one a reader could read two ways is invalid output (SPEC §14).
+    // A replica's metrics are compared: one a reader could read two ways is invalid output (docs/protocol.md §14).
     const comparable = json !== null && (lease.replica === 0 || parseMetrics(json).ok);
     if (comparable) output = { object: bound.object, metrics: lease.replica > 0 ? json : null };
   }

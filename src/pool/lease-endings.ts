@@ -1,6 +1,6 @@
 // How a live lease ends without a commit: its deadline passes (the sweep),
 // its holder gives up, or its node can no longer commit. The task requeues
-// or is exhausted (SPEC §13). Every function runs inside the caller's
+// or is exhausted (docs/protocol.md §13). Every function runs inside the caller's
 // transaction and never awaits.
 
 import { mayRetry } from "../rules/scheduling";
@@ -21,14 +21,14 @@ export function sweep(sql: SqlStorage, now: number): void {
   }
 }
 
-/** What emit() needs to seal a lease's events with its task (SPEC §14). */
+/** What emit() needs to seal a lease's events with its task (docs/protocol.md §14). */
 export function taskOf(row: Joined): { seq: number; replicas: number } {
   return { seq: row.task_seq, replicas: row.replicas };
 }
 
 /**
  * Ends a live attempt; the task requeues while it may retry, else fails
- * (SPEC §13). An expiry of a task that retries worker loss counts as a
+ * (docs/protocol.md §13). An expiry of a task that retries worker loss counts as a
  * worker loss, not an attempt. Either way the node failed the task: its
  * retry goes elsewhere, and the node's run of failures grows.
  */
@@ -45,7 +45,7 @@ export function endAttempt(
   emit(sql, now, row.job_id, type, message, ids, taskOf(row));
   attemptFailed(sql, now, row.node_id, row.task_seq);
   if (row.replica > 0) {
-    // Abandoning a replica is not free (SPEC §14); and the task's attempts
+    // Abandoning a replica is not free (docs/protocol.md §14); and the task's attempts
     // are its failed replicas, whatever other replicas are still out.
     replicaAbandoned(sql, row.node_id);
     row = { ...row, attempts_used: endedReplicas(sql, row.task_seq) };
@@ -62,7 +62,7 @@ export function endAttempt(
     emit(sql, now, row.job_id, "TASK_REQUEUED", `task ${row.task_id} requeued`, ids, taskOf(row));
   } else {
     sql.exec("UPDATE tasks SET state = 'FAILED' WHERE seq = ?", row.task_seq);
-    // Other replicas still out are wasted work now, and no verdict will come (SPEC §14).
+    // Other replicas still out are wasted work now, and no verdict will come (docs/protocol.md §14).
     if (row.replica > 0) abandonReplicas(sql, row.task_seq);
     const why =
       lost && losses >= row.max_worker_losses
@@ -75,8 +75,8 @@ export function endAttempt(
 
 /**
  * Ends every live lease of `nodeId` now, exactly as an expiry does
- * (LEASE_EXPIRED, a worker loss where the job retries them, SPEC §13): its
- * machine can no longer commit, so no task waits out its deadline (SPEC §9,
+ * (LEASE_EXPIRED, a worker loss where the job retries them, docs/protocol.md §13): its
+ * machine can no longer commit, so no task waits out its deadline (docs/protocol.md §9,
  * a revoked or replaced credential). Returns how many ended.
  */
 export function endLeasesOf(sql: SqlStorage, now: number, nodeId: string, why: string): number {

@@ -26,7 +26,7 @@ export type Joined = LeaseRow & Omit<TaskRow, "lease_id" | "seq"> & { current_le
 /** A Lease as it crosses RPC: the payload typed as JSON. */
 export type WireLease = Omit<Lease, "payload"> & { payload: JsonObject };
 
-/** A lease issued here, with its task's columns; a lease of a job being archived is forgotten (SPEC §12). */
+/** A lease issued here, with its task's columns; a lease of a job being archived is forgotten (docs/protocol.md §12). */
 export function findLease(sql: SqlStorage, leaseId: string): Joined | undefined {
   return sql
     .exec<Joined>(
@@ -42,7 +42,7 @@ export function findLease(sql: SqlStorage, leaseId: string): Joined | undefined 
 
 export function leaseRecord(row: Joined): WireLease {
   const payload = JSON.parse(row.payload) as JsonObject;
-  // A replica writes under its own prefix, which the agent honours (SPEC §14).
+  // A replica writes under its own prefix, which the agent honours (docs/protocol.md §14).
   if (row.replica > 0) payload.output_prefix = replicaPrefix(row.job_id, row.task_id, row.replica);
   return {
     schema_version: "v1alpha1",
@@ -57,7 +57,7 @@ export function leaseRecord(row: Joined): WireLease {
 }
 
 /**
- * "ls-" + 12 lowercase hex digits that no lease of this pool has (SPEC §12:
+ * "ls-" + 12 lowercase hex digits that no lease of this pool has (docs/protocol.md §12:
  * an id collision is retried, never a 500). Looked up in the caller's
  * transaction, so no other change can take the id before it is inserted.
  * `draw` is the randomness, a parameter only so a test can force collisions.

@@ -29,17 +29,17 @@ export { findLease, type LeaseRow, newLeaseId, type WireLease } from "./lease-ro
 /**
  * Why a claim got nothing: an unknown node; a draining or terminating node;
  * a claim restricted to a job with no open task (nothing will come); a node
- * held back after failing (SPEC §13); or nothing this node may take yet.
+ * held back after failing (docs/protocol.md §13); or nothing this node may take yet.
  * Only the last two are worth waiting on.
  */
 export type ClaimResult =
   | { ok: true; lease: WireLease }
   | { ok: false; reason: "unregistered" | "not_accepting" | "job_closed" | "held_back" | "nothing" };
 
-/** Tenant weights of SPEC §13; a tenant not in the map weighs 1. */
+/** Tenant weights of docs/protocol.md §13; a tenant not in the map weighs 1. */
 export type TenantWeights = ReadonlyMap<string, number>;
 const EQUAL_WEIGHTS: TenantWeights = new Map();
-/** Owners configured for node ids (FLASHML_NODE_OWNERS, SPEC §14); a node not in the map has its enrolled or own. */
+/** Owners configured for node ids (FLASHML_NODE_OWNERS, docs/protocol.md §14); a node not in the map has its enrolled or own. */
 export type NodeOwners = ReadonlyMap<string, string>;
 const NO_OWNERS: NodeOwners = new Map();
 
@@ -48,14 +48,14 @@ export type FailResult = { ok: true } | { ok: false; reason: "gone" | "not_holde
 
 /**
  * Leases the PENDING task (optionally of one job) that the scheduling
- * policy picks among those the gate accepts for this node (SPEC §13,
+ * policy picks among those the gate accepts for this node (docs/protocol.md §13,
  * `pickTask`), and uses up the turns of its job and tenant. A replicated
- * task (SPEC §14) is leased as its next replica, and stays PENDING while
+ * task (docs/protocol.md §14) is leased as its next replica, and stays PENDING while
  * it wants more. `random` draws adaptive replication's spot checks;
- * `retryElsewhereMs` is SPEC §13 rule 4's window. The lease records the
+ * `retryElsewhereMs` is docs/protocol.md §13 rule 4's window. The lease records the
  * node's owner now (`owners`, else its enrolment's, else itself), so the
  * replicas it ran stay that owner's if ownership changes. `membership`
- * says whose word makes the node a team pool's member (SPEC §9); the
+ * says whose word makes the node a team pool's member (docs/protocol.md §9); the
  * default is the enforcing one.
  */
 export function claim(
@@ -83,14 +83,14 @@ export function claim(
 
   const task = sql
     .exec<TaskRow>(
-      // From its first replica on a task is replicating: out of the fresh head's index (SPEC §14 "Cost").
+      // From its first replica on a task is replicating: out of the fresh head's index (docs/protocol.md §14 "Cost").
       `UPDATE tasks SET state = 'LEASED', attempts_used = attempts_used + 1, lease_id = ?, replicating = replicas > 1
        WHERE seq = ? RETURNING *`,
       newLeaseId(sql),
       best,
     )
     .one();
-  // A replica (SPEC §14) leaves its task PENDING while it wants more, and
+  // A replica (docs/protocol.md §14) leaves its task PENDING while it wants more, and
   // uses no attempt: its attempt number counts the failed ones before it.
   let replica = 0;
   if (task.replicas > 1) {
@@ -125,7 +125,7 @@ export function claim(
       node_id: nodeId,
       lease_id: task.lease_id,
       attempt: task.attempts_used,
-      // Sealed from nodes with the rest of a replicated task's events until it ends (SPEC §14).
+      // Sealed from nodes with the rest of a replicated task's events until it ends (docs/protocol.md §14).
       ...(replica > 0 ? { replica } : {}),
     },
     task,
@@ -158,7 +158,7 @@ export function renew(sql: SqlStorage, now: number, leaseId: string, caller: str
 /**
  * The worker gave up: requeue or exhaust. Only a live lease can fail, only
  * by its holder. Any reason is accepted; its event message keeps at most
- * MAX_STORED_TEXT_BYTES of it, marked where it was cut (SPEC §12).
+ * MAX_STORED_TEXT_BYTES of it, marked where it was cut (docs/protocol.md §12).
  */
 export function failAttempt(
   sql: SqlStorage,
@@ -186,7 +186,7 @@ export type CommitOutcome =
 
 /**
  * The stored object whose bytes passed validation against the claimed
- * hash, and for a replica its metrics object as JSON text (SPEC §14).
+ * hash, and for a replica its metrics object as JSON text (docs/protocol.md §14).
  */
 export type ValidOutput = { object: string; metrics: string | null };
 
@@ -195,7 +195,7 @@ export type ValidOutput = { object: string; metrics: string | null };
  * hash, or null when validation failed; it is re-checked here against the
  * key's current binding, so a binding replaced while the bytes were being
  * read counts as failed validation. Evidence claiming more run time than
- * passed since the claim is a lie: an invalid result (SPEC §14). Only the
+ * passed since the claim is a lie: an invalid result (docs/protocol.md §14). Only the
  * lease's holder may commit (`caller`, null in open mode).
  */
 export function commit(

@@ -1,4 +1,4 @@
-// Structured logs (SPEC §11): one JSON line per state change, written after
+// Structured logs (docs/protocol.md §11): one JSON line per state change, written after
 // the transaction that made it. Never a token, a payload or artifact bytes:
 // only ids, types, sizes and hashes.
 

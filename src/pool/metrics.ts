@@ -11,7 +11,7 @@ import { asSeenByNodes, sealedPending, type Viewer } from "./sealing";
 
 const sum = (values: Iterable<number>) => [...values].reduce((a, b) => a + b, 0);
 
-/** `viewer` as for every read: a node sees pending tasks with a replica out as leased (SPEC §14). */
+/** `viewer` as for every read: a node sees pending tasks with a replica out as leased (docs/protocol.md §14). */
 export function metricsSample(
   sql: SqlStorage,
   now: number,

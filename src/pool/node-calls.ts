@@ -1,11 +1,11 @@
-// The pool object's node calls (SPEC §4, §9, §13): registration,
+// The pool object's node calls (docs/protocol.md §4, §9, §13): registration,
 // heartbeats, team-pool assignment and releasing a held-back node, each one
 // change (src/pool/pool.ts). A change to the node itself may make work
-// eligible for it (SPEC §5): its held claim gets another try, as when work
+// eligible for it (docs/protocol.md §5): its held claim gets another try, as when work
 // appears.
 //
 // `assignedBy`: the operator that sent a registration or heartbeat for the
-// node (delegation, SPEC §9), whose pools in it are that operator's
+// node (delegation, docs/protocol.md §9), whose pools in it are that operator's
 // assignment; null when the node sent it itself (or nobody is authenticated).
 
 import { LIST_PAGE_MAX_BYTES } from "../protocol/limits";
@@ -32,7 +32,7 @@ export async function heartbeatNode(pool: Pool, nodeId: string, heartbeat: NodeH
 }
 
 /**
- * An operator assigns a node's team pools (SPEC §9), replacing any
+ * An operator assigns a node's team pools (docs/protocol.md §9), replacing any
  * earlier assignment; its held claim gets another try at once. False:
  * the pool does not know the node.
  */
@@ -53,7 +53,7 @@ function logAssignment(pool: Pool, nodeId: string, pools: readonly string[], ope
   pool.log({ event: "NODE_POOLS_ASSIGNED", node_id: nodeId, pools: JSON.stringify(pools), operator });
 }
 
-/** Lets a held-back node claim again (SPEC §13); its waiting claim tries at once. False: unknown node. */
+/** Lets a held-back node claim again (docs/protocol.md §13); its waiting claim tries at once. False: unknown node. */
 export function releaseNode(pool: Pool, nodeId: string): Promise<boolean> {
   return pool.change(() => endHoldBack(pool.sql, nodeId), { wakesClaims: true });
 }

@@ -1,5 +1,5 @@
 // What a node's row says about it now, each rule once, its SQL beside its
-// TypeScript so the two cannot drift (SPEC §5, §13):
+// TypeScript so the two cannot drift (docs/protocol.md §5, §13):
 //
 // - online: alive — it made a request within the online window, or holds
 //   a live lease (`live_until_ms`).
@@ -17,7 +17,7 @@
 /** The columns the rules read. */
 export type NodeStateRow = { status: string; live_until_ms: number; held_until_ms: number };
 
-/** The reported status that means accepting work (SPEC §3 NodeHeartbeat.status). */
+/** The reported status that means accepting work (docs/protocol.md §3 NodeHeartbeat.status). */
 export const ACCEPTING_STATUS = "online";
 
 const column = (alias: string, name: string) => (alias === "" ? name : `${alias}.${name}`);
@@ -38,7 +38,7 @@ export function acceptingSql(alias: string): string {
   return `${column(alias, "status")} = '${ACCEPTING_STATUS}'`;
 }
 
-/** Gets no lease until its hold ends (SPEC §13 rule 3). */
+/** Gets no lease until its hold ends (docs/protocol.md §13 rule 3). */
 export function isHeldBack(node: Pick<NodeStateRow, "held_until_ms">, now: number): boolean {
   return node.held_until_ms > now;
 }

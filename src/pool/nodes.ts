@@ -10,12 +10,12 @@ import { iso } from "./events";
 import { ACCEPTING_STATUS, isHeldBack, isOnline } from "./node-states";
 
 /**
- * A node is online for this long after any request it makes (SPEC §5), and
+ * A node is online for this long after any request it makes (docs/protocol.md §5), and
  * for as long as it holds a live lease: the agent sends no node heartbeats
  * while a task runs, and a node that dies loses its lease at the deadline.
  * When a lease stops being live (commit, fail, expiry, cancel), schema step
  * 14's trigger lowers the node's live_until_ms to its last request plus
- * this window, or another live lease's deadline (SPEC §13 rule 4): the
+ * this window, or another live lease's deadline (docs/protocol.md §13 rule 4): the
  * literal 15000 there must match.
  */
 export const ONLINE_WINDOW_MS = 15_000;
@@ -28,18 +28,18 @@ type NodeRow = {
   live_until_ms: number; // online while now < this
   accepted_tasks: number;
   consecutive_failures: number; // failed attempts since its last accepted commit
-  held_until_ms: number; // held back from claiming while now < this (SPEC §13)
-  valid_results: number; // replicas in a quorum's agreement (SPEC §14)
+  held_until_ms: number; // held back from claiming while now < this (docs/protocol.md §13)
+  valid_results: number; // replicas in a quorum's agreement (docs/protocol.md §14)
   invalid_results: number; // replicas outvoted, and evidence that lied
   consecutive_valid: number; // verified results since its last invalid one or abandoned replica
-  verdicts: string; // its latest verdicts, oldest first: "v" valid, "i" lost (SPEC §14)
+  verdicts: string; // its latest verdicts, oldest first: "v" valid, "i" lost (docs/protocol.md §14)
   distrusted: string | null; // why it may no longer run a task alone, until an operator releases it
 };
 
 /**
  * Replaces the registration; the accepted-task count and the operator's
  * pool assignment survive re-registering. `assignedBy`: the operator that
- * registered for the node (SPEC §9, delegation), whose word its pools are.
+ * registered for the node (docs/protocol.md §9, delegation), whose word its pools are.
  */
 export function registerNode(
   sql: SqlStorage,
@@ -60,7 +60,7 @@ export function registerNode(
   if (assignedBy !== null) assignPools(sql, now, registration.node_id, registration.capabilities.pools, assignedBy);
 }
 
-/** The team pools an operator assigned a node (SPEC §9): which, by whom, when. */
+/** The team pools an operator assigned a node (docs/protocol.md §9): which, by whom, when. */
 export type PoolAssignment = { pools: string[]; assigned_by: string; assigned_ms: number };
 
 /** Replaces the node's assigned team pools wholesale, recording which operator did and when. */
@@ -113,7 +113,7 @@ export type HeartbeatResult = { ok: true } | { ok: false; reason: "unknown" | "t
 
 /**
  * Records a heartbeat on the coordinator's clock. A heartbeat whose `pools`
- * would grow the stored registration past its bound (SPEC §12) is refused
+ * would grow the stored registration past its bound (docs/protocol.md §12) is refused
  * whole: no status, no pools, no liveness. Its pools are what the node
  * reports, unless an operator sent it for the node (`assignedBy`): then
  * they are that operator's assignment too.
@@ -142,7 +142,7 @@ export function heartbeatNode(
 }
 
 /**
- * A request from `nodeId` proves it alive (SPEC §5): online for the window
+ * A request from `nodeId` proves it alive (docs/protocol.md §5): online for the window
  * from now, or until `holdsUntil` (the deadline of a lease it was just
  * issued or renewed), whichever is later. Unknown nodes are left alone.
  */
@@ -176,7 +176,7 @@ export function findClaimant(sql: SqlStorage, nodeId: string): ClaimantRow | und
 }
 
 /**
- * The claim-time view of SPEC §4, built from the stored registration, its
+ * The claim-time view of docs/protocol.md §4, built from the stored registration, its
  * team pools as `membership` says (`assignedJson`: node_pools.pools, null
  * when none were assigned). Every query that builds one joins node_pools
  * with ASSIGNED_POOLS.
@@ -199,7 +199,7 @@ export const ASSIGNED_POOLS = "LEFT JOIN node_pools ap ON ap.node_id = n.node_id
  * `limit` of them and fewer once the page's body passes `maxBytes`. `next`
  * is the node to continue after, null on the last page. Rows are read one
  * at a time through the primary key and stop being read once the page is full.
- * Each row names the node's owner (SPEC §14; `owners` are the configured ones).
+ * Each row names the node's owner (docs/protocol.md §14; `owners` are the configured ones).
  */
 export function listNodes(
   sql: SqlStorage,

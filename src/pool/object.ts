@@ -42,7 +42,7 @@ export class PoolObject extends DurableObject<Env> {
     });
   }
 
-  // -- enrolled callers (SPEC §9) ---------------------------------------------
+  // -- enrolled callers (docs/protocol.md §9) ---------------------------------------------
 
   /**
    * An enrolled node's session: every call below, each checking `proof` in
@@ -56,7 +56,7 @@ export class PoolObject extends DurableObject<Env> {
     return new NodeSession(this, () => credentialValid(this.#pool.sql, proof));
   }
 
-  // -- enrolment (SPEC §9 "Enrolled machines", src/pool/enrolment-flows.ts) ----
+  // -- enrolment (docs/protocol.md §9 "Enrolled machines", src/pool/enrolment-flows.ts) ----
 
   requestDeviceCode(request: DeviceCodeRequest, from: string | null) {
     return enrolment.requestDeviceCode(this.#pool, request, from);
@@ -198,7 +198,7 @@ export class PoolObject extends DurableObject<Env> {
     return jobs.quarantineCheckpoint(this.#pool, jobId, taskId, manifestId, reason);
   }
 
-  // -- observability (SPEC §11) ------------------------------------------------
+  // -- observability (docs/protocol.md §11) ------------------------------------------------
 
   /** Every registered node's gate answer for one task: eligible, or the refusing gate. */
   explainPlacement(jobId: string, taskId: string, viewer: Viewer) {

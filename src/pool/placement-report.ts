@@ -1,8 +1,8 @@
-// A task's placement report (SPEC §11): every registered node's gate answer
+// A task's placement report (docs/protocol.md §11): every registered node's gate answer
 // for one task, read from the task's stored payload and each node's
 // claim-time view. Read-only: it never changes state, and it asks the same
 // gate the claim path asks, so the report cannot disagree with a claim.
-// A replicated task (SPEC §14) also lists its replicas, and a node whose
+// A replicated task (docs/protocol.md §14) also lists its replicas, and a node whose
 // owner holds or ran one is refused by the pool's "replica" rule, as the
 // claim path passes it over; a task short of distinct eligible owners for
 // its replicas says so.
@@ -50,7 +50,7 @@ export type RegisteredNode = {
   last_heartbeat_ms: number;
   live_until_ms: number;
   held_until_ms: number;
-  /** node_pools (SPEC §9): the operator's assignment, all null when none was made. */
+  /** node_pools (docs/protocol.md §9): the operator's assignment, all null when none was made. */
   assigned_pools: string | null;
   assigned_by: string | null;
   assigned_ms: number | null;
@@ -145,7 +145,7 @@ export function placementReport(
        ORDER BY n.node_id`,
     )
     .toArray();
-  // A node sees a replicated task before its verdict as one run alone (SPEC
+  // A node sees a replicated task before its verdict as one run alone (docs/protocol.md
   // §14): leased while any replica is out, no replicas, no replica rule.
   const sealed = viewer !== null && task.replicas > 1 && isOpenState(task.state);
   const items = task.replicas > 1 ? replicaItems(sql, task.seq) : null;

@@ -46,7 +46,7 @@ export class Pool {
     return this.ctx.id.name ?? this.ctx.id.toString();
   }
 
-  /** Whether state changes are logged (SPEC §11). */
+  /** Whether state changes are logged (docs/protocol.md §11). */
   get logging(): boolean {
     return this.settings.logStateChanges;
   }
@@ -68,7 +68,7 @@ export class Pool {
 
   /**
    * Runs one state change as one synchronous transaction at one instant,
-   * logs every ledger event it appended (SPEC §11: one JSON line per state
+   * logs every ledger event it appended (docs/protocol.md §11: one JSON line per state
    * change), and keeps the alarm at the earliest live deadline. Every
    * mutating call goes through here, so none can forget the alarm. When the
    * change queued work or closed a job (`wakesClaims` for changes that

@@ -1,4 +1,4 @@
-// The scheduling policy of SPEC §13 over the pool's tables: which pending
+// The scheduling policy of docs/protocol.md §13 over the pool's tables: which pending
 // task a node's claim takes, the turns that claim uses up, and the record
 // of failures that holds a failing node back and sends a task's retry to
 // another node. Every function runs inside the caller's transaction.
@@ -15,7 +15,7 @@ const PAGE = 16;
  * A job's heads, by one seek per class it holds of the classes listed in
  * ?2 (a JSON list of class ids): `fresh`, its first pending task no replica
  * of which was issued yet, in queue order; and `replicating`, its first
- * pending task that has replicas out and wants more (SPEC §14), only among
+ * pending task that has replicas out and wants more (docs/protocol.md §14), only among
  * classes where some such task is not one the owner ?4 holds or ran a
  * replica of — a class where the owner ran them all is passed over by its
  * counts, however many they are.
@@ -36,7 +36,7 @@ const replicatingOf = (job: string) => `(SELECT MIN((SELECT t.seq FROM tasks t I
 
 /**
  * Whether the node ?3 failed a head, and whether the node or its owner ?4
- * holds or ran a replica of the replicating head (SPEC §14; the node
+ * holds or ran a replica of the replicating head (docs/protocol.md §14; the node
  * itself too, should its owner have changed since): either way that head
  * is looked at closer.
  */
@@ -135,12 +135,12 @@ function* walk<T>(read: (last: T | null) => T[]): Generator<T> {
 
 /**
  * What the claim needs to know about the claiming node: its id, its owner
- * (SPEC §14: replicas of a task go to distinct owners) and its claim-time view.
+ * (docs/protocol.md §14: replicas of a task go to distinct owners) and its claim-time view.
  */
 /** A claiming node; `membership` also judges the other nodes rule 4 asks about. */
 export type Claimant = { nodeId: string; owner: string; view: NodeView; membership: Membership };
 
-/** SPEC §13 rule 4's window when none is given: FLASHML_RETRY_ELSEWHERE_SECONDS's default. */
+/** docs/protocol.md §13 rule 4's window when none is given: FLASHML_RETRY_ELSEWHERE_SECONDS's default. */
 export const DEFAULT_RETRY_ELSEWHERE_MS = DEFAULT_RETRY_ELSEWHERE_SECONDS * 1000;
 
 type Heads = { fresh: number | null; replicating: number | null; fresh_failed: number; replicating_passed: number };
@@ -208,7 +208,7 @@ function* jobsAt(sql: SqlStorage, level: number, classes: string, node: Claimant
  * The first task of one job, in queue order, among the `accepted` classes
  * (class id → requirement); a task the node failed less than
  * `retryElsewhereMs` ago is passed over while another idle node could take
- * it (SPEC §13 "retry elsewhere"), and one a node of its owner holds or ran a replica of always is (SPEC §14). Fresh
+ * it (docs/protocol.md §13 "retry elsewhere"), and one a node of its owner holds or ran a replica of always is (docs/protocol.md §14). Fresh
  * and replicating tasks are walked apart, the latter only in classes where
  * the owner did not run them all; what it walks past is bounded by the
  * replicating tasks of the class the owner ran that queue before the answer.
@@ -342,14 +342,14 @@ export function attemptFailed(sql: SqlStorage, now: number, nodeId: string, task
     )
     .toArray()[0];
   const hold = row ? holdBackMs(row.n) : 0;
-  // Never shortens a longer hold already set (a distrusted node's, SPEC §14).
+  // Never shortens a longer hold already set (a distrusted node's, docs/protocol.md §14).
   if (hold > 0)
     sql.exec("UPDATE nodes SET held_until_ms = MAX(held_until_ms, ?) WHERE node_id = ?", now + hold, nodeId);
 }
 
 /**
  * An accepted commit ends the node's run of failures, and its hold, unless
- * the node is distrusted: a lie's hold runs out or is released (SPEC §14).
+ * the node is distrusted: a lie's hold runs out or is released (docs/protocol.md §14).
  */
 export function attemptSucceeded(sql: SqlStorage, nodeId: string): void {
   sql.exec(
@@ -361,7 +361,7 @@ export function attemptSucceeded(sql: SqlStorage, nodeId: string): void {
 
 /**
  * An operator releases a held-back node early, and lifts its distrust
- * (SPEC §14): its latest verdicts start afresh. False for an unknown node.
+ * (docs/protocol.md §14): its latest verdicts start afresh. False for an unknown node.
  */
 export function endHoldBack(sql: SqlStorage, nodeId: string): boolean {
   return (

@@ -298,13 +298,13 @@ CREATE INDEX unreferenced_due ON unreferenced (collect_after_ms); -- migration 7
 -- Each says which rule it keeps and where that rule's TypeScript half lives.
 
 -- job_queues_activate (migration 9):
--- SPEC §13 rule 2 (fair share, no banked turns): a job whose pending count leaves 0 catches its
--- pass up to the lowest of its tenant's other active jobs, and makes its tenant active at its
--- priority (a tenant new there starts at the lowest pass at that priority), so nothing idle
--- banks turns. TypeScript half: src/pool/scheduling.ts useTurn advances the passes a granted
--- claim uses (1 for the job, 1/weight for its tenant, weights from src/rules/scheduling.ts
--- tenantWeights) and pickTask orders by them; src/pool/explain.ts reads the shares for the
--- placement explanation.
+-- docs/protocol.md §13 rule 2 (fair share, no banked turns): a job whose pending count leaves 0
+-- catches its pass up to the lowest of its tenant's other active jobs, and makes its tenant
+-- active at its priority (a tenant new there starts at the lowest pass at that priority), so
+-- nothing idle banks turns. TypeScript half: src/pool/scheduling.ts useTurn advances the passes
+-- a granted claim uses (1 for the job, 1/weight for its tenant, weights from
+-- src/rules/scheduling.ts tenantWeights) and pickTask orders by them; src/pool/explain.ts reads
+-- the shares for the placement explanation.
 CREATE TRIGGER job_queues_activate AFTER UPDATE OF pending ON job_queues
     WHEN OLD.pending <= 0 AND NEW.pending > 0 BEGIN
     UPDATE job_queues SET pass = MAX(pass, COALESCE((SELECT MIN(q.pass) FROM job_queues q
@@ -317,10 +317,10 @@ CREATE TRIGGER job_queues_activate AFTER UPDATE OF pending ON job_queues
   END;
 
 -- job_queues_activate_insert (migration 9):
--- SPEC §13 rule 2 (fair share, no banked turns): a job queue created with pending work makes
--- its tenant active at its priority; a tenant new there starts at the lowest pass at that
--- priority. TypeScript half: src/pool/scheduling.ts useTurn advances the passes a granted claim
--- uses (1 for the job, 1/weight for its tenant, weights from src/rules/scheduling.ts
+-- docs/protocol.md §13 rule 2 (fair share, no banked turns): a job queue created with pending
+-- work makes its tenant active at its priority; a tenant new there starts at the lowest pass at
+-- that priority. TypeScript half: src/pool/scheduling.ts useTurn advances the passes a granted
+-- claim uses (1 for the job, 1/weight for its tenant, weights from src/rules/scheduling.ts
 -- tenantWeights) and pickTask orders by them; src/pool/explain.ts reads the shares for the
 -- placement explanation.
 CREATE TRIGGER job_queues_activate_insert AFTER INSERT ON job_queues WHEN NEW.pending > 0 BEGIN
@@ -331,11 +331,12 @@ CREATE TRIGGER job_queues_activate_insert AFTER INSERT ON job_queues WHEN NEW.pe
   END;
 
 -- job_queues_deactivate (migration 9):
--- SPEC §13 rule 2 (fair share, no banked turns): a job whose pending count reaches 0 leaves its
--- tenant's share; a share with no active job is deleted, so an idle tenant banks no turns.
--- TypeScript half: src/pool/scheduling.ts useTurn advances the passes a granted claim uses (1
--- for the job, 1/weight for its tenant, weights from src/rules/scheduling.ts tenantWeights) and
--- pickTask orders by them; src/pool/explain.ts reads the shares for the placement explanation.
+-- docs/protocol.md §13 rule 2 (fair share, no banked turns): a job whose pending count reaches
+-- 0 leaves its tenant's share; a share with no active job is deleted, so an idle tenant banks
+-- no turns. TypeScript half: src/pool/scheduling.ts useTurn advances the passes a granted claim
+-- uses (1 for the job, 1/weight for its tenant, weights from src/rules/scheduling.ts
+-- tenantWeights) and pickTask orders by them; src/pool/explain.ts reads the shares for the
+-- placement explanation.
 CREATE TRIGGER job_queues_deactivate AFTER UPDATE OF pending ON job_queues
     WHEN OLD.pending > 0 AND NEW.pending <= 0 BEGIN
     UPDATE tenant_shares SET active = active - 1 WHERE priority = NEW.priority AND tenant = NEW.tenant;
@@ -343,39 +344,40 @@ CREATE TRIGGER job_queues_deactivate AFTER UPDATE OF pending ON job_queues
   END;
 
 -- job_queues_delete (migration 9):
--- SPEC §13 rule 2 (fair share, no banked turns): a job queue deleted while it counts pending
--- work (src/pool/archive.ts deletes an archived job's queue) leaves its tenant's share; a share
--- with no active job is deleted. TypeScript half: src/pool/scheduling.ts useTurn advances the
--- passes a granted claim uses (1 for the job, 1/weight for its tenant, weights from
--- src/rules/scheduling.ts tenantWeights) and pickTask orders by them; src/pool/explain.ts reads
--- the shares for the placement explanation.
+-- docs/protocol.md §13 rule 2 (fair share, no banked turns): a job queue deleted while it
+-- counts pending work (src/pool/archive.ts deletes an archived job's queue) leaves its tenant's
+-- share; a share with no active job is deleted. TypeScript half: src/pool/scheduling.ts useTurn
+-- advances the passes a granted claim uses (1 for the job, 1/weight for its tenant, weights
+-- from src/rules/scheduling.ts tenantWeights) and pickTask orders by them; src/pool/explain.ts
+-- reads the shares for the placement explanation.
 CREATE TRIGGER job_queues_delete AFTER DELETE ON job_queues WHEN OLD.pending > 0 BEGIN
     UPDATE tenant_shares SET active = active - 1 WHERE priority = OLD.priority AND tenant = OLD.tenant;
     DELETE FROM tenant_shares WHERE priority = OLD.priority AND tenant = OLD.tenant AND active <= 0;
   END;
 
 -- jobs_count_delete (migration 5):
--- SPEC §12, counters not scans: keeps job_counts (jobs per state, RUNNING while terminal_state
--- is null) in the same transaction as a job's delete (archiving it). TypeScript half:
--- src/pool/dashboard.ts reads it for the dashboard's job totals; src/pool/jobs.ts records
+-- docs/protocol.md §12, counters not scans: keeps job_counts (jobs per state, RUNNING while
+-- terminal_state is null) in the same transaction as a job's delete (archiving it). TypeScript
+-- half: src/pool/dashboard.ts reads it for the dashboard's job totals; src/pool/jobs.ts records
 -- terminal_state.
 CREATE TRIGGER jobs_count_delete AFTER DELETE ON jobs BEGIN
     UPDATE job_counts SET n = n - 1 WHERE state = COALESCE(OLD.terminal_state, 'RUNNING');
   END;
 
 -- jobs_count_insert (migration 5):
--- SPEC §12, counters not scans: keeps job_counts (jobs per state, RUNNING while terminal_state
--- is null) in the same transaction as a job's insert. TypeScript half: src/pool/dashboard.ts
--- reads it for the dashboard's job totals; src/pool/jobs.ts records terminal_state.
+-- docs/protocol.md §12, counters not scans: keeps job_counts (jobs per state, RUNNING while
+-- terminal_state is null) in the same transaction as a job's insert. TypeScript half:
+-- src/pool/dashboard.ts reads it for the dashboard's job totals; src/pool/jobs.ts records
+-- terminal_state.
 CREATE TRIGGER jobs_count_insert AFTER INSERT ON jobs BEGIN
     INSERT INTO job_counts (state, n) VALUES (COALESCE(NEW.terminal_state, 'RUNNING'), 1)
       ON CONFLICT (state) DO UPDATE SET n = n + 1;
   END;
 
 -- jobs_count_state (migration 5):
--- SPEC §12, counters not scans: keeps job_counts (jobs per state, RUNNING while terminal_state
--- is null) in the same transaction as a job's terminal transition. TypeScript half:
--- src/pool/dashboard.ts reads it for the dashboard's job totals; src/pool/jobs.ts records
+-- docs/protocol.md §12, counters not scans: keeps job_counts (jobs per state, RUNNING while
+-- terminal_state is null) in the same transaction as a job's terminal transition. TypeScript
+-- half: src/pool/dashboard.ts reads it for the dashboard's job totals; src/pool/jobs.ts records
 -- terminal_state.
 CREATE TRIGGER jobs_count_state AFTER UPDATE OF terminal_state ON jobs
     WHEN COALESCE(OLD.terminal_state, 'RUNNING') <> COALESCE(NEW.terminal_state, 'RUNNING') BEGIN
@@ -385,12 +387,12 @@ CREATE TRIGGER jobs_count_state AFTER UPDATE OF terminal_state ON jobs
   END;
 
 -- leases_end_liveness (migration 14):
--- SPEC §13 rule 4 and §5 (liveness): when a lease stops being live, by whatever code path
--- (commit, fail, expiry, cancel), its node is online until its last request plus the online
--- window, or another live lease's deadline, no longer until the ended lease's. TypeScript half:
--- src/pool/nodes.ts ONLINE_WINDOW_MS (15 s: the literal 15000 here must match) and the requests
--- that extend live_until_ms; src/pool/scheduling.ts POLICY_SQL.others reads it for the idle
--- nodes rule 4 waits for.
+-- docs/protocol.md §13 rule 4 and §5 (liveness): when a lease stops being live, by whatever
+-- code path (commit, fail, expiry, cancel), its node is online until its last request plus the
+-- online window, or another live lease's deadline, no longer until the ended lease's.
+-- TypeScript half: src/pool/nodes.ts ONLINE_WINDOW_MS (15 s: the literal 15000 here must match)
+-- and the requests that extend live_until_ms; src/pool/scheduling.ts POLICY_SQL.others reads it
+-- for the idle nodes rule 4 waits for.
 CREATE TRIGGER leases_end_liveness AFTER UPDATE OF status ON leases
     WHEN OLD.status = 'live' AND NEW.status <> 'live' BEGIN
     UPDATE nodes SET live_until_ms = MAX(last_heartbeat_ms + 15000, COALESCE(
@@ -399,8 +401,8 @@ CREATE TRIGGER leases_end_liveness AFTER UPDATE OF status ON leases
   END;
 
 -- leases_replica_owner (migration 16):
--- SPEC §14, replicas on distinct owners: an owner's first replica lease of a task counts the
--- task in owner_replicas while it is a replicating pending one. TypeScript half:
+-- docs/protocol.md §14, replicas on distinct owners: an owner's first replica lease of a task
+-- counts the task in owner_replicas while it is a replicating pending one. TypeScript half:
 -- src/pool/scheduling.ts (RAN_BY_OWNER, replicatingOf) passes over a class whose replicating
 -- tasks the claiming owner all holds or ran, in one seek; src/pool/leases.ts marks a task
 -- replicating at its first replica and records each replica lease's owner (src/rules/owners.ts
@@ -415,21 +417,22 @@ CREATE TRIGGER leases_replica_owner AFTER INSERT ON leases WHEN NEW.replica > 0 
   END;
 
 -- queue_classes_owners_delete (migration 16):
--- SPEC §14, replicas on distinct owners: a (job, class)'s queue row deleted (archiving its job)
--- takes its owners' counts with it. TypeScript half: src/pool/scheduling.ts (RAN_BY_OWNER,
--- replicatingOf) passes over a class whose replicating tasks the claiming owner all holds or
--- ran, in one seek; src/pool/leases.ts marks a task replicating at its first replica and
--- records each replica lease's owner (src/rules/owners.ts ownerOf).
+-- docs/protocol.md §14, replicas on distinct owners: a (job, class)'s queue row deleted
+-- (archiving its job) takes its owners' counts with it. TypeScript half: src/pool/scheduling.ts
+-- (RAN_BY_OWNER, replicatingOf) passes over a class whose replicating tasks the claiming owner
+-- all holds or ran, in one seek; src/pool/leases.ts marks a task replicating at its first
+-- replica and records each replica lease's owner (src/rules/owners.ts ownerOf).
 CREATE TRIGGER queue_classes_owners_delete AFTER DELETE ON queue_classes BEGIN
     DELETE FROM owner_replicas WHERE job_id = OLD.job_id AND class_id = OLD.class_id;
   END;
 
 -- tasks_count_delete (migration 5):
--- SPEC §12, counters not scans: keeps job_task_counts, task_counts and classes.pending equal to
--- counts of tasks in the same transaction as a task's delete (archiving a job). TypeScript
--- half: src/pool/jobs.ts taskCounts and poolTaskCounts read the counts (a job's state and the
--- pool's totals), and src/pool/scheduling.ts POLICY_SQL.pendingClasses reads classes.pending
--- for the classes the gate judges at each claim.
+-- docs/protocol.md §12, counters not scans: keeps job_task_counts, task_counts and
+-- classes.pending equal to counts of tasks in the same transaction as a task's delete
+-- (archiving a job). TypeScript half: src/pool/jobs.ts taskCounts and poolTaskCounts read the
+-- counts (a job's state and the pool's totals), and src/pool/scheduling.ts
+-- POLICY_SQL.pendingClasses reads classes.pending for the classes the gate judges at each
+-- claim.
 CREATE TRIGGER tasks_count_delete AFTER DELETE ON tasks BEGIN
     UPDATE job_task_counts SET n = n - 1 WHERE job_id = OLD.job_id AND state = OLD.state;
     UPDATE task_counts SET n = n - 1 WHERE state = OLD.state;
@@ -437,11 +440,11 @@ CREATE TRIGGER tasks_count_delete AFTER DELETE ON tasks BEGIN
   END;
 
 -- tasks_count_insert (migration 5):
--- SPEC §12, counters not scans: keeps job_task_counts, task_counts and classes.pending equal to
--- counts of tasks in the same transaction as a task's insert. TypeScript half: src/pool/jobs.ts
--- taskCounts and poolTaskCounts read the counts (a job's state and the pool's totals), and
--- src/pool/scheduling.ts POLICY_SQL.pendingClasses reads classes.pending for the classes the
--- gate judges at each claim.
+-- docs/protocol.md §12, counters not scans: keeps job_task_counts, task_counts and
+-- classes.pending equal to counts of tasks in the same transaction as a task's insert.
+-- TypeScript half: src/pool/jobs.ts taskCounts and poolTaskCounts read the counts (a job's
+-- state and the pool's totals), and src/pool/scheduling.ts POLICY_SQL.pendingClasses reads
+-- classes.pending for the classes the gate judges at each claim.
 CREATE TRIGGER tasks_count_insert AFTER INSERT ON tasks BEGIN
     INSERT INTO job_task_counts (job_id, state, n) VALUES (NEW.job_id, NEW.state, 1)
       ON CONFLICT (job_id, state) DO UPDATE SET n = n + 1;
@@ -450,11 +453,11 @@ CREATE TRIGGER tasks_count_insert AFTER INSERT ON tasks BEGIN
   END;
 
 -- tasks_count_state (migration 5):
--- SPEC §12, counters not scans: keeps job_task_counts, task_counts and classes.pending equal to
--- counts of tasks in the same transaction as a task's change of state. TypeScript half:
--- src/pool/jobs.ts taskCounts and poolTaskCounts read the counts (a job's state and the pool's
--- totals), and src/pool/scheduling.ts POLICY_SQL.pendingClasses reads classes.pending for the
--- classes the gate judges at each claim.
+-- docs/protocol.md §12, counters not scans: keeps job_task_counts, task_counts and
+-- classes.pending equal to counts of tasks in the same transaction as a task's change of state.
+-- TypeScript half: src/pool/jobs.ts taskCounts and poolTaskCounts read the counts (a job's
+-- state and the pool's totals), and src/pool/scheduling.ts POLICY_SQL.pendingClasses reads
+-- classes.pending for the classes the gate judges at each claim.
 CREATE TRIGGER tasks_count_state AFTER UPDATE OF state ON tasks WHEN OLD.state <> NEW.state BEGIN
     UPDATE job_task_counts SET n = n - 1 WHERE job_id = OLD.job_id AND state = OLD.state;
     INSERT INTO job_task_counts (job_id, state, n) VALUES (NEW.job_id, NEW.state, 1)
@@ -466,7 +469,7 @@ CREATE TRIGGER tasks_count_state AFTER UPDATE OF state ON tasks WHEN OLD.state <
   END;
 
 -- tasks_queue_delete (migration 9):
--- SPEC §13 rules 1 and 2 (priority, then fair share): keeps job_queues.pending and
+-- docs/protocol.md §13 rules 1 and 2 (priority, then fair share): keeps job_queues.pending and
 -- queue_classes.pending, the pending tasks per job and per (job, class), in the same
 -- transaction as a pending task's delete, so a claim finds the jobs holding work a node may
 -- take by index. TypeScript half: src/pool/scheduling.ts pickTask walks those rows
@@ -478,7 +481,7 @@ CREATE TRIGGER tasks_queue_delete AFTER DELETE ON tasks WHEN OLD.state = 'PENDIN
   END;
 
 -- tasks_queue_insert (migration 10):
--- SPEC §13 rules 1 and 2 (priority, then fair share): keeps job_queues.pending and
+-- docs/protocol.md §13 rules 1 and 2 (priority, then fair share): keeps job_queues.pending and
 -- queue_classes.pending, the pending tasks per job and per (job, class), in the same
 -- transaction as a task's insert, and copies the job's priority into its queue_classes row
 -- (rule 1: one seek per class the node accepts finds the highest level), so a claim finds the
@@ -494,7 +497,7 @@ CREATE TRIGGER tasks_queue_insert AFTER INSERT ON tasks WHEN NEW.state = 'PENDIN
   END;
 
 -- tasks_queue_state (migration 9):
--- SPEC §13 rules 1 and 2 (priority, then fair share): keeps job_queues.pending and
+-- docs/protocol.md §13 rules 1 and 2 (priority, then fair share): keeps job_queues.pending and
 -- queue_classes.pending, the pending tasks per job and per (job, class), in the same
 -- transaction as a task's move into or out of PENDING, so a claim finds the jobs holding work a
 -- node may take by index. TypeScript half: src/pool/scheduling.ts pickTask walks those rows
@@ -508,9 +511,9 @@ CREATE TRIGGER tasks_queue_state AFTER UPDATE OF state ON tasks
   END;
 
 -- tasks_replicating_delete (migration 16):
--- SPEC §14, replicas on distinct owners: a replicating pending task's delete lowers the same
--- two counts. TypeScript half: src/pool/scheduling.ts (RAN_BY_OWNER, replicatingOf) passes over
--- a class whose replicating tasks the claiming owner all holds or ran, in one seek;
+-- docs/protocol.md §14, replicas on distinct owners: a replicating pending task's delete lowers
+-- the same two counts. TypeScript half: src/pool/scheduling.ts (RAN_BY_OWNER, replicatingOf)
+-- passes over a class whose replicating tasks the claiming owner all holds or ran, in one seek;
 -- src/pool/leases.ts marks a task replicating at its first replica and records each replica
 -- lease's owner (src/rules/owners.ts ownerOf).
 CREATE TRIGGER tasks_replicating_delete AFTER DELETE ON tasks WHEN OLD.state = 'PENDING' AND OLD.replicating = 1 BEGIN
@@ -520,13 +523,13 @@ CREATE TRIGGER tasks_replicating_delete AFTER DELETE ON tasks WHEN OLD.state = '
   END;
 
 -- tasks_replicating_state (migration 16):
--- SPEC §14, replicas on distinct owners: keeps queue_classes.replicating (the replicating
--- pending tasks per (job, class)) and owner_replicas.pending (those of them each owner holds or
--- ran a replica of) in the same transaction as a task's change of state or of replicating.
--- TypeScript half: src/pool/scheduling.ts (RAN_BY_OWNER, replicatingOf) passes over a class
--- whose replicating tasks the claiming owner all holds or ran, in one seek; src/pool/leases.ts
--- marks a task replicating at its first replica and records each replica lease's owner
--- (src/rules/owners.ts ownerOf).
+-- docs/protocol.md §14, replicas on distinct owners: keeps queue_classes.replicating (the
+-- replicating pending tasks per (job, class)) and owner_replicas.pending (those of them each
+-- owner holds or ran a replica of) in the same transaction as a task's change of state or of
+-- replicating. TypeScript half: src/pool/scheduling.ts (RAN_BY_OWNER, replicatingOf) passes
+-- over a class whose replicating tasks the claiming owner all holds or ran, in one seek;
+-- src/pool/leases.ts marks a task replicating at its first replica and records each replica
+-- lease's owner (src/rules/owners.ts ownerOf).
 CREATE TRIGGER tasks_replicating_state AFTER UPDATE OF state, replicating ON tasks
     WHEN (OLD.state = 'PENDING' AND OLD.replicating = 1) <> (NEW.state = 'PENDING' AND NEW.replicating = 1) BEGIN
     UPDATE queue_classes SET replicating = replicating + IIF(NEW.state = 'PENDING' AND NEW.replicating = 1, 1, -1)

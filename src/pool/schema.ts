@@ -7,7 +7,7 @@
 //
 // Never edit a shipped step: append a new one, with its `down`. A step's
 // work over existing rows is paid once, while the object serves nothing, by
-// every pool created before it (SPEC §12 asks for bounded work here; what
+// every pool created before it (docs/protocol.md §12 asks for bounded work here; what
 // today's steps cost on a large history is BENCHMARKS.md §10, `npm run
 // bench:migrations`). A new step that must fill rows from history leaves
 // that to batches run after it.

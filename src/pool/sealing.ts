@@ -1,4 +1,4 @@
-// What a node may not see of a replicated task before its verdict (SPEC §14
+// What a node may not see of a replicated task before its verdict (docs/protocol.md §14
 // "Against adversaries"): another replica's outputs (a copier would commit
 // them), and anything telling whether another replica of its task exists or
 // will be issued (a dodger would be honest only then). Operators, and open

@@ -1,4 +1,4 @@
-// An enrolled node's session with its pool (SPEC §9): an RpcTarget that
+// An enrolled node's session with its pool (docs/protocol.md §9): an RpcTarget that
 // offers every call of the pool object and re-checks the node's credential
 // in the same turn as each call starts, so a credential revoked between two
 // calls refuses the second. The Worker asks for it and calls it in one go

@@ -1,4 +1,4 @@
-// The dashboard's stuck tasks (SPEC §11): pending tasks that no claimable
+// The dashboard's stuck tasks (docs/protocol.md §11): pending tasks that no claimable
 // node can take, with why. Read-only and bounded: the gate runs over at
 // most STUCK_CLASSES_CHECKED requirement classes, and only the entries
 // shown get a full explanation.

@@ -22,7 +22,7 @@ export type TaskRow = {
   accepted_object: string | null;
   worker_losses: number;
   max_worker_losses: number;
-  /** Verified results (SPEC §14): the job's replication, and the replicas wanted out or done now. */
+  /** Verified results (docs/protocol.md §14): the job's replication, and the replicas wanted out or done now. */
   replicas: number;
   quorum: number;
   tolerance: number;
@@ -42,7 +42,7 @@ export function addTasks(
   tasks: readonly TaskSpec[],
   options: { outputJson: boolean; replication?: Replication },
 ): AddTasksResult {
-  // Replicas use no attempts (SPEC §14): max_attempts is kept as submitted.
+  // Replicas use no attempts (docs/protocol.md §14): max_attempts is kept as submitted.
   const { replicas, quorum, tolerance, toleranceAbs } = options.replication ?? SINGLE_REPLICA;
   const seen = new Set<string>();
   const duplicates: string[] = [];

@@ -1,4 +1,4 @@
-// Verified results in the pool (SPEC §14): the replicas of a task as
+// Verified results in the pool (docs/protocol.md §14): the replicas of a task as
 // concurrent leases, their committed metrics objects, the verdict once
 // enough agree, and each node's record of valid and invalid results. The
 // rules (agreement, verdict, adaptive replication) are pure, in
@@ -36,7 +36,7 @@ export type ReplicatedTask = {
   wanted: number;
 };
 
-/** What a claim knows of the claiming node's record (SPEC §14). */
+/** What a claim knows of the claiming node's record (docs/protocol.md §14). */
 export type NodeRecord = { consecutive_valid: number; distrusted: string | null };
 
 /** The stored object a replica committed: the bytes its verdict judges and the task key then serves. */
@@ -65,7 +65,7 @@ function replicaCounts(sql: SqlStorage, taskSeq: number) {
 
 /**
  * One more replica of `task` for `node`: its number, its attempt number
- * (failed attempts + 1: replicas use none, SPEC §14), and the task's state
+ * (failed attempts + 1: replicas use none, docs/protocol.md §14), and the task's state
  * once it is out. The first replica ever issued decides how many the task
  * wants (adaptive replication: one for a trusted node, unless `random`
  * picks a spot check), once: a replica that fails, expires or is cancelled
@@ -86,7 +86,7 @@ export function nextReplica(
   return { replica: issued + 1, attempt: ended + 1, state: live + 1 + results >= wanted ? "LEASED" : "PENDING" };
 }
 
-/** Replica attempts of a task that failed or expired: what its attempt count is made of (SPEC §14). */
+/** Replica attempts of a task that failed or expired: what its attempt count is made of (docs/protocol.md §14). */
 export function endedReplicas(sql: SqlStorage, taskSeq: number): number {
   return replicaCounts(sql, taskSeq).ended;
 }
@@ -196,7 +196,7 @@ function judge(sql: SqlStorage, now: number, task: ReplicatedTask): void {
   const winner = rows.find((r) => r.lease_id === v.winners[0])!;
   bindTaskKey(sql, now, task, winner);
   sql.exec("UPDATE tasks SET state = 'COMPLETED', accepted_object = ? WHERE seq = ?", winner.object, task.seq);
-  // A result accepted alone was compared with nothing: it earns no trust (SPEC §14).
+  // A result accepted alone was compared with nothing: it earns no trust (docs/protocol.md §14).
   const compared = quorum > 1;
   for (const r of rows) {
     const valid = winners.has(r.lease_id);
@@ -294,7 +294,7 @@ function validResult(sql: SqlStorage, nodeId: string): void {
  * lied: counted on the node, ending its run of valid results. A lie, a
  * verdict lost while the node was trusted to run tasks alone, or
  * LOST_VERDICTS_LIMIT lost among its latest verdicts distrusts the node:
- * held back (SPEC §13) and never again trusted with a task alone until an
+ * held back (docs/protocol.md §13) and never again trusted with a task alone until an
  * operator releases it. The caller counts it as a failed attempt too.
  */
 export function invalidResult(sql: SqlStorage, now: number, nodeId: string, lie: string | null): void {

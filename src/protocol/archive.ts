@@ -1,4 +1,4 @@
-// The R2 archive of a job past retention (SPEC §12), pure: where its objects
+// The R2 archive of a job past retention (docs/protocol.md §12), pure: where its objects
 // live, what they hold, and how a read finds the page that answers it. The
 // pool object writes the archive; the Worker reads it. Every object is
 // immutable once written, and written again byte for byte if an archiving

@@ -1,4 +1,4 @@
-// Artifact records and the checkpoint catalog's wire models (SPEC §3.4, §8).
+// Artifact records and the checkpoint catalog's wire models (docs/protocol.md §3.4, §8).
 // A checkpoint is a manifest proving its parts exist with the right hashes;
 // these schemas only check shapes (a sha256 is 64 lowercase hex characters)
 // — "zero parts", "part never registered" and "hash differs" are 409s
@@ -11,7 +11,7 @@ import { IsoDateTimeSchema, int, SchemaVersionSchema } from "./primitives";
 export const SHA256_RE = /^[0-9a-f]{64}$/;
 
 /**
- * Every sha256 field (SPEC §12, "Bounded rows"): anything but 64 lowercase
+ * Every sha256 field (docs/protocol.md §12, "Bounded rows"): anything but 64 lowercase
  * hex characters is a 422 — never stored, never compared.
  */
 export const Sha256Schema = z.string().regex(SHA256_RE);
@@ -31,7 +31,7 @@ export const ArtifactRecordSchema = z.object({
 export type ArtifactRecord = z.infer<typeof ArtifactRecordSchema>;
 
 /** The ArtifactRecord of a key bound to stored bytes, as the wire shows it. */
-/** An entry of GET /jobs/{id}/artifacts (SPEC §7). */
+/** An entry of GET /jobs/{id}/artifacts (docs/protocol.md §7). */
 export function artifactListEntry(row: { key: string; size_bytes: number }) {
   return { uri: `artifact://${row.key}`, key: row.key, size_bytes: row.size_bytes };
 }

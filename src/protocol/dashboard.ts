@@ -1,4 +1,4 @@
-// The dashboard summary (`GET …/v1alpha1/dashboard`, SPEC §11) as a zod
+// The dashboard summary (`GET …/v1alpha1/dashboard`, docs/protocol.md §11) as a zod
 // schema: what src/pool/dashboard.ts builds, the OpenAPI document describes
 // and the page's script reads (src/dashboard/wire.d.ts, checked against it
 // in test/types/wire.ts). An answer only: nothing parses it. Pure: no I/O.
@@ -26,7 +26,7 @@ export const DashboardNodeSchema = z.object({
   local_dataset_count: count(),
   /** The team pools the gate counts it a member of: reported (open) or assigned by an operator (enforcing). */
   pools: z.array(z.string()),
-  /** Who assigned those pools and when (SPEC §9); null when they are the node's report, or none was assigned. */
+  /** Who assigned those pools and when (docs/protocol.md §9); null when they are the node's report, or none was assigned. */
   pool_assignment: z.object({ assigned_by: z.string(), assigned_at: dateTime() }).nullable(),
   labels: labels(),
   sandbox_capable: z.boolean(),
@@ -35,14 +35,14 @@ export const DashboardNodeSchema = z.object({
   unsandboxed_argv_capable: z.boolean(),
   accepted_tasks: count(),
   live_leases: count(),
-  /** Failed attempts since its last accepted commit (SPEC §13). */
+  /** Failed attempts since its last accepted commit (docs/protocol.md §13). */
   consecutive_failures: count(),
   /** When its hold ends, while it is held back from claiming; else null. */
   held_until: dateTime().nullable(),
-  /** Its replicas a quorum agreed with, and those outvoted or with lying evidence (SPEC §14). */
+  /** Its replicas a quorum agreed with, and those outvoted or with lying evidence (docs/protocol.md §14). */
   valid_results: count(),
   invalid_results: count(),
-  /** Why it may no longer run a task alone, until an operator releases it (SPEC §14); null when it may. */
+  /** Why it may no longer run a task alone, until an operator releases it (docs/protocol.md §14); null when it may. */
   distrusted: z.string().nullable(),
 });
 
@@ -66,7 +66,7 @@ export const DashboardJobSchema = z.object({
   task_counts: TaskCountsSchema,
   total_tasks: count(),
   labels: labels(),
-  /** Its scheduling priority and tenant (SPEC §13). */
+  /** Its scheduling priority and tenant (docs/protocol.md §13). */
   priority: int(),
   tenant: z.string(),
   /** Lease expiries its tasks counted as worker losses rather than attempts. */
@@ -84,14 +84,14 @@ export const DashboardLeaseSchema = z.object({
   seconds_left: z.number(),
   /** The task's lease window: the full length of `seconds_left`. */
   lease_seconds: z.number(),
-  /** The replica of its task this lease runs (SPEC §14); 0 for a task run once. */
+  /** The replica of its task this lease runs (docs/protocol.md §14); 0 for a task run once. */
   replica: count(),
 });
 
-/** A machine's enrolled credential (SPEC §9), active or revoked. */
+/** A machine's enrolled credential (docs/protocol.md §9), active or revoked. */
 export const DashboardCredentialSchema = z.object({
   node_id: z.string(),
-  /** Whose machine it is (SPEC §14), as its approval named it: the node id by default. */
+  /** Whose machine it is (docs/protocol.md §14), as its approval named it: the node id by default. */
   owner: z.string(),
   hostname: z.string(),
   platform: z.string(),

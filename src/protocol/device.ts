@@ -1,4 +1,4 @@
-// Device-code enrolment on the wire (SPEC §9 "Enrolled machines"): what the
+// Device-code enrolment on the wire (docs/protocol.md §9 "Enrolled machines"): what the
 // agent's `flashnode login` sends and receives, and the operator's calls.
 // Field names are RFC 8628's where it has them.
 
@@ -35,7 +35,7 @@ export const DenyRequestSchema = z
 
 /**
  * `POST /v1alpha1/device/approve` (operator): optionally the machine's
- * owner (SPEC §14: replicas of a task run on distinct owners), trimmed;
+ * owner (docs/protocol.md §14: replicas of a task run on distinct owners), trimmed;
  * absent or null, the machine is its own owner.
  */
 export const ApproveRequestSchema = UserCodeRequestSchema.extend({
@@ -45,7 +45,7 @@ export const ApproveRequestSchema = UserCodeRequestSchema.extend({
     .min(1, "owner must not be empty: leave it out for the machine to be its own owner")
     .max(MAX_OWNER_LENGTH, `owner is at most ${MAX_OWNER_LENGTH} characters`)
     .nullish(),
-  /** Team pools the machine is assigned once it redeems the code (SPEC §9); absent or null: none named. */
+  /** Team pools the machine is assigned once it redeems the code (docs/protocol.md §9); absent or null: none named. */
   pools: AssignedPoolsSchema.nullish(),
 });
 

@@ -1,6 +1,6 @@
 // Request-validation errors in the shape the Python client already reads:
 // FastAPI's 422 `{"detail": [{loc, msg, type}]}` with `loc` starting at
-// "body" and pydantic-v2 type codes and wording (SPEC §10). This file only
+// "body" and pydantic-v2 type codes and wording (docs/protocol.md §10). This file only
 // translates zod issues; it never decides what is valid.
 
 import type { z } from "zod";

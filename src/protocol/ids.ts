@@ -1,4 +1,4 @@
-// Identifiers the coordinator mints (SPEC §3): lease ids `ls-` + 12 hex, job
+// Identifiers the coordinator mints (docs/protocol.md §3): lease ids `ls-` + 12 hex, job
 // ids 12 hex, manifest ids `ck-` + 12 hex — 48 random bits each.
 
 /** Lowercase hex of some bytes. */
@@ -15,7 +15,7 @@ export function randomHex12(): string {
 const ID_DRAWS = 8;
 
 /**
- * `prefix` + a fresh 12-hex id that `isTaken` does not know (SPEC §12: a
+ * `prefix` + a fresh 12-hex id that `isTaken` does not know (docs/protocol.md §12: a
  * collision is drawn again, never a 500). Throws only when the random
  * source keeps repeating itself.
  */

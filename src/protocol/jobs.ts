@@ -1,4 +1,4 @@
-// Job specs, job records and the event ledger (SPEC §3.3). A JobSpec needs
+// Job specs, job records and the event ledger (docs/protocol.md §3.3). A JobSpec needs
 // only apiVersion, kind, metadata.name, spec.image and spec.workload; every
 // other block defaults. Whether a backend is served is the route's call,
 // not the schema's: "ray" is a valid spec that this coordinator refuses.

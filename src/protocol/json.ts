@@ -5,7 +5,7 @@
 // `unknown` (the gate does).
 //
 // Also the shape rules every request body obeys before any schema sees it
-// (SPEC §10): a bounded depth, and strings that are well-formed Unicode.
+// (docs/protocol.md §10): a bounded depth, and strings that are well-formed Unicode.
 
 // biome-ignore lint/complexity/noBannedTypes: `{}` is "any value but null and undefined", the point of this type
 export type JsonObject = { [key: string]: {} | null };

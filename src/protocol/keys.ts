@@ -1,12 +1,12 @@
-// Names a client can put in a URL: artifact keys (SPEC §7) and pool names
-// (SPEC §2). Pure predicates, no I/O. A key that passes here is safe to use
+// Names a client can put in a URL: artifact keys (docs/protocol.md §7) and pool names
+// (docs/protocol.md §2). Pure predicates, no I/O. A key that passes here is safe to use
 // as a relative path under the pool's R2 prefix; nothing here may ever
 // "repair" a bad key (strip a slash, normalise a dot) — a bad key is refused.
 
 /** A DNS-1123 label: lowercase alphanumerics and '-', 1–63 chars, alphanumeric at both ends. */
 export const DNS_1123_LABEL_RE = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
-/** Pool names are DNS-1123 labels (SPEC §2). */
+/** Pool names are DNS-1123 labels (docs/protocol.md §2). */
 export const POOL_NAME_RE = DNS_1123_LABEL_RE;
 
 /** Whether `s` is a valid pool name. JS `$` never matches before a trailing newline, so "abc\n" is refused. */
@@ -14,12 +14,12 @@ export function isPoolName(s: unknown): s is string {
   return typeof s === "string" && POOL_NAME_RE.test(s);
 }
 
-/** The 404 detail for a path naming an invalid pool (SPEC §2). */
+/** The 404 detail for a path naming an invalid pool (docs/protocol.md §2). */
 export function invalidPoolDetail(pool: string): string {
   return `invalid pool name '${pool}': use lowercase letters, digits and '-' (at most 63)`;
 }
 
-/** Longest artifact key, in UTF-8 bytes (SPEC §7). */
+/** Longest artifact key, in UTF-8 bytes (docs/protocol.md §7). */
 export const MAX_ARTIFACT_KEY_BYTES = 1024;
 
 const encoder = new TextEncoder();
@@ -27,7 +27,7 @@ const encoder = new TextEncoder();
 /**
  * Why `key` is not an acceptable artifact key, as one human-readable line,
  * or null when it is. The key is taken after percent-decoding. Rules
- * (SPEC §7): not empty; at most 1024 UTF-8 bytes; no leading "/"; no "." or
+ * (docs/protocol.md §7): not empty; at most 1024 UTF-8 bytes; no leading "/"; no "." or
  * ".." segment; no empty segment (so no "//" and no trailing "/"); no
  * backslash; no control characters (C0, DEL and C1). A string that is not
  * well-formed Unicode (a lone surrogate) is refused too: it has no UTF-8
@@ -67,7 +67,7 @@ export function taskOfKey(key: string): { jobId: string; taskId: string } | null
   return { jobId: parts[1]!, taskId: parts[2]! };
 }
 
-/** Where replica `replica` of a task writes its outputs (SPEC §14): inside the task's own prefix. */
+/** Where replica `replica` of a task writes its outputs (docs/protocol.md §14): inside the task's own prefix. */
 export function replicaPrefix(jobId: string, taskId: string, replica: number): string {
   return `jobs/${jobId}/${taskId}/r${replica}/`;
 }

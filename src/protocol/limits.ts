@@ -1,21 +1,21 @@
 // The sizes the API promises: page sizes of the list routes, the JSON body
-// limit and the bounds on stored rows (SPEC §6, §10, §11, §12). The routes
+// limit and the bounds on stored rows (docs/protocol.md §6, §10, §11, §12). The routes
 // enforce them, the pool object pages by them, the dashboard page asks within
 // them: one definition for all.
 
-/** JSON bodies (everything but artifacts) are limited to this (SPEC §10). */
+/** JSON bodies (everything but artifacts) are limited to this (docs/protocol.md §10). */
 export const MAX_JSON_BODY_BYTES = 1024 * 1024;
 
 /**
  * A node registration, as sent and as stored (defaults applied, after a
  * heartbeat's `pools`), is at most this: a stored row never nears the
- * platform's 2 MB row limit (SPEC §12, "Bounded rows").
+ * platform's 2 MB row limit (docs/protocol.md §12, "Bounded rows").
  */
 export const MAX_REGISTRATION_BYTES = 64 * 1024;
 
 /**
  * Free text kept in storage (fail and quarantine reasons, evidence) is
- * truncated to this, its truncation marker included (SPEC §12).
+ * truncated to this, its truncation marker included (docs/protocol.md §12).
  */
 export const MAX_STORED_TEXT_BYTES = 4 * 1024;
 
@@ -28,7 +28,7 @@ export const EVENTS_STREAM_PAGE = 1000;
 
 /**
  * Default and largest page of GET /jobs and GET /nodes (`?limit=`), and the
- * body size past which a page ends early, its Link continuing it (SPEC §12).
+ * body size past which a page ends early, its Link continuing it (docs/protocol.md §12).
  */
 export const LIST_PAGE_DEFAULT = 100;
 export const LIST_PAGE_MAX = 1000;
@@ -43,7 +43,7 @@ export const OBJECT_STORAGE_LIMIT_BYTES = 10 * 1000 ** 3;
 export const STORAGE_WARNING_FRACTION = 0.8;
 
 /**
- * The shortest lease a task may ask for, in seconds (SPEC §5, §12 "Nothing
+ * The shortest lease a task may ask for, in seconds (docs/protocol.md §5, §12 "Nothing
  * leaks"). A lease must outlive at least one heartbeat round trip of an agent
  * that renews every third of its lease: at 5 s a renewal has over 3 s to
  * arrive. Shorter, one slow request lets it expire under a healthy node, and
@@ -52,12 +52,12 @@ export const STORAGE_WARNING_FRACTION = 0.8;
 export const MIN_LEASE_SECONDS = 5;
 
 /**
- * The longest owner name of a node (SPEC §14 "Independent replicas"): named
+ * The longest owner name of a node (docs/protocol.md §14 "Independent replicas"): named
  * at an enrolment's approval or in FLASHML_NODE_OWNERS, shown on the
  * dashboard and in placement reports.
  */
 export const MAX_OWNER_LENGTH = 128;
 
-/** An operator's team-pool assignment (SPEC §9): at most this many pools, each at most this many characters. */
+/** An operator's team-pool assignment (docs/protocol.md §9): at most this many pools, each at most this many characters. */
 export const MAX_ASSIGNED_POOLS = 64;
 export const MAX_POOL_NAME_LENGTH = 128;

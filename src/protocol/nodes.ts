@@ -1,4 +1,4 @@
-// What a node says about itself: registration and heartbeat (SPEC §3.1).
+// What a node says about itself: registration and heartbeat (docs/protocol.md §3.1).
 // Every security-relevant field defaults to the safe value, so an old agent
 // that omits a field reads as "not capable"; only module_capable, an
 // availability flag, defaults to true. These defaults must never be
@@ -37,7 +37,7 @@ export const NODE_ENVIRONMENTS = ["local", "cloud", "edge"] as const;
 
 /**
  * `POST /v1alpha1/nodes/register`. `pool` is overwritten with the URL's pool
- * by the route (SPEC §2); `node_id` by the caller's identity when enforcing.
+ * by the route (docs/protocol.md §2); `node_id` by the caller's identity when enforcing.
  */
 export const NodeRegistrationSchema = z.object({
   schema_version: SchemaVersionSchema,
@@ -62,7 +62,7 @@ export type NodeRegistration = z.infer<typeof NodeRegistrationSchema>;
 
 /**
  * Whether a registration fits its stored row: its JSON, defaults applied, is
- * at most MAX_REGISTRATION_BYTES of UTF-8 (SPEC §12, "Bounded rows"). Both a
+ * at most MAX_REGISTRATION_BYTES of UTF-8 (docs/protocol.md §12, "Bounded rows"). Both a
  * registration and a heartbeat that replaces its pools must keep it so.
  */
 export function registrationFits(registration: NodeRegistration): boolean {
@@ -92,7 +92,7 @@ export const NodeHeartbeatSchema = z.object({
 export type NodeHeartbeat = z.infer<typeof NodeHeartbeatSchema>;
 
 /**
- * Team pools an operator assigns a node (SPEC §9): a list, replacing the
+ * Team pools an operator assigns a node (docs/protocol.md §9): a list, replacing the
  * node's earlier assignment wholesale (empty: a member of none). Names are
  * non-empty, as gate 6 requires of a task's pool.
  */

@@ -68,7 +68,7 @@ export const OPEN_COORDINATOR = "The coordinator is open (no tokens configured):
 export const MISCONFIGURED = "The coordinator's settings cannot be trusted: it refuses every request.";
 export const INVALID_POOL = "The pool name is invalid.";
 
-// GET /jobs and GET /nodes (SPEC §12): the body is the plain list, a Link header continues it.
+// GET /jobs and GET /nodes (docs/protocol.md §12): the body is the plain list, a Link header continues it.
 export const PAGED = `One page of the list: \`limit\` rows, fewer once the body passes ${LIST_PAGE_MAX_BYTES} bytes. When more rows exist, a \`Link: <URL>; rel="next"\` header (RFC 8288) gives the URL of the next page; the last page has none.`;
 export const pageParameters = [
   query("limit", "Rows per page.", { type: "integer", minimum: 1, maximum: LIST_PAGE_MAX, default: LIST_PAGE_DEFAULT }),

@@ -145,7 +145,7 @@ const WIRE = {
     held_until: IsoDateTimeSchema.nullable(),
     valid_results: int().min(0),
     invalid_results: int().min(0),
-    /** Why the node may no longer run a task alone (SPEC §14), until an operator releases it; null when trusted as any. */
+    /** Why the node may no longer run a task alone (docs/protocol.md §14), until an operator releases it; null when trusted as any. */
     distrusted: z.string().nullable(),
     owner: z.string().describe("Whose machine it is: replicas of one task run on nodes of distinct owners."),
   }),
@@ -218,7 +218,7 @@ function wireSchemas(io: Side): Record<string, SchemaObject> {
     uri: (id) => `${io}:${id}`,
     override: ({ zodSchema, jsonSchema }) => {
       // Responses may gain fields within v1alpha1, as requests may carry
-      // unknown ones (SPEC §3): no client should be told to refuse them.
+      // unknown ones (docs/protocol.md §3): no client should be told to refuse them.
       if (jsonSchema.additionalProperties === false) delete jsonSchema.additionalProperties;
       if (zodSchema === CheckpointManifestSchema.in && io === "output") {
         jsonSchema.required = [...(jsonSchema.required ?? []), "compatible_world_sizes"];
@@ -389,7 +389,7 @@ export function openApiDocument(paths: OpenApiDocument["paths"]): OpenApiDocumen
           type: "http",
           scheme: "basic",
           description:
-            "The same token as the password, with its name as the user name: the operator's name, or the node id (SPEC §9). What clients send for a URL with credentials (`https://ops:TOKEN@host/pools/p`).",
+            "The same token as the password, with its name as the user name: the operator's name, or the node id (docs/protocol.md §9). What clients send for a URL with credentials (`https://ops:TOKEN@host/pools/p`).",
         },
       },
     },

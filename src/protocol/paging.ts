@@ -1,4 +1,4 @@
-// Paging of the list routes (SPEC §12 "Bounded answers"): the opaque cursor
+// Paging of the list routes (docs/protocol.md §12 "Bounded answers"): the opaque cursor
 // a `Link: rel="next"` header carries, the header itself, and the rule that
 // ends a page early once its JSON body passes a size. Pure: it reads no rows
 // and never decides which rows exist; a cursor only says where the last page

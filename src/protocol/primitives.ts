@@ -1,6 +1,6 @@
 // The building blocks every v1alpha1 model shares: the schema_version stamp,
 // ISO-8601 timestamps, strict integers and JSON objects. They exist so that
-// "a wrong type is a 422, never coerced" (SPEC §3) is written once. Nothing
+// "a wrong type is a 422, never coerced" (docs/protocol.md §3) is written once. Nothing
 // here may coerce: no z.coerce, no preprocess.
 
 import { z } from "zod";

@@ -127,7 +127,7 @@ export const ReplicaVerdictSchema = z.enum(["pending", "valid", "invalid", "unde
 export const ReplicaItemSchema = z.object({
   replica: int().min(1),
   node_id: z.string(),
-  /** The node's owner when the replica was issued (SPEC §14). */
+  /** The node's owner when the replica was issued (docs/protocol.md §14). */
   owner: z.string(),
   state: ReplicaStateSchema,
   output_sha256: z.string().nullable(),
@@ -143,7 +143,7 @@ export const ReplicaReportSchema = z
   .describe(
     "A replicated task's replicas in replica order: each one's node and that node's owner when it was issued, its lease state, and once committed its output's sha256 and verdict. `wanted`: replicas it wants out or done now; `quorum`: how many must agree (1 for a task trusted to one replica). `owners`: distinct owners that ran a replica or have a node the gate accepts, against the replicas needed; `short` when too few (replicas of one task run on nodes of distinct owners).",
   );
-/** Where a pending task stands in the claim order (SPEC §13). */
+/** Where a pending task stands in the claim order (docs/protocol.md §13). */
 export const QueuePositionSchema = z.object({
   priority: int(),
   tenant: z.string(),
@@ -161,11 +161,11 @@ export const PlacementReportSchema = z.object({
   nodes: z.array(NodePlacementSchema),
   unplaceable: z.boolean(),
   summary: z.string(),
-  /** A pending task's place in the claim order (SPEC §13); null for any other state. */
+  /** A pending task's place in the claim order (docs/protocol.md §13); null for any other state. */
   queue: QueuePositionSchema.nullable(),
   /** What a pending task waits for, in words; null for any other state. */
   waiting: z.string().nullable(),
-  /** A replicated task's replicas (SPEC §14); null for a task run once. */
+  /** A replicated task's replicas (docs/protocol.md §14); null for a task run once. */
   replicas: ReplicaReportSchema.nullable(),
 });
 export type ReplicaState = z.infer<typeof ReplicaStateSchema>;

@@ -1,4 +1,4 @@
-// Tasks, leases and the attempt request bodies (SPEC §3.2, §5). The task
+// Tasks, leases and the attempt request bodies (docs/protocol.md §3.2, §5). The task
 // payload is arbitrary JSON and is never validated here — the placement
 // gate narrows it. Execution evidence is never a reason to refuse a commit:
 // a block that does not fit is recorded as absent, a huge one is cut short.
@@ -9,7 +9,7 @@ import { Sha256Schema } from "./checkpoints";
 import { MAX_STORED_TEXT_BYTES, MIN_LEASE_SECONDS } from "./limits";
 import { IsoDateTimeSchema, int, JsonObjectSchema, SchemaVersionSchema } from "./primitives";
 
-/** Longest lease a task may ask for, in seconds (SPEC §5). */
+/** Longest lease a task may ask for, in seconds (docs/protocol.md §5). */
 export const MAX_LEASE_SECONDS = 3600;
 
 /**
@@ -43,7 +43,7 @@ export const TaskSpecSchema = z.object({
   max_attempts: int().min(1).default(3),
   lease_seconds: z.number().min(MIN_LEASE_SECONDS).default(60),
   // Workers the task may be lost to (lease expiries) before it fails, apart
-  // from max_attempts; 0: an expiry uses an attempt (SPEC §13).
+  // from max_attempts; 0: an expiry uses an attempt (docs/protocol.md §13).
   max_worker_losses: int().min(0).default(0),
 });
 export type TaskSpec = z.infer<typeof TaskSpecSchema>;
@@ -81,9 +81,9 @@ export type ExecutionEvidence = z.infer<typeof ExecutionEvidenceSchema>;
 /**
  * The evidence block of a complete request as it will be recorded: the
  * parsed block, or null when it is absent, null or does not fit the types —
- * a badly typed block is recorded as absent, never a refusal (SPEC §3.2).
+ * a badly typed block is recorded as absent, never a refusal (docs/protocol.md §3.2).
  * Its one free-text field, `image_digest`, is kept to MAX_STORED_TEXT_BYTES
- * with a truncation marker (SPEC §12): a huge one is cut, never refused.
+ * with a truncation marker (docs/protocol.md §12): a huge one is cut, never refused.
  */
 export function parseEvidence(value: unknown): ExecutionEvidence | null {
   if (value === undefined || value === null) return null;
@@ -113,7 +113,7 @@ export type CompleteRequest = z.infer<typeof CompleteRequestSchema>;
 /**
  * `POST /v1alpha1/attempts/{lease_id}/fail`. `reason` is required, as in the
  * reference, and any length is accepted: the pool keeps at most
- * MAX_STORED_TEXT_BYTES of it (SPEC §12).
+ * MAX_STORED_TEXT_BYTES of it (docs/protocol.md §12).
  */
 export const FailRequestSchema = z.object({
   reason: z.string(),

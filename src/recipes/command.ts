@@ -1,5 +1,5 @@
 // The command recipe: a JobSpec with workload.type "command" → one argv task
-// per task_params entry (SPEC §6). Argv runs the submitter's code on someone
+// per task_params entry (docs/protocol.md §6). Argv runs the submitter's code on someone
 // else's machine, so the isolation rules here are the security control: the
 // tier must be "sandboxed" unless the coordinator (never the submitter) opts
 // in, and the allowFallback waiver is confined to team pools.

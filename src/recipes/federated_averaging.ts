@@ -1,5 +1,5 @@
 // The federated_averaging recipe: one FedAvg round as one task per shard,
-// each training locally from the round's broadcast weights (SPEC §6). The
+// each training locally from the round's broadcast weights (docs/protocol.md §6). The
 // driver averages the deltas and submits the next round as a new job.
 //
 // The worker reads every one of its params unconditionally, so a missing or

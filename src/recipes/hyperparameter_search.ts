@@ -1,9 +1,9 @@
 // The hyperparameter_search recipe: one module task per trial, the trials
-// listed explicitly or generated as the cartesian product of a grid (SPEC
+// listed explicitly or generated as the cartesian product of a grid (docs/protocol.md
 // §6). The module must be on the coordinator's allowlist — the executor
 // keeps its own list too, and both ends fail closed.
 //
-// Module payloads carry no `gpus` key: SPEC §6 lists that forward for
+// Module payloads carry no `gpus` key: docs/protocol.md §6 lists that forward for
 // command jobs only (as the reference does).
 
 import type { JobSpec } from "../protocol/jobs";
@@ -11,7 +11,7 @@ import { describe, given, isPlainObject, type Parameters, readInputs, shorten } 
 import { type Drafted, MAX_TASKS_PER_JOB, type Recipe, readTaskObjects, type TaskDraft, tooManyTasks } from "./recipe";
 import { MAX_JOB_PAYLOAD_BYTES } from "./stamp";
 
-/** Task modules the coordinator hands out (SPEC §6). */
+/** Task modules the coordinator hands out (docs/protocol.md §6). */
 export const ALLOWED_TASK_MODULES: readonly string[] = [
   "flashml_workloads.sklearn_trial",
   "flashml_workloads.kmeans_shard",

@@ -1,5 +1,5 @@
 // Job expansion: a JobSpec → its tasks, or every problem found, listed
-// together (SPEC §6). Dispatches on workload.type to a recipe, then stamps
+// together (docs/protocol.md §6). Dispatches on workload.type to a recipe, then stamps
 // the fields every task shares and enforces the per-job limits in one place.
 // Pure: no I/O, no clock, no throw for anything a submitter can send.
 

@@ -8,13 +8,13 @@
 import type { JobSpec } from "../protocol/jobs";
 import { describe, isPlainObject } from "./parameters";
 
-/** A job may expand to at most this many tasks (SPEC §6). */
+/** A job may expand to at most this many tasks (docs/protocol.md §6). */
 export const MAX_TASKS_PER_JOB = 10_000;
 
 export interface ExpandOptions {
   /** The coordinator's FLASHML_ALLOW_UNSANDBOXED_ARGV=1 opt-in, never the submitter's. */
   readonly allowUnsandboxedArgv: boolean;
-  /** The coordinator's FLASHML_MAX_WORKER_LOSSES (SPEC §13); DEFAULT_MAX_WORKER_LOSSES when absent. */
+  /** The coordinator's FLASHML_MAX_WORKER_LOSSES (docs/protocol.md §13); DEFAULT_MAX_WORKER_LOSSES when absent. */
   readonly maxWorkerLosses?: number;
 }
 

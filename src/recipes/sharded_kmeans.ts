@@ -1,5 +1,5 @@
 // The sharded_kmeans recipe: one K-means iteration as one task per data
-// shard, each computing partial sums against the broadcast centroids (SPEC
+// shard, each computing partial sums against the broadcast centroids (docs/protocol.md
 // §6). The driver reduces the partials and submits the next iteration as a
 // new job, so the iteration number is part of every task id.
 

@@ -1,5 +1,5 @@
 // The fields every task of every recipe carries, stamped in this one place
-// (SPEC §4, §6, §13): output_prefix, task_id, image, isolation, pool,
+// (docs/protocol.md §4, §6, §13): output_prefix, task_id, image, isolation, pool,
 // gpus and the GPU requirements of the job's labels, commit_key,
 // max_attempts, lease_seconds, max_worker_losses. A recipe that
 // could stamp these itself could also forget one — and a forgotten
@@ -61,10 +61,10 @@ export function stampTasks(
   maxWorkerLosses = DEFAULT_MAX_WORKER_LOSSES,
 ): Stamped {
   const { image, isolation, retryPolicy } = spec.spec;
-  // SPEC §13: with retryWorkerLoss an expiry is a worker loss, counted apart from attempts.
+  // docs/protocol.md §13: with retryWorkerLoss an expiry is a worker loss, counted apart from attempts.
   const workerLosses = retryPolicy.retryWorkerLoss ? maxWorkerLosses : 0;
   const pool = teamPool(spec);
-  // Every recipe, not only `command` as SPEC §6 lists it: a GPU requirement
+  // Every recipe, not only `command` as docs/protocol.md §6 lists it: a GPU requirement
   // that a module job drops fails OPEN (the gate sees none and places the
   // task on a CPU-only node), so it is stamped here where no recipe can skip
   // it. Absent when 0, never 0.

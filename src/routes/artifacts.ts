@@ -1,4 +1,4 @@
-// Artifact routes (SPEC §7). Bytes stream from the request into a fresh,
+// Artifact routes (docs/protocol.md §7). Bytes stream from the request into a fresh,
 // never-reused R2 object while their sha256 and size are computed; only then
 // does the pool object bind the key to it. A refused or failed upload is
 // deleted at once, and so are bytes a bind replaced: a refused upload leaves
@@ -106,9 +106,9 @@ export const artifacts = new Hono<AppEnv>()
     async (c) => {
       const key = artifactKey(c);
       if (typeof key !== "string") return key;
-      // Another replica's output before the verdict does not exist for a node (SPEC §14).
+      // Another replica's output before the verdict does not exist for a node (docs/protocol.md §14).
       const resolved = await c.var.stub.resolveArtifact(key, viewerOf(c));
-      // A key of an archived job names its object in the job's archive (SPEC §12).
+      // A key of an archived job names its object in the job's archive (docs/protocol.md §12).
       const row = resolved === "archived" ? await archiveOf(c, jobOfKey(key)!).artifact(key) : resolved;
       const body = row ? await c.env.ARTIFACTS.get(row.object) : null;
       if (!row || !body) return c.json({ detail: `no artifact at ${key}` }, 404);

@@ -1,4 +1,4 @@
-// Checkpoint routes (SPEC §8), mounted at
+// Checkpoint routes (docs/protocol.md §8), mounted at
 // `/jobs/:job_id/tasks/:task_id/checkpoints`: thin — parse, authorize, one
 // RPC call, map the outcome to a status. The catalog's rules (parts first,
 // manifest last; what `latest` picks) live in src/pool/checkpoints.ts only.
@@ -224,7 +224,7 @@ function refusal(c: AppContext, reason: "forbidden" | "unknown_task" | "archived
   return c.json({ detail: `node ${writer ?? "?"} holds no live lease on task ${jobId}/${taskId}` }, 403);
 }
 
-/** SPEC §12: an archived job is read-only (409, as for any write a finished job refuses). */
+/** docs/protocol.md §12: an archived job is read-only (409, as for any write a finished job refuses). */
 function archived(c: AppContext) {
   return c.json({ detail: `job ${taskOf(c).jobId} is archived; its checkpoints are read-only` }, 409);
 }

@@ -93,7 +93,7 @@ export function queryInt(
 }
 
 /**
- * A paged list route (SPEC §12): reads `?limit=` and the opaque `?cursor=`,
+ * A paged list route (docs/protocol.md §12): reads `?limit=` and the opaque `?cursor=`,
  * fetches one page, and answers its items as the plain list the reference
  * returns, with a `Link: rel="next"` header when more rows exist.
  */

@@ -1,4 +1,4 @@
-// Dashboard routes (SPEC §11). Two parts:
+// Dashboard routes (docs/protocol.md §11). Two parts:
 // - `dashboardPage`, mounted on the root app: `GET /` and `GET /pools/{pool}/`
 //   serve the self-contained page (src/dashboard/page.ts). It holds no data,
 //   so it needs no credential; it is served under a CSP that admits only its

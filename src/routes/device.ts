@@ -1,4 +1,4 @@
-// Device-code enrolment routes (SPEC §9 "Enrolled machines", RFC 8628): the
+// Device-code enrolment routes (docs/protocol.md §9 "Enrolled machines", RFC 8628): the
 // agent's two calls, which need no credential, and the operator's decisions.
 // An open pool needs no enrolment and says so. The token endpoint answers
 // every code that is not approved and unredeemed with the same
@@ -157,7 +157,7 @@ export const deviceOperator = new Hono<AppEnv>()
         id: "approveDeviceCode",
         tag: "enrolment",
         summary: "Approve a pending code: its machine may redeem it for a node credential",
-        description: `${OPERATOR_ONLY} \`owner\` (optional, 1–128 characters) names whose machine it is: replicas of one task run on nodes of distinct owners; absent, the machine is its own owner. An empty or longer owner is a 422. \`pools\` (optional, at most 64 names of 1–128 characters) are the team pools the machine is assigned when it redeems the code, by the approving operator (SPEC §9); absent, none are named and an earlier assignment stands.`,
+        description: `${OPERATOR_ONLY} \`owner\` (optional, 1–128 characters) names whose machine it is: replicas of one task run on nodes of distinct owners; absent, the machine is its own owner. An empty or longer owner is a 422. \`pools\` (optional, at most 64 names of 1–128 characters) are the team pools the machine is assigned when it redeems the code, by the approving operator (docs/protocol.md §9); absent, none are named and an earlier assignment stands.`,
         body: request("ApproveRequest"),
         ok: { 200: jsonBody(served("EnrolmentDecided"), "Approved.") },
         refusals: {
@@ -173,10 +173,10 @@ export const deviceOperator = new Hono<AppEnv>()
     async (c) => {
       const operator = enrolmentOperator(c);
       if (!operator.ok) return operator.response;
-      // An approval may name the machine's owner (SPEC §14); absent or null, it is its own.
+      // An approval may name the machine's owner (docs/protocol.md §14); absent or null, it is its own.
       const body = await readJson(c, ApproveRequestSchema);
       if (!body.ok) return body.response;
-      // It may name the team pools the machine is assigned (SPEC §9); absent or null, none.
+      // It may name the team pools the machine is assigned (docs/protocol.md §9); absent or null, none.
       return decide(
         c,
         body.value.user_code,

@@ -1,4 +1,4 @@
-// The enrolment page's routes (SPEC §9, "Enrolled machines"): `GET /enrol`
+// The enrolment page's routes (docs/protocol.md §9, "Enrolled machines"): `GET /enrol`
 // (the pool `local`) and `GET /pools/{pool}/enrol` serve the self-contained
 // page (src/enrol/page.ts) where an operator approves or denies a machine's
 // `flashnode login`, its code prefilled from `?code=`. Mounted on the root

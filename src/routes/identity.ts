@@ -1,4 +1,4 @@
-// Who is calling (SPEC §9), decided in one place. The middleware resolves the
+// Who is calling (docs/protocol.md §9), decided in one place. The middleware resolves the
 // caller once per request; every route asks the questions below instead of
 // reading credentials itself. The delegation header is read nowhere else.
 
@@ -109,7 +109,7 @@ export function leaseCaller(c: AppContext): Answer<string | null> {
 }
 
 /**
- * Whose view a read is served in (SPEC §14): a node's own, where replicas
+ * Whose view a read is served in (docs/protocol.md §14): a node's own, where replicas
  * before their verdict are sealed, or null for an operator and on an open
  * coordinator (which serves no replicated jobs). An operator acting for a
  * node still reads as an operator.

@@ -1,4 +1,4 @@
-// Job routes (SPEC §6, §7, §12): submission, reads (the list paged, the
+// Job routes (docs/protocol.md §6, §7, §12): submission, reads (the list paged, the
 // whole ledger streamed, an archived job's from its archive), cancel, and
 // the job's artifacts.
 
@@ -92,9 +92,9 @@ export const jobs = new Hono<AppEnv>()
         maxWorkerLosses: c.var.settings.maxWorkerLosses,
       };
       // A job id the pool already has is refused by the object; mint another
-      // (SPEC §12). Its tasks carry the id, so each try expands the spec anew.
+      // (docs/protocol.md §12). Its tasks carry the id, so each try expands the spec anew.
       for (let attempt = 0; attempt < JOB_ID_ATTEMPTS; attempt++) {
-        const jobId = randomHex12(); // SPEC §3.3: 12 lowercase hex
+        const jobId = randomHex12(); // docs/protocol.md §3.3: 12 lowercase hex
         const expansion = expandJob(spec, jobId, options);
         if (!expansion.ok) return c.json({ detail: `job cannot be expanded: ${expansion.problems.join("; ")}` }, 422);
         const unverifiable = replicatedCheckpoints(place.replication, expansion.tasks);
@@ -189,7 +189,7 @@ export const jobs = new Hono<AppEnv>()
         return archive.events(after, limit);
       };
       if (after.value === null && limit.value === null) {
-        // The whole ledger, as the reference CLI reads it (SPEC §6). The first
+        // The whole ledger, as the reference CLI reads it (docs/protocol.md §6). The first
         // page decides the status before any byte is sent; a ledger that fits
         // in it is answered as is, a longer one streamed a page at a time.
         const first = await read(0, EVENTS_STREAM_PAGE);
@@ -271,7 +271,7 @@ export const jobs = new Hono<AppEnv>()
       }),
     ),
     (c) =>
-      // A page at a time, live or archived (SPEC §12); the archive holds no sealed keys (every task ended).
+      // A page at a time, live or archived (docs/protocol.md §12); the archive holds no sealed keys (every task ended).
       pagedList(c, { decode: decodeArtifactCursor, encode: encodeArtifactCursor }, async (after, limit) => {
         const page = await c.var.stub.listJobArtifacts(jobIdOf(c), after, limit, viewerOf(c));
         return page === "archived" ? archiveOf(c, jobIdOf(c)).artifacts(after, limit) : page;

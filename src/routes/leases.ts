@@ -1,4 +1,4 @@
-// Lease routes (SPEC §5): claim, and the attempt heartbeat/complete/fail.
+// Lease routes (docs/protocol.md §5): claim, and the attempt heartbeat/complete/fail.
 
 import { Hono } from "hono";
 import { describeRoute } from "hono-openapi";

@@ -1,4 +1,4 @@
-// Node registry routes (SPEC §3.1, §5, §9, §13): register, heartbeat, list, release, revoke.
+// Node registry routes (docs/protocol.md §3.1, §5, §9, §13): register, heartbeat, list, release, revoke.
 
 import { Hono } from "hono";
 import { describeRoute } from "hono-openapi";
@@ -37,7 +37,7 @@ const OPEN_POOLS =
   "so there is nothing to assign";
 
 /**
- * The operator whose word a node request's pools are (SPEC §9): one acting
+ * The operator whose word a node request's pools are (docs/protocol.md §9): one acting
  * for the node (delegation), as the reference's proxy does. A node's own
  * report, and anything on an open coordinator, assigns nothing.
  */
@@ -78,7 +78,7 @@ export const nodes = new Hono<AppEnv>()
       const acting = actingNode(c, body.value.node_id);
       if (!acting.ok) return acting.response;
       const registration = { ...body.value, node_id: acting.value, pool: c.var.pool };
-      // The body fits, but defaults can grow it (SPEC §12): measured as stored.
+      // The body fits, but defaults can grow it (docs/protocol.md §12): measured as stored.
       if (!registrationFits(registration)) return c.json({ detail: REGISTRATION_TOO_LARGE }, 413);
       await c.var.stub.register(registration, assigningOperator(c));
       return c.json({ node_id: registration.node_id, status: "registered" });
@@ -126,13 +126,13 @@ export const nodes = new Hono<AppEnv>()
         id: "releaseNode",
         tag: "nodes",
         summary: "Let a held-back node claim again before its back-off ends",
-        description: `A node whose last attempts all failed is held back from claiming (SPEC §13); this clears its run of failures. ${OPERATOR_ONLY}`,
+        description: `A node whose last attempts all failed is held back from claiming (docs/protocol.md §13); this clears its run of failures. ${OPERATOR_ONLY}`,
         ok: { 200: jsonBody(served("NodeReleased"), "Released: the node's next claim is served.") },
         refusals: { 403: NOT_AN_OPERATOR, 404: "Unknown node." },
       }),
     ),
     async (c) => {
-      // SPEC §13: an operator lets a held-back node claim again before its back-off ends.
+      // docs/protocol.md §13: an operator lets a held-back node claim again before its back-off ends.
       const refused = requireOperator(c);
       if (refused) return refused;
       const nodeId = c.req.param("node_id");
@@ -147,7 +147,7 @@ export const nodes = new Hono<AppEnv>()
         id: "assignNodePools",
         tag: "nodes",
         summary: "Assign a node's team pools",
-        description: `When tokens are enforced, a node is a member of the team pools an operator assigned (here, at the approval of its enrolment, or by registering or heartbeating for it with X-FlashML-On-Behalf-Of), never of those it reports for itself (SPEC §9, gate 6). The list replaces any earlier assignment (empty: no team pool) and survives the node's registrations and heartbeats; a claim the node holds open tries again at once. The placement report and the dashboard name who assigned it. ${OPERATOR_ONLY}`,
+        description: `When tokens are enforced, a node is a member of the team pools an operator assigned (here, at the approval of its enrolment, or by registering or heartbeating for it with X-FlashML-On-Behalf-Of), never of those it reports for itself (docs/protocol.md §9, gate 6). The list replaces any earlier assignment (empty: no team pool) and survives the node's registrations and heartbeats; a claim the node holds open tries again at once. The placement report and the dashboard name who assigned it. ${OPERATOR_ONLY}`,
         body: request("NodePoolsRequest"),
         ok: { 200: jsonBody(served("NodePoolsAssigned"), "Assigned.") },
         refusals: {
@@ -159,7 +159,7 @@ export const nodes = new Hono<AppEnv>()
       }),
     ),
     async (c) => {
-      // SPEC §9: when enforcing, a node's team pools are those an operator assigned.
+      // docs/protocol.md §9: when enforcing, a node's team pools are those an operator assigned.
       const caller = c.var.caller;
       if (caller.kind === "open") return c.json({ detail: OPEN_POOLS }, 400);
       const refused = requireOperator(c);
@@ -181,13 +181,13 @@ export const nodes = new Hono<AppEnv>()
         id: "revokeCredential",
         tag: "enrolment",
         summary: "Revoke an enrolled node's credential",
-        description: `The node's next request is a 401 (SPEC §9); a claim it holds open is answered 204 at once, and its live leases end at once (requeued as worker losses). ${OPERATOR_ONLY}`,
+        description: `The node's next request is a 401 (docs/protocol.md §9); a claim it holds open is answered 204 at once, and its live leases end at once (requeued as worker losses). ${OPERATOR_ONLY}`,
         ok: { 200: jsonBody(served("CredentialRevoked"), "Revoked.") },
         refusals: { 400: OPEN_COORDINATOR, 403: NOT_AN_OPERATOR, 404: "The node has no enrolled credential." },
       }),
     ),
     async (c) => {
-      // SPEC §9: revoking an enrolled machine's credential; its next request is a 401.
+      // docs/protocol.md §9: revoking an enrolled machine's credential; its next request is a 401.
       const operator = enrolmentOperator(c);
       if (!operator.ok) return operator.response;
       const nodeId = c.req.param("node_id");

@@ -1,4 +1,4 @@
-// The placement explanation route (SPEC §11), mounted at
+// The placement explanation route (docs/protocol.md §11), mounted at
 // `/jobs/:job_id/tasks/:task_id/placement`: "why is my task not running?".
 // Thin: one read-only RPC call; the gate and the grouping live in
 // src/placement.ts and src/explanations.ts. A read: any valid credential

@@ -1,7 +1,7 @@
 // The coordinator's settings, checked before anything is served. A setting
-// that cannot be read (tokens, SPEC §9; pool locations, SPEC §2; the claim
-// hold, SPEC §5; retention, SPEC §12; tenant weights, worker losses and the
-// retry-elsewhere window, SPEC §13; the artifact size limit, SPEC §7)
+// that cannot be read (tokens, docs/protocol.md §9; pool locations, docs/protocol.md §2; the claim
+// hold, docs/protocol.md §5; retention, docs/protocol.md §12; tenant weights, worker losses and the
+// retry-elsewhere window, docs/protocol.md §13; the artifact size limit, docs/protocol.md §7)
 // refuses every request, /healthz included, with a 503 naming the problem
 // and never a token: a coordinator that would serve the wrong pools, or
 // serve them open, must not look healthy. Read once (src/rules/settings.ts);

@@ -1,4 +1,4 @@
-// Authentication rules (SPEC §9), pure: reading the token settings, deciding
+// Authentication rules (docs/protocol.md §9), pure: reading the token settings, deciding
 // whether the coordinator is open, enforcing or refusing, and matching a
 // bearer or Basic credential to a node or an operator. No I/O, no Cloudflare imports.
 // A refusal never names a token.
@@ -7,7 +7,7 @@ import { enrolledTokenNode } from "./enrolment";
 import { parseNodeOwners } from "./owners";
 import { nameValueList } from "./setting-lists";
 
-/** Who is calling, once the credential is resolved (SPEC §9). */
+/** Who is calling, once the credential is resolved (docs/protocol.md §9). */
 export type Caller =
   | { kind: "open" } // no tokens configured: nobody is authenticated
   | { kind: "node"; nodeId: string }
@@ -30,7 +30,7 @@ export type AuthConfig =
 export type Credential =
   | { kind: "node"; nodeId: string }
   | { kind: "operator"; name: string }
-  // Shaped like an enrolled token (SPEC §9) and no configured token: the pool decides.
+  // Shaped like an enrolled token (docs/protocol.md §9) and no configured token: the pool decides.
   | { kind: "enrolled"; nodeId: string; token: string };
 
 /**
@@ -42,7 +42,7 @@ export function authConfig(settings: TokenSettings): AuthConfig {
   if (typeof nodes === "string") return { mode: "refusing", detail: nodes };
   const operators = parseEntries(settings.FLASHML_OPERATOR_TOKENS, "FLASHML_OPERATOR_TOKENS", "name:token");
   if (typeof operators === "string") return { mode: "refusing", detail: operators };
-  // Owners decide which replicas count as independent (SPEC §14): a list that cannot be read refuses too.
+  // Owners decide which replicas count as independent (docs/protocol.md §14): a list that cannot be read refuses too.
   const owners = parseNodeOwners(settings.FLASHML_NODE_OWNERS);
   if (typeof owners === "string") return { mode: "refusing", detail: owners };
   const seen = new Set<string>();
@@ -91,7 +91,7 @@ function parseEntries(raw: string | undefined, setting: string, shape: string): 
  * constant time, with no early exit. An enrolled token only names its node
  * here: the pool checks it against the node's stored hash.
  *
- * Two schemes carry a token (SPEC §9): `Bearer <token>`, and HTTP Basic
+ * Two schemes carry a token (docs/protocol.md §9): `Bearer <token>`, and HTTP Basic
  * (RFC 7617), as clients that take credentials from a URL send them
  * (`https://ops:TOKEN@host`, httpx): the password is the token and the user
  * name must be that token's name — the operator's name, or the node id of a
@@ -169,7 +169,7 @@ export function constantTimeEqual(a: string, b: string): boolean {
 }
 
 /**
- * The delegation header for an operator (SPEC §9): the runtime joins repeated
+ * The delegation header for an operator (docs/protocol.md §9): the runtime joins repeated
  * headers with ", ", so a comma means two headers. Returns null when absent.
  */
 export function delegation(

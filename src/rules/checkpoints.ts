@@ -1,4 +1,4 @@
-// Whether a checkpoint manifest may be written (SPEC §8), pure: the parts it
+// Whether a checkpoint manifest may be written (docs/protocol.md §8), pure: the parts it
 // names against the parts registered for its attempt and step. The pool
 // object reads the registered parts; this judges them.
 
@@ -36,7 +36,7 @@ export function commitProblems(
 }
 
 /**
- * The manifest to restore from (SPEC §8), among one task's manifests in
+ * The manifest to restore from (docs/protocol.md §8), among one task's manifests in
  * commit order: the highest step that is not invalid (at `worldSize` when
  * given); ties prefer restore_verified, then the newest. The catalog's
  * SQL picks the same for a live job; this answers for an archived one.
@@ -58,7 +58,7 @@ export function latestManifest(
 }
 
 /**
- * What a failure at `failedAtStep` loses (SPEC §8): the steps since the
+ * What a failure at `failedAtStep` loses (docs/protocol.md §8): the steps since the
  * latest valid checkpoint's, or nulls when there is none.
  */
 export function lostWork(latestStep: number | null, failedAtStep: number) {

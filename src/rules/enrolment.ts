@@ -1,4 +1,4 @@
-// Device-code enrolment (SPEC §9 "Enrolled machines", RFC 8628), pure: the
+// Device-code enrolment (docs/protocol.md §9 "Enrolled machines", RFC 8628), pure: the
 // codes' shapes and lifetimes, and the enrolled token, which names its node
 // so the Worker knows who claims to call before the pool checks the claim.
 // Randomness comes in as bytes; no I/O, no Cloudflare imports.
@@ -48,7 +48,7 @@ export function normalizeUserCode(typed: string): string | null {
 }
 
 /**
- * What a code request is counted against (SPEC §9): an IPv4 address; an
+ * What a code request is counted against (docs/protocol.md §9): an IPv4 address; an
  * IPv6 address's /64, since one host holds a whole /64 and could otherwise
  * rotate through it; an IPv4-mapped IPv6 address as its IPv4. Text that is
  * neither counts as itself, and an unknown address ("") is one source for

@@ -1,4 +1,4 @@
-// GPU requirements beyond a count (SPEC §4 gate 4): a task may ask that each
+// GPU requirements beyond a count (docs/protocol.md §4 gate 4): a task may ask that each
 // of its GPUs has at least so much memory, at least a compute capability and
 // at least a driver version. This module holds the rule, pure, for the gate
 // in placement.ts to call, and the job labels that ask for it.

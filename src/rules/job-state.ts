@@ -1,4 +1,4 @@
-// A job's state follows from its tasks' states (SPEC §6); this is that rule,
+// A job's state follows from its tasks' states (docs/protocol.md §6); this is that rule,
 // pure. The pool object counts, this decides.
 
 import type { JobState } from "../protocol/jobs";
@@ -11,7 +11,7 @@ export function emptyTaskCounts(): TaskCounts {
   return Object.fromEntries(TASK_STATES.map((s) => [s, 0])) as TaskCounts;
 }
 
-/** SPEC §6: the job state that follows from its task counts. */
+/** docs/protocol.md §6: the job state that follows from its task counts. */
 export function deriveJobState(c: TaskCounts): JobState {
   const total = c.PENDING + c.LEASED + c.COMPLETED + c.FAILED + c.CANCELLED;
   if (total === 0) return "PENDING";

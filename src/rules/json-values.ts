@@ -1,4 +1,4 @@
-// JSON values as the placement gate compares them (SPEC §4 gate 3): deep
+// JSON values as the placement gate compares them (docs/protocol.md §4 gate 3): deep
 // equality, plain copies with sorted keys, and canonical text for requirement
 // classes. Pure, and bounded: nothing nested deeper than MAX_DEPTH is
 // followed, so no input can overflow the stack. Never throws on JSON input.

@@ -1,4 +1,4 @@
-// What makes a lease live, and who may drive it (SPEC §5, §9), pure. The
+// What makes a lease live, and who may drive it (docs/protocol.md §5, §9), pure. The
 // pool object looks the rows up; these decide. Every place that asks "is
 // this lease live?" (renew, fail, commit, artifact and checkpoint writes, the
 // task list) asks here, so the answer can never differ between them.
@@ -10,7 +10,7 @@ export type LeaseAndTask = {
   deadline_ms: number;
   state: string; // the task's
   current_lease_id: string | null; // the task's latest lease
-  replica: number; // 0, or the replica this lease runs (SPEC §14)
+  replica: number; // 0, or the replica this lease runs (docs/protocol.md §14)
 };
 
 /**

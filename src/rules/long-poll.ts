@@ -1,4 +1,4 @@
-// How long a claim with nothing to take is held open (SPEC §5, long-poll),
+// How long a claim with nothing to take is held open (docs/protocol.md §5, long-poll),
 // pure. The agent times a request out after 15 s; a hold must end well
 // before that, or the agent would see an error instead of a 204.
 

@@ -11,8 +11,8 @@ export interface MetricsSample {
   storageBytes: number; // the object's SQLite size
   nodesRegistered: number;
   nodesOnline: number;
-  nodesHeldBack: number; // held back from claiming after failing attempts in a row (SPEC §13)
-  results: { valid: number; invalid: number }; // nodes' judged results, summed (SPEC §14)
+  nodesHeldBack: number; // held back from claiming after failing attempts in a row (docs/protocol.md §13)
+  results: { valid: number; invalid: number }; // nodes' judged results, summed (docs/protocol.md §14)
   events: Record<string, number>; // by type, since the pool began
   // Pending tasks per requirement class (the most pending first, bounded), and
   // those of classes no registered node can serve (issue 26).

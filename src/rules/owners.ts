@@ -1,4 +1,4 @@
-// Owners of nodes (SPEC §14 "Independent replicas"), pure: replicas of one
+// Owners of nodes (docs/protocol.md §14 "Independent replicas"), pure: replicas of one
 // task run on nodes of distinct owners, so one person's many machines
 // cannot form a quorum alone. A node's owner is what configuration says
 // (FLASHML_NODE_OWNERS), else what the operator named when approving its

@@ -1,4 +1,4 @@
-// Placement summaries (SPEC §4, §11): the answer to "why is my task not
+// Placement summaries (docs/protocol.md §4, §11): the answer to "why is my task not
 // running?". Pure: it turns the gate's per-node refusals into the grouped
 // one-line summary an operator reads, e.g.
 // "0/3 nodes eligible: 2 × gpu (task needs 2 GPUs), 1 × local_data (missing dataset 'patients')",
@@ -90,7 +90,7 @@ export function summarizePlacement(
 /**
  * Why a node that holds (`live`) or ran the replicas numbered `replicas` of
  * a task may not take it again: each replica runs on a different node
- * (SPEC §14).
+ * (docs/protocol.md §14).
  */
 export function replicaRefusal(replicas: readonly number[], live: boolean): Refusal {
   return { gate: "replica", form: "replica_node", need: replicaNumbers(replicas), have: live ? "holds" : "ran" };
@@ -99,7 +99,7 @@ export function replicaRefusal(replicas: readonly number[], live: boolean): Refu
 /**
  * Why a node may not take a task when another node of its `owner` holds
  * (`live`) or ran the replicas numbered `replicas`: replicas of one task
- * run on nodes of distinct owners (SPEC §14).
+ * run on nodes of distinct owners (docs/protocol.md §14).
  */
 export function ownerReplicaRefusal(owner: string, replicas: readonly number[], live: boolean): Refusal {
   return {
@@ -122,11 +122,11 @@ function replicaNumbers(replicas: readonly number[]): string {
     : `replicas ${replicas.slice(0, -1).join(", ")} and ${replicas[replicas.length - 1]}`;
 }
 
-/** An operator's team-pool assignment (SPEC §9), as a placement explanation names it. */
+/** An operator's team-pool assignment (docs/protocol.md §9), as a placement explanation names it. */
 export type PoolAssignmentNote = { pools: readonly string[]; assigned_by: string; assigned_at: string };
 
 /**
- * Who made a node a team pool's member when tokens are enforced (SPEC §9):
+ * Who made a node a team pool's member when tokens are enforced (docs/protocol.md §9):
  * the assignment's pools, operator and time, or that none was made — the
  * pools a node reports for itself count only on an open coordinator.
  */
@@ -137,7 +137,7 @@ export function membershipNote(assignment: PoolAssignmentNote | null): string {
   return `assigned pools: ${pools}, by ${assignment.assigned_by} at ${assignment.assigned_at}`;
 }
 
-/** Where a pending task stands in the claim order (SPEC §13), as the pool counts it. */
+/** Where a pending task stands in the claim order (docs/protocol.md §13), as the pool counts it. */
 export type QueuePosition = {
   priority: number;
   tenant: string;
@@ -161,7 +161,7 @@ const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? o
  * What a pending task waits for, in claim order: higher-priority work, its
  * tenant's and its job's turns, the tasks ahead of it in its job, a node
  * that has not failed it, and for a replicated task a node that has not run
- * a replica of it (`replicaNodes` hold or ran one, SPEC §14); "next in
+ * a replica of it (`replicaNodes` hold or ran one, docs/protocol.md §14); "next in
  * line" when nothing is ahead of it.
  */
 export function waitingSummary(q: QueuePosition, replicaNodes: readonly string[] = []): string {

@@ -1,4 +1,4 @@
-// The placement gate of SPEC §4: may this node run this task? It is a pure
+// The placement gate of docs/protocol.md §4: may this node run this task? It is a pure
 // function so that the rule lives, and is tested, in one place, and so that
 // the pool object can evaluate it once per requirement class at claim time.
 //
@@ -19,7 +19,7 @@ export { GATE_NAMES, type GateName } from "./refusals";
 export { GATE_KEYS, requirementClass, requirementOf } from "./requirements";
 
 /**
- * The claim-time view of a node (SPEC §4): exactly the registration fields
+ * The claim-time view of a node (docs/protocol.md §4): exactly the registration fields
  * the gate reads, nothing inferred. Every field is `unknown` because the
  * gate trusts none of them; `eligible` and `gateAnswer` accept any value in
  * place of a view.
@@ -35,7 +35,7 @@ export type NodeView = {
 };
 
 /**
- * Whose word makes a node a member of a team pool (SPEC §9, gate 6): on an
+ * Whose word makes a node a member of a team pool (docs/protocol.md §9, gate 6): on an
  * open coordinator the node's own report, as in the reference; when tokens
  * are enforced only an operator's assignment, since membership hands the
  * node unsandboxed work meant for machines whose owners trust each other.
@@ -74,7 +74,7 @@ export type GateAnswer = { eligible: true } | { eligible: false; gate: GateName;
 
 /**
  * Whether `node` may run a task with this `payload`: the AND of the seven
- * gates of SPEC §4. Never throws. A payload that is not a JSON object refuses
+ * gates of docs/protocol.md §4. Never throws. A payload that is not a JSON object refuses
  * everywhere: it cannot be checked for argv (or anything else), so treating
  * it as "requires nothing" would fail open.
  */
@@ -83,7 +83,7 @@ export function eligible(payload: unknown, node: unknown): boolean {
 }
 
 /**
- * The gate's answer with the first refusing gate in SPEC order and a one-line
+ * The gate's answer with the first refusing gate in protocol order and a one-line
  * reason that names the values involved. `eligible` is this answer's
  * `.eligible`, so the two cannot disagree.
  */
@@ -94,7 +94,7 @@ export function gateAnswer(payload: unknown, node: unknown): GateAnswer {
     : { eligible: false, gate: refusal.gate as GateName, reason: refusalReason(refusal) };
 }
 
-/** The gate for one payload, read once, to judge many nodes: the first refusal in SPEC order, or null. */
+/** The gate for one payload, read once, to judge many nodes: the first refusal in protocol order, or null. */
 export type PayloadGate = { eligible(node: unknown): boolean; refusal(node: unknown): Refusal | null };
 
 /**
@@ -145,7 +145,7 @@ const CHECK_OF: Readonly<Record<GateName, readonly [Check, Requires]>> = {
   ],
 };
 
-// In GATE_NAMES (SPEC) order: it decides which refusal is reported, never the answer.
+// In GATE_NAMES (protocol) order: it decides which refusal is reported, never the answer.
 const CHECKS: ReadonlyArray<readonly [GateName, Check, Requires]> = GATE_NAMES.map(
   (gate) => [gate, ...CHECK_OF[gate]] as const,
 );

@@ -1,4 +1,4 @@
-// Where a pool's Durable Object lives (SPEC §2), pure. Agents are worldwide
+// Where a pool's Durable Object lives (docs/protocol.md §2), pure. Agents are worldwide
 // and an object is created near its first caller; an operator pins pools by
 // name pattern in `FLASHML_POOL_LOCATIONS`, read here and applied by the
 // Worker when it addresses the object. A setting that cannot be read

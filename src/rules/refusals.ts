@@ -1,4 +1,4 @@
-// Why a node may not take a task, as data (SPEC §4, §11, §14): the gate
+// Why a node may not take a task, as data (docs/protocol.md §4, §11, §14): the gate
 // and the pool's replica rule return a Refusal — which rule, what the task
 // needs, what the node has — and both texts a client reads render from it
 // here: the one-line reason (GET …/placement, the Python agent's logs) and
@@ -8,14 +8,14 @@
 
 import { shorten } from "./text";
 
-/** The gates of SPEC §4, in SPEC order: the order decides which refusal is reported, never the answer. */
+/** The gates of docs/protocol.md §4, in protocol order: the order decides which refusal is reported, never the answer. */
 export const GATE_NAMES = ["argv", "module", "local_data", "gpu", "exclusion", "pool", "isolation"] as const;
 export type GateName = (typeof GATE_NAMES)[number];
 
 /**
  * What can refuse a node a task: a gate, or "replica", the pool's rule
  * that each replica of a task runs on a node, and an owner, of its own
- * (SPEC §14). In this order a summary breaks ties between groups.
+ * (docs/protocol.md §14). In this order a summary breaks ties between groups.
  */
 export const REFUSAL_NAMES = [...GATE_NAMES, "replica"] as const;
 export type RefusalName = (typeof REFUSAL_NAMES)[number];
@@ -24,7 +24,7 @@ export type RefusalName = (typeof REFUSAL_NAMES)[number];
  * One refusal. `need` and `have` are the task's and the node's values as
  * the reason shows them ("2 GPUs", "1"); `detail` is what a form says
  * beyond them; `note` is appended in parentheses (a team-pool refusal's
- * assignment when tokens are enforced, SPEC §9).
+ * assignment when tokens are enforced, docs/protocol.md §9).
  */
 export type Refusal = {
   gate: RefusalName;

@@ -1,4 +1,4 @@
-// What a task's payload requires of a node (SPEC §4), read once: the input
+// What a task's payload requires of a node (docs/protocol.md §4), read once: the input
 // of the gate in placement.ts, and the canonical requirement class that
 // groups payloads the gate answers alike. Pure: no I/O, never throws.
 //

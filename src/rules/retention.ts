@@ -1,5 +1,5 @@
 // How long a finished job stays in the pool's SQLite before it is archived
-// to R2 (SPEC §12), pure.
+// to R2 (docs/protocol.md §12), pure.
 
 /** A week: long enough to look at a finished job live, short enough that a busy pool stays small. */
 export const DEFAULT_JOB_RETENTION_SECONDS = 7 * 24 * 60 * 60;

@@ -1,4 +1,4 @@
-// The scheduling policy's pure rules (SPEC §13): a job's priority and
+// The scheduling policy's pure rules (docs/protocol.md §13): a job's priority and
 // tenant from its labels, tenant weights, how long a failing node is held
 // back, and how many workers a task may be lost to. The claim that applies
 // them is src/pool/leases.ts.
@@ -17,7 +17,7 @@ export const MAX_HOLD_MS = 60 * 60 * 1000;
 
 export const DEFAULT_MAX_WORKER_LOSSES = 10;
 
-/** How long after a node failed a task its retry waits for another idle node (SPEC §13 rule 4). */
+/** How long after a node failed a task its retry waits for another idle node (docs/protocol.md §13 rule 4). */
 export const DEFAULT_RETRY_ELSEWHERE_SECONDS = 60;
 /** The longest retry-elsewhere window accepted: a day. */
 export const MAX_RETRY_ELSEWHERE_SECONDS = 86_400;

@@ -12,7 +12,7 @@ import { type PoolLocationRule, parsePoolLocations } from "./pool-location";
 import { jobRetentionMs } from "./retention";
 import { maxWorkerLosses, retryElsewhereMs, tenantWeights } from "./scheduling";
 
-/** Largest artifact upload when FLASHML_MAX_ARTIFACT_MB is unset or empty, in MiB (SPEC §7). */
+/** Largest artifact upload when FLASHML_MAX_ARTIFACT_MB is unset or empty, in MiB (docs/protocol.md §7). */
 export const DEFAULT_MAX_ARTIFACT_MB = 100;
 
 /** The env variables read here: wrangler.toml's [vars] and the secrets (src/secrets.d.ts), each may be absent. */
@@ -37,11 +37,11 @@ export type SettingsEnv = Partial<
 >;
 
 export type Settings = {
-  /** Tokens (SPEC §9): open or enforcing; a refusing configuration never becomes Settings. */
+  /** Tokens (docs/protocol.md §9): open or enforcing; a refusing configuration never becomes Settings. */
   readonly auth: Exclude<AuthConfig, { mode: "refusing" }>;
-  /** FLASHML_NODE_OWNERS (SPEC §14): configured owners by node id. */
+  /** FLASHML_NODE_OWNERS (docs/protocol.md §14): configured owners by node id. */
   readonly owners: ReadonlyMap<string, string>;
-  /** Whose word makes a node a team pool's member (SPEC §9): an operator's unless the coordinator is open. */
+  /** Whose word makes a node a team pool's member (docs/protocol.md §9): an operator's unless the coordinator is open. */
   readonly membership: Membership;
   /** FLASHML_JOIN_CODE: required on register when set (empty is unset). */
   readonly joinCode: string | null;

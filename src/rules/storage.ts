@@ -1,4 +1,4 @@
-// A pool's storage against its object's limit (SPEC §12), pure: the object
+// A pool's storage against its object's limit (docs/protocol.md §12), pure: the object
 // reports its SQLite size, this says how close to the limit that is.
 
 import { OBJECT_STORAGE_LIMIT_BYTES, STORAGE_WARNING_FRACTION } from "../protocol/limits";

@@ -1,4 +1,4 @@
-// A replica's metrics object read the way verification must read it (SPEC
+// A replica's metrics object read the way verification must read it (docs/protocol.md
 // §14 "Exact comparison"): JSON.parse keeps the last of two equal keys
 // (other readers keep the first) and rounds integers past 2^53, so two
 // outputs that say different things to some reader would "agree". Here a

@@ -2,7 +2,7 @@
 // shows it (`shorten`, counting characters), so that a reason repeated per
 // task or a hostname on the dashboard never echoes a megabyte; and as
 // storage keeps it (`truncateUtf8`, counting UTF-8 bytes), so that no row
-// nears the platform's row limit (SPEC §12). One rule for every place that
+// nears the platform's row limit (docs/protocol.md §12). One rule for every place that
 // shortens; neither ever splits a surrogate pair into a lone half.
 
 /**

@@ -1,4 +1,4 @@
-// Verified results' pure rules (SPEC §14): a job's replication from its
+// Verified results' pure rules (docs/protocol.md §14): a job's replication from its
 // labels, when two replicas' metrics agree, a task's verdict from its
 // replicas' results, adaptive replication, and the wall-time lie check.
 // Pure: no I/O, no clock, no randomness of its own (the random number is a
@@ -9,10 +9,10 @@ export const REPLICAS_LABEL = "flashml.dev/replicas";
 export const QUORUM_LABEL = "flashml.dev/quorum";
 export const TOLERANCE_LABEL = "flashml.dev/tolerance";
 export const TOLERANCE_ABS_LABEL = "flashml.dev/tolerance-abs";
-/** Differences this small always agree under a relative tolerance, so values near zero can (SPEC §14). */
+/** Differences this small always agree under a relative tolerance, so values near zero can (docs/protocol.md §14). */
 export const DEFAULT_TOLERANCE_ABS = 1e-12;
 export const MAX_REPLICAS = 5;
-/** Replicas a disagreement may add beyond the job's `replicas` (SPEC §14: up to replicas + 2 in all). */
+/** Replicas a disagreement may add beyond the job's `replicas` (docs/protocol.md §14: up to replicas + 2 in all). */
 export const EXTRA_REPLICAS = 2;
 /** Valid results in a row after which a node's work is trusted with one replica (adaptive replication). */
 export const TRUST_AFTER_VALID = 10;
@@ -23,7 +23,7 @@ export const TRUST_AFTER_VALID = 10;
  * (BENCHMARKS.md, "Against adversaries").
  */
 export const SPOT_CHECK_RATE = 0.2;
-/** How many of a node's latest verdicts the lie threshold looks at, and how many lost ones distrust it (SPEC §14). */
+/** How many of a node's latest verdicts the lie threshold looks at, and how many lost ones distrust it (docs/protocol.md §14). */
 export const VERDICT_WINDOW = 20;
 export const LOST_VERDICTS_LIMIT = 3;
 /** Seconds of slack when comparing an agent's wall_seconds with the coordinator's own claim-to-commit time. */
@@ -136,7 +136,7 @@ export function replicatedCheckpoints(
 /**
  * Why a job's replication cannot be served here, or null: replicas are
  * independent only if the pool knows who runs them, and on an open
- * coordinator (no tokens) any caller can be any node (SPEC §14).
+ * coordinator (no tokens) any caller can be any node (docs/protocol.md §14).
  */
 export function replicationWithoutIdentities(replication: Replication, enforcing: boolean): string | null {
   if (replication.replicas === 1 || enforcing) return null;
@@ -277,7 +277,7 @@ export function trusted(node: { consecutive_valid: number; distrusted: string | 
 }
 
 /**
- * Replicas to issue for a task, decided once at its first lease (SPEC
+ * Replicas to issue for a task, decided once at its first lease (docs/protocol.md
  * §14), given whether the claiming node is `trusted` and a uniform random
  * number in [0,1): a trusted node's task runs alone, except for the
  * SPOT_CHECK_RATE share (the spot check); everyone else's gets the job's

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // @ts-check
-// Browser test of the dashboard (SPEC §11), outside `npm test` because it
+// Browser test of the dashboard (docs/protocol.md §11), outside `npm test` because it
 // needs Debian's chromium and two `wrangler dev` servers (about 30 s).
 // Run: `npm run test:browser` (node test/browser/dashboard.mjs).
 //
@@ -46,7 +46,7 @@ const EVIL_LABEL = '"><svg onload=window.__pwned=3>';
 // Chosen by a machine asking to enrol, before anyone has approved it.
 const EVIL_HOSTNAME = "<img src=x onerror=window.__pwned=4>";
 
-// Machines asking to enrol (SPEC §9): one approved, one denied, one approved and then revoked.
+// Machines asking to enrol (docs/protocol.md §9): one approved, one denied, one approved and then revoked.
 const LAPTOP_1 = { node_id: "laptop-1", hostname: EVIL_HOSTNAME, platform: "linux-x86_64" };
 const LAPTOP_2 = { node_id: "laptop-2", hostname: "laptop-2.local", platform: "darwin-arm64" };
 const LAPTOP_3 = { node_id: "laptop-3", hostname: "laptop-3.local", platform: "linux-aarch64" };
@@ -268,7 +268,7 @@ async function openDashboard(browser, server) {
     null,
     searchJob("open-job", 3, { labels: { "flashml.dev/priority": "5", "flashml.dev/tenant": "team-a" } }),
   );
-  // A node whose last 5 attempts failed is held back (SPEC §13).
+  // A node whose last 5 attempts failed is held back (docs/protocol.md §13).
   await api.register(null, { node_id: "flaky", hostname: "flaky.local" });
   const flakyJob = await api.submit(null, searchJob("flaky-job", 5));
   for (let i = 0; i < 5; i++) await api.fail(null, await api.claim(null, "flaky", flakyJob.job_id));
@@ -307,7 +307,7 @@ async function openDashboard(browser, server) {
 }
 
 /**
- * Verified results (SPEC §14), to an operator (replicated jobs need tokens):
+ * Verified results (docs/protocol.md §14), to an operator (replicated jobs need tokens):
  * a replica's lease says which replica it is and explains its task (the
  * replicas, the node that may not run another one, what the task waits
  * for); once a quorum agrees, each node's validity record, the outvoted

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // @ts-check
-// Browser test of the enrolment page (SPEC §9, "Enrolled machines"), outside
+// Browser test of the enrolment page (docs/protocol.md §9, "Enrolled machines"), outside
 // `npm test` because it needs Debian's chromium and a `wrangler dev` server
 // (about 20 s). Run: `npm run test:browser` (node test/browser/enrol.mjs).
 //

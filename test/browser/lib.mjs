@@ -223,7 +223,7 @@ export function client(url, pool) {
       );
       assert.deepEqual(answer, { accepted: true });
     },
-    /** What `flashnode login` asks first, with no credential (SPEC §9). */
+    /** What `flashnode login` asks first, with no credential (docs/protocol.md §9). */
     /** @type {(machine: Machine) => Promise<Grant>} */
     askForCode: async (machine) =>
       /** @type {Grant} */ (

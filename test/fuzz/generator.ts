@@ -1,4 +1,4 @@
-// The fuzz generator (SPEC §10, issue 5): from a seeded Rng and the ids of a
+// The fuzz generator (docs/protocol.md §10, issue 5): from a seeded Rng and the ids of a
 // seeded pool, an endless stream of requests that are each definitely
 // invalid — malformed or non-object JSON, a wrong type in a field, a wrong
 // content type, a body past 1 MiB, a bad pool name, a wrong method, an
@@ -101,7 +101,7 @@ function segment(rng: Rng, real: readonly string[] = []): string {
 const encoder = new TextEncoder();
 const POOL_NAME_RE = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
-/** What the spec says about a key (SPEC §7), written here independently of src/protocol/keys.ts. */
+/** What the spec says about a key (docs/protocol.md §7), written here independently of src/protocol/keys.ts. */
 function keyIsInvalid(key: string): boolean {
   return (
     key === "" ||

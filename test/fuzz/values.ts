@@ -34,7 +34,7 @@ const NOT_STRING_LIST = ["a", 1, {}, [1], [null], [["a"]], [true], raw("1e308")]
 const NOT_OBJECT = [null, [], "x", 1, true, raw("-0")];
 const NOT_STRING_MAP = [{ a: 1 }, { a: null }, { a: [] }, { a: {} }, [], "x", 1, null];
 const NOT_SCHEMA_VERSION = ["v1", "v1alpha2", "V1ALPHA1", "", 1, null];
-/** Wrong for a sha256 field (SPEC §12): anything but exactly 64 lowercase hex characters. */
+/** Wrong for a sha256 field (docs/protocol.md §12): anything but exactly 64 lowercase hex characters. */
 const NOT_SHA256 = [
   ...NOT_STRING_NOT_NULL,
   "",
@@ -148,7 +148,7 @@ export const JOB_FIELDS: Field[] = [
     required: true,
   },
   { path: ["metadata", "labels"], bad: NOT_STRING_MAP },
-  // The fuzz job asks for no GPU, so even a well-formed GPU label is wrong on it (SPEC §4 gate 4).
+  // The fuzz job asks for no GPU, so even a well-formed GPU label is wrong on it (docs/protocol.md §4 gate 4).
   {
     path: ["metadata", "labels", "flashml.dev/gpu-memory-mb"],
     bad: ["", "0", "-1", "1.5", "40 GB", " 40960", "1e5", "40960", 40960, null],

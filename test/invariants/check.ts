@@ -19,8 +19,8 @@ export interface PoolSnapshot {
   /** The armed alarm, or undefined when the snapshot cannot see it. */
   alarm?: number | null;
   /**
-   * The counter tables (SPEC §12, §13), or undefined for a pool from before
-   * them; the scheduling ones are absent for a pool from before SPEC §13.
+   * The counter tables (docs/protocol.md §12, §13), or undefined for a pool from before
+   * them; the scheduling ones are absent for a pool from before docs/protocol.md §13.
    */
   counters?: {
     job_task_counts: Row[];
@@ -63,7 +63,7 @@ export function violations(s: PoolSnapshot): string[] {
     const leases = leasesOf.get(t.seq as number) ?? [];
     const live = leases.filter((l) => l.status === "live");
     if (!STATES.includes(t.state as string)) out.push(`${id}: unknown state ${t.state}`);
-    // SPEC §14: a replicated task's replicas are concurrent leases, each on
+    // docs/protocol.md §14: a replicated task's replicas are concurrent leases, each on
     // a node that holds or ran no other replica of it.
     const replicated = ((t.replicas as number | undefined) ?? 1) > 1;
     const open = t.state === "PENDING" || t.state === "LEASED";
@@ -87,7 +87,7 @@ export function violations(s: PoolSnapshot): string[] {
     }
     if (!replicated && t.state !== "COMPLETED" && accepted.length > 0)
       out.push(`${id}: ${t.state} but has an accepted commit`);
-    // SPEC §13: a lost worker does not use an attempt. Columns absent (a pool
+    // docs/protocol.md §13: a lost worker does not use an attempt. Columns absent (a pool
     // from before §13) read as 0: every expiry then used an attempt.
     const losses = (t.worker_losses as number | undefined) ?? 0;
     const maxLosses = (t.max_worker_losses as number | undefined) ?? 0;
@@ -101,7 +101,7 @@ export function violations(s: PoolSnapshot): string[] {
     if (losses !== expectedLosses)
       out.push(`${id}: ${losses} worker losses but ${expectedLosses} expired leases count as losses`);
     if (maxLosses > 0 && losses > maxLosses) out.push(`${id}: ${losses} worker losses > max ${maxLosses}`);
-    // SPEC §14: replicas use no attempts; a replicated task counts its ended
+    // docs/protocol.md §14: replicas use no attempts; a replicated task counts its ended
     // (failed or expired) replicas, plus the one under way since the last.
     const ended = leases.filter((l) => l.status === "failed" || l.status === "expired").length;
     if ((t.replicas as number | undefined) !== undefined && (t.replicas as number) > 1) {
@@ -329,7 +329,7 @@ function replay(events: Row[], jobCancelled: boolean): string {
   return state;
 }
 
-/** What the ledger says about held-back nodes (SPEC §13). */
+/** What the ledger says about held-back nodes (docs/protocol.md §13). */
 export interface HoldReplay {
   /** Each node the ledger shows held back at least once, with how many failures started or extended a hold. */
   held: Map<string, number>;
@@ -342,7 +342,7 @@ export interface HoldReplay {
  * TASK_COMMIT_ACCEPTED from it ends the run, and a run long enough holds the
  * node from that event's time for `holdBackMs`. A LEASE_CLAIMED by a node
  * inside its hold is a violation. Valid only over a whole ledger with no
- * release, and only for history written under SPEC §13.
+ * release, and only for history written under docs/protocol.md §13.
  */
 export function replayHolds(events: readonly Row[]): HoldReplay {
   const run = new Map<string, number>();
@@ -363,7 +363,7 @@ export function replayHolds(events: readonly Row[]): HoldReplay {
       case "TASK_COMMIT_REJECTED":
       case "TASK_ATTEMPT_FAILED":
       case "LEASE_EXPIRED": {
-        // Only a replica outvoted by its quorum fails (SPEC §14); a late commit does not.
+        // Only a replica outvoted by its quorum fails (docs/protocol.md §14); a late commit does not.
         if (e.type === "TASK_COMMIT_REJECTED" && data.verdict !== "invalid") break;
         const n = (run.get(nodeId) ?? 0) + 1;
         run.set(nodeId, n);

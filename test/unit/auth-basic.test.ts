@@ -1,4 +1,4 @@
-// HTTP Basic credentials (SPEC §9): the password is a token, the user name its
+// HTTP Basic credentials (docs/protocol.md §9): the password is a token, the user name its
 // name. Clients that take credentials from a URL (httpx) send these.
 
 import { describe, expect, it } from "vitest";

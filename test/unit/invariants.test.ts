@@ -1,5 +1,5 @@
 // The invariant checker (test/invariants/check.ts) on the scheduling states
-// of SPEC §13: a sound pool with a held-back node and a worker loss passes,
+// of docs/protocol.md §13: a sound pool with a held-back node and a worker loss passes,
 // and each drift of those states is named. The workerd tests run it over
 // real pools (races.test.ts corrupts one); this builds the rows by hand so
 // every §13 counter and the ledger's hold replay can be bent one at a time.
@@ -275,7 +275,7 @@ describe("the invariant checker on the scheduling states", () => {
     expect(violations(s)).toEqual([]);
   });
 
-  it("a pool from before SPEC §13 (no loss columns, no queues) is judged as then: every expiry used an attempt", () => {
+  it("a pool from before docs/protocol.md §13 (no loss columns, no queues) is judged as then: every expiry used an attempt", () => {
     const s = soundPool();
     for (const t of s.tasks) {
       delete t.worker_losses;

@@ -295,7 +295,7 @@ describe("the OpenAPI document", () => {
   });
 });
 
-describe("the OpenAPI document's paged lists (SPEC §12)", () => {
+describe("the OpenAPI document's paged lists (docs/protocol.md §12)", () => {
   it.each(["/v1alpha1/jobs", "/pools/{pool}/v1alpha1/nodes"])(
     "%s takes limit and cursor and names the Link header",
     (path) => {

@@ -227,7 +227,7 @@ describe("summarizePlacement", () => {
   });
 });
 
-describe("the replica rule (SPEC §14)", () => {
+describe("the replica rule (docs/protocol.md §14)", () => {
   /** A node the gate accepts but that holds or ran these replicas of the task. */
   function ran(replicas: number[], live = false): Refusal {
     return replicaRefusal(replicas, live);

@@ -1,6 +1,6 @@
-// GPU requirements beyond a count (SPEC §4 gate 4): memory, compute
+// GPU requirements beyond a count (docs/protocol.md §4 gate 4): memory, compute
 // capability and driver per GPU, every malformed value on both sides, the
-// comparison edges the SPEC names, the reasons, and the canonical class.
+// comparison edges the protocol names, the reasons, and the canonical class.
 
 import { describe, expect, it } from "vitest";
 import { GPU_LABELS, gpuLabelFields } from "../../src/rules/gpu";
@@ -168,7 +168,7 @@ describe("a GPU qualifies only by a readable field that meets the requirement", 
       v,
       ok,
     ]),
-    // The SPEC's own edges: "12.0" > "9.0", "8.10" > "8.9", compared as integers.
+    // The protocol.s own edges: "12.0" > "9.0", "8.10" > "8.9", compared as integers.
     [{ gpu_compute_capability: "9.0" }, "compute_capability", "12.0", true],
     [{ gpu_compute_capability: "12.0" }, "compute_capability", "9.0", false],
     [{ gpu_compute_capability: "8.9" }, "compute_capability", "8.10", true],

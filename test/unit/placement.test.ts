@@ -1,4 +1,4 @@
-// The placement gate, gate by gate (SPEC §4): each gate's accept and refuse
+// The placement gate, gate by gate (docs/protocol.md §4): each gate's accept and refuse
 // cases, every type confusion on either side, the allowFallback waiver's
 // reach, and the reasons gateAnswer() gives.
 

@@ -1,4 +1,4 @@
-// Artifact key safety (SPEC §7) and pool names (SPEC §2): every good shape
+// Artifact key safety (docs/protocol.md §7) and pool names (docs/protocol.md §2): every good shape
 // accepted, every bad kind refused with a message that names the problem.
 
 import { describe, expect, it } from "vitest";

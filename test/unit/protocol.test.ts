@@ -480,7 +480,7 @@ describe("execution evidence", () => {
 });
 
 describe("job spec", () => {
-  it("completes the smallest valid spec with every default SPEC §3.3 lists", () => {
+  it("completes the smallest valid spec with every default docs/protocol.md §3.3 lists", () => {
     expect(parsed(JobSpecSchema, minimalJob)).toEqual({
       apiVersion: "flashml.dev/v1alpha1",
       kind: "Job",

@@ -1,5 +1,5 @@
 // The hyperparameter_search recipe through expandJob: trials, grids, the
-// module allowlist and the forwards of SPEC §6.
+// module allowlist and the forwards of docs/protocol.md §6.
 
 import { describe, expect, it } from "vitest";
 import { ALLOWED_TASK_MODULES, expandJob } from "../../src/recipes";

@@ -56,7 +56,7 @@ function specOf(
 }
 
 describe("expandJob dispatch", () => {
-  it("knows exactly the four workload types of SPEC §6", () => {
+  it("knows exactly the four workload types of docs/protocol.md §6", () => {
     expect([...WORKLOAD_TYPES].sort()).toEqual([
       "command",
       "federated_averaging",

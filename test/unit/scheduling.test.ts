@@ -1,4 +1,4 @@
-// The scheduling policy's pure rules (SPEC §13): labels, settings, the
+// The scheduling policy's pure rules (docs/protocol.md §13): labels, settings, the
 // back-off, the retry rule, and the "waits for" line.
 
 import { describe, expect, it } from "vitest";

@@ -1,4 +1,4 @@
-// Verified results' pure rules (SPEC §14): the replication labels, when two
+// Verified results' pure rules (docs/protocol.md §14): the replication labels, when two
 // replicas' metrics agree, the task's verdict, adaptive replication, and the
 // wall-time lie check.
 
@@ -146,7 +146,7 @@ describe("the replication labels", () => {
   });
 });
 
-describe("exact comparison (SPEC §14 against adversaries)", () => {
+describe("exact comparison (docs/protocol.md §14 against adversaries)", () => {
   const parsed = (text: string) => {
     const p = parseMetrics(text);
     if (!p.ok) throw new Error(p.problem);

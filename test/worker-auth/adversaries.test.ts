@@ -1,4 +1,4 @@
-// Verified results against hostile nodes (SPEC §14 "Against adversaries"),
+// Verified results against hostile nodes (docs/protocol.md §14 "Against adversaries"),
 // with tokens enforced: each test is the move a node that wants a wrong
 // answer accepted, or trust it did not earn, would make with what its
 // credential can read and send, and the pool's answer.

@@ -211,7 +211,7 @@ const ROWS: Row[] = [
     },
   ],
   [
-    "release of a held-back node (SPEC §13)",
+    "release of a held-back node (docs/protocol.md §13)",
     (p, _l, h) => send(TOKENS, p, "POST", "/nodes/n1/release", h),
     {
       "no token": 401,
@@ -396,7 +396,7 @@ describe("configuration", () => {
       { FLASHML_NODE_TOKENS: "n1:shared-secret", FLASHML_OPERATOR_TOKENS: "ops:shared-secret" },
     ],
     ["REQUIRE_NODE_AUTH=1 with no tokens", { ...OPEN, FLASHML_REQUIRE_NODE_AUTH: "1" }],
-    // Owners decide which replicas are independent (SPEC §14): an unreadable list is untrustworthy configuration.
+    // Owners decide which replicas are independent (docs/protocol.md §14): an unreadable list is untrustworthy configuration.
     ["an owner entry that is not node_id:owner", { ...TOKENS, FLASHML_NODE_OWNERS: "n1" }],
     ["a node given two owners", { ...TOKENS, FLASHML_NODE_OWNERS: "n1:alice, n1:bob" }],
     ["an empty owner", { ...TOKENS, FLASHML_NODE_OWNERS: "n1: , n2:bob" }],

@@ -1,4 +1,4 @@
-// Device-code enrolment (SPEC §9 "Enrolled machines") through the real
+// Device-code enrolment (docs/protocol.md §9 "Enrolled machines") through the real
 // Worker with tokens configured: the agent's two calls, an operator's
 // decisions, the enrolled token used for a node's whole loop, revocation,
 // and what nobody may learn.

@@ -1,4 +1,4 @@
-// Independent replicas (SPEC §14): replicas of one task run on nodes of
+// Independent replicas (docs/protocol.md §14): replicas of one task run on nodes of
 // distinct owners, so one person's many machines cannot make a quorum
 // alone. Through the real Worker with tokens configured (vitest.config.ts:
 // m1 and m2 are both mallory's by FLASHML_NODE_OWNERS, n1 and n2 their own),

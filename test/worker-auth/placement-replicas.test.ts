@@ -1,4 +1,4 @@
-// The placement report of a replicated task (SPEC §11, §14), as an operator
+// The placement report of a replicated task (docs/protocol.md §11, §14), as an operator
 // reads it: its replicas, and the pool's replica rule beside the gate.
 // Replicated jobs need identities, so this runs with tokens enforced; what a
 // node reads of the same report is in adversaries.test.ts.

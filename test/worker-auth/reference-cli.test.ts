@@ -1,4 +1,4 @@
-// The reference CLI against a secured pool (SPEC §6, §9): `flashruntime
+// The reference CLI against a secured pool (docs/protocol.md §6, §9): `flashruntime
 // submit-spec|status|events|logs|cancel --api URL`, replayed request for
 // request as it sends them. It uses httpx, which takes credentials from the
 // URL's userinfo, percent-decodes them and sends them as HTTP Basic; the

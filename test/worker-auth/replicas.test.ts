@@ -1,4 +1,4 @@
-// Verified results (SPEC §14) through the real Worker and pool object, with
+// Verified results (docs/protocol.md §14) through the real Worker and pool object, with
 // tokens enforced (replicas need identities): replicas as concurrent leases
 // on distinct nodes, quorum over their metrics objects, extra replicas on
 // disagreement, failure without quorum, each node's validity record,
@@ -282,7 +282,7 @@ describe("adaptive replication and evidence", () => {
     expect(answer.detail).toMatch(/^evidence claims 3600 s of work, but [\d.]+ s passed since the claim/);
     expect((await taskOf(pool, job.job_id)).state).toBe("PENDING");
     expect((await records(pool)).liar).toMatchObject({ invalid_results: 1, consecutive_failures: 1 });
-    // A lie distrusts the node at once (SPEC §14), and holds it back.
+    // A lie distrusts the node at once (docs/protocol.md §14), and holds it back.
     expect((await records(pool)).liar!.distrusted).toMatch(/^its evidence lied: evidence claims 3600 s/);
     expect((await claim(pool, "liar")).status).toBe(204);
     expect((await call(pool, "POST", "/nodes/liar/release")).status).toBe(200);

@@ -1,4 +1,4 @@
-// Team-pool membership is a trust boundary (SPEC §9, gate 6): with tokens
+// Team-pool membership is a trust boundary (docs/protocol.md §9, gate 6): with tokens
 // enforced, a node is a member of the pools an operator assigned — with
 // PUT /nodes/{id}/pools, at the approval of its enrolment, or by sending
 // its registration or heartbeat for it — never of those it reports for

@@ -1,4 +1,4 @@
-// Verified results (SPEC §14) with tokens enforced: a replica's holder
+// Verified results (docs/protocol.md §14) with tokens enforced: a replica's holder
 // writes only under its own replica's prefix, so it can neither overwrite
 // another replica's output nor write the task's key the quorum binds.
 

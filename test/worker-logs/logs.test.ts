@@ -64,7 +64,7 @@ describe("structured logs", () => {
   it("log a lease that expires by the alarm", async () => {
     const pool = freshPool();
     await register(pool, "n1");
-    // Without retryWorkerLoss the expiry uses the task's one attempt (SPEC §13).
+    // Without retryWorkerLoss the expiry uses the task's one attempt (docs/protocol.md §13).
     const retryPolicy = { maxTaskAttempts: 1, retryWorkerLoss: false };
     await submitJob(pool, trialsJob(1, { lease_seconds: 5 }, { retryPolicy }));
     const lines = captureLogs();

@@ -1,4 +1,4 @@
-// Retention and archive (SPEC §12): a job finished longer than the retention
+// Retention and archive (docs/protocol.md §12): a job finished longer than the retention
 // leaves SQLite for R2 and reads exactly as before. Time is moved by dating
 // the job's finish back, then running the pool's own alarm.
 
@@ -75,7 +75,7 @@ async function reads(pool: string, jobId: string, taskIds: string[], keys: strin
   await get("events past end", `/jobs/${jobId}/events?after=999999999`);
   await get("logs", `/jobs/${jobId}/logs`);
   await get("artifacts", `/jobs/${jobId}/artifacts`);
-  // Paged like the live list (SPEC §12): the same pages, the same Link.
+  // Paged like the live list (docs/protocol.md §12): the same pages, the same Link.
   for (let url: string | null = `/jobs/${jobId}/artifacts?limit=1`, n = 0; url !== null && n < 5; n++) {
     const r = await get(`artifacts page ${n}`, url);
     const link = r.headers.get("link");

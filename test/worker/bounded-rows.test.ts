@@ -1,4 +1,4 @@
-// SPEC §12 "Bounded rows" and "Nothing leaks" (id collisions), through the
+// docs/protocol.md §12 "Bounded rows" and "Nothing leaks" (id collisions), through the
 // Worker with real SQLite: a stored row never nears the platform's 2 MB row
 // limit. Local workerd does not enforce that limit, so these tests check the
 // caps themselves: a registration over 64 KiB is refused, free text is kept

@@ -1,4 +1,4 @@
-// The claim against the rule it implements (SPEC §4 gate, §13 policy): for
+// The claim against the rule it implements (docs/protocol.md §4 gate, §13 policy): for
 // generated queues, jobs at several priorities and tenants, and nodes that
 // fail often, the object's claim leases exactly the task a brute-force
 // reading of the stored rows picks — the highest priority; its tenant with

@@ -1,4 +1,4 @@
-// Nothing leaks (SPEC §12): every R2 object is either referenced by a key or
+// Nothing leaks (docs/protocol.md §12): every R2 object is either referenced by a key or
 // collected. Time is moved by making a recorded object due now.
 
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";

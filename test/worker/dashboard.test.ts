@@ -1,4 +1,4 @@
-// The dashboard (SPEC §11): the page served at / and /pools/{pool}/, and the
+// The dashboard (docs/protocol.md §11): the page served at / and /pools/{pool}/, and the
 // bounded JSON summary it polls, through the real Worker.
 
 import { runInDurableObject } from "cloudflare:test";

@@ -1,4 +1,4 @@
-// Hostile input, generated (SPEC §10, issue 5). The seeded generator of
+// Hostile input, generated (docs/protocol.md §10, issue 5). The seeded generator of
 // test/fuzz/ sends thousands of malformed requests across every route
 // through the Worker's fetch handler; each must be a 4xx with a JSON
 // `detail`, none a 5xx, and the pool — every row of every SQLite table and

@@ -1,4 +1,4 @@
-// History must not cost a pool (SPEC §12): counters instead of scans, and
+// History must not cost a pool (docs/protocol.md §12): counters instead of scans, and
 // renewals that update their lease instead of growing the ledger.
 
 import { runInDurableObject } from "cloudflare:test";
@@ -126,7 +126,7 @@ describe("counters, not scans", () => {
     expect(plans.classes).toMatch(/SEARCH c USING PRIMARY KEY \(job_id=\?\)/);
     expect(plans.classes).toMatch(/SEARCH o USING PRIMARY KEY \(job_id=\? AND class_id=\? AND owner=\?\)/);
     expect(plans.others).toMatch(/SEARCH n USING INTEGER PRIMARY KEY \(rowid>\?\)/);
-    // An operator's team-pool assignment (SPEC §9) is one primary-key seek per node.
+    // An operator's team-pool assignment (docs/protocol.md §9) is one primary-key seek per node.
     expect(plans.others).toMatch(/SEARCH ap USING INDEX sqlite_autoindex_node_pools_1 \(node_id=\?\) LEFT-JOIN/);
     // An idle node: its live leases are a seek of the partial index, never a walk over the lease history.
     expect(plans.others).toMatch(/SEARCH l USING (COVERING )?INDEX leases_live_node \(node_id=\?\)/);

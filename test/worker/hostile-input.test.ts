@@ -1,4 +1,4 @@
-// Hostile input, case by case (SPEC §10): malformed and non-object JSON,
+// Hostile input, case by case (docs/protocol.md §10): malformed and non-object JSON,
 // absurd numbers, wrong content types, bodies at and past 1 MiB, deep
 // nesting, lone surrogates, hostile ids and artifact keys, bad query
 // parameters — each with its exact status and detail, through the runtime's

@@ -333,7 +333,7 @@ describe("payload forwards reach the gate through the real claim endpoint", () =
   });
 });
 
-describe("replicated jobs on an open coordinator (SPEC §14)", () => {
+describe("replicated jobs on an open coordinator (docs/protocol.md §14)", () => {
   it("are refused with a 422 saying why: without identities any caller can be every replica", async () => {
     const pool = freshPool();
     const spec = trialsJob(1);

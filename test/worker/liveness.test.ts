@@ -1,4 +1,4 @@
-// Liveness from every request of a node (SPEC §5): the agent sends no node
+// Liveness from every request of a node (docs/protocol.md §5): the agent sends no node
 // heartbeats while a task runs, so any request proves a node alive, and a
 // node holding a live lease is online however long the task takes. Time is
 // moved by shifting a node's stored times into the past, as if its last

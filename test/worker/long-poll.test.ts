@@ -1,4 +1,4 @@
-// Long-poll claims (SPEC §5): a claim with nothing to take is held and
+// Long-poll claims (docs/protocol.md §5): a claim with nothing to take is held and
 // answered the moment a task this node may take appears, else 204 when the
 // hold ends. Each test sets its own hold through the Worker's settings.
 

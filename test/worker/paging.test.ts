@@ -1,6 +1,6 @@
-// Bounded answers (SPEC §12): GET /jobs and GET /nodes answer a page and a
+// Bounded answers (docs/protocol.md §12): GET /jobs and GET /nodes answer a page and a
 // Link to the next, every row exactly once in order; a page ends early past
-// 4 MiB; a job's events with no query are its whole ledger, streamed (SPEC
+// 4 MiB; a job's events with no query are its whole ledger, streamed (docs/protocol.md
 // §6); and a job id the pool already has is retried, never a 500.
 
 import { runInDurableObject } from "cloudflare:test";
@@ -450,7 +450,7 @@ describe("a job id the pool already has is retried", () => {
   });
 });
 
-describe("GET /jobs/{job}/artifacts pages (SPEC §12)", () => {
+describe("GET /jobs/{job}/artifacts pages (docs/protocol.md §12)", () => {
   it("40,000 keys, as any lease holder can create, come a page at a time with a Link, never a 5xx", async () => {
     const pool = freshPool();
     const job = await submitJob(pool, trialsJob(1));

@@ -1,4 +1,4 @@
-// GPU requirements beyond a count (SPEC §4 gate 4) through the real Worker:
+// GPU requirements beyond a count (docs/protocol.md §4 gate 4) through the real Worker:
 // a job's GPU labels reach every task of every recipe, only a node whose
 // GPUs qualify is leased them, the placement report says why, and a
 // malformed label is a 422 naming it.

@@ -1,6 +1,6 @@
-// GET /v1alpha1/jobs/{job}/tasks/{task}/placement (SPEC §11): every
+// GET /v1alpha1/jobs/{job}/tasks/{task}/placement (docs/protocol.md §11): every
 // registered node's gate answer for one task, through the real Worker; for
-// a replicated task (SPEC §14) its replicas, and the nodes that may not run
+// a replicated task (docs/protocol.md §14) its replicas, and the nodes that may not run
 // another one.
 
 import { describe, expect, it } from "vitest";
@@ -67,7 +67,7 @@ describe("placement explanations", () => {
       ],
       unplaceable: true,
       summary: "0/3 nodes eligible: 2 × gpu (task needs 2 GPUs), 1 × local_data (missing dataset 'patients')",
-      // Nothing is ahead of it in the claim order: only the gate holds it (SPEC §13).
+      // Nothing is ahead of it in the claim order: only the gate holds it (docs/protocol.md §13).
       queue: {
         priority: 0,
         tenant: "default",

@@ -1,4 +1,4 @@
-// The scheduling policy (SPEC §13), as a pool's users see it over HTTP:
+// The scheduling policy (docs/protocol.md §13), as a pool's users see it over HTTP:
 // priorities, fair share between tenants and their jobs (measured over a
 // window of claims), failing nodes held back and released, retries sent to
 // another node, and worker loss counted apart from attempts.

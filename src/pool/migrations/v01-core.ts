@@ -8,10 +8,10 @@ import type { Migration } from "./migration";
 
 /** The note of a trigger keeping the task counts, in the transaction of `change`. */
 const taskCounts = (change: string) =>
-  `SPEC §12, counters not scans: keeps job_task_counts, task_counts and classes.pending equal to counts of tasks in the same transaction as ${change}. TypeScript half: src/pool/jobs.ts taskCounts and poolTaskCounts read the counts (a job's state and the pool's totals), and src/pool/scheduling.ts POLICY_SQL.pendingClasses reads classes.pending for the classes the gate judges at each claim.`;
+  `docs/protocol.md §12, counters not scans: keeps job_task_counts, task_counts and classes.pending equal to counts of tasks in the same transaction as ${change}. TypeScript half: src/pool/jobs.ts taskCounts and poolTaskCounts read the counts (a job's state and the pool's totals), and src/pool/scheduling.ts POLICY_SQL.pendingClasses reads classes.pending for the classes the gate judges at each claim.`;
 /** The note of a trigger keeping the job counts, in the transaction of `change`. */
 const jobCounts = (change: string) =>
-  `SPEC §12, counters not scans: keeps job_counts (jobs per state, RUNNING while terminal_state is null) in the same transaction as ${change}. TypeScript half: src/pool/dashboard.ts reads it for the dashboard's job totals; src/pool/jobs.ts records terminal_state.`;
+  `docs/protocol.md §12, counters not scans: keeps job_counts (jobs per state, RUNNING while terminal_state is null) in the same transaction as ${change}. TypeScript half: src/pool/dashboard.ts reads it for the dashboard's job totals; src/pool/jobs.ts records terminal_state.`;
 
 export const CORE: readonly Migration[] = [
   // 1: nodes, jobs, tasks, requirement classes, leases, events, artifacts.
@@ -101,10 +101,10 @@ export const CORE: readonly Migration[] = [
   `,
     down: "DROP TABLE artifacts; DROP TABLE events; DROP TABLE leases; DROP TABLE tasks; DROP TABLE classes; DROP TABLE jobs; DROP TABLE nodes;",
   },
-  // 2: the checkpoint catalog (SPEC §8): registered parts, committed manifests.
+  // 2: the checkpoint catalog (docs/protocol.md §8): registered parts, committed manifests.
   {
     id: 2,
-    description: "the checkpoint catalog: registered parts and committed manifests (SPEC §8)",
+    description: "the checkpoint catalog: registered parts and committed manifests (docs/protocol.md §8)",
     up: `
   -- One row per uploaded part; re-registering a key replaces its row. A
   -- commit reads the rows of exactly one (job, task, attempt, step).
@@ -159,13 +159,13 @@ export const CORE: readonly Migration[] = [
   `,
     down: "DROP TABLE event_counts;",
   },
-  // 4: liveness from every request of a node (SPEC §5). last_heartbeat_ms is
+  // 4: liveness from every request of a node (docs/protocol.md §5). last_heartbeat_ms is
   // now the last request of any kind; live_until_ms is when the node stops
   // counting as online: that plus the online window, or the deadline of a
   // lease it holds, whichever is later. One column answers "online?".
   {
     id: 4,
-    description: "liveness from every request of a node: nodes.live_until_ms (SPEC §5)",
+    description: "liveness from every request of a node: nodes.live_until_ms (docs/protocol.md §5)",
     up: `
   ALTER TABLE nodes ADD COLUMN live_until_ms INTEGER NOT NULL DEFAULT 0;
   UPDATE nodes SET live_until_ms = MAX(last_heartbeat_ms + 15000,
@@ -174,7 +174,7 @@ export const CORE: readonly Migration[] = [
   `,
     down: "DROP INDEX nodes_live_until; ALTER TABLE nodes DROP COLUMN live_until_ms;",
   },
-  // 5: counters, not scans (SPEC §12). Tasks per job and state, tasks per
+  // 5: counters, not scans (docs/protocol.md §12). Tasks per job and state, tasks per
   // state, pending tasks per requirement class and jobs per state are kept by
   // triggers in the transaction of every change to a task or a job, whatever
   // code path makes it; the dashboard, metrics and the claim read them
@@ -182,7 +182,7 @@ export const CORE: readonly Migration[] = [
   {
     id: 5,
     description:
-      "counters kept by triggers: tasks per job and state, tasks and jobs per state, pending tasks per class (SPEC §12)",
+      "counters kept by triggers: tasks per job and state, tasks and jobs per state, pending tasks per class (docs/protocol.md §12)",
     up: `
   CREATE TABLE job_task_counts (
     job_id TEXT NOT NULL, state TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (job_id, state)
@@ -248,23 +248,23 @@ export const CORE: readonly Migration[] = [
     },
   },
   // 6: a renewal updates its lease instead of appending a ledger event, so a
-  // lease costs O(1) storage however long it lives (SPEC §12). Leases renewed
+  // lease costs O(1) storage however long it lives (docs/protocol.md §12). Leases renewed
   // before this keep their LEASE_RENEWED events and start counting at 0.
   {
     id: 6,
-    description: "a renewal updates its lease in place: leases.renewals and renewed_ms (SPEC §12)",
+    description: "a renewal updates its lease in place: leases.renewals and renewed_ms (docs/protocol.md §12)",
     up: `
   ALTER TABLE leases ADD COLUMN renewals INTEGER NOT NULL DEFAULT 0;
   ALTER TABLE leases ADD COLUMN renewed_ms INTEGER;
   `,
     down: "ALTER TABLE leases DROP COLUMN renewals; ALTER TABLE leases DROP COLUMN renewed_ms;",
   },
-  // 7: R2 objects no key refers to (SPEC §12 "Nothing leaks"): uploads in
+  // 7: R2 objects no key refers to (docs/protocol.md §12 "Nothing leaks"): uploads in
   // flight, and objects replaced, refused or abandoned, until the alarm has
   // deleted them from R2.
   {
     id: 7,
-    description: "R2 objects no key refers to, kept until collection deletes them (SPEC §12)",
+    description: "R2 objects no key refers to, kept until collection deletes them (docs/protocol.md §12)",
     up: `
   CREATE TABLE unreferenced (
     object TEXT PRIMARY KEY,
@@ -275,13 +275,13 @@ export const CORE: readonly Migration[] = [
   `,
     down: "DROP TABLE unreferenced;",
   },
-  // 8: jobs archived to R2 past retention (SPEC §12). An archived job's rows
+  // 8: jobs archived to R2 past retention (docs/protocol.md §12). An archived job's rows
   // are gone; its id stays here, so it is never minted again, its reads go to
   // R2 and its writes are refused. archived_ms is null while it is archived.
   // Indexes over the jobs and the lease history are built once, here.
   {
     id: 8,
-    description: "archived jobs, the indexes retention needs, and the pool's name (SPEC §12)",
+    description: "archived jobs, the indexes retention needs, and the pool's name (docs/protocol.md §12)",
     up: `
   CREATE TABLE archived_jobs (
     job_id TEXT PRIMARY KEY,

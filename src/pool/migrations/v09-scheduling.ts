@@ -1,4 +1,4 @@
-// Steps 9-10 of the pool's schema: the scheduling policy of SPEC §13. Its
+// Steps 9-10 of the pool's schema: the scheduling policy of docs/protocol.md §13. Its
 // triggers keep the queues' pending counts and the tenants' shares in the
 // transaction of every change to a task; the claim that reads them and
 // advances the passes is src/pool/scheduling.ts. The schema as a whole:
@@ -8,10 +8,10 @@ import type { Migration } from "./migration";
 
 /** The note of a trigger keeping the queues' pending counts, in the transaction of `change`. */
 const queueCounts = (change: string, also = "") =>
-  `SPEC §13 rules 1 and 2 (priority, then fair share): keeps job_queues.pending and queue_classes.pending, the pending tasks per job and per (job, class), in the same transaction as ${change}${also}, so a claim finds the jobs holding work a node may take by index. TypeScript half: src/pool/scheduling.ts pickTask walks those rows (POLICY_SQL.level, firstJob, jobs); src/pool/jobs.ts creates the job's queue with its priority and tenant (src/rules/scheduling.ts jobPriority, jobTenant).`;
+  `docs/protocol.md §13 rules 1 and 2 (priority, then fair share): keeps job_queues.pending and queue_classes.pending, the pending tasks per job and per (job, class), in the same transaction as ${change}${also}, so a claim finds the jobs holding work a node may take by index. TypeScript half: src/pool/scheduling.ts pickTask walks those rows (POLICY_SQL.level, firstJob, jobs); src/pool/jobs.ts creates the job's queue with its priority and tenant (src/rules/scheduling.ts jobPriority, jobTenant).`;
 /** The note of a trigger keeping the tenants' shares: what it does. */
 const fairShare = (does: string) =>
-  `SPEC §13 rule 2 (fair share, no banked turns): ${does} TypeScript half: src/pool/scheduling.ts useTurn advances the passes a granted claim uses (1 for the job, 1/weight for its tenant, weights from src/rules/scheduling.ts tenantWeights) and pickTask orders by them; src/pool/explain.ts reads the shares for the placement explanation.`;
+  `docs/protocol.md §13 rule 2 (fair share, no banked turns): ${does} TypeScript half: src/pool/scheduling.ts useTurn advances the passes a granted claim uses (1 for the job, 1/weight for its tenant, weights from src/rules/scheduling.ts tenantWeights) and pickTask orders by them; src/pool/explain.ts reads the shares for the placement explanation.`;
 
 // Step 9's trigger counting a task's insert, as step 10 found it (its down puts it back).
 const TASKS_QUEUE_INSERT_9 = `  CREATE TRIGGER tasks_queue_insert AFTER INSERT ON tasks WHEN NEW.state = 'PENDING' BEGIN
@@ -22,7 +22,7 @@ const TASKS_QUEUE_INSERT_9 = `  CREATE TRIGGER tasks_queue_insert AFTER INSERT O
   END;`;
 
 export const SCHEDULING: readonly Migration[] = [
-  // 9: the scheduling policy (SPEC §13). Each job's queue carries its
+  // 9: the scheduling policy (docs/protocol.md §13). Each job's queue carries its
   // priority, tenant and pass (claims granted to it, the stride scheduler's
   // clock); a tenant's share at a priority carries the tenant's pass. Pending
   // counts per job and per (job, class) are kept by triggers like step 5's;
@@ -34,7 +34,8 @@ export const SCHEDULING: readonly Migration[] = [
   // live leases only, never from history; a task's insert creates its rows.
   {
     id: 9,
-    description: "the scheduling policy: job queues, tenant shares, task failures, held-back nodes (SPEC §13)",
+    description:
+      "the scheduling policy: job queues, tenant shares, task failures, held-back nodes (docs/protocol.md §13)",
     up: `
   CREATE TABLE job_queues (
     job_id TEXT PRIMARY KEY,
@@ -146,12 +147,12 @@ ${TASKS_QUEUE_INSERT_9}
   },
   // 10: a job's requirement classes carry its priority, so the highest
   // priority holding work a node may take is one index seek per class the
-  // node accepts (SPEC §13), never a walk over the jobs of the levels above.
+  // node accepts (docs/protocol.md §13), never a walk over the jobs of the levels above.
   // A job's priority never changes; its classes copy it when inserted.
   {
     id: 10,
     description:
-      "a job's requirement classes carry its priority: one seek per class finds the highest level (SPEC §13)",
+      "a job's requirement classes carry its priority: one seek per class finds the highest level (docs/protocol.md §13)",
     up: `
   ALTER TABLE queue_classes ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
   UPDATE queue_classes SET priority = (SELECT q.priority FROM job_queues q WHERE q.job_id = queue_classes.job_id)

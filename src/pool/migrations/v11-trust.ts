@@ -6,16 +6,17 @@ import type { Migration } from "./migration";
 
 /** The note of a trigger keeping the per-owner replica counts: what it does. */
 const distinctOwners = (does: string) =>
-  `SPEC §14, replicas on distinct owners: ${does} TypeScript half: src/pool/scheduling.ts (RAN_BY_OWNER, replicatingOf) passes over a class whose replicating tasks the claiming owner all holds or ran, in one seek; src/pool/leases.ts marks a task replicating at its first replica and records each replica lease's owner (src/rules/owners.ts ownerOf).`;
+  `docs/protocol.md §14, replicas on distinct owners: ${does} TypeScript half: src/pool/scheduling.ts (RAN_BY_OWNER, replicatingOf) passes over a class whose replicating tasks the claiming owner all holds or ran, in one seek; src/pool/leases.ts marks a task replicating at its first replica and records each replica lease's owner (src/rules/owners.ts ownerOf).`;
 
 export const TRUST: readonly Migration[] = [
-  // 11: device-code enrolment (SPEC §9 "Enrolled machines"). Codes waiting
+  // 11: device-code enrolment (docs/protocol.md §9 "Enrolled machines"). Codes waiting
   // for an operator, kept a day after they expire for the record, and the
   // credentials of enrolled nodes. Hashes only: a device code and a token
   // are never stored as given.
   {
     id: 11,
-    description: "device-code enrolment: codes waiting for an operator, enrolled nodes' credentials (SPEC §9)",
+    description:
+      "device-code enrolment: codes waiting for an operator, enrolled nodes' credentials (docs/protocol.md §9)",
     up: `
   CREATE TABLE device_codes (
     device_code_sha256 TEXT PRIMARY KEY,
@@ -44,24 +45,25 @@ export const TRUST: readonly Migration[] = [
     down: "DROP TABLE device_codes; DROP TABLE node_credentials;",
   },
   // 12: a revoked credential stays as a record of who revoked it and when
-  // (SPEC §9: the dashboard shows every revocation); its hash is forgotten.
+  // (docs/protocol.md §9: the dashboard shows every revocation); its hash is forgotten.
   {
     id: 12,
-    description: "a revoked credential keeps who revoked it and when (SPEC §9)",
+    description: "a revoked credential keeps who revoked it and when (docs/protocol.md §9)",
     up: `
   ALTER TABLE node_credentials ADD COLUMN revoked_by TEXT;
   ALTER TABLE node_credentials ADD COLUMN revoked_ms INTEGER;
   `,
     down: "ALTER TABLE node_credentials DROP COLUMN revoked_by; ALTER TABLE node_credentials DROP COLUMN revoked_ms;",
   },
-  // 13: verified results (SPEC §14). A replicated task keeps its job's
+  // 13: verified results (docs/protocol.md §14). A replicated task keeps its job's
   // replicas, quorum and tolerance, and how many replicas it wants out or
   // done now (`wanted`); each replica is a lease numbered from 1, and each
   // committed replica's metrics object waits in replica_results for the
   // verdict. Nodes keep their record of valid and invalid results.
   {
     id: 13,
-    description: "verified results: replicated tasks, replica leases and results, nodes' records (SPEC §14)",
+    description:
+      "verified results: replicated tasks, replica leases and results, nodes' records (docs/protocol.md §14)",
     up: `
   ALTER TABLE tasks ADD COLUMN replicas INTEGER NOT NULL DEFAULT 1;
   ALTER TABLE tasks ADD COLUMN quorum INTEGER NOT NULL DEFAULT 1;
@@ -89,17 +91,18 @@ export const TRUST: readonly Migration[] = [
       ALTER TABLE nodes DROP COLUMN valid_results; ALTER TABLE nodes DROP COLUMN invalid_results;
       ALTER TABLE nodes DROP COLUMN consecutive_valid;`,
   },
-  // 14: liveness and retry elsewhere (SPEC §13 rule 4). A failure records
+  // 14: liveness and retry elsewhere (docs/protocol.md §13 rule 4). A failure records
   // when it happened: a retry waits for another idle node only for a window
   // after it (failures recorded before this count as long past). When a lease stops being live, whatever code
   // path ends it, its node is online until its last request plus the online
   // window (15 s, ONLINE_WINDOW_MS) or the deadline of another live lease it
   // holds, no longer until the ended lease's deadline. A pending device
-  // code keeps the source it came from (SPEC §9: codes are limited per
+  // code keeps the source it came from (docs/protocol.md §9: codes are limited per
   // source; rules/enrolment.ts codeSource), counted through a partial index.
   {
     id: 14,
-    description: "retry elsewhere's window, liveness when a lease ends, pending codes per source (SPEC §13 rule 4, §9)",
+    description:
+      "retry elsewhere's window, liveness when a lease ends, pending codes per source (docs/protocol.md §13 rule 4, §9)",
     up: `
   ALTER TABLE task_failures ADD COLUMN failed_ms INTEGER NOT NULL DEFAULT 0;
   CREATE TRIGGER leases_end_liveness AFTER UPDATE OF status ON leases
@@ -115,10 +118,10 @@ export const TRUST: readonly Migration[] = [
       DROP INDEX device_codes_pending_source; ALTER TABLE device_codes DROP COLUMN source;`,
     triggers: {
       leases_end_liveness:
-        "SPEC §13 rule 4 and §5 (liveness): when a lease stops being live, by whatever code path (commit, fail, expiry, cancel), its node is online until its last request plus the online window, or another live lease's deadline, no longer until the ended lease's. TypeScript half: src/pool/nodes.ts ONLINE_WINDOW_MS (15 s: the literal 15000 here must match) and the requests that extend live_until_ms; src/pool/scheduling.ts POLICY_SQL.others reads it for the idle nodes rule 4 waits for.",
+        "docs/protocol.md §13 rule 4 and §5 (liveness): when a lease stops being live, by whatever code path (commit, fail, expiry, cancel), its node is online until its last request plus the online window, or another live lease's deadline, no longer until the ended lease's. TypeScript half: src/pool/nodes.ts ONLINE_WINDOW_MS (15 s: the literal 15000 here must match) and the requests that extend live_until_ms; src/pool/scheduling.ts POLICY_SQL.others reads it for the idle nodes rule 4 waits for.",
     },
   },
-  // 15: verification against adversaries (SPEC §14). A task's absolute
+  // 15: verification against adversaries (docs/protocol.md §14). A task's absolute
   // tolerance; a committed replica keeps its object's size and etag, so the verdict binds the
   // judged object whatever its replica key points at later, and judged or
   // accepted objects are found when collection asks. A node keeps its
@@ -127,7 +130,7 @@ export const TRUST: readonly Migration[] = [
   {
     id: 15,
     description:
-      "verification against adversaries: absolute tolerance, judged objects, verdicts, sealed events (SPEC §14)",
+      "verification against adversaries: absolute tolerance, judged objects, verdicts, sealed events (docs/protocol.md §14)",
     up: `
   ALTER TABLE tasks ADD COLUMN tolerance_abs REAL NOT NULL DEFAULT 1e-12;
   ALTER TABLE replica_results ADD COLUMN size_bytes INTEGER NOT NULL DEFAULT 0;
@@ -144,7 +147,7 @@ export const TRUST: readonly Migration[] = [
       ALTER TABLE nodes DROP COLUMN verdicts; ALTER TABLE nodes DROP COLUMN distrusted;
       ALTER TABLE events DROP COLUMN sealed_task;`,
   },
-  // 16: replicas of one task run on nodes of distinct owners (SPEC §14). A
+  // 16: replicas of one task run on nodes of distinct owners (docs/protocol.md §14). A
   // lease records its node's owner when issued; an enrolled credential keeps
   // the owner its approval named. A task is `replicating` from its first
   // replica on: such tasks leave the index the claim's fresh head reads, and
@@ -155,7 +158,8 @@ export const TRUST: readonly Migration[] = [
   // the tasks once, as step 5 does.
   {
     id: 16,
-    description: "replicas on nodes of distinct owners: lease owners, replicating tasks, per-owner counts (SPEC §14)",
+    description:
+      "replicas on nodes of distinct owners: lease owners, replicating tasks, per-owner counts (docs/protocol.md §14)",
     up: `
   ALTER TABLE tasks ADD COLUMN replicating INTEGER NOT NULL DEFAULT 0;
   ALTER TABLE leases ADD COLUMN owner TEXT;          -- for a replica: its node's owner at claim (NULL: before this step)
@@ -228,13 +232,13 @@ export const TRUST: readonly Migration[] = [
       ),
     },
   },
-  // 17: team-pool membership an operator assigned (SPEC §9), kept apart from
+  // 17: team-pool membership an operator assigned (docs/protocol.md §9), kept apart from
   // what the node reports in its registration, and surviving it: a node may
   // be assigned pools at the approval of its enrolment, before it ever
   // registers. An approval names the pools with the code it decides.
   {
     id: 17,
-    description: "team-pool membership an operator assigned, apart from the node's registration (SPEC §9)",
+    description: "team-pool membership an operator assigned, apart from the node's registration (docs/protocol.md §9)",
     up: `
   ALTER TABLE device_codes ADD COLUMN pools TEXT;    -- JSON list named at approval (NULL: none named)
   CREATE TABLE node_pools (
