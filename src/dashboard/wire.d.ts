@@ -200,7 +200,7 @@ export type NodePlacement =
       online: boolean;
       status: string;
       eligible: false;
-      gate: string;
+      gate: "argv" | "module" | "local_data" | "gpu" | "exclusion" | "pool" | "isolation" | "replica";
       reason: string;
       membership?: string;
     };

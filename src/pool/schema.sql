@@ -303,8 +303,8 @@ CREATE INDEX unreferenced_due ON unreferenced (collect_after_ms); -- migration 7
 -- active at its priority (a tenant new there starts at the lowest pass at that priority), so
 -- nothing idle banks turns. TypeScript half: src/pool/scheduling.ts useTurn advances the passes
 -- a granted claim uses (1 for the job, 1/weight for its tenant, weights from
--- src/rules/scheduling.ts tenantWeights) and pickTask orders by them; src/pool/explain.ts reads
--- the shares for the placement explanation.
+-- src/rules/scheduling.ts tenantWeights) and pickTask orders by them;
+-- src/pool/placement-report.ts reads the shares for the placement report.
 CREATE TRIGGER job_queues_activate AFTER UPDATE OF pending ON job_queues
     WHEN OLD.pending <= 0 AND NEW.pending > 0 BEGIN
     UPDATE job_queues SET pass = MAX(pass, COALESCE((SELECT MIN(q.pass) FROM job_queues q
@@ -321,8 +321,8 @@ CREATE TRIGGER job_queues_activate AFTER UPDATE OF pending ON job_queues
 -- work makes its tenant active at its priority; a tenant new there starts at the lowest pass at
 -- that priority. TypeScript half: src/pool/scheduling.ts useTurn advances the passes a granted
 -- claim uses (1 for the job, 1/weight for its tenant, weights from src/rules/scheduling.ts
--- tenantWeights) and pickTask orders by them; src/pool/explain.ts reads the shares for the
--- placement explanation.
+-- tenantWeights) and pickTask orders by them; src/pool/placement-report.ts reads the shares for
+-- the placement report.
 CREATE TRIGGER job_queues_activate_insert AFTER INSERT ON job_queues WHEN NEW.pending > 0 BEGIN
     INSERT INTO tenant_shares (priority, tenant, pass, active)
       VALUES (NEW.priority, NEW.tenant,
@@ -335,8 +335,8 @@ CREATE TRIGGER job_queues_activate_insert AFTER INSERT ON job_queues WHEN NEW.pe
 -- 0 leaves its tenant's share; a share with no active job is deleted, so an idle tenant banks
 -- no turns. TypeScript half: src/pool/scheduling.ts useTurn advances the passes a granted claim
 -- uses (1 for the job, 1/weight for its tenant, weights from src/rules/scheduling.ts
--- tenantWeights) and pickTask orders by them; src/pool/explain.ts reads the shares for the
--- placement explanation.
+-- tenantWeights) and pickTask orders by them; src/pool/placement-report.ts reads the shares for
+-- the placement report.
 CREATE TRIGGER job_queues_deactivate AFTER UPDATE OF pending ON job_queues
     WHEN OLD.pending > 0 AND NEW.pending <= 0 BEGIN
     UPDATE tenant_shares SET active = active - 1 WHERE priority = NEW.priority AND tenant = NEW.tenant;
@@ -348,8 +348,8 @@ CREATE TRIGGER job_queues_deactivate AFTER UPDATE OF pending ON job_queues
 -- counts pending work (src/pool/archive.ts deletes an archived job's queue) leaves its tenant's
 -- share; a share with no active job is deleted. TypeScript half: src/pool/scheduling.ts useTurn
 -- advances the passes a granted claim uses (1 for the job, 1/weight for its tenant, weights
--- from src/rules/scheduling.ts tenantWeights) and pickTask orders by them; src/pool/explain.ts
--- reads the shares for the placement explanation.
+-- from src/rules/scheduling.ts tenantWeights) and pickTask orders by them;
+-- src/pool/placement-report.ts reads the shares for the placement report.
 CREATE TRIGGER job_queues_delete AFTER DELETE ON job_queues WHEN OLD.pending > 0 BEGIN
     UPDATE tenant_shares SET active = active - 1 WHERE priority = OLD.priority AND tenant = OLD.tenant;
     DELETE FROM tenant_shares WHERE priority = OLD.priority AND tenant = OLD.tenant AND active <= 0;

@@ -6,6 +6,7 @@
 // Schemas of answers only: nothing parses them on the way in. Pure: no I/O.
 
 import { z } from "zod";
+import { GATE_NAMES, REFUSAL_NAMES } from "./gates";
 import { JobStateSchema } from "./jobs";
 import { int } from "./primitives";
 import { TaskStateSchema } from "./tasks";
@@ -104,7 +105,7 @@ export const JobLogsSchema = z.object({ logs: z.string() });
 export const PartRegisteredSchema = z.object({ status: z.literal("registered"), key: z.string() });
 export const LostWorkSchema = z.object({ lost_steps: count().nullable(), latest_step: count().nullable() });
 
-// -- the placement report (src/pool/explain.ts) ----------------------------------------
+// -- the placement report (src/pool/placement-report.ts) ----------------------------------------
 
 const placed = {
   node_id: z.string(),
@@ -116,10 +117,10 @@ const placed = {
 export const NodePlacementSchema = z
   .discriminatedUnion("eligible", [
     z.object({ ...placed, eligible: z.literal(true) }),
-    z.object({ ...placed, eligible: z.literal(false), gate: z.string(), reason: z.string() }),
+    z.object({ ...placed, eligible: z.literal(false), gate: z.enum(REFUSAL_NAMES), reason: z.string() }),
   ])
   .describe(
-    "One node's gate answer; a refused node names the gate (argv, module, local_data, gpu, exclusion, pool, isolation) and why, or `replica` when it holds or ran a replica of the task (each replica runs on a different node).",
+    `One node's gate answer; a refused node names the gate (${GATE_NAMES.join(", ")}) and why, or \`replica\` when it holds or ran a replica of the task (each replica runs on a different node).`,
   );
 
 export const ReplicaStateSchema = z.enum(["live", "completed", "failed", "expired", "cancelled"]);

@@ -3,8 +3,8 @@
 // §6). The module must be on the coordinator's allowlist — the executor
 // keeps its own list too, and both ends fail closed.
 //
-// Module payloads carry no `gpus` key: docs/protocol.md §6 lists that forward for
-// command jobs only (as the reference does).
+// Like every recipe's, its payloads get `gpus` and the job's GPU
+// requirements from src/recipes/stamp.ts (docs/protocol.md §4).
 
 import type { JobSpec } from "../protocol/jobs";
 import { describe, given, isPlainObject, type Parameters, readInputs, shorten } from "./parameters";

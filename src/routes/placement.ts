@@ -1,7 +1,8 @@
 // The placement explanation route (docs/protocol.md §11), mounted at
 // `/jobs/:job_id/tasks/:task_id/placement`: "why is my task not running?".
-// Thin: one read-only RPC call; the gate and the grouping live in
-// src/placement.ts and src/explanations.ts. A read: any valid credential
+// Thin: one read-only RPC call; the gate lives in src/rules/placement.ts,
+// the report in src/pool/placement-report.ts and its grouped summary in
+// src/rules/placement-summary.ts. A read: any valid credential
 // when enforcing (the identity middleware has already checked it).
 
 import { Hono } from "hono";

@@ -6,19 +6,10 @@
 // reason's wording is wire text: it must stay byte for byte what it was.
 // Pure: no I/O, never throws.
 
+import type { RefusalName } from "../protocol/gates";
 import { shorten } from "./text";
 
-/** The gates of docs/protocol.md §4, in protocol order: the order decides which refusal is reported, never the answer. */
-export const GATE_NAMES = ["argv", "module", "local_data", "gpu", "exclusion", "pool", "isolation"] as const;
-export type GateName = (typeof GATE_NAMES)[number];
-
-/**
- * What can refuse a node a task: a gate, or "replica", the pool's rule
- * that each replica of a task runs on a node, and an owner, of its own
- * (docs/protocol.md §14). In this order a summary breaks ties between groups.
- */
-export const REFUSAL_NAMES = [...GATE_NAMES, "replica"] as const;
-export type RefusalName = (typeof REFUSAL_NAMES)[number];
+export { GATE_NAMES, type GateName, REFUSAL_NAMES, type RefusalName } from "../protocol/gates";
 
 /**
  * One refusal. `need` and `have` are the task's and the node's values as

@@ -11,7 +11,7 @@ const queueCounts = (change: string, also = "") =>
   `docs/protocol.md §13 rules 1 and 2 (priority, then fair share): keeps job_queues.pending and queue_classes.pending, the pending tasks per job and per (job, class), in the same transaction as ${change}${also}, so a claim finds the jobs holding work a node may take by index. TypeScript half: src/pool/scheduling.ts pickTask walks those rows (POLICY_SQL.level, firstJob, jobs); src/pool/jobs.ts creates the job's queue with its priority and tenant (src/rules/scheduling.ts jobPriority, jobTenant).`;
 /** The note of a trigger keeping the tenants' shares: what it does. */
 const fairShare = (does: string) =>
-  `docs/protocol.md §13 rule 2 (fair share, no banked turns): ${does} TypeScript half: src/pool/scheduling.ts useTurn advances the passes a granted claim uses (1 for the job, 1/weight for its tenant, weights from src/rules/scheduling.ts tenantWeights) and pickTask orders by them; src/pool/explain.ts reads the shares for the placement explanation.`;
+  `docs/protocol.md §13 rule 2 (fair share, no banked turns): ${does} TypeScript half: src/pool/scheduling.ts useTurn advances the passes a granted claim uses (1 for the job, 1/weight for its tenant, weights from src/rules/scheduling.ts tenantWeights) and pickTask orders by them; src/pool/placement-report.ts reads the shares for the placement report.`;
 
 // Step 9's trigger counting a task's insert, as step 10 found it (its down puts it back).
 const TASKS_QUEUE_INSERT_9 = `  CREATE TRIGGER tasks_queue_insert AFTER INSERT ON tasks WHEN NEW.state = 'PENDING' BEGIN
