@@ -3,6 +3,7 @@
 
 import type { JobState } from "../protocol/jobs";
 import { TASK_STATES, type TaskState } from "../protocol/tasks";
+import { OPEN_TASK_STATES } from "./task-states";
 
 export type TaskCounts = Record<TaskState, number>;
 
@@ -13,9 +14,9 @@ export function emptyTaskCounts(): TaskCounts {
 
 /** docs/protocol.md §6: the job state that follows from its task counts. */
 export function deriveJobState(c: TaskCounts): JobState {
-  const total = c.PENDING + c.LEASED + c.COMPLETED + c.FAILED + c.CANCELLED;
+  const total = TASK_STATES.reduce((sum, s) => sum + c[s], 0);
   if (total === 0) return "PENDING";
-  if (c.PENDING + c.LEASED > 0) return "RUNNING";
+  if (OPEN_TASK_STATES.some((s) => c[s] > 0)) return "RUNNING";
   if (c.FAILED > 0) return "FAILED";
   if (c.COMPLETED === total) return "SUCCEEDED";
   return "CANCELLED";
