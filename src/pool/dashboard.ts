@@ -35,17 +35,6 @@ import { REGISTERED_NODE_COLUMNS, type RegisteredNode } from "./placement-report
 import { asSeenByNodes, SEALED_EVENT, sealedPending, type Viewer } from "./sealing";
 import { stuckTasks } from "./stuck";
 
-export type {
-  DashboardCredential,
-  DashboardEnrolmentRequest,
-  DashboardEvent,
-  DashboardJob,
-  DashboardLease,
-  DashboardNode,
-  DashboardSummary,
-  StuckTasks,
-} from "../protocol/dashboard";
-export type { Page } from "../protocol/responses";
 export { STUCK_CLASSES_CHECKED } from "./stuck";
 
 /** The bounded summary of a pool at `now`; `limit` bounds every list. */

@@ -22,8 +22,6 @@ export const DEMAND_CLASSES_CHECKED = 50;
 /** Registered nodes each of those classes is checked against, online and accepting first. */
 export const DEMAND_NODES_CHECKED = 500;
 
-export type { Demand, DemandClass, FleetSummary, GpuGroup } from "../protocol/responses";
-
 /** The fleet's GPUs grouped by model, memory and compute capability, at most `limit` groups, most GPUs first. */
 export function gpuGroups(sql: SqlStorage, now: number, limit: number): { items: GpuGroup[]; more: number } {
   const rows = sql

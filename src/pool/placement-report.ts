@@ -29,14 +29,6 @@ import { isHeldBack, isOnline } from "./node-states";
 import { ASSIGNED_POOLS, storedNodeView } from "./nodes";
 import type { Viewer } from "./sealing";
 
-export type {
-  PlacementReport,
-  ReplicaItem,
-  ReplicaReport,
-  ReplicaState,
-  ReplicaVerdict,
-} from "../protocol/responses";
-
 export type PlacementResult =
   | { ok: true; report: PlacementReport }
   | { ok: false; reason: "unknown_job" | "unknown_task" };

@@ -5,7 +5,7 @@
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { DASHBOARD_HTML } from "../../src/dashboard/page";
-import type { DashboardSummary } from "../../src/pool/dashboard";
+import type { DashboardSummary } from "../../src/protocol/dashboard";
 import { trialsJob } from "../fixtures/jobspec";
 import { freshPool, submitJob } from "../worker/helpers";
 

@@ -11,13 +11,12 @@ import type {
   PlacementReport as PagePlacementReport,
   Summary,
 } from "../../src/dashboard/wire";
-import type { DashboardSummary } from "../../src/pool/dashboard";
-import type { FleetSummary as ServerFleetSummary } from "../../src/pool/fleet";
 import { registerNode } from "../../src/pool/nodes";
-import type { PlacementReport } from "../../src/pool/placement-report";
+import type { DashboardSummary } from "../../src/protocol/dashboard";
 import { POOL_NAME_RE } from "../../src/protocol/keys";
 import { DASHBOARD_LIMIT_DEFAULT } from "../../src/protocol/limits";
 import { NodeRegistrationSchema } from "../../src/protocol/nodes";
+import type { PlacementReport, FleetSummary as ServerFleetSummary } from "../../src/protocol/responses";
 import { type Lease, TASK_STATES } from "../../src/protocol/tasks";
 import { PRIORITY_LABEL, TENANT_LABEL } from "../../src/rules/scheduling";
 import {
