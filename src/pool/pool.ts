@@ -69,8 +69,11 @@ export class Pool {
   /**
    * Runs one state change as one synchronous transaction at one instant,
    * logs every ledger event it appended (docs/protocol.md §11: one JSON line per state
-   * change), and keeps the alarm at the earliest live deadline. Every
-   * mutating call goes through here, so none can forget the alarm. When the
+   * change), and keeps the alarm at the earliest live deadline. Every call
+   * that can queue work, move a deadline or append an event goes through
+   * here, so none can forget the alarm; the writes that do none of these (a
+   * heartbeat no claim waits on, device codes, the alarm's own archive and
+   * collection marks) use `transaction` directly. When the
    * change queued work or closed a job (`wakesClaims` for changes that
    * record no event), held claims get their turn before anyone else; a
    * change to one node (`wakesNode`) gives that node's held claim a turn.

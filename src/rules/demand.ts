@@ -2,7 +2,7 @@
 // for, in words, and the one line the dashboard shows for it. Pure: the pool
 // object counts (src/pool/fleet.ts), this says it.
 //
-// It reads canonical requirements (`requirementOf` in placement.ts), which
+// It reads canonical requirements (`requirementOf` in requirements.ts), which
 // hold only well-formed values; anything else it cannot read is named as
 // "a requirement no node can meet", never guessed at.
 
