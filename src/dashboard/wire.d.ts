@@ -1,7 +1,8 @@
-// What the dashboard script (page.browser.js) reads, as the script sees it: its
-// config, and the fields of the JSON it draws. Types only, with no imports,
-// so `tsc -p tsconfig.dashboard.json` checks the browser script against them
-// without pulling the Worker's modules into a DOM program.
+// What the dashboard's script (the *.browser.js files page.ts inlines) reads,
+// as the script sees it: its config, and the fields of the JSON it draws.
+// Types only, with no imports, so `tsc -p tsconfig.dashboard.json` checks the
+// browser script against them without pulling the Worker's modules into a
+// DOM program.
 //
 // They must never drift from the server: page.ts fills PageConfig from the
 // protocol's own constants (`satisfies`), and test/types/wire.ts checks at
