@@ -44,6 +44,19 @@ const us = (x) => fmt(x >= 100 ? Math.round(x) : x);
 /** @param {import("./lib.mjs").Spread} s */
 const noise = (s) => `${fmt(Math.round(s.min))}–${fmt(Math.round(s.max))} (±${round(Number(s.spread_pct) / 2, 0)}%)`;
 
+/**
+ * The three costliest migration steps of the largest run, "step 16 865 ms, …".
+ * @param {{ points: { steps: { step: number, ms: number }[] }[] }} m
+ */
+function heaviest(m) {
+  const last = m.points[m.points.length - 1];
+  return [...(last?.steps ?? [])]
+    .sort((a, b) => b.ms - a.ms)
+    .slice(0, 3)
+    .map((s) => `step ${s.step} ${fmt(s.ms)} ms`)
+    .join(", ");
+}
+
 /** @param {import("./lib.mjs").Machine} m */
 function machineLine(m) {
   const load = m.load_at_end === undefined ? `${m.load_at_start}` : `${m.load_at_start} → ${m.load_at_end}`;
@@ -589,8 +602,11 @@ function migrationsSection(m) {
       `${fmt(m.tasks_at_object_limit)} tasks. Migrating that, at the largest run's rate, takes about ` +
       `${round(m.projected_ms_at_object_limit / 1000, 1)} s, against \`blockConcurrencyWhile\`'s ${m.limit_ms / 1000} s ` +
       `limit. Bound (at most ${m.bound.max_share * 100}% of the limit): ${m.bound.met ? "met" : "**not met**"}. ` +
-      "With retention (docs/protocol.md §12) a pool holds a week of history, far less. A future step that must fill rows from " +
-      "history does it in batches after the step (src/pool/schema.ts says so), so this bound only shrinks.",
+      "With retention (docs/protocol.md §12) a pool holds a week of history, far less. " +
+      (m.bound.met
+        ? "A future step that must fill rows from history does it in batches after the step (src/pool/schema.ts says so)."
+        : `The heaviest steps at the largest run (${heaviest(m)}) build indexes over every task; shipped steps are not ` +
+          "edited, so the next step that must touch history does it in batches after the step (src/pool/schema.ts says so)."),
   );
   out.push("");
   return out;
