@@ -364,6 +364,34 @@ describe("what a credential is good for", () => {
     expect((await call(pool, "POST", "/nodes/n1/heartbeat", bearer(token), { node_id: "n1" })).status).toBe(403);
   });
 
+  it("a session offers every pool call, so each operator route refuses an enrolled node itself, and nothing changes", async () => {
+    const pool = freshPool();
+    const token = await enrol(pool);
+    const asNode = bearer(token);
+    const code = await requestCode(pool, { ...MACHINE, node_id: "laptop-9" });
+    const job = await (await call(pool, "POST", "/jobs", OPS, trialsJob(1))).json<{ job_id: string }>();
+    const jobState = async () =>
+      (await (await call(pool, "GET", `/jobs/${job.job_id}`, OPS)).json<{ state: string }>()).state;
+    const before = await jobState();
+    // The moves a hostile enrolled machine would make: lift its own hold and
+    // distrust, join a team pool, wipe the queue of machines waiting to join,
+    // cancel someone's job, approve a sibling.
+    expect((await call(pool, "POST", "/nodes/laptop-7/release", asNode)).status).toBe(403);
+    expect((await call(pool, "PUT", "/nodes/laptop-7/pools", asNode, { pools: ["gpu-team"] })).status).toBe(403);
+    expect((await call(pool, "POST", "/device/deny", asNode, { all: true })).status).toBe(403);
+    expect((await call(pool, "POST", `/jobs/${job.job_id}/cancel`, asNode)).status).toBe(403);
+    expect((await decide(pool, "approve", code.user_code, asNode)).status).toBe(403);
+
+    const pending = await (await call(pool, "GET", "/device/pending", OPS)).json<{ user_code: string }[]>();
+    expect(pending.map((p) => p.user_code)).toEqual([code.user_code]);
+    expect(await jobState()).toBe(before);
+    expect(before).not.toBe("CANCELLED");
+    const assigned = await runInDurableObject(stub(pool), (_o, state) =>
+      state.storage.sql.exec("SELECT COUNT(*) AS n FROM node_pools").one(),
+    );
+    expect(assigned.n).toBe(0);
+  });
+
   it("the pool stores hashes only: neither the device code nor the token appears in it", async () => {
     const pool = freshPool();
     const code = await requestCode(pool);
