@@ -58,7 +58,8 @@ export function poolLocation(rules: readonly PoolLocationRule[], pool: string): 
   return rules.find((rule) => globMatches(rule.pattern, pool))?.location ?? {};
 }
 
-function globMatches(pattern: string, name: string): boolean {
+/** Whether a `[a-z0-9*-]` pattern matches the whole name, `*` standing for any run. */
+export function globMatches(pattern: string, name: string): boolean {
   // Patterns hold only [a-z0-9*-], so nothing but `*` needs translating.
   return new RegExp(`^${pattern.replaceAll("*", ".*")}$`).test(name);
 }

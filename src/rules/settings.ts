@@ -9,6 +9,7 @@ import { type AuthConfig, authConfig } from "./auth";
 import { claimWaitMs } from "./long-poll";
 import type { Membership } from "./placement";
 import { type PoolLocationRule, parsePoolLocations } from "./pool-location";
+import { type PoolShardRule, parsePoolShards } from "./pool-shards";
 import { jobRetentionMs } from "./retention";
 import { maxWorkerLosses, retryElsewhereMs, tenantWeights } from "./scheduling";
 
@@ -24,6 +25,7 @@ export type SettingsEnv = Partial<
     | "FLASHML_NODE_OWNERS"
     | "FLASHML_JOIN_CODE"
     | "FLASHML_POOL_LOCATIONS"
+    | "FLASHML_POOL_SHARDS"
     | "FLASHML_CLAIM_WAIT_SECONDS"
     | "FLASHML_JOB_RETENTION_SECONDS"
     | "FLASHML_TENANT_WEIGHTS"
@@ -46,6 +48,8 @@ export type Settings = {
   /** FLASHML_JOIN_CODE: required on register when set (empty is unset). */
   readonly joinCode: string | null;
   readonly poolLocations: readonly PoolLocationRule[];
+  /** FLASHML_POOL_SHARDS (docs/protocol.md §15): shard counts by pool name pattern; read with shardCount(). */
+  readonly poolShards: readonly PoolShardRule[];
   readonly claimWaitMs: number;
   readonly jobRetentionMs: number;
   readonly tenantWeights: ReadonlyMap<string, number>;
@@ -64,6 +68,8 @@ export function readSettings(env: SettingsEnv): SettingsRead {
   if (auth.mode === "refusing") return { ok: false, detail: auth.detail };
   const poolLocations = parsePoolLocations(env.FLASHML_POOL_LOCATIONS);
   if (typeof poolLocations === "string") return { ok: false, detail: poolLocations };
+  const poolShards = parsePoolShards(env.FLASHML_POOL_SHARDS);
+  if (typeof poolShards === "string") return { ok: false, detail: poolShards };
   const claimWait = claimWaitMs(env.FLASHML_CLAIM_WAIT_SECONDS);
   if (typeof claimWait === "string") return { ok: false, detail: claimWait };
   const retention = jobRetentionMs(env.FLASHML_JOB_RETENTION_SECONDS);
@@ -84,6 +90,7 @@ export function readSettings(env: SettingsEnv): SettingsRead {
       membership: auth.mode === "open" ? "reported" : "assigned",
       joinCode: env.FLASHML_JOIN_CODE || null,
       poolLocations,
+      poolShards,
       claimWaitMs: claimWait,
       jobRetentionMs: retention,
       tenantWeights: weights,
