@@ -20,7 +20,8 @@ import { metrics } from "./routes/metrics";
 import { nodes } from "./routes/nodes";
 import { openapiOf } from "./routes/openapi";
 import { placement } from "./routes/placement";
-import { poolStub, refuseMisconfigured } from "./routes/settings";
+import { refuseMisconfigured } from "./routes/settings";
+import { poolShards } from "./routes/shards";
 
 export { PoolObject } from "./pool/object";
 
@@ -31,7 +32,7 @@ api.use(async (c, next) => {
     return c.json({ detail: invalidPoolDetail(pool) }, 404);
   }
   c.set("pool", pool);
-  c.set("stub", poolStub(c.env, c.var.settings.poolLocations, pool));
+  c.set("shards", poolShards(c.env, c.var.settings, pool, null));
   await next();
 });
 // A machine asking to join has no credential yet (docs/protocol.md §9): before identify.

@@ -1,4 +1,4 @@
-// What every route shares: the Hono environment type, the pool stub of the
+// What every route shares: the Hono environment type, the pool shards of the
 // request, and JSON body parsing into the spec's error shapes.
 
 import type { Context } from "hono";
@@ -10,6 +10,7 @@ import { LIST_PAGE_DEFAULT, LIST_PAGE_MAX, MAX_JSON_BODY_BYTES } from "../protoc
 import { type DecodedCursor, nextLink } from "../protocol/paging";
 import type { Caller } from "../rules/auth";
 import type { Settings } from "../rules/settings";
+import type { PoolShards } from "./shards";
 
 /**
  * The pool's calls as this request makes them: the object's stub, or for an
@@ -22,7 +23,7 @@ export type AppEnv = {
   Bindings: Env;
   Variables: {
     pool: string;
-    stub: PoolCalls;
+    shards: PoolShards;
     caller: Caller;
     settings: Settings;
   };

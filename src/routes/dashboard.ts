@@ -41,7 +41,9 @@ export const dashboardData = new Hono<AppEnv>().get(
     const limit = queryInt(c, "limit", { min: 1, max: DASHBOARD_LIMIT_MAX });
     if (!limit.ok) return limit.response;
     c.header("cache-control", "no-store");
-    return c.json(await c.var.stub.dashboard(c.var.pool, limit.value ?? DASHBOARD_LIMIT_DEFAULT, viewerOf(c)));
+    return c.json(
+      await c.var.shards.shard(0).dashboard(c.var.pool, limit.value ?? DASHBOARD_LIMIT_DEFAULT, viewerOf(c)),
+    );
   },
 );
 

@@ -77,7 +77,10 @@ export const deviceAgent = new Hono<AppEnv>()
       if (open) return open;
       const body = await readJson(c, DeviceCodeRequestSchema);
       if (!body.ok) return body.response;
-      const result = await c.var.stub.requestDeviceCode(body.value, c.req.header("cf-connecting-ip") ?? null);
+      const result = await c.var.shards.enrolment.requestDeviceCode(
+        body.value,
+        c.req.header("cf-connecting-ip") ?? null,
+      );
       if (!result.ok) {
         c.header("retry-after", "60");
         const whose = result.reason === "source_full" ? "from your address " : "";
@@ -122,7 +125,7 @@ export const deviceAgent = new Hono<AppEnv>()
       if (open) return open;
       const body = await readJson(c, DeviceTokenRequestSchema);
       if (!body.ok) return body.response;
-      const issued = await c.var.stub.redeemDeviceCode(body.value.device_code);
+      const issued = await c.var.shards.enrolment.redeemDeviceCode(body.value.device_code);
       c.header("cache-control", "no-store");
       if (issued === null) return c.json({ error: "authorization_pending", interval: POLL_INTERVAL_S }, 400);
       return c.json(issued);
@@ -147,7 +150,7 @@ export const deviceOperator = new Hono<AppEnv>()
       const operator = enrolmentOperator(c);
       if (!operator.ok) return operator.response;
       c.header("cache-control", "no-store");
-      return c.json(await c.var.stub.pendingDeviceCodes());
+      return c.json(await c.var.shards.enrolment.pendingDeviceCodes());
     },
   )
   .post(
@@ -211,7 +214,7 @@ export const deviceOperator = new Hono<AppEnv>()
       const body = await readJson(c, DenyRequestSchema);
       if (!body.ok) return body.response;
       if (body.value.all) {
-        const nodeIds = await c.var.stub.denyAllDeviceCodes(operator.name);
+        const nodeIds = await c.var.shards.enrolment.denyAllDeviceCodes(operator.name);
         return c.json({ denied: true, count: nodeIds.length });
       }
       return decide(c, body.value.user_code ?? "", "denied", operator.name);
@@ -228,7 +231,9 @@ async function decide(
 ) {
   const userCode = normalizeUserCode(typed);
   const nodeId =
-    userCode === null ? null : await c.var.stub.decideDeviceCode(userCode, decision, operator, owner, pools);
+    userCode === null
+      ? null
+      : await c.var.shards.enrolment.decideDeviceCode(userCode, decision, operator, owner, pools);
   if (nodeId === null)
     return c.json({ detail: "no pending enrolment with this code (expired, decided or unknown)" }, 404);
   return c.json(

@@ -9,7 +9,7 @@ import { CREDENTIAL_REFUSED } from "../pool/session";
 import { authenticate, delegation } from "../rules/auth";
 import { sha256Hex } from "../rules/enrolment";
 import type { AppContext, AppEnv } from "./context";
-import { poolStub } from "./settings";
+import { poolShards } from "./shards";
 
 type Answer<T> = { ok: true; value: T } | { ok: false; response: Response };
 
@@ -30,11 +30,11 @@ export const identify: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (credential.kind === "enrolled") {
     // The token names its node; the pool checks it with every call this
     // request makes. The session is not awaited: each call pipelines on it,
-    // so a call costs one round trip, and the runtime disposes the session's
-    // stub when the request ends (a streamed events answer still uses it).
+    // so a call costs one round trip, and the runtime disposes the sessions'
+    // stubs when the request ends (a streamed events answer still uses it).
     const proof = { nodeId: credential.nodeId, tokenSha256: await sha256Hex(credential.token) };
     c.set("caller", { kind: "node", nodeId: credential.nodeId });
-    c.set("stub", poolStub(c.env, c.var.settings.poolLocations, c.var.pool).session(proof));
+    c.set("shards", poolShards(c.env, c.var.settings, c.var.pool, proof));
     return next();
   }
   const delegated = delegation(c.req.header("x-flashml-on-behalf-of") ?? null);

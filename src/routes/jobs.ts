@@ -99,7 +99,7 @@ export const jobs = new Hono<AppEnv>()
         if (!expansion.ok) return c.json({ detail: `job cannot be expanded: ${expansion.problems.join("; ")}` }, 422);
         const unverifiable = replicatedCheckpoints(place.replication, expansion.tasks);
         if (unverifiable) return c.json({ detail: `job cannot be scheduled: ${unverifiable}` }, 422);
-        const submitted = await c.var.stub.submitJob(jobId, spec, expansion.tasks, c.var.pool, place);
+        const submitted = await c.var.shards.submission().submitJob(jobId, spec, expansion.tasks, c.var.pool, place);
         if (submitted.ok) return c.json(submitted.job, 201);
       }
       return c.json(
@@ -123,7 +123,7 @@ export const jobs = new Hono<AppEnv>()
     ),
     (c) =>
       pagedList(c, { decode: decodeJobCursor, encode: encodeJobCursor }, (after, limit) =>
-        c.var.stub.listJobs(c.var.pool, after ?? 0, limit, viewerOf(c)),
+        c.var.shards.shard(0).listJobs(c.var.pool, after ?? 0, limit, viewerOf(c)),
       ),
   )
   .get(
@@ -138,7 +138,7 @@ export const jobs = new Hono<AppEnv>()
       }),
     ),
     async (c) => {
-      const job = await c.var.stub.getJob(c.req.param("job_id"), c.var.pool, viewerOf(c));
+      const job = await c.var.shards.job(c.req.param("job_id")).getJob(c.req.param("job_id"), c.var.pool, viewerOf(c));
       if (job === "archived") return c.json(await archiveOf(c, jobIdOf(c)).job());
       return job ? c.json(job) : unknownJob(c);
     },
@@ -183,7 +183,7 @@ export const jobs = new Hono<AppEnv>()
       let archive: JobArchive | null = null;
       const read = async (after: number, limit: number) => {
         if (archive) return archive.events(after, limit);
-        const events = await c.var.stub.jobEvents(jobId, after, limit, viewerOf(c));
+        const events = await c.var.shards.job(jobId).jobEvents(jobId, after, limit, viewerOf(c));
         if (events !== "archived") return events;
         archive = archiveOf(c, jobId);
         return archive.events(after, limit);
@@ -214,7 +214,7 @@ export const jobs = new Hono<AppEnv>()
       }),
     ),
     async (c) => {
-      const tasks = await c.var.stub.jobTasks(c.req.param("job_id"), viewerOf(c));
+      const tasks = await c.var.shards.job(c.req.param("job_id")).jobTasks(c.req.param("job_id"), viewerOf(c));
       if (tasks === "archived") return c.json(await archiveOf(c, jobIdOf(c)).tasks());
       return tasks ? c.json(tasks) : unknownJob(c);
     },
@@ -234,7 +234,7 @@ export const jobs = new Hono<AppEnv>()
     async (c) => {
       const refused = requireOperator(c);
       if (refused) return refused;
-      const job = await c.var.stub.cancelJob(c.req.param("job_id"), c.var.pool);
+      const job = await c.var.shards.job(c.req.param("job_id")).cancelJob(c.req.param("job_id"), c.var.pool);
       // Cancelling a finished job changes nothing and answers it; so for an archived one.
       if (job === "archived") return c.json(await archiveOf(c, jobIdOf(c)).job());
       return job ? c.json(job) : unknownJob(c);
@@ -253,7 +253,7 @@ export const jobs = new Hono<AppEnv>()
     ),
     async (c) => {
       // Lease jobs have no backend log; the reference CLI's `logs` calls this.
-      const job = await c.var.stub.getJob(c.req.param("job_id"), c.var.pool, viewerOf(c));
+      const job = await c.var.shards.job(c.req.param("job_id")).getJob(c.req.param("job_id"), c.var.pool, viewerOf(c));
       return job ? c.json({ logs: "" }) : unknownJob(c);
     },
   )
@@ -273,7 +273,7 @@ export const jobs = new Hono<AppEnv>()
     (c) =>
       // A page at a time, live or archived (docs/protocol.md §12); the archive holds no sealed keys (every task ended).
       pagedList(c, { decode: decodeArtifactCursor, encode: encodeArtifactCursor }, async (after, limit) => {
-        const page = await c.var.stub.listJobArtifacts(jobIdOf(c), after, limit, viewerOf(c));
+        const page = await c.var.shards.job(jobIdOf(c)).listJobArtifacts(jobIdOf(c), after, limit, viewerOf(c));
         return page === "archived" ? archiveOf(c, jobIdOf(c)).artifacts(after, limit) : page;
       }),
   );

@@ -23,7 +23,7 @@ export const metrics = new Hono<AppEnv>().get(
     }),
   ),
   async (c) => {
-    const sample = await c.var.stub.metrics(viewerOf(c));
+    const sample = await c.var.shards.shard(0).metrics(viewerOf(c));
     return c.body(renderMetrics(c.var.pool, sample), 200, {
       "content-type": "text/plain; version=0.0.4; charset=utf-8",
     });

@@ -80,7 +80,7 @@ export const nodes = new Hono<AppEnv>()
       const registration = { ...body.value, node_id: acting.value, pool: c.var.pool };
       // The body fits, but defaults can grow it (docs/protocol.md §12): measured as stored.
       if (!registrationFits(registration)) return c.json({ detail: REGISTRATION_TOO_LARGE }, 413);
-      await c.var.stub.register(registration, assigningOperator(c));
+      await c.var.shards.home(registration.node_id).register(registration, assigningOperator(c));
       return c.json({ node_id: registration.node_id, status: "registered" });
     },
   )
@@ -111,7 +111,7 @@ export const nodes = new Hono<AppEnv>()
       }
       const body = await readJson(c, NodeHeartbeatSchema);
       if (!body.ok) return body.response;
-      const result = await c.var.stub.heartbeatNode(nodeId, body.value, assigningOperator(c));
+      const result = await c.var.shards.home(nodeId).heartbeatNode(nodeId, body.value, assigningOperator(c));
       if (result.ok) return c.json({ status: "ok" });
       if (result.reason === "too_large") {
         return c.json({ detail: `these pools would make the registration too large: ${REGISTRATION_TOO_LARGE}` }, 413);
@@ -136,7 +136,8 @@ export const nodes = new Hono<AppEnv>()
       const refused = requireOperator(c);
       if (refused) return refused;
       const nodeId = c.req.param("node_id");
-      if (!(await c.var.stub.releaseNode(nodeId))) return c.json({ detail: `unknown node ${nodeId}` }, 404);
+      if (!(await c.var.shards.home(nodeId).releaseNode(nodeId)))
+        return c.json({ detail: `unknown node ${nodeId}` }, 404);
       return c.json({ node_id: nodeId, consecutive_failures: 0, held_until: null });
     },
   )
@@ -169,7 +170,7 @@ export const nodes = new Hono<AppEnv>()
       const body = await readJson(c, NodePoolsRequestSchema);
       if (!body.ok) return body.response;
       const nodeId = c.req.param("node_id");
-      if (!(await c.var.stub.assignNodePools(nodeId, body.value.pools, operator)))
+      if (!(await c.var.shards.home(nodeId).assignNodePools(nodeId, body.value.pools, operator)))
         return c.json({ detail: `unknown node ${nodeId}` }, 404);
       return c.json({ node_id: nodeId, pools: body.value.pools, assigned_by: operator });
     },
@@ -191,7 +192,7 @@ export const nodes = new Hono<AppEnv>()
       const operator = enrolmentOperator(c);
       if (!operator.ok) return operator.response;
       const nodeId = c.req.param("node_id");
-      if (!(await c.var.stub.revokeCredential(nodeId, operator.name)))
+      if (!(await c.var.shards.home(nodeId).revokeCredential(nodeId, operator.name)))
         return c.json({ detail: `node ${nodeId} has no enrolled credential` }, 404);
       return c.json({ node_id: nodeId, revoked: true });
     },
@@ -223,7 +224,7 @@ export const nodes = new Hono<AppEnv>()
       const limit = queryInt(c, "limit", { min: 1, max: DASHBOARD_LIMIT_MAX });
       if (!limit.ok) return limit.response;
       c.header("cache-control", "no-store");
-      return c.json(await c.var.stub.fleet(c.var.pool, limit.value ?? DASHBOARD_LIMIT_DEFAULT, viewerOf(c)));
+      return c.json(await c.var.shards.shard(0).fleet(c.var.pool, limit.value ?? DASHBOARD_LIMIT_DEFAULT, viewerOf(c)));
     },
   )
   .get(
@@ -241,6 +242,6 @@ export const nodes = new Hono<AppEnv>()
     ),
     (c) =>
       pagedList(c, { decode: decodeNodeCursor, encode: encodeNodeCursor }, (after, limit) =>
-        c.var.stub.listNodes(after, limit),
+        c.var.shards.shard(0).listNodes(after, limit),
       ),
   );

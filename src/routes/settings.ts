@@ -8,8 +8,6 @@
 // the pool object reads the same value.
 
 import type { MiddlewareHandler } from "hono";
-import type { PoolObject } from "../pool/object";
-import { type PoolLocationRule, poolLocation } from "../rules/pool-location";
 import { settingsOf } from "../rules/settings";
 import type { AppEnv } from "./context";
 
@@ -19,14 +17,3 @@ export const refuseMisconfigured: MiddlewareHandler<AppEnv> = async (c, next) =>
   c.set("settings", read.settings);
   await next();
 };
-
-/**
- * The stub of `pool`'s object, in the jurisdiction and near the location its
- * rule names. A jurisdiction is part of the object's identity: the same pool
- * name in another jurisdiction is another, empty object.
- */
-export function poolStub(env: Env, rules: readonly PoolLocationRule[], pool: string): DurableObjectStub<PoolObject> {
-  const { jurisdiction, locationHint } = poolLocation(rules, pool);
-  const namespace = jurisdiction ? env.POOL.jurisdiction(jurisdiction) : env.POOL;
-  return namespace.get(namespace.idFromName(pool), locationHint ? { locationHint } : undefined);
-}

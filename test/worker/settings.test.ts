@@ -2,6 +2,7 @@ import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import app from "../../src/index";
+import { commandJob } from "../fixtures/jobspec";
 
 // Settings other than the project's go to the app as its environment (in-process).
 function send(settings: Record<string, string>, path: string, init: RequestInit = {}) {
@@ -34,5 +35,32 @@ describe("FLASHML_MAX_ARTIFACT_MB", () => {
     });
     expect(r.status).toBe(413);
     expect(await r.json()).toEqual({ detail: `artifact exceeds ${limit} bytes (FLASHML_MAX_ARTIFACT_MB)` });
+  });
+});
+
+describe("FLASHML_POOL_SHARDS", () => {
+  it.each(["big=0", "big=257", "big", "big=4,=2"])(
+    "an unreadable value (%j) refuses every request with a 503 naming the entry",
+    async (raw) => {
+      const r = await send({ FLASHML_POOL_SHARDS: raw }, "/healthz");
+      expect(r.status).toBe(503);
+      const { detail } = (await r.json()) as { detail: string };
+      expect(detail).toMatch(/^coordinator refuses to serve: FLASHML_POOL_SHARDS entry [12] is not pattern=count/);
+    },
+  );
+
+  it("a readable value serves the pool (pinned to its first shard until work spreads)", async () => {
+    const pool = `p${crypto.randomUUID().slice(0, 8)}`;
+    const settings = { FLASHML_POOL_SHARDS: `${pool}=4` };
+    const submit = await send(settings, `/pools/${pool}/v1alpha1/jobs`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(commandJob()),
+    });
+    expect(submit.status).toBe(201);
+    const { job_id } = (await submit.json()) as { job_id: string };
+    const read = await send(settings, `/pools/${pool}/v1alpha1/jobs/${job_id}`);
+    expect(read.status).toBe(200);
+    expect(await read.json()).toMatchObject({ job_id });
   });
 });
