@@ -3,7 +3,7 @@ import { defineConfig } from "vitest/config";
 
 // The pure layer in plain Node (fast, table-driven), and the Worker + Durable
 // Object in workerd with real SQLite storage and R2: open, with its logs on,
-// and with tokens configured.
+// and with tokens configured; and the sharded files again over 4 shards.
 // Claims answer 204 at once unless a test asks for a hold (long-poll tests
 // pass their own FLASHML_CLAIM_WAIT_SECONDS).
 const NO_HOLD = { FLASHML_CLAIM_WAIT_SECONDS: "0" };
@@ -17,6 +17,41 @@ const RAW_CSS = { include: [/\.css\?raw$/] };
 // concurrent tests (races, floods, batches) take several times their
 // unloaded 1-2 s, past vitest's 5 s default. Speed is for the benches.
 const BOUNDS = { testTimeout: 30_000, hookTimeout: 30_000 };
+// Every pool over 4 shards (docs/protocol.md §15): the same files, run again.
+const SHARDS4 = { FLASHML_POOL_SHARDS: "*=4" };
+// The tokens of the enforcing projects.
+const TOKENS = {
+  FLASHML_NODE_TOKENS: "n1:tok-n1, n2:tok-n2, m1:tok-m1, m2:tok-m2",
+  FLASHML_OPERATOR_TOKENS: "ops:tok-ops",
+  // Two machines of one owner (docs/protocol.md §14): together they must not make a quorum.
+  FLASHML_NODE_OWNERS: "m1:mallory, m2:mallory",
+};
+// The files that run again with 4 shards: the Worker-level job, lease,
+// scheduling, long-poll, node and list tests, and verification with tokens,
+// plus what only sharding has (test/worker-shards/).
+const SHARDED = [
+  "test/worker/jobs.test.ts",
+  "test/worker/leases.test.ts",
+  "test/worker/scheduling.test.ts",
+  "test/worker/long-poll.test.ts",
+  "test/worker/liveness.test.ts",
+  "test/worker/nodes.test.ts",
+  "test/worker/paging.test.ts",
+  "test/worker/routing.test.ts",
+  "test/worker/races.test.ts",
+  "test/worker/artifacts.test.ts",
+  "test/worker/checkpoints.test.ts",
+  "test/worker/placement.test.ts",
+  "test/worker-shards/*.test.ts",
+];
+const SHARDED_AUTH = [
+  "test/worker-auth/verification.test.ts",
+  "test/worker-auth/replicas.test.ts",
+  "test/worker-auth/adversaries.test.ts",
+  "test/worker-auth/owners.test.ts",
+  "test/worker-auth/enrolment.test.ts",
+  "test/worker-auth/team-pools.test.ts",
+];
 
 export default defineConfig({
   test: {
@@ -45,18 +80,28 @@ export default defineConfig({
         plugins: [
           cloudflareTest({
             wrangler: { configPath: "./wrangler.toml" },
-            miniflare: {
-              bindings: {
-                ...QUIET,
-                FLASHML_NODE_TOKENS: "n1:tok-n1, n2:tok-n2, m1:tok-m1, m2:tok-m2",
-                FLASHML_OPERATOR_TOKENS: "ops:tok-ops",
-                // Two machines of one owner (docs/protocol.md §14): together they must not make a quorum.
-                FLASHML_NODE_OWNERS: "m1:mallory, m2:mallory",
-              },
-            },
+            miniflare: { bindings: { ...QUIET, ...TOKENS } },
           }),
         ],
         test: { ...BOUNDS, name: "worker-auth", include: ["test/worker-auth/**/*.test.ts"], css: RAW_CSS },
+      },
+      {
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: { bindings: { ...QUIET, ...WEIGHTS, ...SHARDS4 } },
+          }),
+        ],
+        test: { ...BOUNDS, name: "worker-shards", include: SHARDED, css: RAW_CSS },
+      },
+      {
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: { bindings: { ...QUIET, ...TOKENS, ...SHARDS4 } },
+          }),
+        ],
+        test: { ...BOUNDS, name: "worker-auth-shards", include: SHARDED_AUTH, css: RAW_CSS },
       },
     ],
   },

@@ -19,6 +19,7 @@ it("survives SIGKILLs of the coordinator mid-run with nothing lost", async () =>
       failRate: 0.05,
       broken: 1,
       vanishing: 2,
+      shards: 1,
     }),
   );
   console.log(`RELIABILITY ${JSON.stringify(report)}`);

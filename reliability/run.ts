@@ -25,6 +25,8 @@ export interface RunOptions {
   broken: number;
   /** Agents that vanish mid-lease once (a worker loss, docs/protocol.md §13). */
   vanishing: number;
+  /** The pool's shard count (FLASHML_POOL_SHARDS, docs/protocol.md §15); 1 is a pool of one object. */
+  shards: number;
 }
 
 const LEASE_SECONDS = 5;
@@ -85,9 +87,10 @@ export async function reliabilityRun(options: RunOptions): Promise<RunReport> {
   const port = await freePort();
   const started = Date.now();
   // wrangler.toml's settings (the claim hold, the state-change log lines), and no .dev.vars.
-  const start = () => startWrangler({ port, persistTo, log, logLevel: "log" });
-  let server: Wrangler = await start();
   const pool = "reliability";
+  const vars = options.shards > 1 ? { FLASHML_POOL_SHARDS: `${pool}=${options.shards}` } : {};
+  const start = () => startWrangler({ port, persistTo, log, logLevel: "log", vars });
+  let server: Wrangler = await start();
   const api = coordinator(server.url, { pool, timeoutMs: null });
   try {
     const jobIds: string[] = [];
@@ -239,6 +242,7 @@ export function sizes(defaults: RunOptions): RunOptions {
     failRate: n("RELIABILITY_FAIL_RATE", defaults.failRate),
     broken: n("RELIABILITY_BROKEN", defaults.broken),
     vanishing: n("RELIABILITY_VANISHING", defaults.vanishing),
+    shards: n("RELIABILITY_SHARDS", defaults.shards),
   };
 }
 

@@ -18,6 +18,7 @@ it("a large fleet drains a large job with no 5xx and no violation", async () => 
       failRate: 0.02,
       broken: 2,
       vanishing: 5,
+      shards: 1,
     }),
   );
   console.log(`RELIABILITY ${JSON.stringify(report)}`);

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // @ts-check
 // npm run crash|soak [-- --nodes N --tasks N --seconds N --kills N --max-attempts N --fail-rate F
-//                        --broken N --vanishing N]
+//                        --broken N --vanishing N --shards N]
 // Runs reliability/{crash,soak}.test.ts (vitest in Node, driving `wrangler dev`)
 // with the sizes given as flags.
 
@@ -10,7 +10,7 @@ import { spawnSync } from "node:child_process";
 const [which, ...args] = process.argv.slice(2);
 if (which !== "crash" && which !== "soak") {
   console.error(
-    "usage: reliability.mjs crash|soak [--nodes N] [--tasks N] [--seconds N] [--kills N] [--max-attempts N] [--fail-rate F] [--broken N] [--vanishing N]",
+    "usage: reliability.mjs crash|soak [--nodes N] [--tasks N] [--seconds N] [--kills N] [--max-attempts N] [--fail-rate F] [--broken N] [--vanishing N] [--shards N]",
   );
   process.exit(2);
 }
