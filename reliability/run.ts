@@ -88,7 +88,7 @@ export async function reliabilityRun(options: RunOptions): Promise<RunReport> {
   const started = Date.now();
   // wrangler.toml's settings (the claim hold, the state-change log lines), and no .dev.vars.
   const pool = "reliability";
-  const vars = options.shards > 1 ? { FLASHML_POOL_SHARDS: `${pool}=${options.shards}` } : {};
+  const vars: Record<string, string> = options.shards > 1 ? { FLASHML_POOL_SHARDS: `${pool}=${options.shards}` } : {};
   const start = () => startWrangler({ port, persistTo, log, logLevel: "log", vars });
   let server: Wrangler = await start();
   const api = coordinator(server.url, { pool, timeoutMs: null });
