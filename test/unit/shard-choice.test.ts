@@ -202,9 +202,15 @@ describe("placing a submission", () => {
   });
 
   /** A burst of one-task jobs placed one after another; each placement's reservation counts at once. */
-  function burst(shards: number, jobs: number, seed: number, choose: (loads: number[], r: () => number) => number) {
+  function burst(
+    shards: number,
+    jobs: number,
+    seed: number,
+    choose: (loads: number[], r: () => number) => number,
+    start: (r: () => number) => number = () => 0,
+  ) {
     const random = seeded(seed);
-    const loads = new Array<number>(shards).fill(0);
+    const loads = Array.from({ length: shards }, () => start(random));
     for (let i = 0; i < jobs; i++) loads[choose(loads, random)]! += 1;
     return loads;
   }
@@ -220,6 +226,17 @@ describe("placing a submission", () => {
       expect(Math.max(...loads)).toBeLessThanOrEqual(1.25 * (1000 / shards) + 2);
     }
   });
+
+  it.each([4, 16, 64])(
+    "over %i shards already holding 0 to 20 pending tasks each, two choices level the loads",
+    (shards) => {
+      for (const seed of [6, 7, 8]) {
+        const loads = burst(shards, 1000, seed, twoChoices, (r) => Math.floor(r() * 21));
+        const mean = loads.reduce((a, b) => a + b, 0) / shards;
+        expect(Math.max(...loads)).toBeLessThanOrEqual(1.25 * mean + 2);
+      }
+    },
+  );
 
   it("one random choice breaks that bound at 64 shards: the two choices are what meet it", () => {
     const worst = Math.max(

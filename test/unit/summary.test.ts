@@ -253,12 +253,18 @@ describe("global passes", () => {
       { priority: 0, tenant: "u", pass: 0 },
     ]);
 
-    const after = freshSummary("s2", snapshot);
+    // A tenant with no work left anywhere is not kept.
+    exchange(before, delta(0, "a", 2, 3, { tenants: [grant("u", 0, 0)] }), 0);
+    expect(passesSnapshot(before)).toEqual([{ priority: 0, tenant: "t", pass: 6 }]);
+
+    // A kept pass whose tenant is back nowhere is not kept again.
+    const after = freshSummary("s2", [...snapshot, { priority: 0, tenant: "gone", pass: 3 }]);
     exchange(after, digest(0, "a", 3, { tenants: [grant("t", 6, 4), grant("u", 0, 10)] }), 0);
     expect(passOf(after, "t")).toBe(6);
     expect(passOf(after, "u")).toBe(0);
     exchange(after, delta(0, "a", 3, 4, { tenants: [grant("t", 7, 3)] }), 0);
     expect(passOf(after, "t")).toBe(7);
+    expect(passesSnapshot(after).map((p) => p.tenant)).toEqual(["t", "u"]);
   });
 
   it("a tenant newly active at a priority starts at the lowest pass there, and an idle one banks nothing", () => {
