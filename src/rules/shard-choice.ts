@@ -1,0 +1,87 @@
+// Which shard serves a claim, and which takes a submission (docs/sharding.md
+// §7.1, §7.4), pure. The summary chooses a shard, never a task: the chosen
+// shard's own scheduler picks the task at its exact state (late binding), so
+// a stale offer costs a retry, never a wrong assignment. Randomness is passed
+// in (`random`: uniform in [0, 1)) so every choice replays in tests.
+
+/**
+ * What one shard has for this node, by the home's copy of the summary: the
+ * highest priority with eligible pending work, the global pass of its best
+ * tenant there, that tenant's weight (one claim moves its pass by 1/weight),
+ * and the eligible pending count at that priority.
+ */
+export type Offer = { shard: number; priority: number; tenantPass: number; weight: number; eligible: number };
+
+export type ShardChoice = { kind: "local" } | { kind: "forward"; shard: number } | { kind: "none" };
+
+/**
+ * §7.1 steps 2-4. Shards in `tried` (a forward there found nothing at their
+ * current version) are left out. p* is the highest priority any candidate
+ * offers; the home's own exact offer replaces the summary's entry for it. The
+ * home serves the claim itself when it has work at p* whose tenant is at most
+ * one claim's worth ahead of the lowest other pass there. Otherwise it samples
+ * two other shards at p*, weighted by eligible count, and forwards to the one
+ * whose tenant is further behind; ties go to the larger count, then the lower
+ * shard.
+ */
+export function chooseShard(
+  offers: readonly Offer[],
+  self: number,
+  localExact: Offer | null,
+  tried: ReadonlySet<number>,
+  random: () => number,
+): ShardChoice {
+  const local = localExact !== null && localExact.eligible > 0 ? localExact : null;
+  const others = offers
+    .filter((o) => o.shard !== self && o.eligible > 0 && !tried.has(o.shard))
+    .sort((a, b) => a.shard - b.shard);
+  let top = local?.priority ?? Number.NEGATIVE_INFINITY;
+  for (const o of others) top = Math.max(top, o.priority);
+  if (top === Number.NEGATIVE_INFINITY) return { kind: "none" };
+  const atTop = others.filter((o) => o.priority === top);
+  if (local !== null && local.priority === top) {
+    const lowest = Math.min(...atTop.map((o) => o.tenantPass));
+    if (atTop.length === 0 || local.tenantPass <= lowest + 1 / local.weight) return { kind: "local" };
+  }
+  if (atTop.length === 1) return { kind: "forward", shard: atTop[0]!.shard };
+  const [a, b] = weightedPair(atTop, random);
+  return { kind: "forward", shard: better(a!, b!).shard };
+}
+
+/** The offer whose tenant is further behind; then the larger count; then the lower shard. */
+function better(a: Offer, b: Offer): Offer {
+  if (a.tenantPass !== b.tenantPass) return a.tenantPass < b.tenantPass ? a : b;
+  if (a.eligible !== b.eligible) return a.eligible > b.eligible ? a : b;
+  return a.shard < b.shard ? a : b;
+}
+
+/** Two distinct offers of at least two, drawn in proportion to their eligible counts. */
+function weightedPair(candidates: readonly Offer[], random: () => number): Offer[] {
+  const pool = [...candidates];
+  const drawn: Offer[] = [];
+  while (drawn.length < 2) {
+    const total = pool.reduce((sum, o) => sum + o.eligible, 0);
+    let r = random() * total;
+    let i = 0;
+    while (i < pool.length - 1 && r >= pool[i]!.eligible) r -= pool[i++]!.eligible;
+    drawn.push(pool.splice(i, 1)[0]!);
+  }
+  return drawn;
+}
+
+/**
+ * Two distinct shards, uniformly, for a submission's two choices (§7.4).
+ * There is no choice to make in a one-shard pool, which never places (§12).
+ */
+export function twoDistinct(shards: number, random: () => number): [number, number] {
+  if (!Number.isInteger(shards) || shards < 2) throw new RangeError(`two distinct shards of ${shards}`);
+  const a = Math.floor(random() * shards);
+  const b = Math.floor(random() * (shards - 1));
+  return [a, b >= a ? b + 1 : b];
+}
+
+/** Where a submission goes (§7.4): the candidate with the lower load (pending + reserved); ties to the lower shard. */
+export function placeSubmission(a: { shard: number; load: number }, b: { shard: number; load: number }): number {
+  if (a.load !== b.load) return a.load < b.load ? a.shard : b.shard;
+  return Math.min(a.shard, b.shard);
+}
