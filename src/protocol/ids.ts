@@ -26,3 +26,8 @@ export function mintId(prefix: string, isTaken: (id: string) => boolean, draw: (
   }
   throw new Error(`no unused ${prefix}… id in ${ID_DRAWS} draws`);
 }
+
+/** 8 random lowercase hex characters: the random part of an id that names its shard (src/rules/shard-ids.ts). */
+export function randomHex8(): string {
+  return hex(crypto.getRandomValues(new Uint8Array(4)));
+}

@@ -16,7 +16,7 @@ import { MAX_REGISTRATION_BYTES } from "./limits";
 type CursorList = "jobs" | "nodes" | "artifacts";
 
 /** The longest cursor this coordinator hands out: a node_id is part of a bounded registration. */
-const MAX_CURSOR_CHARS = Math.ceil(((MAX_REGISTRATION_BYTES + "nodes:".length) * 4) / 3);
+const MAX_CURSOR_CHARS = Math.ceil(((MAX_REGISTRATION_BYTES + "nodes@255:".length) * 4) / 3);
 
 export type DecodedCursor<K> = { ok: true; after: K | null } | { ok: false; detail: ValidationDetailEntry[] };
 
@@ -43,6 +43,38 @@ export function encodeNodeCursor(nodeId: string): string {
 /** The node_id a GET /nodes cursor continues after; null when no cursor was sent. */
 export function decodeNodeCursor(raw: string | undefined): DecodedCursor<string> {
   return decode("nodes", raw);
+}
+
+/** Where a list over a pool's shards (docs/sharding.md §9) continues: a shard, and the key inside it. */
+export type ShardKey<K> = { shard: number; key: K };
+
+/** A cursor of a list walked over shards; shard 0's form is the one-shard list's, byte for byte. */
+export type ShardCursor<K> = {
+  decode: (raw: string | undefined) => DecodedCursor<ShardKey<K>>;
+  encode: (at: ShardKey<K>) => string;
+};
+
+/** GET /jobs over a pool of `shards`: `jobs:{seq}` in shard 0, `jobs@{k}:{seq}` in shard k. */
+export function jobShardCursor(shards: number): ShardCursor<number> {
+  return {
+    decode: (raw) => {
+      const read = decodeShard("jobs", raw, shards);
+      if (!read.ok || read.after === null) return read as DecodedCursor<ShardKey<number>>;
+      const seq = /^[1-9]\d{0,15}$/.test(read.after.key) ? Number(read.after.key) : Number.NaN;
+      return Number.isSafeInteger(seq)
+        ? { ok: true, after: { shard: read.after.shard, key: seq } }
+        : refuse("it does not continue a list of jobs");
+    },
+    encode: ({ shard, key }) => encodeShard("jobs", shard, String(key)),
+  };
+}
+
+/** GET /nodes over a pool of `shards`: `nodes:{node_id}` in shard 0, `nodes@{k}:{node_id}` in shard k. */
+export function nodeShardCursor(shards: number): ShardCursor<string> {
+  return {
+    decode: (raw) => decodeShard("nodes", raw, shards),
+    encode: ({ shard, key }) => encodeShard("nodes", shard, key),
+  };
 }
 
 /** The cursor continuing GET /jobs/{id}/artifacts after the key `key`. */
@@ -93,13 +125,27 @@ export function fillPage<R, T>(
 }
 
 function encode(list: CursorList, key: string): string {
-  const bytes = new TextEncoder().encode(`${list}:${key}`);
+  return encodeShard(list, 0, key);
+}
+
+function encodeShard(list: CursorList, shard: number, key: string): string {
+  const bytes = new TextEncoder().encode(`${shard === 0 ? list : `${list}@${shard}`}:${key}`);
   let binary = "";
   for (const byte of bytes) binary += String.fromCharCode(byte);
   return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
 function decode(list: CursorList, raw: string | undefined): DecodedCursor<string> {
+  const read = decodeShard(list, raw, 1);
+  return read.ok ? { ok: true, after: read.after?.key ?? null } : read;
+}
+
+/**
+ * The shard and key a cursor of `list` continues after, in a pool of
+ * `shards`: `{list}:{key}` is shard 0 (the one form at S = 1), `{list}@{k}:{key}`
+ * shard k, with k written without leading zeros and below `shards`.
+ */
+function decodeShard(list: CursorList, raw: string | undefined, shards: number): DecodedCursor<ShardKey<string>> {
   if (raw === undefined) return { ok: true, after: null };
   if (raw === "") return refuse("it is empty; send the cursor of a Link header, or none for the first page");
   if (raw.length > MAX_CURSOR_CHARS) return refuse(`it is longer than ${MAX_CURSOR_CHARS} characters`);
@@ -113,12 +159,13 @@ function decode(list: CursorList, raw: string | undefined): DecodedCursor<string
   } catch {
     return refuse("it does not continue this list");
   }
-  const prefix = `${list}:`;
-  if (!text.startsWith(prefix)) return refuse("it does not continue this list");
-  const key = text.slice(prefix.length);
+  const head = new RegExp(`^${list}(?:@([1-9]\\d{0,2}))?:`).exec(text);
+  const shard = head ? Number(head[1] ?? 0) : Number.NaN;
+  if (!head || !(shard < shards)) return refuse("it does not continue this list");
+  const key = text.slice(head[0].length);
   // Only the one spelling this coordinator writes: no padding, no stray bits.
-  if (encode(list, key) !== raw) return refuse("it is not a cursor this coordinator wrote");
-  return { ok: true, after: key };
+  if (encodeShard(list, shard, key) !== raw) return refuse("it is not a cursor this coordinator wrote");
+  return { ok: true, after: { shard, key } };
 }
 
 function refuse(why: string): { ok: false; detail: ValidationDetailEntry[] } {

@@ -9,7 +9,9 @@ import {
   encodeJobCursor,
   encodeNodeCursor,
   fillPage,
+  jobShardCursor,
   nextLink,
+  nodeShardCursor,
 } from "../../src/protocol/paging";
 
 const base64url = (text: string) =>
@@ -145,5 +147,42 @@ describe("fillPage", () => {
 
   it("is empty with no rows", () => {
     expect(fillPage([], 10, item)).toEqual({ items: [], last: undefined });
+  });
+});
+
+describe("cursors over a pool's shards (docs/sharding.md §9)", () => {
+  it("writes shard 0 exactly as the one-shard list does, so a cursor survives a raise", () => {
+    expect(jobShardCursor(4).encode({ shard: 0, key: 17 })).toBe(encodeJobCursor(17));
+    expect(nodeShardCursor(4).encode({ shard: 0, key: "gpu-1" })).toBe(encodeNodeCursor("gpu-1"));
+    expect(jobShardCursor(4).decode(encodeJobCursor(17))).toEqual({ ok: true, after: { shard: 0, key: 17 } });
+  });
+
+  it("names shard k as jobs@k and nodes@k, and reads them back", () => {
+    const jobs = jobShardCursor(16);
+    expect(jobs.encode({ shard: 3, key: 9 })).toBe(base64url("jobs@3:9"));
+    expect(jobs.decode(base64url("jobs@15:9"))).toEqual({ ok: true, after: { shard: 15, key: 9 } });
+    expect(nodeShardCursor(16).decode(base64url("nodes@2:a:b"))).toEqual({ ok: true, after: { shard: 2, key: "a:b" } });
+    expect(jobs.decode(undefined)).toEqual({ ok: true, after: null });
+  });
+
+  it.each([
+    ["a shard the pool does not have", "jobs@4:9"],
+    ["a shard with a leading zero", "jobs@01:9"],
+    ["shard 0 spelt out", "jobs@0:9"],
+    ["another list's cursor", "nodes@2:x"],
+    ["a bad key", "jobs@2:0"],
+  ])("refuses %s", (_, text) => {
+    const read = jobShardCursor(4).decode(base64url(text));
+    expect(read.ok).toBe(false);
+    expect(JSON.stringify(read)).toContain("Invalid cursor");
+  });
+
+  it("accepts at 5 shards the shard-4 cursor it refuses at 4", () => {
+    expect(jobShardCursor(5).decode(base64url("jobs@4:9"))).toEqual({ ok: true, after: { shard: 4, key: 9 } });
+  });
+
+  it("never lets the one-shard decoders read a shard cursor", () => {
+    expect(decodeJobCursor(base64url("jobs@1:9")).ok).toBe(false);
+    expect(decodeNodeCursor(base64url("nodes@1:x")).ok).toBe(false);
   });
 });
