@@ -55,8 +55,16 @@ export function submitJob(pool: Pool, jobId: string, spec: JobSpec, tasks: TaskS
 }
 
 /** One page of GET /jobs, after the job with submission number `after` (0: the first page). */
-export function listJobs(pool: Pool, name: string, after: number, limit: number, viewer: Viewer) {
-  return jobsPage(pool.sql, name, after, limit, LIST_PAGE_MAX_BYTES, viewer);
+/** A page of this shard's jobs; `maxBytes` is what is left of a page walked over shards (src/routes/context.ts). */
+export function listJobs(
+  pool: Pool,
+  name: string,
+  after: number,
+  limit: number,
+  viewer: Viewer,
+  maxBytes = LIST_PAGE_MAX_BYTES,
+) {
+  return jobsPage(pool.sql, name, after, limit, Math.min(maxBytes, LIST_PAGE_MAX_BYTES), viewer);
 }
 
 export function getJob(pool: Pool, jobId: string, name: string, viewer: Viewer) {

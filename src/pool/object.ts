@@ -106,8 +106,8 @@ export class PoolObject extends DurableObject<Env> {
     return nodes.releaseNode(this.#pool, nodeId);
   }
 
-  listNodes(after: string | null, limit: number) {
-    return nodes.listNodes(this.#pool, after, limit);
+  listNodes(after: string | null, limit: number, maxBytes?: number) {
+    return nodes.listNodes(this.#pool, after, limit, maxBytes);
   }
 
   // -- claims and leases (src/pool/held-claims.ts, src/pool/lease-calls.ts) ----
@@ -134,8 +134,8 @@ export class PoolObject extends DurableObject<Env> {
     return jobs.submitJob(this.#pool, jobId, spec, tasks, pool, place);
   }
 
-  listJobs(pool: string, after: number, limit: number, viewer: Viewer) {
-    return jobs.listJobs(this.#pool, pool, after, limit, viewer);
+  listJobs(pool: string, after: number, limit: number, viewer: Viewer, maxBytes?: number) {
+    return jobs.listJobs(this.#pool, pool, after, limit, viewer, maxBytes);
   }
 
   getJob(jobId: string, pool: string, viewer: Viewer) {

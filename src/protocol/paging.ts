@@ -45,8 +45,12 @@ export function decodeNodeCursor(raw: string | undefined): DecodedCursor<string>
   return decode("nodes", raw);
 }
 
-/** Where a list over a pool's shards (docs/sharding.md §9) continues: a shard, and the key inside it. */
-export type ShardKey<K> = { shard: number; key: K };
+/**
+ * Where a list over a pool's shards (docs/sharding.md §9) continues: a
+ * shard, and the key inside it to continue after, or null for the shard's
+ * start (`{list}@{k}:`, written when a page ends with its shard).
+ */
+export type ShardKey<K> = { shard: number; key: K | null };
 
 /** A cursor of a list walked over shards; shard 0's form is the one-shard list's, byte for byte. */
 export type ShardCursor<K> = {
@@ -60,12 +64,13 @@ export function jobShardCursor(shards: number): ShardCursor<number> {
     decode: (raw) => {
       const read = decodeShard("jobs", raw, shards);
       if (!read.ok || read.after === null) return read as DecodedCursor<ShardKey<number>>;
+      if (read.after.key === null) return { ok: true, after: { shard: read.after.shard, key: null } };
       const seq = /^[1-9]\d{0,15}$/.test(read.after.key) ? Number(read.after.key) : Number.NaN;
       return Number.isSafeInteger(seq)
         ? { ok: true, after: { shard: read.after.shard, key: seq } }
         : refuse("it does not continue a list of jobs");
     },
-    encode: ({ shard, key }) => encodeShard("jobs", shard, String(key)),
+    encode: ({ shard, key }) => encodeShard("jobs", shard, key === null ? null : String(key)),
   };
 }
 
@@ -128,8 +133,9 @@ function encode(list: CursorList, key: string): string {
   return encodeShard(list, 0, key);
 }
 
-function encodeShard(list: CursorList, shard: number, key: string): string {
-  const bytes = new TextEncoder().encode(`${shard === 0 ? list : `${list}@${shard}`}:${key}`);
+function encodeShard(list: CursorList, shard: number, key: string | null): string {
+  const head = shard === 0 ? list : `${list}@${shard}`;
+  const bytes = new TextEncoder().encode(key === null ? head : `${head}:${key}`);
   let binary = "";
   for (const byte of bytes) binary += String.fromCharCode(byte);
   return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
@@ -159,10 +165,11 @@ function decodeShard(list: CursorList, raw: string | undefined, shards: number):
   } catch {
     return refuse("it does not continue this list");
   }
-  const head = new RegExp(`^${list}(?:@([1-9]\\d{0,2}))?:`).exec(text);
+  // `{list}@{k}` alone is shard k's start; shard 0's start is the first page, which has no cursor.
+  const head = new RegExp(`^${list}(?:@([1-9]\\d{0,2}))?(:|$)`).exec(text);
   const shard = head ? Number(head[1] ?? 0) : Number.NaN;
-  if (!head || !(shard < shards)) return refuse("it does not continue this list");
-  const key = text.slice(head[0].length);
+  if (!head || !(shard < shards) || (head[2] === "" && shard === 0)) return refuse("it does not continue this list");
+  const key = head[2] === "" ? null : text.slice(head[0].length);
   // Only the one spelling this coordinator writes: no padding, no stray bits.
   if (encodeShard(list, shard, key) !== raw) return refuse("it is not a cursor this coordinator wrote");
   return { ok: true, after: { shard, key } };

@@ -6,10 +6,11 @@ import type { z } from "zod";
 import type { PoolObject } from "../pool/object";
 import { jsonInvalidDetail, parseRequest } from "../protocol/errors";
 import { jsonShapeProblem } from "../protocol/json";
-import { LIST_PAGE_DEFAULT, LIST_PAGE_MAX, MAX_JSON_BODY_BYTES } from "../protocol/limits";
-import { type DecodedCursor, nextLink } from "../protocol/paging";
+import { LIST_PAGE_DEFAULT, LIST_PAGE_MAX, LIST_PAGE_MAX_BYTES, MAX_JSON_BODY_BYTES } from "../protocol/limits";
+import { type DecodedCursor, nextLink, type ShardCursor, type ShardKey } from "../protocol/paging";
 import type { Caller } from "../rules/auth";
 import type { Settings } from "../rules/settings";
+import { utf8Length } from "../rules/text";
 import type { PoolShards } from "./shards";
 
 /**
@@ -111,6 +112,47 @@ export async function pagedList<K>(
   const page = await fetchPage(after.after, size);
   if (page.next !== null) c.header("link", nextLink(c.req.url, cursor.encode(page.next), size));
   return c.json(page.items);
+}
+
+/**
+ * A paged list over the pool's shards (docs/sharding.md §9), walked in
+ * shard order: a page that runs out of one shard goes on in the next with
+ * what is left of its limit and byte bound, so empty shards cost a request
+ * but never an empty page. Every item has one shard, so none is served
+ * twice. At one shard this is `pagedList`, cursor bytes included.
+ */
+export async function shardedList<K>(
+  c: AppContext,
+  cursor: ShardCursor<K>,
+  fetchPage: (
+    shard: number,
+    after: K | null,
+    limit: number,
+    maxBytes: number,
+  ) => Promise<{ items: unknown[]; next: K | null }>,
+): Promise<Response> {
+  const limit = queryInt(c, "limit", { min: 1, max: LIST_PAGE_MAX });
+  if (!limit.ok) return limit.response;
+  const at = cursor.decode(c.req.query("cursor"));
+  if (!at.ok) return c.json({ detail: at.detail }, 422);
+  const size = limit.value ?? LIST_PAGE_DEFAULT;
+  const last = c.var.shards.count - 1;
+  let next: ShardKey<K> | null = at.after ?? { shard: 0, key: null };
+  const items: unknown[] = [];
+  let bytes = 1;
+  while (next !== null && items.length < size && bytes < LIST_PAGE_MAX_BYTES) {
+    const { shard, key }: ShardKey<K> = next;
+    const page = await fetchPage(shard, key, size - items.length, LIST_PAGE_MAX_BYTES - bytes);
+    for (const item of page.items) bytes += utf8Length(JSON.stringify(item)) + 1;
+    items.push(...page.items);
+    next = page.next !== null ? { shard, key: page.next } : shard < last ? { shard: shard + 1, key: null } : null;
+    if (page.next !== null) break;
+  }
+  // A full page that ended its shard links on only if a later shard has something: as at one shard, the last page has no Link.
+  while (next !== null && next.key === null && (await fetchPage(next.shard, null, 1, 1)).items.length === 0)
+    next = next.shard < last ? { shard: next.shard + 1, key: null } : null;
+  if (next !== null) c.header("link", nextLink(c.req.url, cursor.encode(next), size));
+  return c.json(items);
 }
 
 function fail(response: Response): { ok: false; response: Response } {

@@ -5,7 +5,6 @@
 import { Hono } from "hono";
 import { describeRoute } from "hono-openapi";
 import { archiveOf, type JobArchive } from "../archive/reader";
-import { randomHex12 } from "../protocol/ids";
 import { JobSpecSchema } from "../protocol/jobs";
 import { EVENTS_PAGE_DEFAULT, EVENTS_PAGE_MAX, EVENTS_STREAM_PAGE } from "../protocol/limits";
 import {
@@ -23,11 +22,11 @@ import {
   served,
   validation,
 } from "../protocol/openapi-operations";
-import { decodeArtifactCursor, decodeJobCursor, encodeArtifactCursor, encodeJobCursor } from "../protocol/paging";
+import { decodeArtifactCursor, encodeArtifactCursor, jobShardCursor } from "../protocol/paging";
 import { expandJob } from "../recipes";
 import { jobPriority, jobTenant } from "../rules/scheduling";
 import { jobReplication, replicatedCheckpoints, replicationWithoutIdentities } from "../rules/verification";
-import { type AppContext, type AppEnv, pagedList, queryInt, readJson } from "./context";
+import { type AppContext, type AppEnv, pagedList, queryInt, readJson, shardedList } from "./context";
 import { requireOperator, viewerOf } from "./identity";
 
 /** Fresh job ids tried before a submission is refused (48 random bits: a retry is already rare). */
@@ -93,13 +92,14 @@ export const jobs = new Hono<AppEnv>()
       };
       // A job id the pool already has is refused by the object; mint another
       // (docs/protocol.md §12). Its tasks carry the id, so each try expands the spec anew.
+      const shard = c.var.shards.submission();
       for (let attempt = 0; attempt < JOB_ID_ATTEMPTS; attempt++) {
-        const jobId = randomHex12(); // docs/protocol.md §3.3: 12 lowercase hex
+        const jobId = c.var.shards.newId(shard); // docs/protocol.md §3.3: 12 lowercase hex
         const expansion = expandJob(spec, jobId, options);
         if (!expansion.ok) return c.json({ detail: `job cannot be expanded: ${expansion.problems.join("; ")}` }, 422);
         const unverifiable = replicatedCheckpoints(place.replication, expansion.tasks);
         if (unverifiable) return c.json({ detail: `job cannot be scheduled: ${unverifiable}` }, 422);
-        const submitted = await c.var.shards.submission().submitJob(jobId, spec, expansion.tasks, c.var.pool, place);
+        const submitted = await c.var.shards.shard(shard).submitJob(jobId, spec, expansion.tasks, c.var.pool, place);
         if (submitted.ok) return c.json(submitted.job, 201);
       }
       return c.json(
@@ -122,8 +122,8 @@ export const jobs = new Hono<AppEnv>()
       }),
     ),
     (c) =>
-      pagedList(c, { decode: decodeJobCursor, encode: encodeJobCursor }, (after, limit) =>
-        c.var.shards.shard(0).listJobs(c.var.pool, after ?? 0, limit, viewerOf(c)),
+      shardedList(c, jobShardCursor(c.var.shards.count), (shard, after, limit, maxBytes) =>
+        c.var.shards.shard(shard).listJobs(c.var.pool, after ?? 0, limit, viewerOf(c), maxBytes),
       ),
   )
   .get(

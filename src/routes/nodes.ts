@@ -27,8 +27,8 @@ import {
   served,
   validation,
 } from "../protocol/openapi-operations";
-import { decodeNodeCursor, encodeNodeCursor } from "../protocol/paging";
-import { type AppContext, type AppEnv, pagedList, queryInt, readJson } from "./context";
+import { nodeShardCursor } from "../protocol/paging";
+import { type AppContext, type AppEnv, queryInt, readJson, shardedList } from "./context";
 import { enrolmentOperator } from "./device";
 import { actingNode, requireOperator, viewerOf } from "./identity";
 
@@ -241,7 +241,7 @@ export const nodes = new Hono<AppEnv>()
       }),
     ),
     (c) =>
-      pagedList(c, { decode: decodeNodeCursor, encode: encodeNodeCursor }, (after, limit) =>
-        c.var.shards.shard(0).listNodes(after, limit),
+      shardedList(c, nodeShardCursor(c.var.shards.count), (shard, after, limit, maxBytes) =>
+        c.var.shards.shard(shard).listNodes(after, limit, maxBytes),
       ),
   );

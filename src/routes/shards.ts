@@ -11,8 +11,10 @@
 
 import { shardStub } from "../pool/address";
 import type { CredentialProof } from "../pool/enrolment";
+import { randomHex8, randomHex12 } from "../protocol/ids";
 import { shardCount } from "../rules/pool-shards";
 import type { Settings } from "../rules/settings";
+import { mintShardHex } from "../rules/shard-ids";
 import type { PoolCalls } from "./context";
 
 export interface PoolShards {
@@ -31,7 +33,12 @@ export interface PoolShards {
   /** Device codes and approvals (docs/sharding.md §8.4). */
   readonly enrolment: PoolCalls;
   /** The shard a new job is submitted to. */
-  submission(): PoolCalls;
+  submission(): number;
+  /**
+   * A fresh 12-hex id minted for shard k (docs/sharding.md §4.1): today's
+   * random id at one shard, else one whose tag names k.
+   */
+  newId(k: number): string;
 }
 
 /**
@@ -63,6 +70,7 @@ export function poolShards(env: Env, settings: Settings, pool: string, proof: Cr
     get enrolment() {
       return shard(0);
     },
-    submission: pinned,
+    submission: () => 0,
+    newId: (k) => (count === 1 ? randomHex12() : mintShardHex(pool, k, randomHex8())),
   };
 }

@@ -51,9 +51,14 @@ export function registryShard(nodeId: string, shards: number): number {
   return jump(nodeId, shards);
 }
 
-/** The tag binding a shard byte to its pool: the low byte of FNV-1a-32 over pool and the first 10 hex. */
+/**
+ * The tag binding a shard byte to its pool: FNV-1a-32 over pool and the
+ * first 10 hex, its four bytes folded into one. (FNV's low byte alone
+ * depends only on the low byte of its state, so every byte is folded in.)
+ */
 function tag(pool: string, first10: string): string {
-  return (fnv1a32(`${pool}:${first10}`) & 0xff).toString(16).padStart(2, "0");
+  const h = fnv1a32(`${pool}:${first10}`);
+  return ((h ^ (h >>> 8) ^ (h >>> 16) ^ (h >>> 24)) & 0xff).toString(16).padStart(2, "0");
 }
 
 /** 12 lowercase hex naming shard `shard` of `pool`: `random8` (8 hex), the shard, the tag. */

@@ -177,6 +177,14 @@ describe("cursors over a pool's shards (docs/sharding.md §9)", () => {
     expect(JSON.stringify(read)).toContain("Invalid cursor");
   });
 
+  it("writes a shard's start as the list and shard alone, apart from a node id ''", () => {
+    expect(jobShardCursor(4).encode({ shard: 2, key: null })).toBe(base64url("jobs@2"));
+    expect(jobShardCursor(4).decode(base64url("jobs@2"))).toEqual({ ok: true, after: { shard: 2, key: null } });
+    expect(nodeShardCursor(4).decode(base64url("nodes@2"))).toEqual({ ok: true, after: { shard: 2, key: null } });
+    expect(nodeShardCursor(4).decode(base64url("nodes@2:"))).toEqual({ ok: true, after: { shard: 2, key: "" } });
+    expect(jobShardCursor(4).decode(base64url("jobs")).ok).toBe(false);
+  });
+
   it("accepts at 5 shards the shard-4 cursor it refuses at 4", () => {
     expect(jobShardCursor(5).decode(base64url("jobs@4:9"))).toEqual({ ok: true, after: { shard: 4, key: 9 } });
   });

@@ -1,14 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { randomHex12 } from "../../src/protocol/ids";
-import {
-  fnv1a32,
-  fnv1a64,
-  jump,
-  mintShardHex,
-  registryShard,
-  shardOfHex,
-  shardOfId,
-} from "../../src/rules/shard-ids";
+import { fnv1a32, fnv1a64, jump, mintShardHex, registryShard, shardOfHex, shardOfId } from "../../src/rules/shard-ids";
 import { Rng } from "../fixtures/rng";
 
 const hex = (rng: Rng, n: number) => Array.from({ length: n }, () => rng.below(16).toString(16)).join("");

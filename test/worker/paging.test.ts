@@ -368,9 +368,10 @@ describe("a job id the pool already has is retried", () => {
     let left = times;
     type Filled = Parameters<typeof crypto.getRandomValues>[0];
     return vi.spyOn(crypto, "getRandomValues").mockImplementation(<T extends Filled>(array: T): T => {
-      if (left > 0 && array instanceof Uint8Array && array.length === 6) {
+      // 6 bytes are a one-shard pool's id; 4 the random part of a sharded pool's (the rest names shard and pool).
+      if (left > 0 && array instanceof Uint8Array && (array.length === 6 || array.length === 4)) {
         left--;
-        array.set(bytes);
+        array.set(bytes.subarray(0, array.length));
         return array;
       }
       return real(array);
