@@ -56,6 +56,15 @@ export class PoolObject extends DurableObject<Env> {
     return new NodeSession(this, () => credentialValid(this.#pool.sql, proof));
   }
 
+  /**
+   * Whether this shard, the node's home, holds `proof` as a valid
+   * credential: what another shard, which holds no credentials, asks before
+   * it serves the node (docs/sharding.md §8.4 "vouch").
+   */
+  vouch(proof: CredentialProof): boolean {
+    return credentialValid(this.#pool.sql, proof);
+  }
+
   // -- enrolment (docs/protocol.md §9 "Enrolled machines", src/pool/enrolment-flows.ts) ----
 
   requestDeviceCode(request: DeviceCodeRequest, from: string | null) {
@@ -230,8 +239,8 @@ export class PoolObject extends DurableObject<Env> {
 }
 
 /** The lifecycle methods of the object, which are no calls a session offers. */
-type Lifecycle = "session" | "alarm";
+type Lifecycle = "session" | "vouch" | "alarm";
 
 /** An enrolled node's session: the object's calls, each re-checking the credential (src/pool/session.ts). */
-const NodeSession = sessionClass<PoolObject, Lifecycle>(PoolObject.prototype, ["session", "alarm"]);
+const NodeSession = sessionClass<PoolObject, Lifecycle>(PoolObject.prototype, ["session", "vouch", "alarm"]);
 export type NodeSession = InstanceType<typeof NodeSession>;

@@ -122,8 +122,8 @@ export const jobs = new Hono<AppEnv>()
       }),
     ),
     (c) =>
-      shardedList(c, jobShardCursor(c.var.shards.count), (shard, after, limit, maxBytes) =>
-        c.var.shards.shard(shard).listJobs(c.var.pool, after ?? 0, limit, viewerOf(c), maxBytes),
+      shardedList(c, jobShardCursor(c.var.shards.count), async (shard, after, limit, maxBytes) =>
+        (await c.var.shards.visit(shard)).listJobs(c.var.pool, after ?? 0, limit, viewerOf(c), maxBytes),
       ),
   )
   .get(

@@ -241,7 +241,7 @@ export const nodes = new Hono<AppEnv>()
       }),
     ),
     (c) =>
-      shardedList(c, nodeShardCursor(c.var.shards.count), (shard, after, limit, maxBytes) =>
-        c.var.shards.shard(shard).listNodes(after, limit, maxBytes),
+      shardedList(c, nodeShardCursor(c.var.shards.count), async (shard, after, limit, maxBytes) =>
+        (await c.var.shards.visit(shard)).listNodes(after, limit, maxBytes),
       ),
   );

@@ -11,6 +11,7 @@
 
 import { shardStub } from "../pool/address";
 import type { CredentialProof } from "../pool/enrolment";
+import { CREDENTIAL_REFUSED } from "../pool/session";
 import { randomHex8, randomHex12 } from "../protocol/ids";
 import { shardCount } from "../rules/pool-shards";
 import type { Settings } from "../rules/settings";
@@ -20,8 +21,19 @@ import type { PoolCalls } from "./context";
 export interface PoolShards {
   /** S, the pool's configured shard count. */
   readonly count: number;
-  /** Shard k's calls, k in [0, S). */
+  /**
+   * Shard k's calls, k in [0, S), where the caller's credential is checked
+   * with each call: any shard for an unenrolled caller, the home (shard 0
+   * while pinned) for an enrolled node. Throws for another shard of an
+   * enrolled node, which holds no credentials: use `visit`.
+   */
   shard(k: number): PoolCalls;
+  /**
+   * Shard k's calls for a read that visits it: an enrolled node's home first
+   * vouches for its credential, once per request (docs/sharding.md §8.4),
+   * and a refused one rejects with CREDENTIAL_REFUSED (a 401).
+   */
+  visit(k: number): Promise<PoolCalls>;
   /** The shard that holds a job, its tasks, events, checkpoints and `jobs/{id}/…` artifacts. */
   job(jobId: string): PoolCalls;
   /** The shard that issued a lease. */
@@ -49,20 +61,32 @@ export interface PoolShards {
 export function poolShards(env: Env, settings: Settings, pool: string, proof: CredentialProof | null): PoolShards {
   const count = shardCount(settings.poolShards, pool);
   const made = new Map<number, PoolCalls>();
-  const shard = (k: number): PoolCalls => {
+  const stub = (k: number) => {
     if (!(Number.isInteger(k) && k >= 0 && k < count)) throw new RangeError(`pool '${pool}' has no shard ${k}`);
+    return shardStub(env, settings.poolLocations, pool, k);
+  };
+  const home = 0; // pinned: every node's home
+  const shard = (k: number): PoolCalls => {
+    if (proof !== null && k !== home) throw new Error(`an enrolled node's calls at shard ${k} must visit it`);
     let calls = made.get(k);
     if (calls === undefined) {
-      const stub = shardStub(env, settings.poolLocations, pool, k);
-      calls = proof === null ? stub : stub.session(proof);
+      calls = proof === null ? stub(k) : stub(k).session(proof);
       made.set(k, calls);
     }
     return calls;
+  };
+  let vouched: Promise<boolean> | null = null;
+  const visit = async (k: number): Promise<PoolCalls> => {
+    if (proof === null || k === home) return shard(k);
+    vouched ??= stub(home).vouch(proof);
+    if (!(await vouched)) throw new Error(CREDENTIAL_REFUSED);
+    return stub(k);
   };
   const pinned = () => shard(0);
   return {
     count,
     shard,
+    visit,
     job: pinned,
     lease: pinned,
     key: pinned,
