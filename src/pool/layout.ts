@@ -68,7 +68,7 @@ export async function layoutAtStart(
   if (shard > 0) {
     const answer = await peers.layout();
     if (JSON.stringify(answer.epochs) !== JSON.stringify(history)) {
-      if (history.length === 0) sql.exec("INSERT INTO shard_self (pool, shard) VALUES (?, ?)", pool, shard);
+      recordSelf(sql, pool, shard);
       sql.exec("DELETE FROM pool_layout");
       for (const e of answer.epochs) insertEpoch(sql, e);
     }
@@ -81,7 +81,7 @@ export async function layoutAtStart(
     decision = layoutDecision(pool, history, configured, now, facts);
   }
   if (decision.kind === "append") {
-    if (decision.epoch.epoch === 0) sql.exec("INSERT INTO shard_self (pool, shard) VALUES (?, 0)", pool);
+    if (decision.epoch.epoch === 0) recordSelf(sql, pool, 0);
     insertEpoch(sql, decision.epoch);
   }
   refuseOrServe(sql, pool, decision.kind === "refuse" ? decision.detail : null, now);
@@ -156,6 +156,11 @@ export function shardPeers(env: Env, rules: readonly PoolLocationRule[], pool: s
     emptiness: (shard) => shardStub(env, rules, pool, shard).emptiness(),
     layout: () => shardStub(env, rules, pool, 0).layout(),
   };
+}
+
+/** The shard_self row, once: a shard removed at one start may remain at a later one. */
+function recordSelf(sql: SqlStorage, pool: string, shard: number): void {
+  sql.exec("INSERT INTO shard_self (pool, shard) SELECT ?, ? WHERE NOT EXISTS (SELECT 1 FROM shard_self)", pool, shard);
 }
 
 function insertEpoch(sql: SqlStorage, e: LayoutEpoch): void {

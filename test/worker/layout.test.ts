@@ -175,6 +175,32 @@ describe("lowering a pool's shard count", () => {
     expect((await exports.default.fetch(new Request("http://flashedge.test/healthz"))).status).toBe(200);
   });
 
+  it("a shard that remains copies shard 0's history, and refuses while shard 0 refuses", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await storedLayout(pool, 4);
+    const one = stub(`${pool}/1`);
+    const copied = await runInDurableObject(one, async (_o, state) => {
+      const sql = state.storage.sql;
+      await layoutAtStart(sql, pool, 1, 4, Date.now(), shardPeers(env, [], pool));
+      return {
+        self: sql.exec("SELECT * FROM shard_self").toArray(),
+        epochs: sql.exec("SELECT epoch, shards FROM pool_layout").toArray(),
+      };
+    });
+    expect(copied).toEqual({ self: [{ pool, shard: 1 }], epochs: [{ epoch: 0, shards: 4 }] });
+    expect(await refusal(one.listNodes(null, 10))).toMatch(/^answered /);
+
+    await jobIn(`${pool}/3`);
+    await runInDurableObject(stub(pool), (_o, state) =>
+      layoutAtStart(state.storage.sql, pool, 0, 2, Date.now(), shardPeers(env, [], pool)),
+    );
+    await runInDurableObject(one, (_o, state) =>
+      layoutAtStart(state.storage.sql, pool, 1, 2, Date.now(), shardPeers(env, [], pool)),
+    );
+    expect(await refusal(one.listNodes(null, 10))).toBe(`PoolLayoutRefused: ${refusedDetail(pool)}`);
+  });
+
   it("a refusing pool checks its layout again only once a minute has passed", async () => {
     const pool = freshPool();
     await register(pool, "n1");
