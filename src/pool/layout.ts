@@ -56,11 +56,7 @@ export async function layoutAtStart(
 ): Promise<void> {
   const history = sql.exec<LayoutEpoch>("SELECT * FROM pool_layout ORDER BY epoch").toArray();
   if (shard >= configured) {
-    sql.exec(
-      "INSERT INTO shard_self (pool, shard) SELECT ?, ? WHERE NOT EXISTS (SELECT 1 FROM shard_self)",
-      pool,
-      shard,
-    );
+    recordSelf(sql, pool, shard);
     const detail = `FLASHML_POOL_SHARDS gives it ${configured} shard${configured === 1 ? "" : "s"}, and shard ${shard} answers only shard 0's emptiness check`;
     refusals.set(sql, { message: layoutRefusedMessage(pool, detail), detail: null, checkedMs: now });
     return;
@@ -104,8 +100,8 @@ export function enterPool(sql: SqlStorage, recheck: () => void, now = Date.now()
 }
 
 /** Shard 0's layout() call: its history, and whether it refuses. A removed shard refuses it. */
-// async: a refusal is a rejection (the runtime logs a call's synchronous throw as uncaught).
 export async function layout(sql: SqlStorage): Promise<LayoutAnswer> {
+  // async: a refusal is a rejection, as guardCalls makes every other call's.
   const refusal = refusals.get(sql);
   if (refusal !== undefined && refusal.detail === null) throw new Error(refusal.message);
   const epochs = sql.exec<LayoutEpoch>("SELECT * FROM pool_layout ORDER BY epoch").toArray();
