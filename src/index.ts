@@ -22,6 +22,7 @@ import { openapiOf } from "./routes/openapi";
 import { placement } from "./routes/placement";
 import { refuseMisconfigured } from "./routes/settings";
 import { poolShards } from "./routes/shards";
+import { layoutRefusal } from "./rules/layout";
 
 export { PoolObject } from "./pool/object";
 
@@ -86,6 +87,9 @@ app.notFound((c) => {
 });
 app.onError((err, c) => {
   if (credentialRefused(err)) return refuseCredential(c);
+  // A pool laid out over unreachable work (docs/sharding.md §11): its detail names the pool and why.
+  const refusedLayout = layoutRefusal(err);
+  if (refusedLayout !== null) return c.json({ detail: refusedLayout }, 503);
   const requestId = crypto.randomUUID();
   console.error(JSON.stringify({ level: "error", request_id: requestId, path: c.req.path, error: String(err) }));
   return c.json({ detail: "internal error", request_id: requestId }, 500);

@@ -12,6 +12,8 @@ import type { DeviceCodeRequest } from "../protocol/device";
 import type { JobSpec } from "../protocol/jobs";
 import type { NodeHeartbeat, NodeRegistration } from "../protocol/nodes";
 import type { TaskSpec } from "../protocol/tasks";
+import { shardCount } from "../rules/pool-shards";
+import { shardOfName } from "./address";
 import type { StoredObject, Writer } from "./artifacts";
 import { dashboardSummary } from "./dashboard";
 import { type CredentialProof, credentialValid } from "./enrolment";
@@ -21,6 +23,7 @@ import { claimOrHold } from "./held-claims";
 import { alarm } from "./housekeeping";
 import * as jobs from "./job-calls";
 import type { JobPlace } from "./jobs";
+import { emptiness, enterPool, guardCalls, layout, layoutAtStart, shardPeers } from "./layout";
 import * as leases from "./lease-calls";
 import type { ClaimResult } from "./leases";
 import { metricsSample } from "./metrics";
@@ -39,7 +42,37 @@ export class PoolObject extends DurableObject<Env> {
     this.#pool = new Pool(ctx, env);
     void ctx.blockConcurrencyWhile(async () => {
       ctx.storage.transactionSync(() => migrate(ctx.storage.sql));
+      await this.#layoutAtStart();
     });
+  }
+
+  // Every call but the two layout calls first passes the layout check: a pool
+  // its layout refuses refuses them all (docs/sharding.md §11, src/pool/layout.ts).
+  static {
+    guardCalls(PoolObject.prototype, ["layout", "emptiness"], (object: PoolObject) => object.#enter());
+  }
+
+  #enter(): void {
+    enterPool(this.#pool.sql, () => void this.ctx.blockConcurrencyWhile(() => this.#layoutAtStart()));
+  }
+
+  #layoutAtStart(): Promise<void> {
+    const { pool, shard } = shardOfName(this.#pool.name);
+    const { poolShards, poolLocations } = this.#pool.settings;
+    const peers = shardPeers(this.env, poolLocations, pool);
+    return layoutAtStart(this.#pool.sql, pool, shard, shardCount(poolShards, pool), Date.now(), peers);
+  }
+
+  // -- layout (docs/sharding.md §11, src/pool/layout.ts): shard to shard ------
+
+  /** Shard 0's history of shard counts, and its refusal while it refuses. */
+  layout() {
+    return layout(this.#pool.sql);
+  }
+
+  /** What this shard holds, asked by shard 0 before a lower removes it. */
+  emptiness() {
+    return emptiness(this.#pool.sql, shardOfName(this.#pool.name).shard);
   }
 
   // -- enrolled callers (docs/protocol.md §9) ---------------------------------------------
@@ -238,9 +271,15 @@ export class PoolObject extends DurableObject<Env> {
   }
 }
 
-/** The lifecycle methods of the object, which are no calls a session offers. */
-type Lifecycle = "session" | "vouch" | "alarm";
+/** The lifecycle methods of the object and the shard-to-shard layout calls, which are no calls a session offers. */
+type Lifecycle = "session" | "vouch" | "alarm" | "layout" | "emptiness";
 
 /** An enrolled node's session: the object's calls, each re-checking the credential (src/pool/session.ts). */
-const NodeSession = sessionClass<PoolObject, Lifecycle>(PoolObject.prototype, ["session", "vouch", "alarm"]);
+const NodeSession = sessionClass<PoolObject, Lifecycle>(PoolObject.prototype, [
+  "session",
+  "vouch",
+  "alarm",
+  "layout",
+  "emptiness",
+]);
 export type NodeSession = InstanceType<typeof NodeSession>;

@@ -1,5 +1,5 @@
 -- The pool object's SQLite schema after every migration in src/pool/schema.ts
--- (1-17): what a new pool starts with and what every older pool is migrated to.
+-- (1-18): what a new pool starts with and what every older pool is migrated to.
 -- Generated from a freshly migrated pool's sqlite_master, never edited by hand:
 -- test/worker/schema.test.ts fails when they differ; after changing a migration,
 -- `npm run schema:snapshot` rewrites this file. Run on an empty database it makes
@@ -105,6 +105,18 @@ CREATE TABLE events (
 ALTER TABLE events ADD COLUMN sealed_task INTEGER; -- migration 15
 CREATE INDEX events_job ON events (job_id, seq); -- migration 1
 
+-- homes: migration 18
+CREATE TABLE homes (
+    kind TEXT NOT NULL,                   -- 'node' | 'key'
+    name TEXT NOT NULL,                   -- node_id, or artifact key
+    home INTEGER NOT NULL,
+    recorded_ms INTEGER NOT NULL,
+    PRIMARY KEY (kind, name)
+  ) WITHOUT ROWID;
+
+-- inbox_seen: migration 18
+CREATE TABLE inbox_seen (from_shard INTEGER PRIMARY KEY, last_seq INTEGER NOT NULL);
+
 -- job_counts: migration 5
 CREATE TABLE job_counts (state TEXT PRIMARY KEY, n INTEGER NOT NULL);
 
@@ -152,6 +164,8 @@ ALTER TABLE leases ADD COLUMN renewals INTEGER NOT NULL DEFAULT 0; -- migration 
 ALTER TABLE leases ADD COLUMN renewed_ms INTEGER; -- migration 6
 ALTER TABLE leases ADD COLUMN replica INTEGER NOT NULL DEFAULT 0; -- migration 13
 ALTER TABLE leases ADD COLUMN owner TEXT; -- migration 16
+ALTER TABLE leases ADD COLUMN claim_id TEXT; -- migration 18
+CREATE UNIQUE INDEX leases_claim ON leases (claim_id) WHERE claim_id IS NOT NULL; -- migration 18
 CREATE INDEX leases_live_deadline ON leases (deadline_ms) WHERE status = 'live'; -- migration 1
 CREATE INDEX leases_live_node ON leases (node_id, task_seq) WHERE status = 'live'; -- migration 1
 CREATE INDEX leases_task ON leases (task_seq); -- migration 8
@@ -194,7 +208,18 @@ ALTER TABLE nodes ADD COLUMN invalid_results INTEGER NOT NULL DEFAULT 0; -- migr
 ALTER TABLE nodes ADD COLUMN consecutive_valid INTEGER NOT NULL DEFAULT 0; -- migration 13
 ALTER TABLE nodes ADD COLUMN verdicts TEXT NOT NULL DEFAULT ''; -- migration 15
 ALTER TABLE nodes ADD COLUMN distrusted TEXT; -- migration 15
+ALTER TABLE nodes ADD COLUMN passport_version INTEGER NOT NULL DEFAULT 0; -- migration 18
 CREATE INDEX nodes_live_until ON nodes (live_until_ms); -- migration 4
+
+-- outbox: migration 18
+CREATE TABLE outbox (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    to_shard INTEGER NOT NULL,
+    kind TEXT NOT NULL,                   -- 'outcome' | 'passport'
+    body TEXT NOT NULL,                   -- outcome: small JSON; passport: {"node_id"}, read at delivery
+    created_ms INTEGER NOT NULL
+  );
+CREATE INDEX outbox_to ON outbox (to_shard, seq); -- migration 18
 
 -- owner_replicas: migration 16
 CREATE TABLE owner_replicas (
@@ -202,6 +227,38 @@ CREATE TABLE owner_replicas (
     pending INTEGER NOT NULL DEFAULT 0,               -- replicating pending tasks of which the owner holds or ran a replica
     PRIMARY KEY (job_id, class_id, owner)
   ) WITHOUT ROWID;
+
+-- passport_holders: migration 18
+CREATE TABLE passport_holders (
+    node_id TEXT NOT NULL, shard INTEGER NOT NULL, version INTEGER NOT NULL,
+    PRIMARY KEY (node_id, shard)
+  ) WITHOUT ROWID;
+
+-- passports: migration 18
+CREATE TABLE passports (
+    node_id TEXT PRIMARY KEY,
+    home INTEGER NOT NULL,
+    version INTEGER NOT NULL,             -- the home's nodes.passport_version when issued
+    registration TEXT NOT NULL,           -- NodeRegistration JSON as stored at home
+    status TEXT NOT NULL,                 -- online | draining | terminating
+    held_until_ms INTEGER NOT NULL,
+    trusted INTEGER NOT NULL,             -- rules/verification.ts trusted() at home
+    distrusted TEXT,
+    owner TEXT NOT NULL,                  -- rules/owners.ts ownerOf() at home
+    assigned_pools TEXT,                  -- node_pools.pools JSON, NULL when none assigned
+    credential_sha256 TEXT,               -- enrolled credential hash, NULL for configured tokens / open mode
+    revoked INTEGER NOT NULL DEFAULT 0,
+    received_ms INTEGER NOT NULL,
+    last_request_ms INTEGER NOT NULL      -- liveness as seen here
+  );
+
+-- pool_layout: migration 18
+CREATE TABLE pool_layout (
+    epoch INTEGER PRIMARY KEY,            -- 0, 1, 2, … one per change of FLASHML_POOL_SHARDS seen at start
+    shards INTEGER NOT NULL,              -- S in that epoch
+    since_ms INTEGER NOT NULL,
+    lowered_from INTEGER                  -- set when the epoch lowered S (after the emptiness check)
+  );
 
 -- pool_name: migration 8
 CREATE TABLE pool_name (name TEXT NOT NULL);
@@ -233,6 +290,12 @@ CREATE INDEX replica_results_task ON replica_results (task_seq); -- migration 13
 
 -- schema_version: migration 1
 CREATE TABLE schema_version (version INTEGER NOT NULL);
+
+-- shard_self: migration 18
+CREATE TABLE shard_self (pool TEXT NOT NULL, shard INTEGER NOT NULL);
+
+-- shard_stats: migration 18
+CREATE TABLE shard_stats (name TEXT PRIMARY KEY, n INTEGER NOT NULL);
 
 -- task_counts: migration 5
 CREATE TABLE task_counts (state TEXT PRIMARY KEY, n INTEGER NOT NULL);

@@ -16,11 +16,12 @@ import type { Migration } from "./migrations/migration";
 import { CORE } from "./migrations/v01-core";
 import { SCHEDULING } from "./migrations/v09-scheduling";
 import { TRUST } from "./migrations/v11-trust";
+import { SHARDS } from "./migrations/v18-shards";
 
 export type { Migration } from "./migrations/migration";
 
 /** Every step, in order: ids 1, 2, … with no gap (a test holds them so), the versions schema_version records. */
-export const MIGRATIONS: readonly Migration[] = [...CORE, ...SCHEDULING, ...TRUST];
+export const MIGRATIONS: readonly Migration[] = [...CORE, ...SCHEDULING, ...TRUST, ...SHARDS];
 
 /** Applies every migration newer than the recorded version, in order (the caller holds the transaction). */
 export function migrate(sql: SqlStorage): void {
