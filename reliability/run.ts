@@ -12,7 +12,7 @@ import { jobSpec } from "../test/fixtures/jobspec";
 import { replayHolds, violations } from "../test/invariants/check";
 import { coordinator, freePort, ok, sleep, startWrangler, type Wrangler } from "../test/support/index.mjs";
 import { type FleetStats, fleetMember, newStats, percentile, runFleet } from "./fleet";
-import { snapshotFromDisk } from "./state";
+import { shardViolations, snapshotFromDisk } from "./state";
 
 export interface RunOptions {
   nodes: number;
@@ -209,7 +209,7 @@ export async function reliabilityRun(options: RunOptions): Promise<RunReport> {
           consecutive_failures: Number(n.consecutive_failures),
           held_until_ms: Number(n.held_until_ms),
         })),
-      violations: violations(snapshot),
+      violations: [...violations(snapshot), ...shardViolations(persistTo, options.shards)],
       stats: counts,
       claim_p50_ms: percentile(claimMs, 50),
       claim_p99_ms: percentile(claimMs, 99),

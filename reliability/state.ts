@@ -5,6 +5,7 @@
 import { execFileSync } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
+import { shardOfId } from "../src/rules/shard-ids";
 import type { PoolSnapshot } from "../test/invariants/check";
 
 function query(file: string, sql: string): Array<Record<string, string | number | null>> {
@@ -43,4 +44,33 @@ export function snapshotFromDisk(persistTo: string, jobId: string): PoolSnapshot
     };
   }
   throw new Error(`no pool object under ${dir} holds job ${jobId}`);
+}
+
+/**
+ * What must hold across a pool's shards (docs/sharding.md §15.2), read from
+ * every object file `wrangler dev` persisted: each job lives in the shard
+ * its id names (shard 0 for legacy ids), and no lease id is in two shards.
+ */
+export function shardViolations(persistTo: string, shards: number): string[] {
+  const dir = join(persistTo, "v3", "do", "flashedge-PoolObject");
+  const found: string[] = [];
+  const leaseShard = new Map<string, string>();
+  for (const name of readdirSync(dir)) {
+    if (!name.endsWith(".sqlite") || name === "metadata.sqlite") continue;
+    const file = join(dir, name);
+    if (query(file, `SELECT name FROM sqlite_master WHERE name = 'shard_self'`).length === 0) continue;
+    const self = query(file, "SELECT pool, shard FROM shard_self")[0];
+    if (!self) continue;
+    const where = `${self.pool}/${self.shard}`;
+    for (const { job_id } of query(file, "SELECT job_id FROM jobs")) {
+      const home = shardOfId(String(self.pool), String(job_id), "", shards).shard;
+      if (home !== self.shard) found.push(`job ${job_id} lives in shard ${self.shard}, its id names shard ${home}`);
+    }
+    for (const { lease_id } of query(file, "SELECT lease_id FROM leases")) {
+      const other = leaseShard.get(String(lease_id));
+      if (other !== undefined) found.push(`lease ${lease_id} is in ${other} and ${where}`);
+      leaseShard.set(String(lease_id), where);
+    }
+  }
+  return found;
 }
