@@ -104,12 +104,10 @@ export async function pagedList<K>(
   cursor: { decode: (raw: string | undefined) => DecodedCursor<K>; encode: (key: K) => string },
   fetchPage: (after: K | null, limit: number) => Promise<{ items: unknown[]; next: K | null }>,
 ): Promise<Response> {
-  const limit = queryInt(c, "limit", { min: 1, max: LIST_PAGE_MAX });
-  if (!limit.ok) return limit.response;
-  const after = cursor.decode(c.req.query("cursor"));
-  if (!after.ok) return c.json({ detail: after.detail }, 422);
-  const size = limit.value ?? LIST_PAGE_DEFAULT;
-  const page = await fetchPage(after.after, size);
+  const query = pageQuery(c, cursor.decode);
+  if (!query.ok) return query.response;
+  const { after, size } = query;
+  const page = await fetchPage(after, size);
   if (page.next !== null) c.header("link", nextLink(c.req.url, cursor.encode(page.next), size));
   return c.json(page.items);
 }
@@ -131,13 +129,11 @@ export async function shardedList<K>(
     maxBytes: number,
   ) => Promise<{ items: unknown[]; next: K | null }>,
 ): Promise<Response> {
-  const limit = queryInt(c, "limit", { min: 1, max: LIST_PAGE_MAX });
-  if (!limit.ok) return limit.response;
-  const at = cursor.decode(c.req.query("cursor"));
-  if (!at.ok) return c.json({ detail: at.detail }, 422);
-  const size = limit.value ?? LIST_PAGE_DEFAULT;
+  const query = pageQuery(c, cursor.decode);
+  if (!query.ok) return query.response;
+  const { size } = query;
   const last = c.var.shards.count - 1;
-  let next: ShardKey<K> | null = at.after ?? { shard: 0, key: null };
+  let next: ShardKey<K> | null = query.after ?? { shard: 0, key: null };
   const items: unknown[] = [];
   let bytes = 1;
   while (next !== null && items.length < size && bytes < LIST_PAGE_MAX_BYTES) {
@@ -153,6 +149,18 @@ export async function shardedList<K>(
     next = next.shard < last ? { shard: next.shard + 1, key: null } : null;
   if (next !== null) c.header("link", nextLink(c.req.url, cursor.encode(next), size));
   return c.json(items);
+}
+
+/** A list request's `?limit=` (422 when bad, else the default) and `?cursor=` (422 when it continues no page of this list). */
+function pageQuery<K>(
+  c: AppContext,
+  decode: (raw: string | undefined) => DecodedCursor<K>,
+): { ok: true; size: number; after: K | null } | { ok: false; response: Response } {
+  const limit = queryInt(c, "limit", { min: 1, max: LIST_PAGE_MAX });
+  if (!limit.ok) return limit;
+  const at = decode(c.req.query("cursor"));
+  if (!at.ok) return fail(c.json({ detail: at.detail }, 422));
+  return { ok: true, size: limit.value ?? LIST_PAGE_DEFAULT, after: at.after };
 }
 
 function fail(response: Response): { ok: false; response: Response } {

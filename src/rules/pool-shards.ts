@@ -6,6 +6,7 @@
 // address a pool over a different set of objects than it was written to.
 
 import { globMatches } from "./pool-location";
+import { nameValueList } from "./setting-lists";
 
 /** The most shards one pool may span: a shard's index fits one byte of its ids (src/rules/shard-ids.ts). */
 export const MAX_POOL_SHARDS = 256;
@@ -14,21 +15,19 @@ export type PoolShardRule = { pattern: string; shards: number };
 
 /** `pattern=count,…` → rules, or a message naming the entry that is wrong. Empty or unset: no rules. */
 export function parsePoolShards(raw: string | undefined): PoolShardRule[] | string {
-  if (raw === undefined || raw.trim() === "") return [];
-  const rules: PoolShardRule[] = [];
-  const entries = raw.split(",");
-  for (let i = 0; i < entries.length; i++) {
-    const entry = entries[i]!.trim();
-    const eq = entry.indexOf("=");
-    const pattern = eq < 0 ? "" : entry.slice(0, eq).trim();
-    const count = eq < 0 ? "" : entry.slice(eq + 1).trim();
-    const shards = /^[1-9]\d{0,2}$/.test(count) ? Number(count) : Number.NaN;
-    if (!/^[a-z0-9*-]{1,63}$/.test(pattern) || !(shards >= 1 && shards <= MAX_POOL_SHARDS)) {
-      return `FLASHML_POOL_SHARDS entry ${i + 1} is not pattern=count (a pool name pattern with '*', then a shard count from 1 to ${MAX_POOL_SHARDS})`;
-    }
-    rules.push({ pattern, shards });
-  }
-  return rules;
+  const entries = nameValueList(raw, "=");
+  if ("bad" in entries) return refusal(entries.bad);
+  const wrong = entries.findIndex((e) => !validEntry(e.name, e.value));
+  if (wrong >= 0) return refusal(wrong + 1);
+  return entries.map((e) => ({ pattern: e.name, shards: Number(e.value) }));
+}
+
+function refusal(entry: number): string {
+  return `FLASHML_POOL_SHARDS entry ${entry} is not pattern=count (a pool name pattern with '*', then a shard count from 1 to ${MAX_POOL_SHARDS})`;
+}
+
+function validEntry(pattern: string, count: string): boolean {
+  return /^[a-z0-9*-]{1,63}$/.test(pattern) && /^[1-9]\d{0,2}$/.test(count) && Number(count) <= MAX_POOL_SHARDS;
 }
 
 /** The shard count of the first rule whose pattern matches the whole pool name; 1 when none does. */
