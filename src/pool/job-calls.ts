@@ -54,8 +54,11 @@ export function submitJob(pool: Pool, jobId: string, spec: JobSpec, tasks: TaskS
   });
 }
 
-/** One page of GET /jobs, after the job with submission number `after` (0: the first page). */
-/** A page of this shard's jobs; `maxBytes` is what is left of a page walked over shards (src/routes/context.ts). */
+/**
+ * One page of this shard's GET /jobs, after the job with submission number
+ * `after` (0: the first page); `maxBytes` is what is left of a page walked
+ * over shards (src/routes/context.ts).
+ */
 export function listJobs(
   pool: Pool,
   name: string,

@@ -15,6 +15,7 @@
 import { type Emptiness, type LayoutEpoch, layoutDecision, layoutRefusedMessage } from "../rules/layout";
 import type { PoolLocationRule } from "../rules/pool-location";
 import { shardStub } from "./address";
+import { callsOf } from "./session";
 
 /** What shard 0's layout() answers: its history, and its refusal's detail while it refuses. */
 export type LayoutAnswer = { epochs: LayoutEpoch[]; refusing: string | null };
@@ -114,10 +115,7 @@ export async function layout(sql: SqlStorage): Promise<LayoutAnswer> {
  * the error instead of running: the one place every call enters.
  */
 export function guardCalls<T extends object>(prototype: T, open: readonly string[], enter: (object: T) => void): void {
-  const skipped = new Set(["constructor", ...open]);
-  for (const name of Object.getOwnPropertyNames(prototype)) {
-    const method: unknown = Object.getOwnPropertyDescriptor(prototype, name)?.value;
-    if (skipped.has(name) || typeof method !== "function") continue;
+  for (const [name, method] of callsOf(prototype, open)) {
     Object.defineProperty(prototype, name, {
       configurable: true,
       writable: true,

@@ -58,8 +58,11 @@ export function releaseNode(pool: Pool, nodeId: string): Promise<boolean> {
   return pool.change(() => endHoldBack(pool.sql, nodeId), { wakesClaims: true });
 }
 
-/** One page of GET /nodes, after the node `after` (null: the first page). */
-/** A page of the home nodes; `maxBytes` is what is left of a page walked over shards (src/routes/context.ts). */
+/**
+ * One page of this shard's GET /nodes, after the node `after` (null: the
+ * first page); `maxBytes` is what is left of a page walked over shards
+ * (src/routes/context.ts).
+ */
 export function listNodes(pool: Pool, after: string | null, limit: number, maxBytes = LIST_PAGE_MAX_BYTES) {
   return nodesPage(pool.sql, Date.now(), after, limit, Math.min(maxBytes, LIST_PAGE_MAX_BYTES), pool.settings.owners);
 }

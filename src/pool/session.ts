@@ -32,7 +32,6 @@ export function sessionClass<T extends object, Lifecycle extends keyof T & strin
   target: T,
   valid: () => boolean,
 ) => RpcTarget & SessionCalls<T, Lifecycle> {
-  const skipped = new Set<string>(["constructor", ...lifecycle]);
   class Session extends RpcTarget {
     readonly #target: T;
     readonly #valid: () => boolean;
@@ -44,9 +43,7 @@ export function sessionClass<T extends object, Lifecycle extends keyof T & strin
     }
 
     static {
-      for (const name of Object.getOwnPropertyNames(prototype)) {
-        const method: unknown = Object.getOwnPropertyDescriptor(prototype, name)?.value;
-        if (skipped.has(name) || typeof method !== "function") continue;
+      for (const [name, method] of callsOf(prototype, lifecycle)) {
         Object.defineProperty(Session.prototype, name, {
           value(this: Session, ...args: unknown[]): unknown {
             // A rejection, not a throw: the runtime logs a method's synchronous throw as uncaught.
@@ -61,4 +58,20 @@ export function sessionClass<T extends object, Lifecycle extends keyof T & strin
     target: T,
     valid: () => boolean,
   ) => RpcTarget & SessionCalls<T, Lifecycle>;
+}
+
+/**
+ * The calls an object's prototype offers: its own methods, less the
+ * constructor and `skipped`. The session (above) and the layout guard
+ * (src/pool/layout.ts) both wrap exactly these.
+ */
+export function callsOf(
+  prototype: object,
+  skipped: readonly string[],
+): Array<[string, (...args: unknown[]) => unknown]> {
+  const left = new Set(["constructor", ...skipped]);
+  return Object.getOwnPropertyNames(prototype).flatMap((name) => {
+    const method: unknown = Object.getOwnPropertyDescriptor(prototype, name)?.value;
+    return left.has(name) || typeof method !== "function" ? [] : [[name, method as (...args: unknown[]) => unknown]];
+  });
 }

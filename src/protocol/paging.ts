@@ -11,7 +11,9 @@ import { MAX_REGISTRATION_BYTES } from "./limits";
 /**
  * A cursor is base64url (no padding) of `{list}:{key}`: the key of the last
  * row served, `jobs:{seq}` for jobs in submission order, `nodes:{node_id}`
- * for nodes sorted by node_id. Clients must treat it as opaque.
+ * for nodes sorted by node_id; in shard k ≥ 1 of a sharded pool
+ * `{list}@{k}:{key}`, and `{list}@{k}` for the shard's start. Clients must
+ * treat it as opaque.
  */
 type CursorList = "jobs" | "nodes" | "artifacts";
 
@@ -20,35 +22,10 @@ const MAX_CURSOR_CHARS = Math.ceil(((MAX_REGISTRATION_BYTES + "nodes@255:".lengt
 
 export type DecodedCursor<K> = { ok: true; after: K | null } | { ok: false; detail: ValidationDetailEntry[] };
 
-/** The cursor continuing GET /jobs after the job with submission number `seq`. */
-export function encodeJobCursor(seq: number): string {
-  return encode("jobs", String(seq));
-}
-
-/** The job `seq` a GET /jobs cursor continues after; null when no cursor was sent. */
-export function decodeJobCursor(raw: string | undefined): DecodedCursor<number> {
-  const key = decode("jobs", raw);
-  if (!key.ok) return key;
-  if (key.after === null) return { ok: true, after: null };
-  // Exactly as encodeJobCursor writes it: a positive safe integer, no sign or leading zero.
-  const seq = /^[1-9]\d{0,15}$/.test(key.after) ? Number(key.after) : Number.NaN;
-  return Number.isSafeInteger(seq) ? { ok: true, after: seq } : refuse("it does not continue a list of jobs");
-}
-
-/** The cursor continuing GET /nodes after the node `nodeId`. */
-export function encodeNodeCursor(nodeId: string): string {
-  return encode("nodes", nodeId);
-}
-
-/** The node_id a GET /nodes cursor continues after; null when no cursor was sent. */
-export function decodeNodeCursor(raw: string | undefined): DecodedCursor<string> {
-  return decode("nodes", raw);
-}
-
 /**
  * Where a list over a pool's shards (docs/sharding.md §9) continues: a
  * shard, and the key inside it to continue after, or null for the shard's
- * start (`{list}@{k}:`, written when a page ends with its shard).
+ * start (`{list}@{k}`, written when a page ends with its shard).
  */
 export type ShardKey<K> = { shard: number; key: K | null };
 
@@ -65,6 +42,7 @@ export function jobShardCursor(shards: number): ShardCursor<number> {
       const read = decodeShard("jobs", raw, shards);
       if (!read.ok || read.after === null) return read as DecodedCursor<ShardKey<number>>;
       if (read.after.key === null) return { ok: true, after: { shard: read.after.shard, key: null } };
+      // Exactly as encode writes it: a positive safe integer, no sign or leading zero.
       const seq = /^[1-9]\d{0,15}$/.test(read.after.key) ? Number(read.after.key) : Number.NaN;
       return Number.isSafeInteger(seq)
         ? { ok: true, after: { shard: read.after.shard, key: seq } }

@@ -82,7 +82,7 @@ export function poolShards(env: Env, settings: Settings, pool: string, proof: Cr
     if (!(await vouched)) throw new Error(CREDENTIAL_REFUSED);
     return stub(k);
   };
-  const pinned = () => shard(0);
+  const pinned = () => shard(home);
   return {
     count,
     shard,
@@ -92,7 +92,7 @@ export function poolShards(env: Env, settings: Settings, pool: string, proof: Cr
     key: pinned,
     home: pinned,
     get enrolment() {
-      return shard(0);
+      return shard(0); // device codes stay in shard 0 once nodes spread too
     },
     submission: () => 0,
     newId: (k) => (count === 1 ? randomHex12() : mintShardHex(pool, k, randomHex8())),

@@ -3,16 +3,18 @@
 // ends once its body passes the size bound, never before its first row.
 
 import { describe, expect, it } from "vitest";
-import {
-  decodeJobCursor,
-  decodeNodeCursor,
-  encodeJobCursor,
-  encodeNodeCursor,
-  fillPage,
-  jobShardCursor,
-  nextLink,
-  nodeShardCursor,
-} from "../../src/protocol/paging";
+import { type DecodedCursor, fillPage, jobShardCursor, nextLink, nodeShardCursor } from "../../src/protocol/paging";
+
+// A one-shard pool's cursors, as GET /jobs and GET /nodes read them at S = 1.
+const jobs1 = jobShardCursor(1);
+const nodes1 = nodeShardCursor(1);
+const encodeJobCursor = (seq: number) => jobs1.encode({ shard: 0, key: seq });
+const encodeNodeCursor = (nodeId: string) => nodes1.encode({ shard: 0, key: nodeId });
+function keyOnly<K>(read: DecodedCursor<{ shard: number; key: K | null }>): DecodedCursor<K> {
+  return read.ok ? { ok: true, after: read.after?.key ?? null } : read;
+}
+const decodeJobCursor = (raw: string | undefined) => keyOnly(jobs1.decode(raw));
+const decodeNodeCursor = (raw: string | undefined) => keyOnly(nodes1.decode(raw));
 
 const base64url = (text: string) =>
   btoa(String.fromCharCode(...new TextEncoder().encode(text)))

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { DEFAULT_PLACE, insertJob } from "../../src/pool/jobs";
 import { JobSpecSchema } from "../../src/protocol/jobs";
 import { EVENTS_STREAM_PAGE, LIST_PAGE_MAX_BYTES, MAX_JSON_BODY_BYTES } from "../../src/protocol/limits";
-import { encodeJobCursor, encodeNodeCursor } from "../../src/protocol/paging";
+import { jobShardCursor, nodeShardCursor } from "../../src/protocol/paging";
 import type { Lease } from "../../src/protocol/tasks";
 import {
   call,
@@ -59,6 +59,10 @@ async function pageThrough<T>(url: string): Promise<Page<T>[]> {
   }
   return pages;
 }
+
+// Shard 0's cursors: a one-shard pool's, and a sharded pool's first shard's.
+const encodeJobCursor = (seq: number) => jobShardCursor(1).encode({ shard: 0, key: seq });
+const encodeNodeCursor = (nodeId: string) => nodeShardCursor(1).encode({ shard: 0, key: nodeId });
 
 const listUrl = (pool: string, list: "jobs" | "nodes", query = "") => `${BASE}/pools/${pool}/v1alpha1/${list}${query}`;
 
