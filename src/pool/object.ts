@@ -30,6 +30,7 @@ import { metricsSample } from "./metrics";
 import * as nodes from "./node-calls";
 import { placementReport } from "./placement-report";
 import { Pool } from "./pool";
+import { reserveSlot } from "./reservations";
 import { migrate } from "./schema";
 import type { Viewer } from "./sealing";
 import { sessionClass } from "./session";
@@ -172,7 +173,13 @@ export class PoolObject extends DurableObject<Env> {
 
   // -- jobs, artifacts, checkpoints (src/pool/job-calls.ts) --------------------
 
-  submitJob(jobId: string, spec: JobSpec, tasks: TaskSpec[], pool: string, place: JobPlace) {
+  /** A slot for a job of `tasks` tasks, and this shard's load, for the job route's two choices (docs/sharding.md §7.4). */
+  reserveSlot(tasks: number) {
+    return reserveSlot(this.#pool, tasks);
+  }
+
+  submitJob(jobId: string, spec: JobSpec, tasks: TaskSpec[], pool: string, place: JobPlace, reservation?: string) {
+    if (reservation !== undefined) this.#pool.reservations.consume(reservation);
     return jobs.submitJob(this.#pool, jobId, spec, tasks, pool, place);
   }
 

@@ -9,6 +9,7 @@ import type { EventRow } from "./events";
 import { answerHeld, HeldClaims } from "./held-claims";
 import { AlarmClock, arm } from "./housekeeping";
 import { logEvent, logLine } from "./log";
+import { Reservations } from "./reservations";
 
 export type ChangeOptions = {
   /** The change records no event but may let a held claim through (a cancel, a released node). */
@@ -22,6 +23,8 @@ export class Pool {
   // Held claims in arrival order (src/pool/held-claims.ts): connections, not state.
   readonly held = new HeldClaims();
   readonly clock = new AlarmClock();
+  // Submission slots promised to job routes (src/pool/reservations.ts): in memory, lapsing.
+  readonly reservations = new Reservations();
 
   constructor(
     readonly ctx: DurableObjectState,

@@ -57,7 +57,7 @@ export const artifacts = new Hono<AppEnv>()
       }
       if (length > maxBytes)
         return c.json({ detail: `artifact exceeds ${maxBytes} bytes (FLASHML_MAX_ARTIFACT_MB)` }, 413);
-      const stub = c.var.shards.key(key);
+      const stub = await c.var.shards.key(key);
       const writer = writerOf(c);
       // Checked before the body is read, so a refused writer never streams it;
       // the upload is recorded, so its bytes are collected if no bind claims them.
@@ -107,7 +107,7 @@ export const artifacts = new Hono<AppEnv>()
       const key = artifactKey(c);
       if (typeof key !== "string") return key;
       // Another replica's output before the verdict does not exist for a node (docs/protocol.md §14).
-      const resolved = await c.var.shards.key(key).resolveArtifact(key, viewerOf(c));
+      const resolved = await (await c.var.shards.key(key)).resolveArtifact(key, viewerOf(c));
       // A key of an archived job names its object in the job's archive (docs/protocol.md §12).
       const row = resolved === "archived" ? await archiveOf(c, jobOfKey(key)!).artifact(key) : resolved;
       const body = row ? await c.env.ARTIFACTS.get(row.object) : null;

@@ -92,14 +92,34 @@ export const jobs = new Hono<AppEnv>()
       };
       // A job id the pool already has is refused by the object; mint another
       // (docs/protocol.md §12). Its tasks carry the id, so each try expands the spec anew.
-      const shard = c.var.shards.submission();
-      for (let attempt = 0; attempt < JOB_ID_ATTEMPTS; attempt++) {
-        const jobId = c.var.shards.newId(shard); // docs/protocol.md §3.3: 12 lowercase hex
+      // The job is judged whole before any shard is asked for a slot: a
+      // refused spec costs no object a request. Tasks carry their job's id,
+      // so each id tried is expanded anew.
+      const expand = (jobId: string) => {
         const expansion = expandJob(spec, jobId, options);
         if (!expansion.ok) return c.json({ detail: `job cannot be expanded: ${expansion.problems.join("; ")}` }, 422);
         const unverifiable = replicatedCheckpoints(place.replication, expansion.tasks);
         if (unverifiable) return c.json({ detail: `job cannot be scheduled: ${unverifiable}` }, 422);
-        const submitted = await c.var.shards.shard(shard).submitJob(jobId, spec, expansion.tasks, c.var.pool, place);
+        return expansion.tasks;
+      };
+      let jobId = c.var.shards.newId(0); // docs/protocol.md §3.3: 12 lowercase hex
+      let tasks = expand(jobId);
+      if (tasks instanceof Response) return tasks;
+      const { shard, reservation } = await c.var.shards.place(tasks.length);
+      for (let attempt = 0; attempt < JOB_ID_ATTEMPTS; attempt++) {
+        if (attempt > 0 || shard !== 0) {
+          jobId = c.var.shards.newId(shard);
+          tasks = expand(jobId);
+          if (tasks instanceof Response) return tasks;
+        }
+        const submitted = await (await c.var.shards.visit(shard)).submitJob(
+          jobId,
+          spec,
+          tasks,
+          c.var.pool,
+          place,
+          reservation,
+        );
         if (submitted.ok) return c.json(submitted.job, 201);
       }
       return c.json(
@@ -138,7 +158,11 @@ export const jobs = new Hono<AppEnv>()
       }),
     ),
     async (c) => {
-      const job = await c.var.shards.job(c.req.param("job_id")).getJob(c.req.param("job_id"), c.var.pool, viewerOf(c));
+      const job = await (await c.var.shards.job(c.req.param("job_id"))).getJob(
+        c.req.param("job_id"),
+        c.var.pool,
+        viewerOf(c),
+      );
       if (job === "archived") return c.json(await archiveOf(c, jobIdOf(c)).job());
       return job ? c.json(job) : unknownJob(c);
     },
@@ -183,7 +207,7 @@ export const jobs = new Hono<AppEnv>()
       let archive: JobArchive | null = null;
       const read = async (after: number, limit: number) => {
         if (archive) return archive.events(after, limit);
-        const events = await c.var.shards.job(jobId).jobEvents(jobId, after, limit, viewerOf(c));
+        const events = await (await c.var.shards.job(jobId)).jobEvents(jobId, after, limit, viewerOf(c));
         if (events !== "archived") return events;
         archive = archiveOf(c, jobId);
         return archive.events(after, limit);
@@ -214,7 +238,7 @@ export const jobs = new Hono<AppEnv>()
       }),
     ),
     async (c) => {
-      const tasks = await c.var.shards.job(c.req.param("job_id")).jobTasks(c.req.param("job_id"), viewerOf(c));
+      const tasks = await (await c.var.shards.job(c.req.param("job_id"))).jobTasks(c.req.param("job_id"), viewerOf(c));
       if (tasks === "archived") return c.json(await archiveOf(c, jobIdOf(c)).tasks());
       return tasks ? c.json(tasks) : unknownJob(c);
     },
@@ -234,7 +258,7 @@ export const jobs = new Hono<AppEnv>()
     async (c) => {
       const refused = requireOperator(c);
       if (refused) return refused;
-      const job = await c.var.shards.job(c.req.param("job_id")).cancelJob(c.req.param("job_id"), c.var.pool);
+      const job = await (await c.var.shards.job(c.req.param("job_id"))).cancelJob(c.req.param("job_id"), c.var.pool);
       // Cancelling a finished job changes nothing and answers it; so for an archived one.
       if (job === "archived") return c.json(await archiveOf(c, jobIdOf(c)).job());
       return job ? c.json(job) : unknownJob(c);
@@ -253,7 +277,11 @@ export const jobs = new Hono<AppEnv>()
     ),
     async (c) => {
       // Lease jobs have no backend log; the reference CLI's `logs` calls this.
-      const job = await c.var.shards.job(c.req.param("job_id")).getJob(c.req.param("job_id"), c.var.pool, viewerOf(c));
+      const job = await (await c.var.shards.job(c.req.param("job_id"))).getJob(
+        c.req.param("job_id"),
+        c.var.pool,
+        viewerOf(c),
+      );
       return job ? c.json({ logs: "" }) : unknownJob(c);
     },
   )
@@ -273,7 +301,7 @@ export const jobs = new Hono<AppEnv>()
     (c) =>
       // A page at a time, live or archived (docs/protocol.md §12); the archive holds no sealed keys (every task ended).
       pagedList(c, { decode: decodeArtifactCursor, encode: encodeArtifactCursor }, async (after, limit) => {
-        const page = await c.var.shards.job(jobIdOf(c)).listJobArtifacts(jobIdOf(c), after, limit, viewerOf(c));
+        const page = await (await c.var.shards.job(jobIdOf(c))).listJobArtifacts(jobIdOf(c), after, limit, viewerOf(c));
         return page === "archived" ? archiveOf(c, jobIdOf(c)).artifacts(after, limit) : page;
       }),
   );

@@ -28,7 +28,7 @@ export const placement = new Hono<AppEnv>().get(
     // Unreachable when mounted as intended: the mount path always binds both.
     if (jobId === undefined || taskId === undefined)
       throw new Error("placement route mounted without :job_id/:task_id");
-    const result = await c.var.shards.job(jobId).explainPlacement(jobId, taskId, viewerOf(c));
+    const result = await (await c.var.shards.job(jobId)).explainPlacement(jobId, taskId, viewerOf(c));
     if (!result.ok) {
       const detail =
         result.reason === "unknown_job" ? `no such job: ${jobId}` : `unknown task ${taskId} in job ${jobId}`;

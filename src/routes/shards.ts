@@ -13,10 +13,15 @@ import { shardStub } from "../pool/address";
 import type { CredentialProof } from "../pool/enrolment";
 import { CREDENTIAL_REFUSED } from "../pool/session";
 import { randomHex8, randomHex12 } from "../protocol/ids";
+import { jobOfKey } from "../protocol/keys";
 import { shardCount } from "../rules/pool-shards";
 import type { Settings } from "../rules/settings";
-import { mintShardHex } from "../rules/shard-ids";
+import { placeSubmission, twoDistinct } from "../rules/shard-choice";
+import { mintShardHex, shardOfId } from "../rules/shard-ids";
 import type { PoolCalls } from "./context";
+
+/** Whether jobs are placed over the shards yet (docs/sharding.md §16 step 6), or all land in shard 0. */
+const WORK_SPREADS = false;
 
 export interface PoolShards {
   /** S, the pool's configured shard count. */
@@ -34,18 +39,27 @@ export interface PoolShards {
    * and a refused one rejects with CREDENTIAL_REFUSED (a 401).
    */
   visit(k: number): Promise<PoolCalls>;
-  /** The shard that holds a job, its tasks, events, checkpoints and `jobs/{id}/…` artifacts. */
-  job(jobId: string): PoolCalls;
-  /** The shard that issued a lease. */
-  lease(leaseId: string): PoolCalls;
-  /** The shard that binds an artifact key. */
-  key(key: string): PoolCalls;
+  /**
+   * The shard that holds a job, its tasks, events, checkpoints and
+   * `jobs/{id}/…` artifacts: the one its id names (docs/sharding.md §4.1),
+   * visited, so an enrolled node's home vouches for it first.
+   */
+  job(jobId: string): Promise<PoolCalls>;
+  /** The shard that issued a lease, by its id, visited. */
+  lease(leaseId: string): Promise<PoolCalls>;
+  /** The shard that binds an artifact key: its job's for `jobs/{id}/…`, else shard 0 (nodes and keys are pinned). */
+  key(key: string): Promise<PoolCalls>;
   /** A node's home shard: its registration, hold, drain, credential and claims. */
   home(nodeId: string): PoolCalls;
   /** Device codes and approvals (docs/sharding.md §8.4). */
   readonly enrolment: PoolCalls;
-  /** The shard a new job is submitted to. */
-  submission(): number;
+  /**
+   * The shard a new job of `tasks` tasks is submitted to, and its
+   * reservation there (docs/sharding.md §7.4): the lighter of two drawn at
+   * random, each asked for a slot. One shard takes every job of a one-shard
+   * pool, and of a pinned one.
+   */
+  place(tasks: number): Promise<{ shard: number; reservation?: string }>;
   /**
    * A fresh 12-hex id minted for shard k (docs/sharding.md §4.1): today's
    * random id at one shard, else one whose tag names k.
@@ -83,18 +97,36 @@ export function poolShards(env: Env, settings: Settings, pool: string, proof: Cr
     return stub(k);
   };
   const pinned = () => shard(home);
+  const ofJob = (jobId: string) => shardOfId(pool, jobId, "", count).shard;
   return {
     count,
     shard,
     visit,
-    job: pinned,
-    lease: pinned,
-    key: pinned,
+    job: (jobId) => visit(ofJob(jobId)),
+    lease: (leaseId) => visit(shardOfId(pool, leaseId, "ls-", count).shard),
+    key: (key) => {
+      const jobId = jobOfKey(key);
+      return visit(jobId === null ? 0 : ofJob(jobId));
+    },
     home: pinned,
     get enrolment() {
       return shard(0); // device codes stay in shard 0 once nodes spread too
     },
-    submission: () => 0,
+    place: async (tasks) => {
+      if (count === 1 || !WORK_SPREADS) return { shard: home };
+      const drawn = twoDistinct(count, Math.random);
+      const slots = await Promise.allSettled(
+        drawn.map(async (k) => ({ shard: k, ...(await (await visit(k)).reserveSlot(tasks)) })),
+      );
+      const offered = slots.flatMap((slot) => (slot.status === "fulfilled" ? [slot.value] : []));
+      // A shard that cannot answer takes no job; with neither answering the submission fails as any call would.
+      if (offered.length === 0) throw (slots[0] as PromiseRejectedResult).reason;
+      const chosen =
+        offered.length === 1
+          ? offered[0]!
+          : offered.find((o) => o.shard === placeSubmission(offered[0]!, offered[1]!))!;
+      return { shard: chosen.shard, reservation: chosen.reservation };
+    },
     newId: (k) => (count === 1 ? randomHex12() : mintShardHex(pool, k, randomHex8())),
   };
 }
