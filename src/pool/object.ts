@@ -13,7 +13,7 @@ import type { JobSpec } from "../protocol/jobs";
 import type { NodeHeartbeat, NodeRegistration } from "../protocol/nodes";
 import type { TaskSpec } from "../protocol/tasks";
 import { shardCount } from "../rules/pool-shards";
-import { shardOfName } from "./address";
+import { shardOfName, shardStub } from "./address";
 import type { StoredObject, Writer } from "./artifacts";
 import { dashboardSummary } from "./dashboard";
 import { type CredentialProof, credentialValid } from "./enrolment";
@@ -26,6 +26,7 @@ import type { JobPlace } from "./jobs";
 import { emptiness, enterPool, guardCalls, layout, layoutAtStart, shardPeers } from "./layout";
 import * as leases from "./lease-calls";
 import type { ClaimResult } from "./leases";
+import { forwardLegacyIds, hadOneShard } from "./legacy-ids";
 import { metricsSample } from "./metrics";
 import * as nodes from "./node-calls";
 import { placementReport } from "./placement-report";
@@ -45,6 +46,29 @@ export class PoolObject extends DurableObject<Env> {
       ctx.storage.transactionSync(() => migrate(ctx.storage.sql));
       await this.#layoutAtStart();
     });
+  }
+
+  // An id this shard does not hold, in a pool that once had one shard, is
+  // shard 0's (src/pool/legacy-ids.ts). Installed first, so the layout
+  // check below runs before it.
+  static {
+    forwardLegacyIds(PoolObject.prototype, (object: PoolObject) => object.#legacyHome());
+  }
+
+  #legacy: boolean | undefined;
+
+  #legacyHome() {
+    const { pool, shard } = shardOfName(this.#pool.name);
+    if (shard === 0) return null;
+    // The layout history grows only at start, before any call: read once.
+    this.#legacy ??= hadOneShard(this.#pool.sql);
+    if (!this.#legacy) return null;
+    const { poolLocations } = this.#pool.settings;
+    return {
+      sql: this.#pool.sql,
+      shard0: () =>
+        shardStub(this.env, poolLocations, pool, 0) as unknown as Record<string, (...args: unknown[]) => unknown>,
+    };
   }
 
   // Every call but the two layout calls first passes the layout check: a pool
