@@ -4,6 +4,8 @@
 // a stale offer costs a retry, never a wrong assignment. Randomness is passed
 // in (`random`: uniform in [0, 1)) so every choice replays in tests.
 
+import type { ClassLevel } from "./summary";
+
 /**
  * What one shard has for this node, by the home's copy of the summary: the
  * highest priority with eligible pending work, the global pass of its best
@@ -11,6 +13,56 @@
  * and the eligible pending count at that priority.
  */
 export type Offer = { shard: number; priority: number; tenantPass: number; weight: number; eligible: number };
+
+/** A requirement class pending at another shard, as the home's copy of the summary has it. */
+export type RemoteClass = { shard: number; requirement: string; levels: readonly ClassLevel[] };
+/** A tenant with pending tasks at a priority on another shard. */
+export type RemoteTenant = { shard: number; priority: number; tenant: string; pending: number };
+
+/**
+ * §7.1 step 1: each other shard's best offer for one node. `accepts` is the
+ * gate on a class's requirement for this node, asked once per distinct
+ * requirement. A shard's offer is its highest priority with accepted
+ * pending work, the count there, and of the tenants pending there the one
+ * furthest behind by its global pass (`passOf`; a tenant the copy has no
+ * pass for is behind nobody: 0). A shard with nothing accepted offers
+ * nothing.
+ */
+export function shardOffers(
+  classes: Iterable<RemoteClass>,
+  accepts: (requirement: string) => boolean,
+  tenants: Iterable<RemoteTenant>,
+  passOf: (priority: number, tenant: string) => number | undefined,
+  weightOf: (tenant: string) => number,
+): Offer[] {
+  const asked = new Map<string, boolean>();
+  const best = new Map<number, { priority: number; eligible: number }>();
+  for (const c of classes) {
+    if (!asked.has(c.requirement)) asked.set(c.requirement, accepts(c.requirement));
+    if (!asked.get(c.requirement)) continue;
+    for (const level of c.levels) {
+      const n = level.fresh + level.replicating;
+      if (n <= 0) continue;
+      const b = best.get(c.shard);
+      if (b === undefined || level.priority > b.priority) best.set(c.shard, { priority: level.priority, eligible: n });
+      else if (level.priority === b.priority) b.eligible += n;
+    }
+  }
+  const behind = new Map<number, { pass: number; weight: number }>();
+  for (const t of tenants) {
+    if (t.pending <= 0 || best.get(t.shard)?.priority !== t.priority) continue;
+    const pass = passOf(t.priority, t.tenant) ?? 0;
+    const b = behind.get(t.shard);
+    if (b === undefined || pass < b.pass) behind.set(t.shard, { pass, weight: weightOf(t.tenant) });
+  }
+  return [...best].map(([shard, b]) => ({
+    shard,
+    priority: b.priority,
+    eligible: b.eligible,
+    tenantPass: behind.get(shard)?.pass ?? 0,
+    weight: behind.get(shard)?.weight ?? 1,
+  }));
+}
 
 export type ShardChoice = { kind: "local" } | { kind: "forward"; shard: number } | { kind: "none" };
 

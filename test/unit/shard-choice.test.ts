@@ -4,7 +4,7 @@
 // the two-choice placement bound of docs/protocol.md §15.
 
 import { describe, expect, it } from "vitest";
-import { chooseShard, type Offer, placeSubmission, twoDistinct } from "../../src/rules/shard-choice";
+import { chooseShard, type Offer, placeSubmission, shardOffers, twoDistinct } from "../../src/rules/shard-choice";
 import { Rng } from "../fixtures/rng";
 
 const offer = (shard: number, priority: number, tenantPass: number, eligible = 1, weight = 1): Offer => ({
@@ -245,5 +245,77 @@ describe("placing a submission", () => {
       ),
     );
     expect(worst).toBeGreaterThan(1.25 * (1000 / 64) + 2);
+  });
+});
+
+describe("shardOffers: each other shard's best for one node (§7.1 step 1)", () => {
+  const level = (priority: number, fresh: number, replicating = 0) => ({ priority, fresh, replicating });
+  const gpu = JSON.stringify({ gpus: 1 });
+  const cpu = JSON.stringify({ gpus: 0 });
+  const cpuOnly = (requirement: string) => requirement === cpu;
+  const noPasses = () => undefined;
+  const unit = () => 1;
+
+  it("offers a shard's highest accepted priority and the count there; a refused class offers nothing", () => {
+    const offers = shardOffers(
+      [
+        { shard: 1, requirement: gpu, levels: [level(100, 5)] },
+        { shard: 1, requirement: cpu, levels: [level(0, 3), level(10, 2, 1)] },
+        { shard: 2, requirement: cpu, levels: [level(10, 4)] },
+        { shard: 2, requirement: cpu, levels: [level(10, 1)] },
+        { shard: 3, requirement: gpu, levels: [level(50, 9)] },
+      ],
+      cpuOnly,
+      [],
+      noPasses,
+      unit,
+    );
+    expect(offers.sort((a, b) => a.shard - b.shard)).toEqual([
+      { shard: 1, priority: 10, eligible: 3, tenantPass: 0, weight: 1 },
+      { shard: 2, priority: 10, eligible: 5, tenantPass: 0, weight: 1 },
+    ]);
+  });
+
+  it("asks the gate once per distinct requirement", () => {
+    const asked: string[] = [];
+    shardOffers(
+      [1, 2, 3].map((shard) => ({ shard, requirement: cpu, levels: [level(0, 1)] })),
+      (r) => {
+        asked.push(r);
+        return true;
+      },
+      [],
+      noPasses,
+      unit,
+    );
+    expect(asked).toEqual([cpu]);
+  });
+
+  it("levels with nothing pending count for nothing", () => {
+    expect(
+      shardOffers([{ shard: 1, requirement: cpu, levels: [level(5, 0, 0)] }], cpuOnly, [], noPasses, unit),
+    ).toEqual([]);
+  });
+
+  it("names the tenant furthest behind among those pending at the offered priority, with its weight", () => {
+    const passes = new Map([
+      ["10|a", 4],
+      ["10|b", 2],
+      ["0|c", 0],
+    ]);
+    const [offer] = shardOffers(
+      [{ shard: 1, requirement: cpu, levels: [level(10, 2), level(0, 1)] }],
+      cpuOnly,
+      [
+        { shard: 1, priority: 10, tenant: "a", pending: 1 },
+        { shard: 1, priority: 10, tenant: "b", pending: 1 },
+        { shard: 1, priority: 0, tenant: "c", pending: 1 }, // a lower priority: not the offer's
+        { shard: 1, priority: 10, tenant: "d", pending: 0 }, // nothing pending
+        { shard: 2, priority: 10, tenant: "e", pending: 1 }, // another shard
+      ],
+      (p, t) => passes.get(`${p}|${t}`),
+      (t) => (t === "b" ? 3 : 1),
+    );
+    expect(offer).toEqual({ shard: 1, priority: 10, eligible: 2, tenantPass: 2, weight: 3 });
   });
 });
