@@ -20,6 +20,7 @@ it("survives SIGKILLs of the coordinator mid-run with nothing lost", async () =>
       broken: 1,
       vanishing: 2,
       shards: 1,
+      raise: 0,
     }),
   );
   console.log(`RELIABILITY ${JSON.stringify(report)}`);

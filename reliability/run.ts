@@ -27,6 +27,12 @@ export interface RunOptions {
   vanishing: number;
   /** The pool's shard count (FLASHML_POOL_SHARDS, docs/protocol.md §15); 1 is a pool of one object. */
   shards: number;
+  /**
+   * The shard count the coordinator comes back with after its first kill (0:
+   * unchanged): a live pool raised mid-run must lose and move nothing
+   * (docs/sharding.md §11).
+   */
+  raise: number;
 }
 
 const LEASE_SECONDS = 5;
@@ -88,8 +94,9 @@ export async function reliabilityRun(options: RunOptions): Promise<RunReport> {
   const started = Date.now();
   // wrangler.toml's settings (the claim hold, the state-change log lines), and no .dev.vars.
   const pool = "reliability";
-  const vars: Record<string, string> = options.shards > 1 ? { FLASHML_POOL_SHARDS: `${pool}=${options.shards}` } : {};
-  const start = () => startWrangler({ port, persistTo, log, logLevel: "log", vars });
+  let shards = options.shards;
+  const vars = (): Record<string, string> => (shards > 1 ? { FLASHML_POOL_SHARDS: `${pool}=${shards}` } : {});
+  const start = () => startWrangler({ port, persistTo, log, logLevel: "log", vars: vars() });
   let server: Wrangler = await start();
   const api = coordinator(server.url, { pool, timeoutMs: null });
   try {
@@ -141,6 +148,7 @@ export async function reliabilityRun(options: RunOptions): Promise<RunReport> {
         await server.kill();
         kills++;
         await sleep(Math.random() * 1000);
+        if (options.raise > 0) shards = options.raise;
         server = await start();
         nextKill = Date.now() + 2000 + Math.random() * 4000;
       }
@@ -209,7 +217,7 @@ export async function reliabilityRun(options: RunOptions): Promise<RunReport> {
           consecutive_failures: Number(n.consecutive_failures),
           held_until_ms: Number(n.held_until_ms),
         })),
-      violations: [...violations(snapshot), ...shardViolations(persistTo, options.shards)],
+      violations: [...violations(snapshot), ...shardViolations(persistTo, shards, jobIds, layoutOf(options))],
       stats: counts,
       claim_p50_ms: percentile(claimMs, 50),
       claim_p99_ms: percentile(claimMs, 99),
@@ -221,6 +229,11 @@ export async function reliabilityRun(options: RunOptions): Promise<RunReport> {
     await server.stop();
     if (!process.env.KEEP_STATE) rmSync(persistTo, { recursive: true, force: true });
   }
+}
+
+/** The shard counts shard 0's layout history must record: the start's, then the raise's. */
+function layoutOf(options: RunOptions): number[] {
+  return options.raise > 0 && options.raise !== options.shards ? [options.shards, options.raise] : [options.shards];
 }
 
 /** The node ids of the run's broken agents. */
@@ -243,6 +256,7 @@ export function sizes(defaults: RunOptions): RunOptions {
     broken: n("RELIABILITY_BROKEN", defaults.broken),
     vanishing: n("RELIABILITY_VANISHING", defaults.vanishing),
     shards: n("RELIABILITY_SHARDS", defaults.shards),
+    raise: n("RELIABILITY_RAISE", defaults.raise),
   };
 }
 

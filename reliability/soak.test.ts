@@ -19,6 +19,7 @@ it("a large fleet drains a large job with no 5xx and no violation", async () => 
       broken: 2,
       vanishing: 5,
       shards: 1,
+      raise: 0,
     }),
   );
   console.log(`RELIABILITY ${JSON.stringify(report)}`);

@@ -49,12 +49,16 @@ export function snapshotFromDisk(persistTo: string, jobId: string): PoolSnapshot
 /**
  * What must hold across a pool's shards (docs/sharding.md §15.2), read from
  * every object file `wrangler dev` persisted: each job lives in the shard
- * its id names (shard 0 for legacy ids), and no lease id is in two shards.
+ * its id names (shard 0 for legacy ids, which a pool that once had one shard
+ * holds there whatever they happen to name), each submitted job is in
+ * exactly one shard, no lease id is in two shards, and shard 0's layout
+ * history records the shard counts the run ran with (`layout`, in order).
  */
-export function shardViolations(persistTo: string, shards: number): string[] {
+export function shardViolations(persistTo: string, shards: number, jobIds: string[], layout: number[]): string[] {
   const dir = join(persistTo, "v3", "do", "flashedge-PoolObject");
   const found: string[] = [];
   const leaseShard = new Map<string, string>();
+  const jobShards = new Map<string, number[]>();
   let read = 0;
   for (const name of readdirSync(dir)) {
     if (!name.endsWith(".sqlite") || name === "metadata.sqlite") continue;
@@ -64,15 +68,25 @@ export function shardViolations(persistTo: string, shards: number): string[] {
     if (!self) continue;
     const where = `${self.pool}/${self.shard}`;
     read++;
+    const epochs = query(file, "SELECT shards FROM pool_layout ORDER BY epoch").map((e) => Number(e.shards));
+    if (self.shard === 0 && JSON.stringify(epochs) !== JSON.stringify(layout))
+      found.push(`shard 0's layout history is ${JSON.stringify(epochs)}, the run ran with ${JSON.stringify(layout)}`);
+    const legacyHere = self.shard === 0 && epochs.includes(1);
     for (const { job_id } of query(file, "SELECT job_id FROM jobs")) {
+      jobShards.set(String(job_id), [...(jobShards.get(String(job_id)) ?? []), Number(self.shard)]);
       const home = shardOfId(String(self.pool), String(job_id), "", shards).shard;
-      if (home !== self.shard) found.push(`job ${job_id} lives in shard ${self.shard}, its id names shard ${home}`);
+      if (home !== self.shard && !legacyHere)
+        found.push(`job ${job_id} lives in shard ${self.shard}, its id names shard ${home}`);
     }
     for (const { lease_id } of query(file, "SELECT lease_id FROM leases")) {
       const other = leaseShard.get(String(lease_id));
       if (other !== undefined) found.push(`lease ${lease_id} is in ${other} and ${where}`);
       leaseShard.set(String(lease_id), where);
     }
+  }
+  for (const jobId of jobIds) {
+    const held = jobShards.get(jobId) ?? [];
+    if (held.length !== 1) found.push(`job ${jobId} is in ${held.length} shards (${held.join(", ")})`);
   }
   // A check over nothing would pass anything: every run registers nodes, so shard 0 at least exists.
   if (read === 0) found.push(`no shard's file found under ${dir}`);

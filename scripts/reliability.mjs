@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // @ts-check
 // npm run crash|soak [-- --nodes N --tasks N --seconds N --kills N --max-attempts N --fail-rate F
-//                        --broken N --vanishing N --shards N]
+//                        --broken N --vanishing N --shards N --raise N]
+// --raise N restarts the coordinator at N shards after its first kill.
 // Runs reliability/{crash,soak}.test.ts (vitest in Node, driving `wrangler dev`)
 // with the sizes given as flags.
 
@@ -10,7 +11,7 @@ import { spawnSync } from "node:child_process";
 const [which, ...args] = process.argv.slice(2);
 if (which !== "crash" && which !== "soak") {
   console.error(
-    "usage: reliability.mjs crash|soak [--nodes N] [--tasks N] [--seconds N] [--kills N] [--max-attempts N] [--fail-rate F] [--broken N] [--vanishing N] [--shards N]",
+    "usage: reliability.mjs crash|soak [--nodes N] [--tasks N] [--seconds N] [--kills N] [--max-attempts N] [--fail-rate F] [--broken N] [--vanishing N] [--shards N] [--raise N]",
   );
   process.exit(2);
 }

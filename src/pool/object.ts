@@ -81,11 +81,15 @@ export class PoolObject extends DurableObject<Env> {
     enterPool(this.#pool.sql, () => void this.ctx.blockConcurrencyWhile(() => this.#layoutAtStart()));
   }
 
-  #layoutAtStart(): Promise<void> {
-    const { pool, shard } = shardOfName(this.#pool.name);
+  async #layoutAtStart(): Promise<void> {
+    const name = this.#pool.knownName;
+    // Only an object from before shards, started by its alarm, knows no name:
+    // its next start with one checks (until then it is the pool it always was).
+    if (name === null) return;
+    const { pool, shard } = shardOfName(name);
     const { poolShards, poolLocations } = this.#pool.settings;
     const peers = shardPeers(this.env, poolLocations, pool);
-    return layoutAtStart(this.#pool.sql, pool, shard, shardCount(poolShards, pool), Date.now(), peers);
+    await layoutAtStart(this.#pool.sql, pool, shard, shardCount(poolShards, pool), Date.now(), peers);
   }
 
   // -- layout (docs/sharding.md §11, src/pool/layout.ts): shard to shard ------

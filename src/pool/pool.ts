@@ -5,6 +5,7 @@
 // evicted between any two requests.
 
 import { type Settings, settingsOf } from "../rules/settings";
+import { shardName } from "./address";
 import type { EventRow } from "./events";
 import { answerHeld, HeldClaims } from "./held-claims";
 import { AlarmClock, arm } from "./housekeeping";
@@ -44,9 +45,22 @@ export class Pool {
     return read.settings;
   }
 
-  /** The pool's name for logs (the object's id when the runtime does not know the name). */
+  /**
+   * The object's name, "P" or "P/k" (src/pool/address.ts). The runtime
+   * gives no name to an object an alarm starts, so the name recorded at an
+   * earlier start stands in: the shard's own row, or, in a pool from before
+   * shards, the pool name its first job recorded. The object's id, for logs,
+   * when neither exists.
+   */
   get name(): string {
-    return this.ctx.id.name ?? this.ctx.id.toString();
+    return this.knownName ?? this.ctx.id.toString();
+  }
+
+  /** The object's name when the runtime or an earlier start knows it, else null. */
+  get knownName(): string | null {
+    if (this.ctx.id.name !== undefined) return this.ctx.id.name;
+    const self = this.sql.exec<{ pool: string; shard: number }>("SELECT pool, shard FROM shard_self").toArray()[0];
+    return self ? shardName(self.pool, self.shard) : this.storedName();
   }
 
   /** Whether state changes are logged (docs/protocol.md §11). */
