@@ -9,6 +9,7 @@ import type { EventRow } from "./events";
 import { answerHeld, HeldClaims } from "./held-claims";
 import { AlarmClock, arm } from "./housekeeping";
 import { logEvent, logLine } from "./log";
+import { sendWritten } from "./outbox";
 
 export type ChangeOptions = {
   /** The change records no event but may let a held claim through (a cancel, a released node). */
@@ -77,6 +78,9 @@ export class Pool {
    * change queued work or closed a job (`wakesClaims` for changes that
    * record no event), held claims get their turn before anyone else; a
    * change to one node (`wakesNode`) gives that node's held claim a turn.
+   * Outcomes it wrote for other shards' nodes are sent after it, and those
+   * that can distrust a node are awaited, briefly, before it returns
+   * (docs/sharding.md §8.2).
    */
   async change<T>(fn: (now: number) => T, options: ChangeOptions = {}): Promise<T> {
     const before = this.logging || this.held.size > 0 ? this.lastEventSeq() : null;
@@ -100,6 +104,8 @@ export class Pool {
     }
     await arm(this);
     for (const [held, answer] of woken) held.resolve(answer);
+    // Outbox rows the change wrote for other shards leave now (src/pool/outbox.ts); none at one shard.
+    await sendWritten(this, () => arm(this));
     return result;
   }
 
