@@ -19,7 +19,18 @@ import { JobSpecSchema } from "../../src/protocol/jobs";
 import { expandJob } from "../../src/recipes";
 import { mintShardHex } from "../../src/rules/shard-ids";
 import { jobReplication, REPLICAS_LABEL, TRUST_AFTER_VALID } from "../../src/rules/verification";
-import { ARGV_NODE, call, claim, commandJob, freshPool, register, sha256, sleep, trialsJob } from "../worker/helpers";
+import {
+  ARGV_NODE,
+  call,
+  claim,
+  commandJob,
+  freshPool,
+  register,
+  registration,
+  sha256,
+  sleep,
+  trialsJob,
+} from "../worker/helpers";
 
 // Vite's import.meta.glob, which the test reads the Worker's route sources with.
 declare global {
@@ -161,7 +172,7 @@ describe("a forwarded claim", () => {
     const pool = freshPool();
     await register(pool, "outsider");
     // Open mode: a node's own report makes it a member (docs/protocol.md §9).
-    await register(pool, "member", { capabilities: { ...baseCapabilities(), pools: ["team-a"] } });
+    await register(pool, "member", { capabilities: { ...registration("member").capabilities, pools: ["team-a"] } });
     await submitTo(pool, K, trialsJob(1, {}, { placement: { pool: "team-a" } }));
     expect(await shard(pool, K).claimForwarded(await ticketFor(pool, "outsider"))).toEqual({
       ok: false,
@@ -501,7 +512,3 @@ describe("shard-to-shard calls are out of every caller's reach", () => {
     expect(await refusal(session.deliver(1, []))).toMatch(/does not implement/);
   });
 });
-
-function baseCapabilities() {
-  return { cpu_cores: 8, memory_bytes: 16e9, gpus: [], os: "linux", architecture: "amd64" };
-}
