@@ -8,6 +8,7 @@ import { ARCHIVE_BATCH_TASKS, archiveObjects, finishArchive, nextArchive, startA
 import { collected, nextCollection, takeForCollection } from "./collection";
 import { earliestDeadline, sweep } from "./leases";
 import { logLine } from "./log";
+import { deliverOutbox, outboxDue } from "./outbox";
 import type { Pool } from "./pool";
 
 /** How long archiving waits after R2 refused an archive write. */
@@ -25,6 +26,7 @@ export class AlarmClock {
 /** Sweeps expired leases, collects, archives, and re-arms. */
 export async function alarm(pool: Pool): Promise<void> {
   pool.clock.armedAt = undefined; // the alarm that just fired is no longer set
+  await deliverOutbox(pool);
   await pool.change((now) => sweep(pool.sql, now));
   await collect(pool);
   await archive(pool);
@@ -35,7 +37,7 @@ export async function arm(pool: Pool): Promise<void> {
   const deadline = earliestDeadline(pool.sql);
   const due = nextArchive(pool.sql, Date.now(), pool.settings.jobRetentionMs);
   const archiving = due === null ? null : Math.max(due, pool.clock.archiveRetryAt);
-  const times = [deadline, nextCollection(pool.sql), archiving].filter((t): t is number => t !== null);
+  const times = [deadline, nextCollection(pool.sql), archiving, outboxDue(pool)].filter((t): t is number => t !== null);
   const next = times.length === 0 ? null : Math.min(...times);
   if (next === pool.clock.armedAt) return;
   // The cache is updated in the same synchronous turn as the storage call

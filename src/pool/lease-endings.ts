@@ -7,8 +7,9 @@ import { mayRetry } from "../rules/scheduling";
 import { emit } from "./events";
 import { settleJob } from "./jobs";
 import { findLease, type Joined } from "./lease-rows";
+import { nodeOutcome } from "./outcomes";
 import { attemptFailed } from "./scheduling";
-import { abandonReplicas, endedReplicas, replicaAbandoned } from "./verification";
+import { abandonReplicas, endedReplicas } from "./verification";
 
 /** Expires every live lease whose deadline has passed. */
 export function sweep(sql: SqlStorage, now: number): void {
@@ -47,7 +48,7 @@ export function endAttempt(
   if (row.replica > 0) {
     // Abandoning a replica is not free (docs/protocol.md §14); and the task's attempts
     // are its failed replicas, whatever other replicas are still out.
-    replicaAbandoned(sql, row.node_id);
+    nodeOutcome(sql, now, row.node_id, { outcome: "abandoned" });
     row = { ...row, attempts_used: endedReplicas(sql, row.task_seq) };
     sql.exec("UPDATE tasks SET attempts_used = ? WHERE seq = ?", row.attempts_used, row.task_seq);
   }

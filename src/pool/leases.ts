@@ -8,7 +8,6 @@
 import { MAX_STORED_TEXT_BYTES } from "../protocol/limits";
 import { parseEvidence } from "../protocol/tasks";
 import { isLiveLease, mayDrive } from "../rules/leases";
-import { ownerOf } from "../rules/owners";
 import type { Membership } from "../rules/placement";
 import { truncateUtf8 } from "../rules/text";
 import { evidenceLies } from "../rules/verification";
@@ -17,11 +16,12 @@ import { jobOpen, settleJob } from "./jobs";
 import { endAttempt, sweep, taskOf } from "./lease-endings";
 import { findLease, type Joined, leaseRecord, newLeaseId, type WireLease } from "./lease-rows";
 import { isAccepting, isHeldBack } from "./node-states";
-import { findClaimant, seen, storedNodeView } from "./nodes";
-import { attemptSucceeded, DEFAULT_RETRY_ELSEWHERE_MS, pickTask, useTurn } from "./scheduling";
+import { claimant, seen, storedNodeView } from "./nodes";
+import { nodeOutcome } from "./outcomes";
+import { DEFAULT_RETRY_ELSEWHERE_MS, pickTask, useTurn } from "./scheduling";
 import type { TaskRow } from "./tasks";
 
-import { commitKey, invalidResult, nextReplica, recordReplica } from "./verification";
+import { commitKey, nextReplica, recordReplica } from "./verification";
 
 export { earliestDeadline, endAttempt, endLeasesOf, sweep } from "./lease-endings";
 export { findLease, type LeaseRow, newLeaseId, type WireLease } from "./lease-rows";
@@ -33,7 +33,16 @@ export { findLease, type LeaseRow, newLeaseId, type WireLease } from "./lease-ro
  * Only the last two are worth waiting on.
  */
 export type ClaimResult =
-  | { ok: true; lease: WireLease }
+  | {
+      ok: true;
+      lease: WireLease;
+      /**
+       * The lease's job's tenant and priority, on a forwarded claim's answer
+       * (src/pool/forwarded-claims.ts): what the node's home needs to count the grant as its own.
+       */
+      tenant?: string;
+      priority?: number;
+    }
   | { ok: false; reason: "unregistered" | "not_accepting" | "job_closed" | "held_back" | "nothing" };
 
 /** Tenant weights of docs/protocol.md §13; a tenant not in the map weighs 1. */
@@ -56,7 +65,9 @@ export type FailResult = { ok: true } | { ok: false; reason: "gone" | "not_holde
  * node's owner now (`owners`, else its enrolment's, else itself), so the
  * replicas it ran stay that owner's if ownership changes. `membership`
  * says whose word makes the node a team pool's member (docs/protocol.md §9); the
- * default is the enforcing one.
+ * default is the enforcing one. The node is this shard's own or one whose
+ * passport is here (`claimant`); a forwarded claim names itself
+ * (`claimId`, docs/sharding.md §13.1), recorded on its lease.
  */
 export function claim(
   sql: SqlStorage,
@@ -68,14 +79,15 @@ export function claim(
   retryElsewhereMs = DEFAULT_RETRY_ELSEWHERE_MS,
   owners: NodeOwners = NO_OWNERS,
   membership: Membership = "assigned",
+  claimId: string | null = null,
 ): ClaimResult {
   sweep(sql, now);
-  const node = findClaimant(sql, nodeId);
+  const node = claimant(sql, nodeId, owners);
   if (!node) return { ok: false, reason: "unregistered" };
   seen(sql, now, nodeId);
   if (!isAccepting(node)) return { ok: false, reason: "not_accepting" };
   if (isHeldBack(node, now)) return { ok: false, reason: "held_back" };
-  const owner = ownerOf(nodeId, owners, node.enrolled_owner);
+  const owner = node.owner;
   const view = storedNodeView(node.registration, membership, node.assigned_pools);
   const best = pickTask(sql, now, { nodeId, owner, view, membership }, jobId, retryElsewhereMs);
   if (best === undefined)
@@ -94,7 +106,7 @@ export function claim(
   // uses no attempt: its attempt number counts the failed ones before it.
   let replica = 0;
   if (task.replicas > 1) {
-    const next = nextReplica(sql, task, node, random());
+    const next = nextReplica(sql, task, node.trusted, random());
     replica = next.replica;
     task.attempts_used = next.attempt;
     sql.exec("UPDATE tasks SET state = ?, attempts_used = ? WHERE seq = ?", next.state, next.attempt, task.seq);
@@ -102,8 +114,8 @@ export function claim(
   useTurn(sql, now, task.job_id, weights);
   const deadline = now + Math.round(task.lease_seconds * 1000);
   sql.exec(
-    `INSERT INTO leases (lease_id, task_seq, node_id, attempt_number, issued_ms, deadline_ms, status, replica, owner)
-     VALUES (?, ?, ?, ?, ?, ?, 'live', ?, ?)`,
+    `INSERT INTO leases (lease_id, task_seq, node_id, attempt_number, issued_ms, deadline_ms, status, replica, owner, claim_id)
+     VALUES (?, ?, ?, ?, ?, ?, 'live', ?, ?, ?)`,
     task.lease_id,
     task.seq,
     nodeId,
@@ -112,6 +124,7 @@ export function claim(
     deadline,
     replica,
     owner,
+    claimId,
   );
   seen(sql, now, nodeId, deadline);
   emit(
@@ -234,7 +247,7 @@ export function commit(
     const claimed = (evidence as { wall_seconds: number }).wall_seconds;
     const message = `evidence claims ${claimed} s of work, but ${(now - row.issued_ms) / 1000} s passed since the claim`;
     endAttempt(sql, now, row, "failed", "TASK_ATTEMPT_FAILED", message);
-    invalidResult(sql, now, row.node_id, `its evidence lied: ${message}`);
+    nodeOutcome(sql, now, row.node_id, { outcome: "lie", reason: `its evidence lied: ${message}` });
     return { status: "invalid", detail: `${message}: an invalid result; attempt requeued` };
   }
   if (live && valid && row.replica > 0) {
@@ -245,8 +258,7 @@ export function commit(
   if (live && valid) {
     sql.exec("UPDATE leases SET status = 'completed' WHERE lease_id = ?", leaseId);
     sql.exec("UPDATE tasks SET state = 'COMPLETED', accepted_object = ? WHERE seq = ?", bound!.object, row.task_seq);
-    sql.exec("UPDATE nodes SET accepted_tasks = accepted_tasks + 1 WHERE node_id = ?", row.node_id);
-    attemptSucceeded(sql, row.node_id);
+    nodeOutcome(sql, now, row.node_id, { outcome: "accepted" });
     emit(
       sql,
       now,

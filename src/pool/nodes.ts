@@ -6,6 +6,7 @@ import { type NodeHeartbeat, type NodeRegistration, registrationFits } from "../
 import { fillPage } from "../protocol/paging";
 import { ownerOf } from "../rules/owners";
 import { type Membership, type NodeView, nodeView } from "../rules/placement";
+import { trusted } from "../rules/verification";
 import { iso } from "./events";
 import { ACCEPTING_STATUS, isHeldBack, isOnline } from "./node-states";
 
@@ -144,35 +145,68 @@ export function heartbeatNode(
 /**
  * A request from `nodeId` proves it alive (docs/protocol.md §5): online for the window
  * from now, or until `holdsUntil` (the deadline of a lease it was just
- * issued or renewed), whichever is later. Unknown nodes are left alone.
+ * issued or renewed), whichever is later; for a node with a passport here,
+ * its last request here. Unknown nodes are left alone.
  */
 export function seen(sql: SqlStorage, now: number, nodeId: string, holdsUntil = 0): void {
-  sql.exec(
+  const home = sql.exec(
     "UPDATE nodes SET last_heartbeat_ms = ?, live_until_ms = MAX(live_until_ms, ?, ?) WHERE node_id = ?",
     now,
     now + ONLINE_WINDOW_MS,
     holdsUntil,
     nodeId,
-  );
+  ).rowsWritten;
+  // A node whose home is another shard is alive here too (docs/sharding.md §8.3); its home learns of it by its lease.
+  if (home === 0) sql.exec("UPDATE passports SET last_request_ms = ? WHERE node_id = ?", now, nodeId);
 }
 
 export function findNode(sql: SqlStorage, nodeId: string): NodeRow | undefined {
   return sql.exec<NodeRow>("SELECT * FROM nodes WHERE node_id = ?", nodeId).toArray()[0];
 }
 
-/** A claiming node's row with what the claim needs beside it: its enrolled owner and its assigned team pools. */
-export type ClaimantRow = NodeRow & { enrolled_owner: string | null; assigned_pools: string | null };
+/**
+ * What a claim knows of the claiming node: its stored registration, status,
+ * hold, assigned team pools (node_pools.pools JSON, null when none), owner
+ * (docs/protocol.md §14) and whether adaptive replication trusts it to run a task
+ * alone (rules/verification.ts trusted()).
+ */
+export type ClaimantRow = {
+  registration: string;
+  status: string;
+  held_until_ms: number;
+  assigned_pools: string | null;
+  owner: string;
+  trusted: boolean;
+};
 
-/** The node's row, owner and pools in one statement: a claim reads them together. */
-export function findClaimant(sql: SqlStorage, nodeId: string): ClaimantRow | undefined {
-  return sql
-    .exec<ClaimantRow>(
+/**
+ * The claiming node as this shard knows it: its row, owner and pools in one
+ * statement when its home is here; else the passport its home sent
+ * (docs/sharding.md §5.1), whose owner and trust the home decided. `owners`
+ * are the configured ones (FLASHML_NODE_OWNERS). Undefined: unknown here.
+ */
+export function claimant(
+  sql: SqlStorage,
+  nodeId: string,
+  owners: ReadonlyMap<string, string>,
+): ClaimantRow | undefined {
+  type Home = NodeRow & { enrolled_owner: string | null; assigned_pools: string | null };
+  const home = sql
+    .exec<Home>(
       `SELECT n.*, c.owner AS enrolled_owner, ap.pools AS assigned_pools FROM nodes n
        LEFT JOIN node_credentials c ON c.node_id = n.node_id AND c.revoked_ms IS NULL ${ASSIGNED_POOLS}
        WHERE n.node_id = ?`,
       nodeId,
     )
     .toArray()[0];
+  if (home) return { ...home, owner: ownerOf(nodeId, owners, home.enrolled_owner), trusted: trusted(home) };
+  const foreign = sql
+    .exec<Omit<ClaimantRow, "trusted"> & { trusted: number }>(
+      "SELECT registration, status, held_until_ms, assigned_pools, owner, trusted FROM passports WHERE node_id = ?",
+      nodeId,
+    )
+    .toArray()[0];
+  return foreign && { ...foreign, trusted: foreign.trusted === 1 };
 }
 
 /**

@@ -19,6 +19,7 @@ import { dashboardSummary } from "./dashboard";
 import { type CredentialProof, credentialValid } from "./enrolment";
 import * as enrolment from "./enrolment-flows";
 import { fleetSummary } from "./fleet";
+import { type ClaimTicket, claimForwarded, type ForwardedClaimResult } from "./forwarded-claims";
 import { claimOrHold } from "./held-claims";
 import { alarm } from "./housekeeping";
 import * as jobs from "./job-calls";
@@ -29,6 +30,7 @@ import type { ClaimResult } from "./leases";
 import { forwardLegacyIds, hadOneShard } from "./legacy-ids";
 import { metricsSample } from "./metrics";
 import * as nodes from "./node-calls";
+import { deliver, type OutcomeMessage } from "./outcomes";
 import { placementReport } from "./placement-report";
 import { Pool } from "./pool";
 import { reserveSlot } from "./reservations";
@@ -199,6 +201,18 @@ export class PoolObject extends DurableObject<Env> {
     return leases.completeLease(this.#pool, leaseId, outputSha256, evidence, caller);
   }
 
+  // -- shard to shard (docs/sharding.md §5.1, §8.2): no route calls these, no session offers them
+
+  /** A claim the node's home forwarded here, with the node's passport (src/pool/forwarded-claims.ts). */
+  claimForwarded(ticket: ClaimTicket): Promise<ForwardedClaimResult> {
+    return claimForwarded(this.#pool, ticket);
+  }
+
+  /** At a node's home: outcomes of its leases on shard `from`, each applied once (src/pool/outcomes.ts). */
+  deliver(from: number, batch: OutcomeMessage[]) {
+    return deliver(this.#pool, from, batch);
+  }
+
   // -- jobs, artifacts, checkpoints (src/pool/job-calls.ts) --------------------
 
   /** A slot for a job of `tasks` tasks, and this shard's load, for the job route's two choices (docs/sharding.md §7.4). */
@@ -306,8 +320,8 @@ export class PoolObject extends DurableObject<Env> {
   }
 }
 
-/** The lifecycle methods of the object and the shard-to-shard layout calls, which are no calls a session offers. */
-type Lifecycle = "session" | "vouch" | "alarm" | "layout" | "emptiness";
+/** The lifecycle methods of the object and the shard-to-shard calls, which are no calls a session offers. */
+type Lifecycle = "session" | "vouch" | "alarm" | "layout" | "emptiness" | "claimForwarded" | "deliver";
 
 /** An enrolled node's session: the object's calls, each re-checking the credential (src/pool/session.ts). */
 const NodeSession = sessionClass<PoolObject, Lifecycle>(PoolObject.prototype, [
@@ -316,5 +330,7 @@ const NodeSession = sessionClass<PoolObject, Lifecycle>(PoolObject.prototype, [
   "alarm",
   "layout",
   "emptiness",
+  "claimForwarded",
+  "deliver",
 ]);
 export type NodeSession = InstanceType<typeof NodeSession>;

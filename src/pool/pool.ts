@@ -10,6 +10,7 @@ import type { EventRow } from "./events";
 import { answerHeld, HeldClaims } from "./held-claims";
 import { AlarmClock, arm } from "./housekeeping";
 import { logEvent, logLine } from "./log";
+import { sendWritten } from "./outbox";
 import { Reservations } from "./reservations";
 
 export type ChangeOptions = {
@@ -94,6 +95,9 @@ export class Pool {
    * change queued work or closed a job (`wakesClaims` for changes that
    * record no event), held claims get their turn before anyone else; a
    * change to one node (`wakesNode`) gives that node's held claim a turn.
+   * Outcomes it wrote for other shards' nodes are sent after it, and those
+   * that can distrust a node are awaited, briefly, before it returns
+   * (docs/sharding.md §8.2).
    */
   async change<T>(fn: (now: number) => T, options: ChangeOptions = {}): Promise<T> {
     const before = this.logging || this.held.size > 0 ? this.lastEventSeq() : null;
@@ -117,6 +121,8 @@ export class Pool {
     }
     await arm(this);
     for (const [held, answer] of woken) held.resolve(answer);
+    // Outbox rows the change wrote for other shards leave now (src/pool/outbox.ts); none at one shard.
+    await sendWritten(this, () => arm(this));
     return result;
   }
 

@@ -1,12 +1,14 @@
 // The scheduling policy of docs/protocol.md §13 over the pool's tables: which pending
 // task a node's claim takes, the turns that claim uses up, and the record
-// of failures that holds a failing node back and sends a task's retry to
-// another node. Every function runs inside the caller's transaction.
+// of failures that sends a task's retry to another node (the node's own
+// record, which holds it back, is src/pool/outcomes.ts). Every function
+// runs inside the caller's transaction.
 
 import { gateFor, type Membership, type NodeView, type PayloadGate } from "../rules/placement";
-import { DEFAULT_RETRY_ELSEWHERE_SECONDS, holdBackMs, MAX_PRIORITY } from "../rules/scheduling";
+import { DEFAULT_RETRY_ELSEWHERE_SECONDS, MAX_PRIORITY } from "../rules/scheduling";
 import { claimableSql } from "./node-states";
 import { ASSIGNED_POOLS, storedNodeView } from "./nodes";
+import { nodeOutcome } from "./outcomes";
 
 /** Rows per page of an ordered walk. */
 const PAGE = 16;
@@ -323,8 +325,9 @@ export function useTurn(sql: SqlStorage, now: number, jobId: string, weights: Re
 
 /**
  * An attempt of `nodeId` on the task ended without an accepted commit: the
- * task remembers it and when (its retry goes elsewhere for a while) and the node's run of
- * failures grows, holding it back once long enough.
+ * task remembers it and when (its retry goes elsewhere for a while), here
+ * where the task is, and the node's run of failures grows, holding it back
+ * once long enough, at its home (src/pool/outcomes.ts).
  */
 export function attemptFailed(sql: SqlStorage, now: number, nodeId: string, taskSeq: number): void {
   // The latest failure starts the retry-elsewhere window again.
@@ -335,28 +338,7 @@ export function attemptFailed(sql: SqlStorage, now: number, nodeId: string, task
     nodeId,
     now,
   );
-  const row = sql
-    .exec<{ n: number }>(
-      "UPDATE nodes SET consecutive_failures = consecutive_failures + 1 WHERE node_id = ? RETURNING consecutive_failures AS n",
-      nodeId,
-    )
-    .toArray()[0];
-  const hold = row ? holdBackMs(row.n) : 0;
-  // Never shortens a longer hold already set (a distrusted node's, docs/protocol.md §14).
-  if (hold > 0)
-    sql.exec("UPDATE nodes SET held_until_ms = MAX(held_until_ms, ?) WHERE node_id = ?", now + hold, nodeId);
-}
-
-/**
- * An accepted commit ends the node's run of failures, and its hold, unless
- * the node is distrusted: a lie's hold runs out or is released (docs/protocol.md §14).
- */
-export function attemptSucceeded(sql: SqlStorage, nodeId: string): void {
-  sql.exec(
-    `UPDATE nodes SET consecutive_failures = 0, held_until_ms = CASE WHEN distrusted IS NULL THEN 0 ELSE held_until_ms END
-     WHERE node_id = ? AND consecutive_failures > 0`,
-    nodeId,
-  );
+  nodeOutcome(sql, now, nodeId, { outcome: "failed" });
 }
 
 /**

@@ -1,5 +1,5 @@
 -- The pool object's SQLite schema after every migration in src/pool/schema.ts
--- (1-18): what a new pool starts with and what every older pool is migrated to.
+-- (1-19): what a new pool starts with and what every older pool is migrated to.
 -- Generated from a freshly migrated pool's sqlite_master, never edited by hand:
 -- test/worker/schema.test.ts fails when they differ; after changing a migration,
 -- `npm run schema:snapshot` rewrites this file. Run on an empty database it makes
@@ -477,6 +477,81 @@ CREATE TRIGGER leases_replica_owner AFTER INSERT ON leases WHEN NEW.replica > 0 
           AND l.owner = NEW.owner AND l.lease_id <> NEW.lease_id)
       FROM tasks t WHERE t.seq = NEW.task_seq AND true
       ON CONFLICT (job_id, class_id, owner) DO UPDATE SET pending = pending + excluded.pending;
+  END;
+
+-- node_credentials_passport_delete (migration 19):
+-- docs/sharding.md §8.1, passports: a credential removed bumps the node's passport_version in
+-- the same transaction, so a shard holding an older passport (passports.version) is sent the
+-- newer one and never keeps it over a newer. TypeScript half: src/pool/passports.ts passportOf
+-- reads exactly these columns into the passport, upsertPassport keeps the higher version.
+CREATE TRIGGER node_credentials_passport_delete AFTER DELETE ON node_credentials BEGIN
+    UPDATE nodes SET passport_version = passport_version + 1 WHERE node_id = OLD.node_id;
+  END;
+
+-- node_credentials_passport_insert (migration 19):
+-- docs/sharding.md §8.1, passports: a first enrolled credential (its hash and owner, the
+-- passport's credential_sha256 and owner) bumps the node's passport_version in the same
+-- transaction, so a shard holding an older passport (passports.version) is sent the newer one
+-- and never keeps it over a newer. TypeScript half: src/pool/passports.ts passportOf reads
+-- exactly these columns into the passport, upsertPassport keeps the higher version.
+CREATE TRIGGER node_credentials_passport_insert AFTER INSERT ON node_credentials BEGIN
+    UPDATE nodes SET passport_version = passport_version + 1 WHERE node_id = NEW.node_id;
+  END;
+
+-- node_credentials_passport_update (migration 19):
+-- docs/sharding.md §8.1, passports: a credential replaced, re-owned or revoked (revoked_ms)
+-- bumps the node's passport_version in the same transaction, so a shard holding an older
+-- passport (passports.version) is sent the newer one and never keeps it over a newer.
+-- TypeScript half: src/pool/passports.ts passportOf reads exactly these columns into the
+-- passport, upsertPassport keeps the higher version.
+CREATE TRIGGER node_credentials_passport_update AFTER UPDATE OF token_sha256, owner, revoked_ms ON node_credentials
+    WHEN OLD.token_sha256 IS NOT NEW.token_sha256 OR OLD.owner IS NOT NEW.owner
+      OR OLD.revoked_ms IS NOT NEW.revoked_ms BEGIN
+    UPDATE nodes SET passport_version = passport_version + 1 WHERE node_id = NEW.node_id;
+  END;
+
+-- node_pools_passport_delete (migration 19):
+-- docs/sharding.md §8.1, passports: a team-pool assignment removed bumps the node's
+-- passport_version in the same transaction, so a shard holding an older passport
+-- (passports.version) is sent the newer one and never keeps it over a newer. TypeScript half:
+-- src/pool/passports.ts passportOf reads exactly these columns into the passport,
+-- upsertPassport keeps the higher version.
+CREATE TRIGGER node_pools_passport_delete AFTER DELETE ON node_pools BEGIN
+    UPDATE nodes SET passport_version = passport_version + 1 WHERE node_id = OLD.node_id;
+  END;
+
+-- node_pools_passport_insert (migration 19):
+-- docs/sharding.md §8.1, passports: a first team-pool assignment (node_pools, the passport's
+-- assigned_pools) bumps the node's passport_version in the same transaction, so a shard holding
+-- an older passport (passports.version) is sent the newer one and never keeps it over a newer.
+-- TypeScript half: src/pool/passports.ts passportOf reads exactly these columns into the
+-- passport, upsertPassport keeps the higher version.
+CREATE TRIGGER node_pools_passport_insert AFTER INSERT ON node_pools BEGIN
+    UPDATE nodes SET passport_version = passport_version + 1 WHERE node_id = NEW.node_id;
+  END;
+
+-- node_pools_passport_update (migration 19):
+-- docs/sharding.md §8.1, passports: a changed team-pool assignment bumps the node's
+-- passport_version in the same transaction, so a shard holding an older passport
+-- (passports.version) is sent the newer one and never keeps it over a newer. TypeScript half:
+-- src/pool/passports.ts passportOf reads exactly these columns into the passport,
+-- upsertPassport keeps the higher version.
+CREATE TRIGGER node_pools_passport_update AFTER UPDATE OF pools ON node_pools WHEN OLD.pools IS NOT NEW.pools BEGIN
+    UPDATE nodes SET passport_version = passport_version + 1 WHERE node_id = NEW.node_id;
+  END;
+
+-- nodes_passport (migration 19):
+-- docs/sharding.md §8.1, passports: a change to the node's registration, status, hold
+-- (held_until_ms), distrust, or trusted() flag (consecutive_valid crossing TRUST_AFTER_VALID,
+-- src/rules/verification.ts: the literal 10 here must match) bumps the node's passport_version
+-- in the same transaction, so a shard holding an older passport (passports.version) is sent the
+-- newer one and never keeps it over a newer. TypeScript half: src/pool/passports.ts passportOf
+-- reads exactly these columns into the passport, upsertPassport keeps the higher version.
+CREATE TRIGGER nodes_passport AFTER UPDATE OF registration, status, held_until_ms, distrusted, consecutive_valid ON nodes
+    WHEN OLD.registration IS NOT NEW.registration OR OLD.status IS NOT NEW.status
+      OR OLD.held_until_ms IS NOT NEW.held_until_ms OR OLD.distrusted IS NOT NEW.distrusted
+      OR (OLD.consecutive_valid >= 10) <> (NEW.consecutive_valid >= 10) BEGIN
+    UPDATE nodes SET passport_version = passport_version + 1 WHERE node_id = NEW.node_id;
   END;
 
 -- queue_classes_owners_delete (migration 16):

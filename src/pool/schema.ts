@@ -17,11 +17,12 @@ import { CORE } from "./migrations/v01-core";
 import { SCHEDULING } from "./migrations/v09-scheduling";
 import { TRUST } from "./migrations/v11-trust";
 import { SHARDS } from "./migrations/v18-shards";
+import { PASSPORTS } from "./migrations/v19-passports";
 
 export type { Migration } from "./migrations/migration";
 
 /** Every step, in order: ids 1, 2, … with no gap (a test holds them so), the versions schema_version records. */
-export const MIGRATIONS: readonly Migration[] = [...CORE, ...SCHEDULING, ...TRUST, ...SHARDS];
+export const MIGRATIONS: readonly Migration[] = [...CORE, ...SCHEDULING, ...TRUST, ...SHARDS, ...PASSPORTS];
 
 /** Applies every migration newer than the recorded version, in order (the caller holds the transaction). */
 export function migrate(sql: SqlStorage): void {

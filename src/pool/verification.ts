@@ -1,27 +1,19 @@
 // Verified results in the pool (docs/protocol.md §14): the replicas of a task as
-// concurrent leases, their committed metrics objects, the verdict once
-// enough agree, and each node's record of valid and invalid results. The
-// rules (agreement, verdict, adaptive replication) are pure, in
-// src/rules/verification.ts. Every function runs inside the caller's
-// transaction.
+// concurrent leases, their committed metrics objects, and the verdict once
+// enough agree; each node's record of valid and invalid results is kept at
+// its home (src/pool/outcomes.ts). The rules (agreement, verdict, adaptive
+// replication) are pure, in src/rules/verification.ts. Every function runs
+// inside the caller's transaction.
 
 import { replicaPrefix } from "../protocol/keys";
-import { HOLD_AFTER_FAILURES, holdBackMs } from "../rules/scheduling";
 import { parseMetrics } from "../rules/strict-json";
-import {
-  EXTRA_REPLICAS,
-  effectiveQuorum,
-  type ReplicaResult,
-  recordVerdict,
-  replicasFor,
-  trusted,
-  verdict,
-} from "../rules/verification";
+import { EXTRA_REPLICAS, effectiveQuorum, type ReplicaResult, replicasFor, verdict } from "../rules/verification";
 import { findArtifact } from "./artifacts";
 import { unreferenced } from "./collection";
 import { emit } from "./events";
 import { settleJob } from "./jobs";
-import { attemptFailed, attemptSucceeded } from "./scheduling";
+import { nodeOutcome } from "./outcomes";
+import { attemptFailed } from "./scheduling";
 
 /** A replicated task's columns the verdict needs. */
 export type ReplicatedTask = {
@@ -35,9 +27,6 @@ export type ReplicatedTask = {
   tolerance_abs: number;
   wanted: number;
 };
-
-/** What a claim knows of the claiming node's record (docs/protocol.md §14). */
-export type NodeRecord = { consecutive_valid: number; distrusted: string | null };
 
 /** The stored object a replica committed: the bytes its verdict judges and the task key then serves. */
 export type JudgedObject = { object: string; sha256: string; size_bytes: number; etag: string };
@@ -67,21 +56,23 @@ function replicaCounts(sql: SqlStorage, taskSeq: number) {
  * One more replica of `task` for `node`: its number, its attempt number
  * (failed attempts + 1: replicas use none, docs/protocol.md §14), and the task's state
  * once it is out. The first replica ever issued decides how many the task
- * wants (adaptive replication: one for a trusted node, unless `random`
+ * wants (adaptive replication: one for a `trusted` node, unless `random`
  * picks a spot check), once: a replica that fails, expires or is cancelled
  * never buys a fresh draw. A task decided to run alone that an untrusted
  * node now claims is replicated in full instead (never the other way).
+ * `trusted` is the claimant's (src/pool/nodes.ts): its home's record, or the
+ * passport its home sent with the claim (docs/sharding.md §8.6).
  */
 export function nextReplica(
   sql: SqlStorage,
   task: ReplicatedTask,
-  node: NodeRecord,
+  trusted: boolean,
   random: number,
 ): { replica: number; attempt: number; state: "PENDING" | "LEASED" } {
   const { issued, live, results, ended } = replicaCounts(sql, task.seq);
   let wanted = task.wanted;
-  if (issued === 0) wanted = replicasFor(task, trusted(node), random);
-  else if (wanted === 1 && !trusted(node)) wanted = task.replicas;
+  if (issued === 0) wanted = replicasFor(task, trusted, random);
+  else if (wanted === 1 && !trusted) wanted = task.replicas;
   if (wanted !== task.wanted) sql.exec("UPDATE tasks SET wanted = ? WHERE seq = ?", wanted, task.seq);
   return { replica: issued + 1, attempt: ended + 1, state: live + 1 + results >= wanted ? "LEASED" : "PENDING" };
 }
@@ -202,11 +193,9 @@ function judge(sql: SqlStorage, now: number, task: ReplicatedTask): void {
     const valid = winners.has(r.lease_id);
     sql.exec("UPDATE replica_results SET verdict = ? WHERE lease_id = ?", valid ? "valid" : "invalid", r.lease_id);
     if (valid) {
-      sql.exec("UPDATE nodes SET accepted_tasks = accepted_tasks + 1 WHERE node_id = ?", r.node_id);
-      if (compared) validResult(sql, r.node_id);
-      attemptSucceeded(sql, r.node_id);
+      nodeOutcome(sql, now, r.node_id, { outcome: compared ? "valid" : "accepted" });
     } else {
-      invalidResult(sql, now, r.node_id, null);
+      nodeOutcome(sql, now, r.node_id, { outcome: "invalid" });
       attemptFailed(sql, now, r.node_id, task.seq);
       emit(
         sql,
@@ -275,64 +264,4 @@ function bindTaskKey(sql: SqlStorage, now: number, task: ReplicatedTask, winner:
 export function abandonReplicas(sql: SqlStorage, taskSeq: number): void {
   sql.exec("UPDATE leases SET status = 'cancelled' WHERE task_seq = ? AND status = 'live'", taskSeq);
   sql.exec("UPDATE replica_results SET verdict = 'undecided' WHERE task_seq = ? AND verdict = 'pending'", taskSeq);
-}
-
-/** A result a quorum agreed with: one more verified result in the node's run, and in its latest verdicts. */
-function validResult(sql: SqlStorage, nodeId: string): void {
-  const node = sql.exec<{ verdicts: string }>("SELECT verdicts FROM nodes WHERE node_id = ?", nodeId).toArray()[0];
-  if (!node) return;
-  sql.exec(
-    `UPDATE nodes SET valid_results = valid_results + 1, consecutive_valid = consecutive_valid + 1, verdicts = ?
-     WHERE node_id = ?`,
-    recordVerdict(node.verdicts, false).window,
-    nodeId,
-  );
-}
-
-/**
- * A result that lost its quorum, or (with `lie` saying how) evidence that
- * lied: counted on the node, ending its run of valid results. A lie, a
- * verdict lost while the node was trusted to run tasks alone, or
- * LOST_VERDICTS_LIMIT lost among its latest verdicts distrusts the node:
- * held back (docs/protocol.md §13) and never again trusted with a task alone until an
- * operator releases it. The caller counts it as a failed attempt too.
- */
-export function invalidResult(sql: SqlStorage, now: number, nodeId: string, lie: string | null): void {
-  const node = sql
-    .exec<{ verdicts: string; distrusted: string | null; consecutive_failures: number; consecutive_valid: number }>(
-      "SELECT verdicts, distrusted, consecutive_failures, consecutive_valid FROM nodes WHERE node_id = ?",
-      nodeId,
-    )
-    .toArray()[0];
-  if (!node) return;
-  const recorded = lie === null ? recordVerdict(node.verdicts, true) : { window: node.verdicts, distrust: true };
-  const { window } = recorded;
-  // Outvoted while trusted with tasks alone, it was wrong where nothing
-  // checked it either: once is enough (an honest node is never outvoted).
-  const caughtWhileTrusted = lie === null && trusted(node);
-  const distrust = recorded.distrust || caughtWhileTrusted;
-  sql.exec(
-    "UPDATE nodes SET invalid_results = invalid_results + 1, consecutive_valid = 0, verdicts = ? WHERE node_id = ?",
-    window,
-    nodeId,
-  );
-  if (!distrust || node.distrusted !== null) return;
-  const lost = [...window].filter((v) => v === "i").length;
-  const reason =
-    lie ??
-    (recorded.distrust
-      ? `lost ${lost} of its last ${window.length} verdicts`
-      : `outvoted while trusted to run tasks alone (after ${node.consecutive_valid} verified results in a row)`);
-  const hold = holdBackMs(Math.max(node.consecutive_failures + 1, HOLD_AFTER_FAILURES));
-  sql.exec(
-    "UPDATE nodes SET distrusted = ?, held_until_ms = MAX(held_until_ms, ?) WHERE node_id = ?",
-    reason,
-    now + hold,
-    nodeId,
-  );
-}
-
-/** A replica its node failed, let expire or committed invalid output for ends the node's run of valid results. */
-export function replicaAbandoned(sql: SqlStorage, nodeId: string): void {
-  sql.exec("UPDATE nodes SET consecutive_valid = 0 WHERE node_id = ?", nodeId);
 }

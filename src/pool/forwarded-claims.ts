@@ -1,0 +1,90 @@
+// A claim forwarded by the node's home (docs/sharding.md §5.1, §13.1): the
+// home checked the node and chose this shard for its work; this shard leases
+// by today's claim, with the claimant from the passport the ticket carries.
+// Object to object only: no route of the Worker reaches it and no node's
+// session offers it, since a ticket is the home's word about a node.
+//
+// Idempotent by the ticket's claim id: a home that lost the answer to a
+// reset asks again with the same id and gets the same lease, never a second.
+// Never issues a lease once the ticket's notAfter has passed here, so no
+// lease goes to a held claim its home has already answered.
+
+import { isLiveLease } from "../rules/leases";
+import { leaseRecord, type WireLease } from "./lease-rows";
+import { type ClaimResult, claim, findLease } from "./leases";
+import type { Passport, PassportVersion } from "./passports";
+import { heldPassportVersion, upsertPassport } from "./passports";
+import type { Pool } from "./pool";
+
+/**
+ * A home's forward of one claim: its id (16 random hex, docs/sharding.md §5.1),
+ * the node's passport in full or, when the home knows this shard holds it,
+ * only its version; the job the claim is restricted to; and the last
+ * instant, on this shard's clock, at which a lease may still be issued
+ * (the home's hold end + 1 s, epoch ms).
+ */
+export type ClaimTicket = {
+  claimId: string;
+  passport: Passport | PassportVersion;
+  jobId: string | null;
+  notAfter: number;
+};
+
+/**
+ * A claim's answer, with its lease's tenant and priority on a lease; or
+ * `stale_passport` for a ticket naming a version this shard does not hold
+ * (the home resends it with the passport in full).
+ */
+export type ForwardedClaimResult = ClaimResult | { ok: false; reason: "stale_passport" };
+
+const NOTHING: ForwardedClaimResult = { ok: false, reason: "nothing" };
+
+/** Serves a forwarded claim in one change (see the header). */
+export function claimForwarded(pool: Pool, ticket: ClaimTicket): Promise<ForwardedClaimResult> {
+  return pool.change((now) => {
+    const { tenantWeights, retryElsewhereMs, owners, membership } = pool.settings;
+    return forwardedClaim(pool.sql, now, ticket, (sql, nodeId, jobId, claimId) =>
+      claim(sql, now, nodeId, jobId, tenantWeights, Math.random, retryElsewhereMs, owners, membership, claimId),
+    );
+  });
+}
+
+/**
+ * The forwarded claim's transaction: refused past `notAfter`; the passport
+ * kept (an older one never overwrites a newer); the lease already issued
+ * for this claim id, if it is still live; else `claimAs`, today's claim
+ * with the claim id on its lease.
+ */
+export function forwardedClaim(
+  sql: SqlStorage,
+  now: number,
+  ticket: ClaimTicket,
+  claimAs: (sql: SqlStorage, nodeId: string, jobId: string | null, claimId: string) => ClaimResult,
+): ForwardedClaimResult {
+  if (now > ticket.notAfter) return NOTHING;
+  const { passport } = ticket;
+  if ("registration" in passport) upsertPassport(sql, passport, now);
+  else if ((heldPassportVersion(sql, passport.nodeId) ?? -1) < passport.version)
+    return { ok: false, reason: "stale_passport" };
+  const earlier = sql
+    .exec<{ lease_id: string }>("SELECT lease_id FROM leases WHERE claim_id = ?", ticket.claimId)
+    .toArray()[0];
+  if (earlier !== undefined) {
+    // The claim was served before its answer was lost; once that lease has ended, it gets nothing more.
+    const row = findLease(sql, earlier.lease_id);
+    return row && isLiveLease(row, now) && row.node_id === passport.nodeId ? placed(sql, leaseRecord(row)) : NOTHING;
+  }
+  const result = claimAs(sql, passport.nodeId, ticket.jobId, ticket.claimId);
+  return result.ok ? placed(sql, result.lease) : result;
+}
+
+/** A lease's answer with its job's tenant and priority, for the home's own count of grants. */
+function placed(sql: SqlStorage, lease: WireLease): ForwardedClaimResult {
+  const job = sql
+    .exec<{ tenant: string; priority: number }>(
+      "SELECT tenant, priority FROM job_queues WHERE job_id = ?",
+      lease.job_id,
+    )
+    .toArray()[0];
+  return { ok: true, lease, ...(job ? { tenant: job.tenant, priority: job.priority } : {}) };
+}

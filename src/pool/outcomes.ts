@@ -1,0 +1,223 @@
+// What the end of a lease writes to its node's record (docs/sharding.md §8.2):
+// an accepted commit, a failed attempt and the hold-back it may bring, an
+// abandoned replica, a verdict, a lie. Only the node's home keeps that record.
+// For a node whose home is here each outcome applies at once, in the
+// caller's transaction, exactly as before sharding; for one whose passport is
+// here it becomes an outbox row to its home in the same transaction, sent
+// after it (src/pool/outbox.ts) and applied there by `deliver`, once per row.
+// Every function but `deliver` runs inside the caller's transaction and
+// never awaits.
+
+import { MAX_STORED_TEXT_BYTES } from "../protocol/limits";
+import { HOLD_AFTER_FAILURES, holdBackMs } from "../rules/scheduling";
+import { truncateUtf8 } from "../rules/text";
+import { recordVerdict, trusted } from "../rules/verification";
+import { outboxWritten } from "./outbox";
+import type { Pool } from "./pool";
+
+/**
+ * One outcome for a node's record: `accepted` (an accepted commit, or a
+ * replica accepted without comparison), `valid` (a replica a quorum agreed
+ * with), `failed` (an attempt ended without an accepted commit), `abandoned`
+ * (a replica failed or expired), `invalid` (a replica outvoted), `lie`
+ * (evidence that lied, `reason` saying how).
+ */
+export type Outcome =
+  | { outcome: "accepted" | "valid" | "failed" | "abandoned" | "invalid" }
+  | { outcome: "lie"; reason: string };
+
+/** An outcome as it travels home: for which node. */
+export type NodeOutcome = Outcome & { node_id: string };
+
+/** One outbox row as `deliver` receives it: the sender's seq and the outcome. */
+export type OutcomeMessage = { seq: number; body: NodeOutcome };
+
+/**
+ * Records `outcome` for `nodeId`: at once when its home is here, else in
+ * the outbox to its home (the shard its passport names). A node unknown
+ * here is left alone, as always.
+ */
+export function nodeOutcome(sql: SqlStorage, now: number, nodeId: string, outcome: Outcome): void {
+  if (applyOutcome(sql, now, nodeId, outcome)) return;
+  const home = sql.exec<{ home: number }>("SELECT home FROM passports WHERE node_id = ?", nodeId).toArray()[0]?.home;
+  if (home === undefined) return;
+  const body: NodeOutcome =
+    outcome.outcome === "lie"
+      ? { node_id: nodeId, outcome: "lie", reason: truncateUtf8(outcome.reason, MAX_STORED_TEXT_BYTES) }
+      : { node_id: nodeId, ...outcome };
+  sql.exec(
+    "INSERT INTO outbox (to_shard, kind, body, created_ms) VALUES (?, 'outcome', ?, ?)",
+    home,
+    JSON.stringify(body),
+    now,
+  );
+  // An outcome that can distrust the node is home before the request that caused it is answered (§8.6).
+  outboxWritten(sql, outcome.outcome === "lie" || outcome.outcome === "invalid");
+}
+
+/**
+ * Applies `outcome` to the node's record here; false when the node has no
+ * record here (its home is elsewhere, or it is unknown). Each outcome is
+ * the statements the end of a lease ran before sharding, in their order.
+ */
+export function applyOutcome(sql: SqlStorage, now: number, nodeId: string, outcome: Outcome): boolean {
+  switch (outcome.outcome) {
+    case "accepted":
+    case "valid": {
+      const found =
+        sql.exec("UPDATE nodes SET accepted_tasks = accepted_tasks + 1 WHERE node_id = ?", nodeId).rowsWritten > 0;
+      if (!found) return false;
+      // A result accepted alone was compared with nothing: it earns no trust (docs/protocol.md §14).
+      if (outcome.outcome === "valid") validResult(sql, nodeId);
+      attemptSucceeded(sql, nodeId);
+      return true;
+    }
+    case "failed":
+      return attemptFailedHere(sql, now, nodeId);
+    case "abandoned":
+      // A replica its node failed, let expire or committed invalid output for ends its run of valid results.
+      return sql.exec("UPDATE nodes SET consecutive_valid = 0 WHERE node_id = ?", nodeId).rowsWritten > 0;
+    case "invalid":
+      return invalidResult(sql, now, nodeId, null);
+    case "lie":
+      return invalidResult(sql, now, nodeId, outcome.reason);
+  }
+}
+
+/**
+ * At the home: applies a batch of outcomes sent by shard `from`, in seq
+ * order, each once (inbox_seen keeps the last seq applied from each
+ * sender: a batch sent again changes nothing). An outcome for a node not
+ * registered here is dropped. Answers the last seq applied, which the
+ * sender may delete up to.
+ */
+export function deliver(pool: Pool, from: number, batch: readonly OutcomeMessage[]): Promise<{ acked: number }> {
+  return pool.change((now) => {
+    const sql = pool.sql;
+    const last =
+      sql.exec<{ last_seq: number }>("SELECT last_seq FROM inbox_seen WHERE from_shard = ?", from).toArray()[0]
+        ?.last_seq ?? 0;
+    let acked = last;
+    for (const { seq, body } of batch) {
+      if (!Number.isSafeInteger(seq) || seq <= acked) continue;
+      const outcome = outcomeOf(body);
+      if (outcome !== null) applyOutcome(sql, now, body.node_id, outcome);
+      acked = seq;
+    }
+    if (acked > last)
+      sql.exec(
+        `INSERT INTO inbox_seen (from_shard, last_seq) VALUES (?, ?)
+         ON CONFLICT (from_shard) DO UPDATE SET last_seq = excluded.last_seq`,
+        from,
+        acked,
+      );
+    return { acked };
+  });
+}
+
+/** The outcome a delivered body names; null for one this shard does not know (skipped, but acked). */
+function outcomeOf(body: NodeOutcome): Outcome | null {
+  if (typeof body?.node_id !== "string") return null;
+  switch (body.outcome) {
+    case "accepted":
+    case "valid":
+    case "failed":
+    case "abandoned":
+    case "invalid":
+      return { outcome: body.outcome };
+    case "lie":
+      return typeof body.reason === "string" ? { outcome: "lie", reason: body.reason } : null;
+    default:
+      return null;
+  }
+}
+
+// -- the node's record -------------------------------------------------------
+
+/**
+ * The node half of a failed attempt (docs/protocol.md §13): its run of failures
+ * grows, holding it back once long enough. False for a node with no record here.
+ */
+function attemptFailedHere(sql: SqlStorage, now: number, nodeId: string): boolean {
+  const row = sql
+    .exec<{ n: number }>(
+      "UPDATE nodes SET consecutive_failures = consecutive_failures + 1 WHERE node_id = ? RETURNING consecutive_failures AS n",
+      nodeId,
+    )
+    .toArray()[0];
+  if (!row) return false;
+  const hold = holdBackMs(row.n);
+  // Never shortens a longer hold already set (a distrusted node's, docs/protocol.md §14).
+  if (hold > 0)
+    sql.exec("UPDATE nodes SET held_until_ms = MAX(held_until_ms, ?) WHERE node_id = ?", now + hold, nodeId);
+  return true;
+}
+
+/**
+ * An accepted commit ends the node's run of failures, and its hold, unless
+ * the node is distrusted: a lie's hold runs out or is released (docs/protocol.md §14).
+ */
+function attemptSucceeded(sql: SqlStorage, nodeId: string): void {
+  sql.exec(
+    `UPDATE nodes SET consecutive_failures = 0, held_until_ms = CASE WHEN distrusted IS NULL THEN 0 ELSE held_until_ms END
+     WHERE node_id = ? AND consecutive_failures > 0`,
+    nodeId,
+  );
+}
+
+/** A result a quorum agreed with: one more verified result in the node's run, and in its latest verdicts. */
+function validResult(sql: SqlStorage, nodeId: string): void {
+  const node = sql.exec<{ verdicts: string }>("SELECT verdicts FROM nodes WHERE node_id = ?", nodeId).toArray()[0];
+  if (!node) return;
+  sql.exec(
+    `UPDATE nodes SET valid_results = valid_results + 1, consecutive_valid = consecutive_valid + 1, verdicts = ?
+     WHERE node_id = ?`,
+    recordVerdict(node.verdicts, false).window,
+    nodeId,
+  );
+}
+
+/**
+ * A result that lost its quorum, or (with `lie` saying how) evidence that
+ * lied: counted on the node, ending its run of valid results. A lie, a
+ * verdict lost while the node was trusted to run tasks alone, or
+ * LOST_VERDICTS_LIMIT lost among its latest verdicts distrusts the node:
+ * held back (docs/protocol.md §13) and never again trusted with a task alone until an
+ * operator releases it. The caller counts it as a failed attempt too.
+ * False for a node with no record here.
+ */
+function invalidResult(sql: SqlStorage, now: number, nodeId: string, lie: string | null): boolean {
+  const node = sql
+    .exec<{ verdicts: string; distrusted: string | null; consecutive_failures: number; consecutive_valid: number }>(
+      "SELECT verdicts, distrusted, consecutive_failures, consecutive_valid FROM nodes WHERE node_id = ?",
+      nodeId,
+    )
+    .toArray()[0];
+  if (!node) return false;
+  const recorded = lie === null ? recordVerdict(node.verdicts, true) : { window: node.verdicts, distrust: true };
+  const { window } = recorded;
+  // Outvoted while trusted with tasks alone, it was wrong where nothing
+  // checked it either: once is enough (an honest node is never outvoted).
+  const caughtWhileTrusted = lie === null && trusted(node);
+  const distrust = recorded.distrust || caughtWhileTrusted;
+  sql.exec(
+    "UPDATE nodes SET invalid_results = invalid_results + 1, consecutive_valid = 0, verdicts = ? WHERE node_id = ?",
+    window,
+    nodeId,
+  );
+  if (!distrust || node.distrusted !== null) return true;
+  const lost = [...window].filter((v) => v === "i").length;
+  const reason =
+    lie ??
+    (recorded.distrust
+      ? `lost ${lost} of its last ${window.length} verdicts`
+      : `outvoted while trusted to run tasks alone (after ${node.consecutive_valid} verified results in a row)`);
+  const hold = holdBackMs(Math.max(node.consecutive_failures + 1, HOLD_AFTER_FAILURES));
+  sql.exec(
+    "UPDATE nodes SET distrusted = ?, held_until_ms = MAX(held_until_ms, ?) WHERE node_id = ?",
+    reason,
+    now + hold,
+    nodeId,
+  );
+  return true;
+}

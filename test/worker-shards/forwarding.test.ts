@@ -1,0 +1,514 @@
+// Forwarded claims, passports and outcomes going home (docs/sharding.md
+// §5.1, §5.2, §8.1, §8.2, §8.6): a node whose home is shard 0 claims work
+// that lives on shard 2 through a ticket its home builds, and what its
+// leases there end with reaches its record at home. Runs in the
+// worker-shards project (FLASHML_POOL_SHARDS "*=4"). Until the home's side
+// forwards by itself, the tests play the home: they build the ticket at
+// shard 0 (passportOf) and call shard 2 object to object, as the home will.
+
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { shardStub } from "../../src/pool/address";
+import type { ClaimTicket } from "../../src/pool/forwarded-claims";
+import { forwardedClaim } from "../../src/pool/forwarded-claims";
+import { claim as claimInPool, type WireLease } from "../../src/pool/leases";
+import { type Passport, passportOf, upsertPassport } from "../../src/pool/passports";
+import { MIGRATIONS } from "../../src/pool/schema";
+import { JobSpecSchema } from "../../src/protocol/jobs";
+import { expandJob } from "../../src/recipes";
+import { mintShardHex } from "../../src/rules/shard-ids";
+import { jobReplication, REPLICAS_LABEL, TRUST_AFTER_VALID } from "../../src/rules/verification";
+import {
+  ARGV_NODE,
+  call,
+  claim,
+  commandJob,
+  freshPool,
+  register,
+  registration,
+  sha256,
+  sleep,
+  trialsJob,
+} from "../worker/helpers";
+
+// Vite's import.meta.glob, which the test reads the Worker's route sources with.
+declare global {
+  interface ImportMeta {
+    glob(patterns: string[], options: { query: string; import: string; eager: true }): Record<string, unknown>;
+  }
+}
+
+const shard = (pool: string, k: number) => shardStub(env, [], pool, k);
+const K = 2;
+
+/** Submits `spec` straight to shard k, with an id minted for it, as placement will once work spreads. */
+async function submitTo(pool: string, k: number, spec: unknown, replicas = 1): Promise<string> {
+  const parsed = JobSpecSchema.parse(spec);
+  const jobId = mintShardHex(pool, k, crypto.randomUUID().replaceAll("-", "").slice(0, 8));
+  const expansion = expandJob(parsed, jobId, { allowUnsandboxedArgv: false, maxWorkerLosses: 10 });
+  if (!expansion.ok) throw new Error(expansion.problems.join("; "));
+  const replication = jobReplication(replicas === 1 ? {} : { [REPLICAS_LABEL]: String(replicas) });
+  if (!replication.ok) throw new Error(replication.problem);
+  const place = { priority: 0, tenant: "default", replication: replication.value };
+  const submitted = await shard(pool, k).submitJob(jobId, parsed, expansion.tasks, pool, place);
+  if (!submitted.ok) throw new Error(`shard ${k} refused the job`);
+  return jobId;
+}
+
+/** The node's passport as its home (shard 0) builds it. */
+function passportAtHome(pool: string, nodeId: string): Promise<Passport | null> {
+  return runInDurableObject(shard(pool, 0), (_o, state) => passportOf(state.storage.sql, nodeId, new Map()));
+}
+
+/** A ticket for `nodeId`'s claim, built at its home as the home will (docs/sharding.md §5.1). */
+async function ticketFor(pool: string, nodeId: string, extra: Partial<ClaimTicket> = {}): Promise<ClaimTicket> {
+  const passport = await passportAtHome(pool, nodeId);
+  if (passport === null) throw new Error(`${nodeId} is not registered at shard 0`);
+  const claimId = crypto.randomUUID().replaceAll("-", "").slice(0, 16);
+  return { claimId, passport, jobId: null, notAfter: Date.now() + 10_000, ...extra };
+}
+
+/** Forwards one claim of `nodeId` to shard K; the lease, or throws naming why none. */
+async function leaseAtK(pool: string, nodeId: string): Promise<WireLease> {
+  const answer = await shard(pool, K).claimForwarded(await ticketFor(pool, nodeId));
+  if (!answer.ok) throw new Error(`no lease at shard ${K}: ${answer.reason}`);
+  return answer.lease;
+}
+
+/** Binds `bytes` under `key` at shard k, as the Worker's upload does: R2 first, then the bind. */
+async function bindAt(pool: string, k: number, key: string, bytes: string): Promise<string> {
+  const object = `pools/${pool}/objects/${crypto.randomUUID()}`;
+  const before = await shard(pool, k).beginUpload(key, object, null);
+  if (!before.ok) throw new Error(`upload refused: ${before.detail}`);
+  const stored = await env.ARTIFACTS.put(object, bytes);
+  const sha = await sha256(bytes);
+  const bound = await shard(pool, k).bindArtifact(
+    key,
+    { object, sha256: sha, size_bytes: stored!.size, etag: stored!.etag },
+    null,
+  );
+  if (!bound.ok) throw new Error(`bind refused: ${JSON.stringify(bound)}`);
+  return sha;
+}
+
+/** Uploads the lease's output at shard K and commits it there. */
+async function commitAtK(pool: string, lease: WireLease, evidence: unknown = {}) {
+  const sha = await bindAt(pool, K, `jobs/${lease.job_id}/${lease.task_id}/metrics.json`, "{}");
+  return shard(pool, K).completeLease(lease.lease_id, sha, evidence, null);
+}
+
+type HomeRecord = {
+  accepted_tasks: number;
+  consecutive_failures: number;
+  held_until_ms: number;
+  distrusted: string | null;
+  passport_version: number;
+};
+
+/** The node's record at its home. */
+function recordAtHome(pool: string, nodeId: string): Promise<HomeRecord> {
+  return runInDurableObject(shard(pool, 0), (_o, state) =>
+    state.storage.sql
+      .exec<HomeRecord>(
+        "SELECT accepted_tasks, consecutive_failures, held_until_ms, distrusted, passport_version FROM nodes WHERE node_id = ?",
+        nodeId,
+      )
+      .one(),
+  );
+}
+
+function rowsAt<T extends Record<string, SqlStorageValue>>(
+  pool: string,
+  k: number,
+  query: string,
+  ...bindings: unknown[]
+): Promise<T[]> {
+  return runInDurableObject(shard(pool, k), (_o, state) => state.storage.sql.exec<T>(query, ...bindings).toArray());
+}
+
+/** Waits until shard k's outbox is empty: every outcome it queued has been delivered and acked. */
+async function delivered(pool: string, k: number): Promise<void> {
+  for (let i = 0; i < 400; i++) {
+    const [row] = await rowsAt<{ n: number }>(pool, k, "SELECT COUNT(*) AS n FROM outbox");
+    if (row?.n === 0) return;
+    await sleep(25);
+  }
+  throw new Error(`shard ${k}'s outbox never emptied`);
+}
+
+describe("a forwarded claim", () => {
+  it("leases shard 2's task to a node homed at shard 0, recording the claim id, the owner and the passport", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    const jobId = await submitTo(pool, K, trialsJob(1));
+    const ticket = await ticketFor(pool, "n1");
+    expect(ticket.passport).toMatchObject({ nodeId: "n1", home: 0, status: "online", owner: "n1", trusted: false });
+
+    const answer = await shard(pool, K).claimForwarded(ticket);
+    expect(answer).toMatchObject({ ok: true, tenant: "default", priority: 0 });
+    if (!answer.ok) throw new Error("no lease");
+    expect(answer.lease).toMatchObject({ node_id: "n1", job_id: jobId, task_id: "trial-000", attempt_number: 1 });
+    const leases = await rowsAt(pool, K, "SELECT node_id, claim_id, owner, status FROM leases");
+    expect(leases).toEqual([{ node_id: "n1", claim_id: ticket.claimId, owner: "n1", status: "live" }]);
+    const passports = await rowsAt(pool, K, "SELECT node_id, home, version, status, owner FROM passports");
+    expect(passports).toEqual([
+      { node_id: "n1", home: 0, version: ticket.passport.version, status: "online", owner: "n1" },
+    ]);
+    // The home's own tables at shard 2 stay empty: the node is not registered there.
+    expect(await rowsAt(pool, K, "SELECT node_id FROM nodes")).toEqual([]);
+  });
+
+  it("honours the gate with the passport's registration: a 1-GPU task is refused a 0-GPU node and leased to a 1-GPU one", async () => {
+    const pool = freshPool();
+    await register(pool, "cpu");
+    await register(pool, "gpu", {}, 1);
+    await submitTo(pool, K, trialsJob(1, {}, { resources: { gpuPerTask: 1 } }));
+    expect(await shard(pool, K).claimForwarded(await ticketFor(pool, "cpu"))).toEqual({ ok: false, reason: "nothing" });
+    expect(await leaseAtK(pool, "gpu")).toMatchObject({ node_id: "gpu", task_id: "trial-000" });
+  });
+
+  it("honours gate 6: a team pool's task is refused a node not in the team and leased to one that is", async () => {
+    const pool = freshPool();
+    await register(pool, "outsider");
+    // Open mode: a node's own report makes it a member (docs/protocol.md §9).
+    await register(pool, "member", { capabilities: { ...registration("member").capabilities, pools: ["team-a"] } });
+    await submitTo(pool, K, trialsJob(1, {}, { placement: { pool: "team-a" } }));
+    expect(await shard(pool, K).claimForwarded(await ticketFor(pool, "outsider"))).toEqual({
+      ok: false,
+      reason: "nothing",
+    });
+    expect(await leaseAtK(pool, "member")).toMatchObject({ node_id: "member" });
+  });
+
+  it("honours the isolation gate: a sandboxed argv task is refused a node without a sandbox and leased to one with", async () => {
+    const pool = freshPool();
+    await register(pool, "plain");
+    await register(pool, "sandboxed", ARGV_NODE);
+    await submitTo(pool, K, commandJob());
+    expect(await shard(pool, K).claimForwarded(await ticketFor(pool, "plain"))).toEqual({
+      ok: false,
+      reason: "nothing",
+    });
+    expect(await leaseAtK(pool, "sandboxed")).toMatchObject({ node_id: "sandboxed", task_id: "task-000" });
+  });
+
+  it("restricted to a job, leases only that job's task", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await submitTo(pool, K, trialsJob(1));
+    const wanted = await submitTo(pool, K, trialsJob(1));
+    const answer = await shard(pool, K).claimForwarded(await ticketFor(pool, "n1", { jobId: wanted }));
+    expect(answer).toMatchObject({ ok: true, lease: { job_id: wanted } });
+  });
+
+  it("with the same claim id twice answers the same lease, and issues one", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await submitTo(pool, K, trialsJob(2));
+    const ticket = await ticketFor(pool, "n1");
+    const first = await shard(pool, K).claimForwarded(ticket);
+    const again = await shard(pool, K).claimForwarded(ticket);
+    expect(first.ok && again.ok).toBe(true);
+    expect(again).toEqual(first);
+    expect(await rowsAt(pool, K, "SELECT lease_id FROM leases")).toHaveLength(1);
+  });
+
+  it("past its notAfter gets nothing, and leaves no lease", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await submitTo(pool, K, trialsJob(1));
+    const late = await ticketFor(pool, "n1", { notAfter: Date.now() - 1 });
+    expect(await shard(pool, K).claimForwarded(late)).toEqual({ ok: false, reason: "nothing" });
+    expect(await rowsAt(pool, K, "SELECT lease_id FROM leases")).toEqual([]);
+  });
+
+  it("carrying only a version the shard does not hold answers stale_passport; once it holds it, the version is enough", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await submitTo(pool, K, trialsJob(2));
+    const full = await ticketFor(pool, "n1");
+    const version = { nodeId: "n1", version: (full.passport as Passport).version };
+    const bare = { ...full, passport: version };
+    expect(await shard(pool, K).claimForwarded(bare)).toEqual({ ok: false, reason: "stale_passport" });
+    expect(await rowsAt(pool, K, "SELECT node_id FROM passports")).toEqual([]);
+    expect((await shard(pool, K).claimForwarded(full)).ok).toBe(true);
+    const next = { ...bare, claimId: "0123456789abcdef" };
+    expect(await shard(pool, K).claimForwarded(next)).toMatchObject({ ok: true, lease: { node_id: "n1" } });
+    // A version above the one held is stale too: the home changed the node since.
+    const newer = { ...next, claimId: "fedcba9876543210", passport: { nodeId: "n1", version: version.version + 1 } };
+    expect(await shard(pool, K).claimForwarded(newer)).toEqual({ ok: false, reason: "stale_passport" });
+  });
+
+  it("an older passport never overwrites a newer one, in a ticket or upserted", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await submitTo(pool, K, trialsJob(2));
+    const older = await ticketFor(pool, "n1");
+    // The node drains and comes back: its passport moves on twice at home.
+    expect((await call(pool, "POST", "/nodes/n1/heartbeat", { node_id: "n1", status: "draining" })).status).toBe(200);
+    expect((await call(pool, "POST", "/nodes/n1/heartbeat", { node_id: "n1", status: "online" })).status).toBe(200);
+    const newer = await ticketFor(pool, "n1");
+    const [was, now] = [older.passport as Passport, newer.passport as Passport];
+    expect(now.version).toBe(was.version + 2);
+    expect((await shard(pool, K).claimForwarded(newer)).ok).toBe(true);
+    // A late (or replayed) ticket with the older passport: answered from the newer one, which stays.
+    await shard(pool, K).claimForwarded(older);
+    expect(await rowsAt(pool, K, "SELECT version FROM passports")).toEqual([{ version: now.version }]);
+    const kept = await runInDurableObject(shard(pool, K), (_o, state) => {
+      const sql = state.storage.sql;
+      const forged = { ...was, status: "draining", heldUntilMs: 0, version: now.version - 1 };
+      return { replaced: upsertPassport(sql, forged, Date.now()), row: sql.exec("SELECT status FROM passports").one() };
+    });
+    expect(kept).toEqual({ replaced: false, row: { status: "online" } });
+  });
+
+  it("reads adaptive replication's trust from the passport: a trusted node's replicated task runs alone, an untrusted one's in full", async () => {
+    const pool = freshPool();
+    await register(pool, "trusted");
+    await register(pool, "untrusted");
+    const trustedJob = await submitTo(pool, K, trialsJob(1), 3);
+    const untrustedJob = await submitTo(pool, K, trialsJob(1), 3);
+    const wanted = async (nodeId: string, jobId: string, trusted: boolean) => {
+      const ticket = await ticketFor(pool, nodeId, { jobId });
+      const passport = { ...(ticket.passport as Passport), trusted };
+      return runInDurableObject(shard(pool, K), (_o, state) => {
+        const sql = state.storage.sql;
+        const now = Date.now();
+        // No spot check: the draw is above any spot-check rate.
+        const answer = forwardedClaim(sql, now, { ...ticket, passport }, (s, node, job, claimId) =>
+          claimInPool(s, now, node, job, new Map(), () => 0.999, undefined, new Map(), "reported", claimId),
+        );
+        if (!answer.ok) throw new Error(answer.reason);
+        return sql.exec<{ wanted: number }>("SELECT wanted FROM tasks WHERE job_id = ?", jobId).one().wanted;
+      });
+    };
+    expect(await wanted("trusted", trustedJob, true)).toBe(1);
+    expect(await wanted("untrusted", untrustedJob, false)).toBe(3);
+  });
+});
+
+describe("a passport", () => {
+  it("moves to a new version with each change it carries, and not with a plain request", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    const version = async () => (await recordAtHome(pool, "n1")).passport_version;
+    const start = await version();
+    // A claim (seen) and a heartbeat that changes nothing it carries: the same version.
+    expect((await claim(pool, "n1")).status).toBe(204);
+    expect((await call(pool, "POST", "/nodes/n1/heartbeat", { node_id: "n1", status: "online" })).status).toBe(200);
+    expect(await version()).toBe(start);
+    expect((await call(pool, "POST", "/nodes/n1/heartbeat", { node_id: "n1", pools: ["team-a"] })).status).toBe(200);
+    expect(await version()).toBe(start + 1);
+    // Team pools assigned, a credential installed and revoked, a hold and its release: one version each.
+    const bumps = await runInDurableObject(shard(pool, 0), (_o, state) => {
+      const sql = state.storage.sql;
+      const read = () => sql.exec<{ v: number }>("SELECT passport_version AS v FROM nodes").one().v;
+      const seen: number[] = [];
+      sql.exec("INSERT INTO node_pools (node_id, pools, assigned_by, assigned_ms) VALUES ('n1', '[\"t\"]', 'ops', 0)");
+      seen.push(read());
+      sql.exec(
+        `INSERT INTO node_credentials (node_id, token_sha256, hostname, platform, approved_by, approved_ms, issued_ms, owner)
+         VALUES ('n1', 'abc', 'h', 'p', 'ops', 0, 0, 'alice')`,
+      );
+      seen.push(read());
+      const enrolled = passportOf(sql, "n1", new Map());
+      sql.exec("UPDATE node_credentials SET token_sha256 = '', revoked_ms = 1, revoked_by = 'ops'");
+      seen.push(read());
+      const revoked = passportOf(sql, "n1", new Map());
+      sql.exec("UPDATE nodes SET held_until_ms = 99");
+      seen.push(read());
+      sql.exec("UPDATE nodes SET held_until_ms = 99, consecutive_failures = 3");
+      seen.push(read());
+      sql.exec(`UPDATE nodes SET consecutive_valid = ${TRUST_AFTER_VALID}`);
+      seen.push(read());
+      sql.exec(`UPDATE nodes SET consecutive_valid = ${TRUST_AFTER_VALID + 1}`);
+      seen.push(read());
+      return { seen, enrolled, revoked };
+    });
+    const v = start + 1;
+    expect(bumps.seen).toEqual([v + 1, v + 2, v + 3, v + 4, v + 4, v + 5, v + 5]);
+    expect(bumps.enrolled).toMatchObject({
+      credentialSha256: "abc",
+      owner: "alice",
+      revoked: false,
+      assignedPools: '["t"]',
+    });
+    expect(bumps.revoked).toMatchObject({ credentialSha256: null, owner: "n1", revoked: true });
+  });
+
+  it("counts the trusted() flip at the literal TRUST_AFTER_VALID: the trigger and the rule agree", () => {
+    const step = MIGRATIONS.find((m) => m.id === 19)!;
+    expect(step.up).toContain(
+      `(OLD.consecutive_valid >= ${TRUST_AFTER_VALID}) <> (NEW.consecutive_valid >= ${TRUST_AFTER_VALID})`,
+    );
+  });
+});
+
+describe("outcomes of a forwarded lease go home", () => {
+  it("an accepted commit at shard 2 counts at home, through the outbox, once", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await submitTo(pool, K, trialsJob(1));
+    const lease = await leaseAtK(pool, "n1");
+    expect(await commitAtK(pool, lease)).toEqual({ status: "accepted" });
+    await delivered(pool, K);
+    expect(await recordAtHome(pool, "n1")).toMatchObject({ accepted_tasks: 1, consecutive_failures: 0 });
+    const last_seq = (
+      await rowsAt<{ last_seq: number }>(pool, 0, "SELECT last_seq FROM inbox_seen WHERE from_shard = ?", K)
+    )[0]!.last_seq;
+    expect(last_seq).toBeGreaterThan(0);
+    // The same row delivered again (a lost ack) changes nothing.
+    const again = await shard(pool, 0).deliver(K, [{ seq: last_seq, body: { node_id: "n1", outcome: "accepted" } }]);
+    expect(again).toEqual({ acked: last_seq });
+    expect(await recordAtHome(pool, "n1")).toMatchObject({ accepted_tasks: 1 });
+    // The node's record stays at home: shard 2 has none, and keeps no outbox row.
+    expect(await rowsAt(pool, K, "SELECT node_id FROM nodes")).toEqual([]);
+  });
+
+  it("five failed attempts at shard 2 hold the node back at home, and its next claim there is refused", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await submitTo(pool, K, trialsJob(5));
+    for (let i = 1; i <= 5; i++) {
+      const lease = await leaseAtK(pool, "n1");
+      expect(await shard(pool, K).failLease(lease.lease_id, `boom ${i}`, null)).toEqual({ ok: true });
+      await delivered(pool, K);
+      const record = await recordAtHome(pool, "n1");
+      expect(record.consecutive_failures).toBe(i);
+      expect(record.held_until_ms > Date.now()).toBe(i === 5);
+    }
+    // The task's record of failures stays where the task is.
+    expect(await rowsAt(pool, K, "SELECT DISTINCT node_id FROM task_failures")).toEqual([{ node_id: "n1" }]);
+    expect(await rowsAt(pool, 0, "SELECT node_id FROM task_failures")).toEqual([]);
+    // Held back at home: the passport says so, and the home's own claim refuses it.
+    expect((await passportAtHome(pool, "n1"))!.heldUntilMs).toBeGreaterThan(Date.now());
+    expect((await claim(pool, "n1")).status).toBe(204);
+  });
+
+  it("an accepted commit after failures ends the run at home", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await submitTo(pool, K, trialsJob(2));
+    const failed = await leaseAtK(pool, "n1");
+    await shard(pool, K).failLease(failed.lease_id, "boom", null);
+    const lease = await leaseAtK(pool, "n1");
+    expect(await commitAtK(pool, lease)).toEqual({ status: "accepted" });
+    await delivered(pool, K);
+    expect(await recordAtHome(pool, "n1")).toMatchObject({ accepted_tasks: 1, consecutive_failures: 0 });
+  });
+
+  it("a lie in a commit at shard 2 distrusts the node at home", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await submitTo(pool, K, trialsJob(1));
+    const lease = await leaseAtK(pool, "n1");
+    const answer = await commitAtK(pool, lease, { wall_seconds: 100_000 });
+    expect(answer).toMatchObject({ status: "invalid" });
+    await delivered(pool, K);
+    const record = await recordAtHome(pool, "n1");
+    expect(record.distrusted).toMatch(/^its evidence lied: evidence claims 100000 s of work/);
+    expect(record.consecutive_failures).toBe(1);
+    expect(record.held_until_ms).toBeGreaterThan(Date.now());
+    expect(await passportAtHome(pool, "n1")).toMatchObject({ trusted: false, distrusted: record.distrusted });
+  });
+
+  it("a lease that expires at shard 2 counts as a failure at home, from the alarm's sweep", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await submitTo(pool, K, trialsJob(1));
+    await leaseAtK(pool, "n1");
+    await runInDurableObject(shard(pool, K), (_o, state) => {
+      state.storage.sql.exec("UPDATE leases SET deadline_ms = ?", Date.now() - 1);
+    });
+    expect(await runDurableObjectAlarm(shard(pool, K))).toBe(true);
+    await delivered(pool, K);
+    expect(await recordAtHome(pool, "n1")).toMatchObject({ consecutive_failures: 1 });
+  });
+
+  it("rows left in the outbox are sent by the alarm, which is armed only while there are rows", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    const body = JSON.stringify({ node_id: "n1", outcome: "accepted" });
+    // A row no send picked up (its sender restarted, say): only SQL knows of it.
+    await runInDurableObject(shard(pool, K), (_o, state) => {
+      state.storage.sql.exec(
+        "INSERT INTO outbox (to_shard, kind, body, created_ms) VALUES (0, 'outcome', ?, ?)",
+        body,
+        Date.now(),
+      );
+    });
+    // Any change re-arms the alarm, at the row's retry time.
+    expect(await shard(pool, K).renewLease("ls-000000000000", null)).toEqual({ ok: false, reason: "gone" });
+    const alarm = () => runInDurableObject(shard(pool, K), (_o, state) => state.storage.getAlarm());
+    expect(await alarm()).not.toBeNull();
+    expect(await runDurableObjectAlarm(shard(pool, K))).toBe(true);
+    expect(await rowsAt(pool, K, "SELECT seq FROM outbox")).toEqual([]);
+    expect(await recordAtHome(pool, "n1")).toMatchObject({ accepted_tasks: 1 });
+    expect(await alarm()).toBeNull();
+  });
+
+  it("at home, a delivery applies each row once, in order, and drops outcomes for nodes it does not know", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    const home = shard(pool, 0);
+    const failed = { node_id: "n1", outcome: "failed" } as const;
+    expect(
+      await home.deliver(3, [
+        { seq: 4, body: failed },
+        { seq: 7, body: failed },
+      ]),
+    ).toEqual({ acked: 7 });
+    // Resent with one more: only the new row applies.
+    expect(
+      await home.deliver(3, [
+        { seq: 4, body: failed },
+        { seq: 7, body: failed },
+        { seq: 9, body: { node_id: "ghost", outcome: "lie", reason: "x" } },
+      ]),
+    ).toEqual({ acked: 9 });
+    // Another sender's seqs are its own.
+    expect(await home.deliver(1, [{ seq: 4, body: failed }])).toEqual({ acked: 4 });
+    expect(await recordAtHome(pool, "n1")).toMatchObject({ consecutive_failures: 3 });
+    expect(await rowsAt(pool, 0, "SELECT node_id FROM nodes ORDER BY node_id")).toEqual([{ node_id: "n1" }]);
+  });
+
+  it("a home node's outcomes apply at once and write no outbox row", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await submitTo(pool, 0, trialsJob(1));
+    const lease = (await shard(pool, 0).claim("n1", null)) as { ok: true; lease: WireLease };
+    const sha = await bindAt(pool, 0, `jobs/${lease.lease.job_id}/${lease.lease.task_id}/metrics.json`, "{}");
+    expect(await shard(pool, 0).completeLease(lease.lease.lease_id, sha, {}, null)).toEqual({ status: "accepted" });
+    expect(await recordAtHome(pool, "n1")).toMatchObject({ accepted_tasks: 1 });
+    expect(await rowsAt(pool, 0, "SELECT seq FROM outbox")).toEqual([]);
+  });
+});
+
+describe("shard-to-shard calls are out of every caller's reach", () => {
+  it("no route of the Worker calls claimForwarded or deliver", () => {
+    const sources = import.meta.glob(["../../src/index.ts", "../../src/routes/*.ts"], {
+      query: "?raw",
+      import: "default",
+      eager: true,
+    }) as Record<string, string>;
+    expect(Object.keys(sources).length).toBeGreaterThan(10);
+    for (const [file, text] of Object.entries(sources)) {
+      expect(text, file).not.toMatch(/claimForwarded|\.deliver\(/);
+    }
+  });
+
+  it("an enrolled node's session offers neither", async () => {
+    const session = shard(freshPool(), 0).session({ nodeId: "n1", tokenSha256: "0".repeat(64) }) as unknown as {
+      claimForwarded(ticket: unknown): Promise<unknown>;
+      deliver(from: number, batch: unknown[]): Promise<unknown>;
+    };
+    const refusal = (p: Promise<unknown>) =>
+      p.then(
+        () => "answered",
+        (e: Error) => e.message,
+      );
+    expect(await refusal(session.claimForwarded({}))).toMatch(/does not implement/);
+    expect(await refusal(session.deliver(1, []))).toMatch(/does not implement/);
+  });
+});
