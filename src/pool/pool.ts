@@ -1,14 +1,21 @@
 // What the pool object's modules share: its SQL, its storage, its settings
 // and the one way to change state (`change`). Nothing here is state a later
 // request depends on: the held claims are connections, the alarm fields a
-// cache and a backoff (src/pool/housekeeping.ts), and the object may be
-// evicted between any two requests.
+// cache and a backoff (src/pool/housekeeping.ts), the summary's copy, grants
+// and exchange state soft caches the next exchange rebuilds
+// (src/pool/exchange.ts), and the object may be evicted between any two
+// requests.
 
+import { shardCount } from "../rules/pool-shards";
 import { type Settings, settingsOf } from "../rules/settings";
+import { shardOfName } from "./address";
+import { Grants } from "./digest";
 import type { EventRow } from "./events";
+import { joinSummary, SummaryLink } from "./exchange";
 import { answerHeld, HeldClaims } from "./held-claims";
 import { AlarmClock, arm } from "./housekeeping";
 import { logEvent, logLine } from "./log";
+import { SummaryCopy } from "./summary-copy";
 
 export type ChangeOptions = {
   /** The change records no event but may let a held claim through (a cancel, a released node). */
@@ -22,12 +29,18 @@ export class Pool {
   // Held claims in arrival order (src/pool/held-claims.ts): connections, not state.
   readonly held = new HeldClaims();
   readonly clock = new AlarmClock();
+  // The pool summary's side here (docs/sharding.md §6), used only at S > 1: the copy of the
+  // other shards, the claims granted per tenant, and the exchanges with Σ.
+  readonly summary = new SummaryCopy();
+  readonly grants = new Grants();
+  readonly link = new SummaryLink();
 
   constructor(
     readonly ctx: DurableObjectState,
     readonly env: Env,
   ) {
     this.sql = ctx.storage.sql;
+    if (this.shards > 1) joinSummary(this);
   }
 
   /**
@@ -45,6 +58,28 @@ export class Pool {
   get name(): string {
     return this.ctx.id.name ?? this.ctx.id.toString();
   }
+
+  /** The pool this object is a shard of: its name without the shard's `/k`. */
+  get poolName(): string {
+    return shardOfName(this.name).pool;
+  }
+
+  /** Which of the pool's shards this object is (0 for the pool's first object). */
+  get shard(): number {
+    return shardOfName(this.name).shard;
+  }
+
+  /** S, the pool's configured shard count: 1 is a pool of one object, with no summary. */
+  get shards(): number {
+    // The env, and so the count, is fixed for the object's life. Unreadable settings (which the
+    // Worker refuses before any call arrives) count as one shard here, so the constructor never throws.
+    if (this.#shards === undefined) {
+      const read = settingsOf(this.env);
+      this.#shards = read.ok ? shardCount(read.settings.poolShards, this.poolName) : 1;
+    }
+    return this.#shards;
+  }
+  #shards: number | undefined;
 
   /** Whether state changes are logged (docs/protocol.md §11). */
   get logging(): boolean {
