@@ -203,8 +203,8 @@ function contentsOf(pool: Pool, now: number): DigestContents {
 
 async function run(pool: Pool): Promise<ExchangeReply | null> {
   const link = pool.link;
-  const stub = summaryStub(pool.env, pool.settings.poolLocations, pool.poolName);
   const send = async (whole: boolean) => {
+    const stub = summaryStub(pool.env, pool.settings.poolLocations, pool.poolName);
     const now = Date.now();
     const digest = link.read(contentsOf(pool, now), pool.shard, now);
     const sent = whole || link.acked === null ? digest : digestDelta(link.acked, digest);

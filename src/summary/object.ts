@@ -41,6 +41,8 @@ export class PoolSummary extends DurableObject<Env> {
   #restored = false;
   #written = "[]";
   #pokedMs = new Map<number, number>();
+  /** Pokes sent since this instance started (observability, tests). */
+  pokes = 0;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -79,9 +81,17 @@ export class PoolSummary extends DurableObject<Env> {
 
   /** Writes the passes' snapshot when it changed. */
   override async alarm(): Promise<void> {
+    const now = Date.now();
+    if (this.#restored && now < this.#startMs + SUMMARY_LOG_MS) {
+      // An alarm an earlier instance set, before every shard has reported to this one: a snapshot
+      // now would drop the passes of tenants not yet seen again.
+      await this.ctx.storage.setAlarm(this.#startMs + SUMMARY_LOG_MS);
+      this.#snapshotArmed = true;
+      return;
+    }
     this.#snapshotArmed = false;
     this.#restored = false;
-    this.#snapshotMs = Date.now();
+    this.#snapshotMs = now;
     const passes = ordered(passesSnapshot(this.#state));
     const text = JSON.stringify(passes);
     if (text === this.#written) return;
@@ -125,6 +135,7 @@ export class PoolSummary extends DurableObject<Env> {
       if (shard === from || record.held.claims <= 0) continue;
       if (now - (this.#pokedMs.get(shard) ?? Number.NEGATIVE_INFINITY) < POKE_SPACING_MS) continue;
       this.#pokedMs.set(shard, now);
+      this.pokes += 1;
       this.ctx.waitUntil(
         shardStub(this.env, rules, pool, shard)
           .summaryChanged()
