@@ -25,6 +25,7 @@ import { poolShards } from "./routes/shards";
 import { layoutRefusal } from "./rules/layout";
 
 export { PoolObject } from "./pool/object";
+export { PoolSummary } from "./summary/object";
 
 const api = new Hono<AppEnv>();
 api.use(async (c, next) => {

@@ -1,11 +1,14 @@
 // The pool's alarm (docs/protocol.md §5, §12): one alarm, kept at the earliest of the
-// live lease deadlines, the next collection and the next archiving due. When
-// it fires it sweeps expired leases, deletes unreferenced R2 objects and
-// archives jobs past retention. Alarms are at-least-once: every step is
-// idempotent. The two fields here are a cache and a backoff, never state.
+// live lease deadlines, the next collection and the next archiving due, and
+// in a pool of more than one shard the next exchange with the pool summary
+// (docs/sharding.md §6.2). When it fires it sweeps expired leases, exchanges
+// when a tick is due, deletes unreferenced R2 objects and archives jobs past
+// retention. Alarms are at-least-once: every step is idempotent. The two
+// fields here are a cache and a backoff, never state.
 
 import { ARCHIVE_BATCH_TASKS, archiveObjects, finishArchive, nextArchive, startArchive } from "./archive";
 import { collected, nextCollection, takeForCollection } from "./collection";
+import { exchange, nextTick } from "./exchange";
 import { earliestDeadline, sweep } from "./leases";
 import { logLine } from "./log";
 import { deliverOutbox, outboxDue } from "./outbox";
@@ -18,31 +21,50 @@ export class AlarmClock {
   // The alarm time last set, rebuilt from SQL after eviction (undefined =
   // unknown). Only saves redundant setAlarm calls.
   armedAt: number | null | undefined;
+  // The earliest lease deadline when it was set: over several shards the tick is usually the
+  // alarm, and a moved deadline still sets it again, as at one shard (a lost alarm comes back).
+  armedDeadline: number | null | undefined;
   // After a failed archive write, no archiving before this (a backoff, not
   // state: losing it only retries sooner).
   archiveRetryAt = 0;
 }
 
-/** Sweeps expired leases, collects, archives, and re-arms. */
+/** Sweeps expired leases, exchanges with the summary when a tick is due, collects, archives, and re-arms. */
 export async function alarm(pool: Pool): Promise<void> {
   pool.clock.armedAt = undefined; // the alarm that just fired is no longer set
   await deliverOutbox(pool);
+  const now = Date.now();
+  const tick = nextTick(pool, now) === now;
+  // Timed from now, so the sweep's re-arm already counts the next tick from this one.
+  if (tick) pool.link.startedMs = now;
   await pool.change((now) => sweep(pool.sql, now));
+  if (tick) {
+    await exchange(pool);
+    await arm(pool);
+  }
   await collect(pool);
   await archive(pool);
 }
 
-/** Keeps the alarm at the earliest live lease deadline, collection or archiving due, or unset when none is. */
+/**
+ * Keeps the alarm at the earliest live lease deadline, collection, archiving
+ * or (at S > 1 only) summary tick due, or unset when none is.
+ */
 export async function arm(pool: Pool): Promise<void> {
+  const now = Date.now();
   const deadline = earliestDeadline(pool.sql);
-  const due = nextArchive(pool.sql, Date.now(), pool.settings.jobRetentionMs);
+  const due = nextArchive(pool.sql, now, pool.settings.jobRetentionMs);
   const archiving = due === null ? null : Math.max(due, pool.clock.archiveRetryAt);
-  const times = [deadline, nextCollection(pool.sql), archiving, outboxDue(pool)].filter((t): t is number => t !== null);
+  const tick = nextTick(pool, now);
+  const times = [deadline, nextCollection(pool.sql), archiving, outboxDue(pool), tick].filter(
+    (t): t is number => t !== null,
+  );
   const next = times.length === 0 ? null : Math.min(...times);
-  if (next === pool.clock.armedAt) return;
+  if (next === pool.clock.armedAt && (tick === null || deadline === pool.clock.armedDeadline)) return;
   // The cache is updated in the same synchronous turn as the storage call
   // is issued, so concurrent arms leave it matching the last alarm set.
   pool.clock.armedAt = next;
+  pool.clock.armedDeadline = deadline;
   if (next === null) await pool.ctx.storage.deleteAlarm();
   else await pool.ctx.storage.setAlarm(next);
 }

@@ -19,6 +19,7 @@ import {
 } from "./artifacts";
 import { commitManifest, latest, lostWork, markRestoreVerified, quarantine, registerPart } from "./checkpoints";
 import { unreferenced, uploadStarted } from "./collection";
+import { afterSubmission } from "./exchange";
 import {
   archiveState,
   cancelJob as cancel,
@@ -44,14 +45,24 @@ function archivedOrNull(pool: Pool, jobId: string | null): "archived" | null {
  * nothing. A job id the pool already knows is refused, writing nothing:
  * the caller mints another (docs/protocol.md §12: an id collision is retried).
  */
-export function submitJob(pool: Pool, jobId: string, spec: JobSpec, tasks: TaskSpec[], name: string, place: JobPlace) {
-  return pool.change((now) => {
+export async function submitJob(
+  pool: Pool,
+  jobId: string,
+  spec: JobSpec,
+  tasks: TaskSpec[],
+  name: string,
+  place: JobPlace,
+) {
+  const submitted = await pool.change((now) => {
     // The archive lives under the pool's name as the Worker routes it.
     pool.sql.exec("INSERT INTO pool_name (name) SELECT ? WHERE NOT EXISTS (SELECT 1 FROM pool_name)", name);
     if (!insertJob(pool.sql, now, jobId, spec, tasks, place))
       return { ok: false as const, reason: "job_id_taken" as const };
     return { ok: true as const, job: jobRecord(pool.sql, findJob(pool.sql, jobId)!, name) };
   });
+  // Over several shards, the pool summary learns of new work before the submitter does (docs/sharding.md §6.2).
+  if (submitted.ok && pool.shards > 1) await afterSubmission(pool);
+  return submitted;
 }
 
 /**

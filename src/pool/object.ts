@@ -18,6 +18,7 @@ import type { StoredObject, Writer } from "./artifacts";
 import { dashboardSummary } from "./dashboard";
 import { type CredentialProof, credentialValid } from "./enrolment";
 import * as enrolment from "./enrolment-flows";
+import { exchangeNow } from "./exchange";
 import { fleetSummary } from "./fleet";
 import { type ClaimTicket, claimForwarded, type ForwardedClaimResult } from "./forwarded-claims";
 import { claimOrHold } from "./held-claims";
@@ -312,6 +313,13 @@ export class PoolObject extends DurableObject<Env> {
     return metricsSample(this.#pool.sql, Date.now(), viewer, this.#pool.settings.membership);
   }
 
+  // -- the pool summary (docs/sharding.md §6.2, src/pool/exchange.ts) ----------
+
+  /** Σ's poke: work appeared elsewhere and this shard holds claims, so exchange now. */
+  async summaryChanged(): Promise<void> {
+    await exchangeNow(this.#pool);
+  }
+
   // -- housekeeping (src/pool/housekeeping.ts) ---------------------------------
 
   /** Sweeps expired leases, collects, archives and re-arms. Idempotent: alarms are at-least-once. */
@@ -320,8 +328,16 @@ export class PoolObject extends DurableObject<Env> {
   }
 }
 
-/** The lifecycle methods of the object and the shard-to-shard calls, which are no calls a session offers. */
-type Lifecycle = "session" | "vouch" | "alarm" | "layout" | "emptiness" | "claimForwarded" | "deliver";
+/** The lifecycle methods of the object and the object-to-object calls, which are no calls a session offers. */
+type Lifecycle =
+  | "session"
+  | "vouch"
+  | "alarm"
+  | "layout"
+  | "emptiness"
+  | "claimForwarded"
+  | "deliver"
+  | "summaryChanged";
 
 /** An enrolled node's session: the object's calls, each re-checking the credential (src/pool/session.ts). */
 const NodeSession = sessionClass<PoolObject, Lifecycle>(PoolObject.prototype, [
@@ -332,5 +348,6 @@ const NodeSession = sessionClass<PoolObject, Lifecycle>(PoolObject.prototype, [
   "emptiness",
   "claimForwarded",
   "deliver",
+  "summaryChanged",
 ]);
 export type NodeSession = InstanceType<typeof NodeSession>;

@@ -1,17 +1,25 @@
 // What the pool object's modules share: its SQL, its storage, its settings
 // and the one way to change state (`change`). Nothing here is state a later
 // request depends on: the held claims are connections, the alarm fields a
-// cache and a backoff (src/pool/housekeeping.ts), and the object may be
-// evicted between any two requests.
+// cache and a backoff (src/pool/housekeeping.ts), the summary's copy, grants
+// and exchange state soft caches the next exchange rebuilds
+// (src/pool/exchange.ts), and the object may be evicted between any two
+// requests.
 
+import { randomHex8 } from "../protocol/ids";
+import { shardCount } from "../rules/pool-shards";
 import { type Settings, settingsOf } from "../rules/settings";
-import { shardName } from "./address";
+import { mintShardHex } from "../rules/shard-ids";
+import { shardName, shardOfName } from "./address";
+import { Grants } from "./digest";
 import type { EventRow } from "./events";
+import { joinSummary, SummaryLink } from "./exchange";
 import { answerHeld, HeldClaims } from "./held-claims";
 import { AlarmClock, arm } from "./housekeeping";
 import { logEvent, logLine } from "./log";
 import { sendWritten } from "./outbox";
 import { Reservations } from "./reservations";
+import { SummaryCopy } from "./summary-copy";
 
 export type ChangeOptions = {
   /** The change records no event but may let a held claim through (a cancel, a released node). */
@@ -27,12 +35,18 @@ export class Pool {
   readonly clock = new AlarmClock();
   // Submission slots promised to job routes (src/pool/reservations.ts): in memory, lapsing.
   readonly reservations = new Reservations();
+  // The pool summary's side here (docs/sharding.md §6), used only at S > 1: the copy of the
+  // other shards, the claims granted per tenant, and the exchanges with Σ.
+  readonly summary = new SummaryCopy();
+  readonly grants = new Grants();
+  readonly link = new SummaryLink();
 
   constructor(
     readonly ctx: DurableObjectState,
     readonly env: Env,
   ) {
     this.sql = ctx.storage.sql;
+    if (this.shards > 1) joinSummary(this);
   }
 
   /**
@@ -62,6 +76,39 @@ export class Pool {
     if (this.ctx.id.name !== undefined) return this.ctx.id.name;
     const self = this.sql.exec<{ pool: string; shard: number }>("SELECT pool, shard FROM shard_self").toArray()[0];
     return self ? shardName(self.pool, self.shard) : this.storedName();
+  }
+
+  /** The pool this object is a shard of: its name without the shard's `/k`. */
+  get poolName(): string {
+    return shardOfName(this.name).pool;
+  }
+
+  /** Which of the pool's shards this object is (0 for the pool's first object). */
+  get shard(): number {
+    return shardOfName(this.name).shard;
+  }
+
+  /** S, the pool's configured shard count: 1 is a pool of one object, with no summary. */
+  get shards(): number {
+    // The env, and so the count, is fixed for the object's life. Unreadable settings (which the
+    // Worker refuses before any call arrives) count as one shard here, so the constructor never throws.
+    if (this.#shards === undefined) {
+      const read = settingsOf(this.env);
+      this.#shards = read.ok ? shardCount(read.settings.poolShards, this.poolName) : 1;
+    }
+    return this.#shards;
+  }
+  #shards: number | undefined;
+
+  /**
+   * The draw of 12 hex for an id this shard mints and routes by (a lease's,
+   * docs/sharding.md §4.1): one that names this shard, in a pool of shards;
+   * undefined at one shard, where the draw is today's.
+   */
+  get mintHex(): (() => string) | undefined {
+    if (this.shards === 1) return undefined;
+    const { poolName, shard } = this;
+    return () => mintShardHex(poolName, shard, randomHex8());
   }
 
   /** Whether state changes are logged (docs/protocol.md §11). */

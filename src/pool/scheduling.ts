@@ -300,6 +300,16 @@ export function classGate(requirement: string): PayloadGate {
   return gate;
 }
 
+// Who counts the turns claims use, per object (keyed by its SQL handle): a
+// pool of more than one shard, for its digest's `granted` (docs/sharding.md
+// §6.1). No entry at S = 1, where a claim writes and counts nothing new.
+const turnCounters = new WeakMap<SqlStorage, (priority: number, tenant: string) => void>();
+
+/** Makes `count` hear of every turn a claim uses in the object of `sql`. */
+export function countTurns(sql: SqlStorage, count: (priority: number, tenant: string) => void): void {
+  turnCounters.set(sql, count);
+}
+
 /**
  * Uses up the turns of a granted claim: one for the job within its tenant,
  * 1/weight for the tenant at the job's priority. `turn` orders equal passes
@@ -321,6 +331,7 @@ export function useTurn(sql: SqlStorage, now: number, jobId: string, weights: Re
     job.priority,
     job.tenant,
   );
+  turnCounters.get(sql)?.(job.priority, job.tenant);
 }
 
 /**

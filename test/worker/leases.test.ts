@@ -1,4 +1,5 @@
 import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Lease } from "../../src/protocol/tasks";
 import {
@@ -151,11 +152,16 @@ describe("expiry", () => {
     const a = await json<Lease>(await claim(pool, "n1"));
     const b = await json<Lease>(await claim(pool, "n1"));
     const alarm = await runInDurableObject(stub(pool), (_o, s) => s.storage.getAlarm());
-    expect(alarm).toBe(Date.parse(b.deadline));
+    // Over several shards the summary's tick (docs/sharding.md §6.2) may come first, and stays armed.
+    const sharded = (env.FLASHML_POOL_SHARDS ?? "") !== "";
+    if (sharded) expect(alarm).toBeLessThanOrEqual(Date.parse(b.deadline));
+    else expect(alarm).toBe(Date.parse(b.deadline));
     await call(pool, "POST", `/attempts/${b.lease_id}/fail`, { reason: "x" });
     await call(pool, "POST", `/attempts/${a.lease_id}/fail`, { reason: "x" });
     // b requeued with attempts left; nothing is leased any more.
-    expect(await runInDurableObject(stub(pool), (_o, s) => s.storage.getAlarm())).toBeNull();
+    const after = await runInDurableObject(stub(pool), (_o, s) => s.storage.getAlarm());
+    if (sharded) expect(after ?? 0).toBeLessThan(Date.parse(a.deadline));
+    else expect(after).toBeNull();
   });
 
   it("a duplicated alarm changes nothing", async () => {

@@ -1,0 +1,143 @@
+// A shard's copy of the rest of the pool (docs/sharding.md §2.1, §6.2,
+// §13.3): what Σ's exchange replies said of the other shards' work and of
+// the pool-wide tenant passes. In memory only, and soft: an empty copy
+// (a restart) is rebuilt by the next exchange, and one Σ stopped answering
+// for more than ENTRY_MAX_AGE_MS counts as empty, so claims fall back to
+// local work. It never holds this shard's own entries: the shard counts
+// those exactly.
+
+import type { ClassLevel, DigestClass, ExchangeReply, GlobalPass, ShardHeld, ShardLoad } from "../rules/summary";
+
+/** Remote entries older than this are treated as absent (§13.3). */
+export const ENTRY_MAX_AGE_MS = 5_000;
+
+/** A remote class as a home chooses a shard by it. */
+export type RemoteClass = { shard: number; key: string; requirement: string; levels: ClassLevel[] };
+
+type ShardCopy = {
+  version: number;
+  held: ShardHeld;
+  load: ShardLoad | null;
+  classes: Map<string, DigestClass>;
+  tenants: Map<string, number>; // priority|tenant → pending
+  /** When a reply last confirmed this shard's entries. */
+  confirmedMs: number;
+};
+
+/** Tasks pending per class key and priority, to tell whether a reply brought more work. */
+type Pending = Map<string, number>;
+
+export class SummaryCopy {
+  private shards = new Map<number, ShardCopy>();
+  private passes = new Map<string, GlobalPass>();
+  private readonly listeners = new Set<() => void>();
+
+  /**
+   * Applies one exchange reply received at `now`. Σ sends only what changed,
+   * so a reply confirms every shard the copy holds, changed or not: an
+   * entry's age is the age of the last reply. Answers whether the reply
+   * brought new remote work (a class newly pending at some shard, or more
+   * pending there at some priority), and tells the listeners so.
+   */
+  apply(reply: ExchangeReply, now: number): { newWork: boolean } {
+    const before = this.pendingAt(now);
+    if (reply.fullCopy) {
+      this.shards = new Map();
+      this.passes = new Map();
+    }
+    for (const entry of reply.entries) {
+      const shard = this.shardOf(entry.shard);
+      if (entry.kind === "shard") {
+        shard.version = entry.version;
+        shard.held = entry.held;
+        shard.load = entry.load;
+      } else if (entry.kind === "class") {
+        if (entry.levels.length === 0) shard.classes.delete(entry.key);
+        else shard.classes.set(entry.key, { key: entry.key, requirement: entry.requirement, levels: entry.levels });
+      } else {
+        const id = `${entry.priority}|${entry.tenant}`;
+        if (entry.pending > 0) shard.tenants.set(id, entry.pending);
+        else shard.tenants.delete(id);
+      }
+    }
+    for (const pass of reply.passes) this.passes.set(`${pass.priority}|${pass.tenant}`, { ...pass });
+    for (const shard of this.shards.values()) shard.confirmedMs = now;
+
+    let newWork = false;
+    for (const [id, n] of this.pendingAt(now)) if (n > (before.get(id) ?? 0)) newWork = true;
+    if (newWork) for (const listener of this.listeners) listener();
+    return { newWork };
+  }
+
+  /** Every remote class with pending tasks, by shard; entries older than ENTRY_MAX_AGE_MS are left out. */
+  classes(now: number): RemoteClass[] {
+    const out: RemoteClass[] = [];
+    for (const [shard, copy] of this.shards) {
+      if (!fresh(copy, now)) continue;
+      for (const c of copy.classes.values())
+        out.push({ shard, key: c.key, requirement: c.requirement, levels: c.levels });
+    }
+    return out;
+  }
+
+  /**
+   * A tenant's pool-wide pass at a priority. A tenant Σ has not named yet
+   * (its work is new) starts where Σ will start it: at the lowest pass
+   * known at that priority, or 0.
+   */
+  pass(priority: number, tenant: string): number {
+    const known = this.passes.get(`${priority}|${tenant}`);
+    if (known) return known.pass;
+    let lowest = Number.POSITIVE_INFINITY;
+    for (const p of this.passes.values()) if (p.priority === priority) lowest = Math.min(lowest, p.pass);
+    return Number.isFinite(lowest) ? lowest : 0;
+  }
+
+  /** The age of the oldest remote entry in ms (flashedge_summary_age_seconds), null while the copy holds none. */
+  age(now: number): number | null {
+    let oldest: number | null = null;
+    for (const copy of this.shards.values()) oldest = Math.max(oldest ?? 0, now - copy.confirmedMs);
+    return oldest;
+  }
+
+  /** The digest version of `shard` the copy holds; 0 when it holds none (a home's `tried` marks name it, §6.3). */
+  version(shard: number): number {
+    return this.shards.get(shard)?.version ?? 0;
+  }
+
+  /** What shard `shard` told Σ of its held claims and load, if the copy holds it fresh. */
+  shard(shard: number, now: number): { held: ShardHeld; load: ShardLoad | null } | null {
+    const copy = this.shards.get(shard);
+    return copy && fresh(copy, now) ? { held: copy.held, load: copy.load } : null;
+  }
+
+  /**
+   * Calls `listener` after every reply that brought new remote work (as
+   * `apply` answers): held claims retry on it. Returns the unsubscribe.
+   */
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private shardOf(shard: number): ShardCopy {
+    let copy = this.shards.get(shard);
+    if (copy === undefined) {
+      copy = { version: 0, held: { claims: 0 }, load: null, classes: new Map(), tenants: new Map(), confirmedMs: 0 };
+      this.shards.set(shard, copy);
+    }
+    return copy;
+  }
+
+  /** Pending tasks per shard, class and priority among the fresh entries. */
+  private pendingAt(now: number): Pending {
+    const out: Pending = new Map();
+    for (const c of this.classes(now))
+      for (const l of c.levels) out.set(`${c.shard}|${c.key}|${l.priority}`, l.fresh + l.replicating);
+    return out;
+  }
+}
+
+function fresh(copy: ShardCopy, now: number): boolean {
+  return now - copy.confirmedMs <= ENTRY_MAX_AGE_MS;
+}

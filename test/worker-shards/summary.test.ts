@@ -1,0 +1,171 @@
+// The pool summary and the shards' exchange with it (docs/sharding.md §2.2,
+// §6, §13.3), at 4 shards: work submitted to one shard reaches another's
+// copy by the time the submission answers, work that leaves leaves the
+// copies, a restarted summary is rebuilt from whole digests, and its
+// snapshot of the tenant passes survives the restart. Work is placed on a
+// shard through the object's own calls, as the Worker will once it spreads.
+
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it, vi } from "vitest";
+import { shardStub } from "../../src/pool/address";
+import { joinedShard } from "../../src/pool/exchange";
+import type { Pool } from "../../src/pool/pool";
+import { JobSpecSchema } from "../../src/protocol/jobs";
+import { NodeRegistrationSchema } from "../../src/protocol/nodes";
+import { expandJob } from "../../src/recipes";
+import { mintShardHex } from "../../src/rules/shard-ids";
+import { jobReplication } from "../../src/rules/verification";
+import { summaryStub } from "../../src/summary/address";
+import { freshPool, registration, trialsJob } from "../worker/helpers";
+
+const shard = (pool: string, k: number) => shardStub(env, [], pool, k);
+const summary = (pool: string) => summaryStub(env, [], pool);
+const single = jobReplication({});
+if (!single.ok) throw new Error("no default replication");
+const place = { priority: 0, tenant: "default", replication: single.value };
+
+/** Submits a job of `tasks` tasks straight to shard k, with an id minted for it. */
+async function submitTo(pool: string, k: number, tasks = 1): Promise<string> {
+  const spec = JobSpecSchema.parse(trialsJob(tasks));
+  const jobId = mintShardHex(pool, k, crypto.randomUUID().replaceAll("-", "").slice(0, 8));
+  const expansion = expandJob(spec, jobId, { allowUnsandboxedArgv: false, maxWorkerLosses: 10 });
+  if (!expansion.ok) throw new Error(expansion.problems.join("; "));
+  const submitted = await shard(pool, k).submitJob(jobId, spec, expansion.tasks, pool, place);
+  if (!submitted.ok) throw new Error(`shard ${k} refused the job`);
+  return jobId;
+}
+
+/** Reads shard k's summary side in the object itself. */
+function inShard<T>(pool: string, k: number, read: (shard: Pool) => T | Promise<T>): Promise<T> {
+  return runInDurableObject(shard(pool, k), (_o, state) => {
+    const joined = joinedShard(state.storage.sql);
+    if (joined === undefined) throw new Error(`shard ${k} of ${pool} has no summary`);
+    return read(joined);
+  });
+}
+
+/** The remote classes in shard k's copy, after an exchange made now (as Σ's poke makes one). */
+async function copyAt(pool: string, k: number): Promise<Array<{ shard: number; fresh: number }>> {
+  await shard(pool, k).summaryChanged();
+  return inShard(pool, k, (s) =>
+    s.summary.classes(Date.now()).map((c) => ({ shard: c.shard, fresh: c.levels.reduce((n, l) => n + l.fresh, 0) })),
+  );
+}
+
+/** Aborts the pool's summary object: its next call starts a new instance with nothing in memory. */
+async function restartSummary(pool: string): Promise<void> {
+  await runInDurableObject(summary(pool), (_o, state) => {
+    try {
+      state.abort("summary restart (test)");
+    } catch {
+      // abort() throws in the aborted object's own turn.
+    }
+  }).catch(() => {});
+}
+
+describe("the pool summary at 4 shards", () => {
+  it("a job submitted to shard 2 is in shard 0's copy when the submission answers", async () => {
+    const pool = freshPool();
+    expect(await copyAt(pool, 0)).toEqual([]);
+    await submitTo(pool, 2, 3);
+    const answered = Date.now();
+    // The submission itself told Σ before it answered: Σ acknowledged a digest of shard 2's holding the class.
+    const told = await inShard(pool, 2, (s) => ({ at: s.link.answeredMs, classes: s.link.acked?.classes.length }));
+    expect(told.at).toBeGreaterThan(0);
+    expect(told.at).toBeLessThanOrEqual(answered);
+    expect(told.classes).toBe(1);
+    expect(await copyAt(pool, 0)).toEqual([{ shard: 2, fresh: 3 }]);
+    // A shard's copy never holds its own work: it counts that exactly.
+    expect(await copyAt(pool, 2)).toEqual([]);
+  });
+
+  it("a cancelled job's class leaves the other shards' copies", async () => {
+    const pool = freshPool();
+    const jobId = await submitTo(pool, 1, 2);
+    expect(await copyAt(pool, 3)).toEqual([{ shard: 1, fresh: 2 }]);
+    expect(await shard(pool, 1).cancelJob(jobId, pool)).toBeTruthy();
+    await shard(pool, 1).summaryChanged();
+    expect(await copyAt(pool, 3)).toEqual([]);
+  });
+
+  it("a class whose last pending task is leased leaves the copies, and the grant reaches Σ's passes", async () => {
+    const pool = freshPool();
+    await submitTo(pool, 2, 1);
+    await shard(pool, 2).register(NodeRegistrationSchema.parse({ ...registration("n1"), pool }));
+    expect(await copyAt(pool, 0)).toEqual([{ shard: 2, fresh: 1 }]);
+    const claimed = await shard(pool, 2).claim("n1", null, 0);
+    expect(claimed.ok).toBe(true);
+    const granted = await inShard(pool, 2, (s) => [...s.grants.values()]);
+    expect(granted).toEqual([{ priority: 0, tenant: "default", granted: 1 }]);
+    await shard(pool, 2).summaryChanged();
+    expect(await copyAt(pool, 0)).toEqual([]);
+  });
+
+  it("a restarted summary gets a whole digest at a shard's next tick, and the copies recover", async () => {
+    const pool = freshPool();
+    await submitTo(pool, 2, 2);
+    expect(await copyAt(pool, 0)).toEqual([{ shard: 2, fresh: 2 }]);
+    const wholeBefore = await inShard(pool, 2, (s) => s.link.wholeSent);
+
+    await restartSummary(pool);
+    // Shard 2's tick (its alarm, the tick due): the new Σ cannot place its delta, so it sends the whole digest
+    // at once. Until a shard's first exchange with the new Σ, the summary shows less work than exists (§13.3).
+    await inShard(pool, 2, (s) => {
+      s.link.startedMs = 0;
+    });
+    expect(await runDurableObjectAlarm(shard(pool, 2))).toBe(true);
+    expect(await inShard(pool, 2, (s) => s.link.wholeSent)).toBe(wholeBefore + 1);
+    expect(await copyAt(pool, 0)).toEqual([{ shard: 2, fresh: 2 }]);
+  });
+
+  it("the summary's snapshot of the tenant passes survives its restart", async () => {
+    const pool = freshPool();
+    await submitTo(pool, 2, 3);
+    await shard(pool, 2).register(NodeRegistrationSchema.parse({ ...registration("n1"), pool }));
+    await shard(pool, 2).register(NodeRegistrationSchema.parse({ ...registration("n2"), pool }));
+    expect((await shard(pool, 2).claim("n1", null, 0)).ok).toBe(true);
+    expect((await shard(pool, 2).claim("n2", null, 0)).ok).toBe(true);
+    await shard(pool, 2).summaryChanged();
+    await shard(pool, 0).summaryChanged();
+    expect(await inShard(pool, 0, (s) => s.summary.pass(0, "default"))).toBe(2);
+
+    // The snapshot's alarm (at most every 5 s), run now.
+    await runDurableObjectAlarm(summary(pool));
+    const stored = await runInDurableObject(summary(pool), (_o, state) =>
+      state.storage.sql.exec("SELECT priority, tenant, pass FROM tenant_passes").toArray(),
+    );
+    expect(stored).toEqual([{ priority: 0, tenant: "default", pass: 2 }]);
+
+    await restartSummary(pool);
+    await shard(pool, 0).summaryChanged();
+    // The new instance's full copy names the passes it read back (shard 2's grants since add to them).
+    expect(await inShard(pool, 0, (s) => s.summary.pass(0, "default"))).toBe(2);
+  });
+
+  it("a class newly pending at one shard pokes a shard holding a claim, which then sees it", async () => {
+    const pool = freshPool();
+    await shard(pool, 1).register(NodeRegistrationSchema.parse({ ...registration("n1"), pool }));
+    const held = shard(pool, 1).claim("n1", null, 3_000);
+    await vi.waitFor(async () => expect(await inShard(pool, 1, (s) => s.held.size)).toBe(1));
+    await shard(pool, 1).summaryChanged(); // Σ learns that shard 1 holds a claim
+    const pokes = () => runInDurableObject(summary(pool), (instance) => instance.pokes);
+    const before = await pokes();
+    await submitTo(pool, 2, 1);
+    expect(await pokes()).toBe(before + 1);
+    await vi.waitFor(async () =>
+      expect(await inShard(pool, 1, (s) => s.summary.classes(Date.now()).map((c) => c.shard))).toEqual([2]),
+    );
+    await held; // answered, with whatever the claim path makes of it, before the test ends
+  });
+
+  it("an idle shard keeps its alarm for the next tick", async () => {
+    const pool = freshPool();
+    await submitTo(pool, 1, 1);
+    // Read between two runs of the alarm: while one runs, none is set.
+    await vi.waitFor(async () => {
+      const alarm = await runInDurableObject(shard(pool, 1), (_o, state) => state.storage.getAlarm());
+      expect(alarm).not.toBeNull();
+    });
+  });
+});
