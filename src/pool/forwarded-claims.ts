@@ -44,7 +44,10 @@ export function claimForwarded(pool: Pool, ticket: ClaimTicket): Promise<Forward
   return pool.change((now) => {
     const { tenantWeights, retryElsewhereMs, owners, membership } = pool.settings;
     return forwardedClaim(pool.sql, now, ticket, (sql, nodeId, jobId, claimId) =>
-      claim(sql, now, nodeId, jobId, tenantWeights, Math.random, retryElsewhereMs, owners, membership, claimId),
+      claim(sql, now, nodeId, jobId, tenantWeights, Math.random, retryElsewhereMs, owners, membership, {
+        claimId,
+        mint: pool.mintHex,
+      }),
     );
   });
 }

@@ -40,7 +40,9 @@ export async function claimOrHold(
 /** One claim transaction's body, with the settings the gate and the scheduler read. */
 function claimFor(pool: Pool, now: number, nodeId: string, jobId: string | null): ClaimResult {
   const { tenantWeights, retryElsewhereMs, owners, membership } = pool.settings;
-  return claim(pool.sql, now, nodeId, jobId, tenantWeights, Math.random, retryElsewhereMs, owners, membership);
+  return claim(pool.sql, now, nodeId, jobId, tenantWeights, Math.random, retryElsewhereMs, owners, membership, {
+    mint: pool.mintHex,
+  });
 }
 
 /**
@@ -87,6 +89,15 @@ export type HeldClaim = {
   readonly endsAt: number;
   readonly resolve: (result: ClaimResult) => void;
   readonly timer: ReturnType<typeof setTimeout>;
+  /**
+   * A forward of this claim to another shard in flight (docs/sharding.md
+   * §5.3): while it is, the hold's end does not answer the claim; the
+   * forward's answer does, and the other shard issues no lease past the
+   * hold's end + 1 s.
+   */
+  forwarding: Promise<ClaimResult> | null;
+  /** The hold ended while a forward was in flight: its answer, lease or nothing, ends the claim. */
+  ended: boolean;
 };
 
 /** Claims answered by one try, to be taken off the list and answered once the change is durable. */
@@ -119,7 +130,9 @@ export class HeldClaims {
         jobId,
         endsAt: now + waitMs,
         resolve,
-        timer: setTimeout(() => this.release(held), waitMs),
+        timer: setTimeout(() => this.end(held), waitMs),
+        forwarding: null,
+        ended: false,
       };
       this.list.push(held);
     });
@@ -134,6 +147,51 @@ export class HeldClaims {
     const mine = this.list.filter((held) => held.nodeId === nodeId);
     for (const held of mine) this.release(held);
     return mine.length > 0;
+  }
+
+  /**
+   * The forward a held claim of `nodeId` has in flight, if any: the node
+   * claimed again, and a lease that forward brings is the node's, so it
+   * goes to the claim that is still open (docs/sharding.md §5.3, "takes
+   * over the forward"). Ask before `releaseNode` answers the old claim.
+   */
+  forwardOf(nodeId: string): Promise<ClaimResult> | null {
+    return this.list.find((held) => held.nodeId === nodeId && held.forwarding !== null)?.forwarding ?? null;
+  }
+
+  /** The held claims with no forward in flight, oldest first: those a change of the summary may send elsewhere. */
+  waiting(): HeldClaim[] {
+    return this.list.filter((held) => held.forwarding === null);
+  }
+
+  /**
+   * Records the forward of a held claim, and answers the claim with its
+   * result when that is a lease, or when the hold ended meanwhile. A claim
+   * answered in the meantime (its node claimed again) is left alone: the
+   * forward's result went to the claim that took it over.
+   */
+  forward(held: HeldClaim, forwarding: Promise<ClaimResult>): void {
+    held.forwarding = forwarding;
+    void forwarding.then(
+      (result) => this.settle(held, result),
+      () => this.settle(held, NOTHING),
+    );
+  }
+
+  private settle(held: HeldClaim, result: ClaimResult): void {
+    held.forwarding = null;
+    const i = this.list.indexOf(held);
+    if (i < 0) return;
+    if (!result.ok && !held.ended) return;
+    this.list.splice(i, 1);
+    clearTimeout(held.timer);
+    held.resolve(result.ok ? result : NOTHING);
+  }
+
+  /** The hold's end: nothing, unless a forward is in flight, whose answer then ends the claim. */
+  private end(held: HeldClaim): void {
+    if (held.forwarding !== null) held.ended = true;
+    else this.release(held);
   }
 
   /**
@@ -154,6 +212,8 @@ export class HeldClaims {
     let anything = pending();
     for (const held of this.list) {
       if (nodeId !== null && held.nodeId !== nodeId) continue;
+      // A claim forwarded elsewhere waits for that answer; trying it here too could lease it twice.
+      if (held.forwarding !== null) continue;
       if (now >= held.endsAt) {
         out.push([held, NOTHING]);
         continue;

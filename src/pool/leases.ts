@@ -16,7 +16,7 @@ import { jobOpen, settleJob } from "./jobs";
 import { endAttempt, sweep, taskOf } from "./lease-endings";
 import { findLease, type Joined, leaseRecord, newLeaseId, type WireLease } from "./lease-rows";
 import { isAccepting, isHeldBack } from "./node-states";
-import { claimant, seen, storedNodeView } from "./nodes";
+import { type ClaimantRow, claimant, seen, storedNodeView } from "./nodes";
 import { nodeOutcome } from "./outcomes";
 import { DEFAULT_RETRY_ELSEWHERE_MS, pickTask, useTurn } from "./scheduling";
 import type { TaskRow } from "./tasks";
@@ -52,6 +52,9 @@ const EQUAL_WEIGHTS: TenantWeights = new Map();
 export type NodeOwners = ReadonlyMap<string, string>;
 const NO_OWNERS: NodeOwners = new Map();
 
+/** What a claim in a pool of shards adds (docs/sharding.md §5.1, §7.1); nothing at one shard. */
+export type ShardedClaim = { claimId?: string; mint?: () => string; floor?: number };
+
 export type RenewResult = { ok: true; lease: WireLease } | { ok: false; reason: "gone" | "not_holder" };
 export type FailResult = { ok: true } | { ok: false; reason: "gone" | "not_holder" };
 
@@ -66,8 +69,10 @@ export type FailResult = { ok: true } | { ok: false; reason: "gone" | "not_holde
  * replicas it ran stay that owner's if ownership changes. `membership`
  * says whose word makes the node a team pool's member (docs/protocol.md §9); the
  * default is the enforcing one. The node is this shard's own or one whose
- * passport is here (`claimant`); a forwarded claim names itself
- * (`claimId`, docs/sharding.md §13.1), recorded on its lease.
+ * passport is here (`claimant`). In a pool of shards (`sharded`), a
+ * forwarded claim names itself (`claimId`, docs/sharding.md §13.1),
+ * recorded on its lease; `mint` draws lease ids that name this shard; and
+ * `floor` leaves work below a priority another shard offers higher (§7.1).
  */
 export function claim(
   sql: SqlStorage,
@@ -79,17 +84,15 @@ export function claim(
   retryElsewhereMs = DEFAULT_RETRY_ELSEWHERE_MS,
   owners: NodeOwners = NO_OWNERS,
   membership: Membership = "assigned",
-  claimId: string | null = null,
+  sharded: ShardedClaim = {},
 ): ClaimResult {
   sweep(sql, now);
-  const node = claimant(sql, nodeId, owners);
-  if (!node) return { ok: false, reason: "unregistered" };
-  seen(sql, now, nodeId);
-  if (!isAccepting(node)) return { ok: false, reason: "not_accepting" };
-  if (isHeldBack(node, now)) return { ok: false, reason: "held_back" };
+  const admitted = admit(sql, now, nodeId, owners);
+  if (!admitted.ok) return admitted;
+  const node = admitted.node;
   const owner = node.owner;
   const view = storedNodeView(node.registration, membership, node.assigned_pools);
-  const best = pickTask(sql, now, { nodeId, owner, view, membership }, jobId, retryElsewhereMs);
+  const best = pickTask(sql, now, { nodeId, owner, view, membership }, jobId, retryElsewhereMs, sharded.floor);
   if (best === undefined)
     return { ok: false, reason: jobId !== null && !jobOpen(sql, jobId) ? "job_closed" : "nothing" };
 
@@ -98,7 +101,7 @@ export function claim(
       // From its first replica on a task is replicating: out of the fresh head's index (docs/protocol.md §14 "Cost").
       `UPDATE tasks SET state = 'LEASED', attempts_used = attempts_used + 1, lease_id = ?, replicating = replicas > 1
        WHERE seq = ? RETURNING *`,
-      newLeaseId(sql),
+      newLeaseId(sql, sharded.mint),
       best,
     )
     .one();
@@ -124,7 +127,7 @@ export function claim(
     deadline,
     replica,
     owner,
-    claimId,
+    sharded.claimId ?? null,
   );
   seen(sql, now, nodeId, deadline);
   emit(
@@ -144,6 +147,25 @@ export function claim(
     task,
   );
   return { ok: true, lease: leaseRecord(findLease(sql, task.lease_id!)!) };
+}
+
+/**
+ * The claimant, when it may claim now: registered here (or with a passport
+ * here), accepting work and not held back (docs/protocol.md §13); else why
+ * not. A claim is a request, so it counts as the node being seen.
+ */
+export function admit(
+  sql: SqlStorage,
+  now: number,
+  nodeId: string,
+  owners: NodeOwners,
+): { ok: true; node: ClaimantRow } | { ok: false; reason: "unregistered" | "not_accepting" | "held_back" } {
+  const node = claimant(sql, nodeId, owners);
+  if (!node) return { ok: false, reason: "unregistered" };
+  seen(sql, now, nodeId);
+  if (!isAccepting(node)) return { ok: false, reason: "not_accepting" };
+  if (isHeldBack(node, now)) return { ok: false, reason: "held_back" };
+  return { ok: true, node };
 }
 
 /**

@@ -168,6 +168,7 @@ export function pickTask(
   node: Claimant,
   jobId: string | null,
   retryElsewhereMs = DEFAULT_RETRY_ELSEWHERE_MS,
+  floor = Number.NEGATIVE_INFINITY,
 ): number | undefined {
   const accepted = new Map<number, string>();
   for (const c of sql.exec<{ class_id: number; requirement: string }>(POLICY_SQL.pendingClasses).toArray()) {
@@ -185,7 +186,7 @@ export function pickTask(
   if (jobId !== null)
     return headOrCloser(jobId, sql.exec<Heads>(POLICY_SQL.head, jobId, classes, node.nodeId, node.owner).one());
   const below = (bound: number) => sql.exec<{ p: number | null }>(POLICY_SQL.level, classes, bound).one().p;
-  for (let level = below(MAX_PRIORITY + 1); level !== null; level = below(level)) {
+  for (let level = below(MAX_PRIORITY + 1); level !== null && level >= floor; level = below(level)) {
     for (const job of jobsAt(sql, level, classes, node)) {
       const seq = headOrCloser(job.job_id, job);
       if (seq !== undefined) return seq;

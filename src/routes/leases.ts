@@ -5,6 +5,7 @@ import { describeRoute } from "hono-openapi";
 import type { ClaimResult } from "../pool/leases";
 import { documented, jsonBody, NO_NODE_IDENTITY, parameter, request, served } from "../protocol/openapi-operations";
 import { ClaimRequestSchema, CompleteRequestSchema, FailRequestSchema } from "../protocol/tasks";
+import { isObjectReset } from "../rules/object-errors";
 import { type AppContext, type AppEnv, readJson } from "./context";
 import { actingNode, leaseCaller } from "./identity";
 
@@ -57,12 +58,6 @@ async function claimWithin(c: AppContext, nodeId: string, jobId: string | null):
     if (isObjectReset(e)) return { ok: false, reason: "nothing" };
     throw e;
   }
-}
-
-/** An error the runtime raises when the object was reset or restarted mid-call. */
-function isObjectReset(e: unknown): boolean {
-  const flags = e as { retryable?: unknown; durableObjectReset?: unknown } | null;
-  return typeof flags === "object" && flags !== null && (flags.retryable === true || flags.durableObjectReset === true);
 }
 
 /** 403 for a lease the caller does not hold, and for an id never issued (no oracle). */
