@@ -25,8 +25,12 @@ export const TICK_QUIET_MS = 5_000;
 export const RECENT_CHANGE_MS = 5_000;
 /** How long a submission waits for Σ to learn of its new class before it answers anyway. */
 export const SUBMISSION_WAIT_MS = 500;
-/** A claim's refresh leaves a copy younger than this alone. */
-export const REFRESH_AGE_MS = 50;
+/**
+ * A claim's refresh leaves a copy younger than this alone: none, so a claim
+ * after another shard's submission answered sees its work whenever the
+ * allowance has room (the allowance, not the age, bounds Σ's load).
+ */
+export const REFRESH_AGE_MS = 0;
 
 /**
  * The on-demand allowance (§6.2): `rate` exchanges a second, with a

@@ -8,6 +8,7 @@
 // instead of being tried. The Worker waits for that answer
 // (src/routes/leases.ts), so no lease goes to a caller that already read 204.
 
+import { claimAcrossShards } from "./forwarding";
 import { poolTaskCounts } from "./jobs";
 import { type ClaimResult, claim, endLeasesOf } from "./leases";
 import type { Pool } from "./pool";
@@ -31,17 +32,23 @@ export async function claimOrHold(
 ): Promise<ClaimResult> {
   // A node that claims again has given up on its earlier claim (its client
   // timed out): answer that one now, so no lease goes to a closed connection.
+  // A lease a forward of it still brings is the node's, and comes here.
+  const forwarding = pool.held.forwardOf(nodeId);
   pool.held.releaseNode(nodeId);
-  const result = await pool.change((now) => claimFor(pool, now, nodeId, jobId));
+  const taken = forwarding === null ? null : await forwarding;
+  if (taken?.ok) return taken;
+  const local = (floor?: number) => pool.change((now) => claimFor(pool, now, nodeId, jobId, floor));
+  const result = pool.shards === 1 ? await local() : await claimAcrossShards(pool, nodeId, jobId, local);
   if (result.ok || !worthWaiting(result) || waitMs <= 0) return result;
   return pool.held.hold(nodeId, jobId, Date.now(), waitMs);
 }
 
-/** One claim transaction's body, with the settings the gate and the scheduler read. */
-function claimFor(pool: Pool, now: number, nodeId: string, jobId: string | null): ClaimResult {
+/** One claim transaction's body, with the settings the gate and the scheduler read; `floor` as claim's. */
+function claimFor(pool: Pool, now: number, nodeId: string, jobId: string | null, floor?: number): ClaimResult {
   const { tenantWeights, retryElsewhereMs, owners, membership } = pool.settings;
   return claim(pool.sql, now, nodeId, jobId, tenantWeights, Math.random, retryElsewhereMs, owners, membership, {
     mint: pool.mintHex,
+    floor,
   });
 }
 

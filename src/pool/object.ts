@@ -18,9 +18,10 @@ import type { StoredObject, Writer } from "./artifacts";
 import { dashboardSummary } from "./dashboard";
 import { type CredentialProof, credentialValid } from "./enrolment";
 import * as enrolment from "./enrolment-flows";
-import { exchangeNow } from "./exchange";
+import { exchangeNow, joinSummary } from "./exchange";
 import { fleetSummary } from "./fleet";
 import { type ClaimTicket, claimForwarded, type ForwardedClaimResult } from "./forwarded-claims";
+import { forwardHeld } from "./forwarding";
 import { claimOrHold } from "./held-claims";
 import { alarm } from "./housekeeping";
 import * as jobs from "./job-calls";
@@ -48,6 +49,13 @@ export class PoolObject extends DurableObject<Env> {
     void ctx.blockConcurrencyWhile(async () => {
       ctx.storage.transactionSync(() => migrate(ctx.storage.sql));
       await this.#layoutAtStart();
+      // A shard of a pool of shards counts its grants for the summary, and
+      // sends held claims on when a reply brings work elsewhere (after the
+      // migration: its name may come from its own rows).
+      if (this.#pool.shards > 1) {
+        joinSummary(this.#pool);
+        this.#pool.summary.onChange(() => forwardHeld(this.#pool));
+      }
     });
   }
 

@@ -13,7 +13,7 @@ import { mintShardHex } from "../rules/shard-ids";
 import { shardName, shardOfName } from "./address";
 import { Grants } from "./digest";
 import type { EventRow } from "./events";
-import { joinSummary, SummaryLink } from "./exchange";
+import { SummaryLink } from "./exchange";
 import { answerHeld, HeldClaims } from "./held-claims";
 import { AlarmClock, arm } from "./housekeeping";
 import { logEvent, logLine } from "./log";
@@ -46,7 +46,6 @@ export class Pool {
     readonly env: Env,
   ) {
     this.sql = ctx.storage.sql;
-    if (this.shards > 1) joinSummary(this);
   }
 
   /**

@@ -6,13 +6,14 @@
 // local work. It never holds this shard's own entries: the shard counts
 // those exactly.
 
+import type { RemoteClass as ChoiceClass, RemoteTenant } from "../rules/shard-choice";
 import type { ClassLevel, DigestClass, ExchangeReply, GlobalPass, ShardHeld, ShardLoad } from "../rules/summary";
 
 /** Remote entries older than this are treated as absent (§13.3). */
 export const ENTRY_MAX_AGE_MS = 5_000;
 
-/** A remote class as a home chooses a shard by it. */
-export type RemoteClass = { shard: number; key: string; requirement: string; levels: ClassLevel[] };
+/** A remote class as a home chooses a shard by it, with its class key. */
+export type RemoteClass = ChoiceClass & { key: string; levels: ClassLevel[] };
 
 type ShardCopy = {
   version: number;
@@ -76,6 +77,19 @@ export class SummaryCopy {
       if (!fresh(copy, now)) continue;
       for (const c of copy.classes.values())
         out.push({ shard, key: c.key, requirement: c.requirement, levels: c.levels });
+    }
+    return out;
+  }
+
+  /** Every remote tenant with pending tasks, by shard and priority; entries older than ENTRY_MAX_AGE_MS are left out. */
+  tenants(now: number): RemoteTenant[] {
+    const out: RemoteTenant[] = [];
+    for (const [shard, copy] of this.shards) {
+      if (!fresh(copy, now)) continue;
+      for (const [id, pending] of copy.tenants) {
+        const bar = id.indexOf("|");
+        out.push({ shard, priority: Number(id.slice(0, bar)), tenant: id.slice(bar + 1), pending });
+      }
     }
     return out;
   }

@@ -1,0 +1,167 @@
+// The home's side of a claim in a pool of shards (docs/sharding.md §5.1,
+// §5.3, §7.1). The home checks the node as it always has, then asks its
+// copy of the summary whether another shard offers this node better work
+// (a higher priority) or any work when it has none; if so it forwards the
+// claim, object to object, with the node's passport, and the chosen shard's
+// own scheduler picks the task (late binding: a stale offer costs a retry,
+// never a wrong lease). Held claims are sent on the same way when a summary
+// reply brings new work elsewhere. At one shard nothing here runs.
+
+import { hex } from "../protocol/ids";
+import { isObjectReset } from "../rules/object-errors";
+import { chooseShard, type Offer, shardOffers } from "../rules/shard-choice";
+import { shardOfId } from "../rules/shard-ids";
+import { shardStub } from "./address";
+import { refresh } from "./exchange";
+import type { ClaimTicket, ForwardedClaimResult } from "./forwarded-claims";
+import type { HeldClaim } from "./held-claims";
+import { admit, type ClaimResult } from "./leases";
+import { hadOneShard } from "./legacy-ids";
+import { ASSIGNED_POOLS, seen, storedNodeView } from "./nodes";
+import { passportOf } from "./passports";
+import type { Pool } from "./pool";
+import { classGate } from "./scheduling";
+
+/** At most this many shards are asked per claim (§5.1). */
+export const MAX_FORWARDS = 2;
+/** How long past the home's answer another shard may still lease (§5.3): clock skew between objects. */
+export const NOT_AFTER_SLACK_MS = 1_000;
+/** A held claim with less than this left waits out its hold here (§5.3). */
+export const MIN_FORWARD_MS = 500;
+
+const NOTHING: ClaimResult = { ok: false, reason: "nothing" };
+
+/** The home's own claim transaction, floored at a priority (§7.1): no local work below it. */
+export type LocalClaim = (floor?: number) => Promise<ClaimResult>;
+
+/**
+ * One claim at the node's home: served here when this shard's work is at
+ * least as good as any other shard's offer, else forwarded to the shard
+ * the summary picks (at most MAX_FORWARDS), else whatever is left here.
+ * A claim restricted to a job goes where the job lives.
+ */
+export async function claimAcrossShards(
+  pool: Pool,
+  nodeId: string,
+  jobId: string | null,
+  local: LocalClaim,
+): Promise<ClaimResult> {
+  if (jobId !== null) {
+    const k = shardOfId(pool.poolName, jobId, "", pool.shards).shard;
+    const there = k === pool.shard ? await local() : await forwardAdmitted(pool, k, nodeId, jobId);
+    // An id from the pool's one-shard days names a shard by chance and lives in shard 0 (src/pool/legacy-ids.ts).
+    if (there.ok || there.reason !== "job_closed" || k === 0 || !hadOneShard(pool.sql)) return there;
+    return pool.shard === 0 ? local() : forwardAdmitted(pool, 0, nodeId, jobId);
+  }
+  await refresh(pool);
+  const offers = offersFor(pool, nodeId);
+  if (offers.length === 0) return local();
+  const top = Math.max(...offers.map((o) => o.priority));
+  const here = await local(top);
+  if (here.ok || here.reason !== "nothing") return here;
+  const tried = new Set<number>();
+  for (let i = 0; i < MAX_FORWARDS; i++) {
+    const choice = chooseShard(offers, pool.shard, null, tried, Math.random);
+    if (choice.kind !== "forward") break;
+    const result = await forward(pool, choice.shard, nodeId, null, Date.now() + NOT_AFTER_SLACK_MS);
+    if (result.ok) return result;
+    tried.add(choice.shard);
+  }
+  // Nothing elsewhere after all: anything here below the offers' priority.
+  return local();
+}
+
+/** A claim for one job on shard k, once the home has admitted the node. */
+async function forwardAdmitted(pool: Pool, k: number, nodeId: string, jobId: string): Promise<ClaimResult> {
+  const admitted = await pool.change((now) => admit(pool.sql, now, nodeId, pool.settings.owners));
+  if (!admitted.ok) return admitted;
+  return forward(pool, k, nodeId, jobId, Date.now() + NOT_AFTER_SLACK_MS);
+}
+
+/**
+ * Gives the held claims, oldest first, a forward to a shard whose newly
+ * advertised work their node may take: at most as many per shard as it
+ * offers, so a burst of held claims does not descend on one task (§6.3). A
+ * claim is answered by its forward's lease, or stays held.
+ */
+export function forwardHeld(pool: Pool): void {
+  const now = Date.now();
+  const budget = new Map<number, number>();
+  for (const held of pool.held.waiting()) {
+    if (held.jobId !== null || held.endsAt - now < MIN_FORWARD_MS) continue;
+    const offers = offersFor(pool, held.nodeId).filter((o) => (budget.get(o.shard) ?? o.eligible) > 0);
+    const choice = chooseShard(offers, pool.shard, null, new Set(), Math.random);
+    if (choice.kind !== "forward") continue;
+    const offered = offers.find((o) => o.shard === choice.shard)!;
+    budget.set(choice.shard, (budget.get(choice.shard) ?? offered.eligible) - 1);
+    pool.held.forward(held, forwardHeldClaim(pool, held, choice.shard));
+  }
+}
+
+function forwardHeldClaim(pool: Pool, held: HeldClaim, k: number): Promise<ClaimResult> {
+  return forward(pool, k, held.nodeId, null, held.endsAt + NOT_AFTER_SLACK_MS);
+}
+
+/** Each other shard's best offer for this node, by the home's copy of the summary. */
+function offersFor(pool: Pool, nodeId: string): Offer[] {
+  const now = Date.now();
+  const classes = pool.summary.classes(now);
+  if (classes.length === 0) return [];
+  const { membership, tenantWeights } = pool.settings;
+  const node = pool.sql
+    .exec<{ registration: string; assigned_pools: string | null }>(
+      `SELECT n.registration, ap.pools AS assigned_pools FROM nodes n ${ASSIGNED_POOLS} WHERE n.node_id = ?`,
+      nodeId,
+    )
+    .toArray()[0];
+  if (node === undefined) return [];
+  const view = storedNodeView(node.registration, membership, node.assigned_pools);
+  return shardOffers(
+    classes,
+    (requirement) => classGate(requirement).eligible(view),
+    pool.summary.tenants(now),
+    (priority, tenant) => pool.summary.pass(priority, tenant),
+    (tenant) => tenantWeights.get(tenant) ?? 1,
+  );
+}
+
+/**
+ * Forwards one claim to shard k with the node's passport (§5.1). A reset of
+ * k mid-call is asked once more under the same claim id, which k answers
+ * with the lease it may have issued, never a second one (§13.1); any other
+ * failure is nothing from k. A lease is recorded at home: the node counts
+ * as online while it holds it (§8.3).
+ */
+async function forward(
+  pool: Pool,
+  k: number,
+  nodeId: string,
+  jobId: string | null,
+  notAfter: number,
+): Promise<ClaimResult> {
+  const passport = passportOf(pool.sql, nodeId, pool.settings.owners);
+  if (passport === null) return { ok: false, reason: "unregistered" };
+  const ticket: ClaimTicket = { claimId: claimId(), passport, jobId, notAfter };
+  const stub = shardStub(pool.env, pool.settings.poolLocations, pool.poolName, k);
+  let result: ForwardedClaimResult;
+  try {
+    result = await stub.claimForwarded(ticket);
+  } catch (e) {
+    if (!isObjectReset(e) || Date.now() >= notAfter) return NOTHING;
+    try {
+      result = await stub.claimForwarded(ticket);
+    } catch {
+      return NOTHING;
+    }
+  }
+  // The ticket carries the passport whole, so a stale one cannot come back; it would be nothing.
+  if (!result.ok) return result.reason === "stale_passport" ? NOTHING : result;
+  const deadline = Date.parse(result.lease.deadline);
+  pool.transaction(() => seen(pool.sql, Date.now(), nodeId, deadline));
+  return { ok: true, lease: result.lease };
+}
+
+/** 16 random hex: a forwarded claim's id (§5.1). */
+function claimId(): string {
+  return hex(crypto.getRandomValues(new Uint8Array(8)));
+}

@@ -1,0 +1,170 @@
+// A claim at the node's home in a pool of 4 shards (docs/sharding.md §5.1,
+// §5.3, §7.1): served where the summary says the best work for the node is,
+// through the same HTTP routes a one-shard pool has. Nodes live at shard 0
+// (their home, while homes are pinned); the tests place jobs on other shards
+// through the shards' own calls, as two-choice placement will.
+
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it, vi } from "vitest";
+import { shardStub } from "../../src/pool/address";
+import { JobSpecSchema } from "../../src/protocol/jobs";
+import { expandJob } from "../../src/recipes";
+import { mintShardHex, shardOfHex } from "../../src/rules/shard-ids";
+import { jobReplication } from "../../src/rules/verification";
+import { call, claim, commandJob, freshPool, json, register, sha256, trialsJob, upload } from "../worker/helpers";
+
+const shard = (pool: string, k: number) => shardStub(env, [], pool, k);
+const replicated = jobReplication({});
+if (!replicated.ok) throw new Error("no default replication");
+const single = replicated.value;
+
+type Lease = { lease_id: string; job_id: string; task_id: string; node_id: string };
+
+/** Submits a job straight to shard k, with an id minted for it; the submission answers once Σ knows of it. */
+async function submitTo(pool: string, k: number, job: unknown, priority = 0): Promise<string> {
+  const spec = JobSpecSchema.parse(job);
+  const jobId = mintShardHex(pool, k, crypto.randomUUID().replaceAll("-", "").slice(0, 8));
+  const expansion = expandJob(spec, jobId, { allowUnsandboxedArgv: false, maxWorkerLosses: 10 });
+  if (!expansion.ok) throw new Error(expansion.problems.join("; "));
+  const place = { priority, tenant: "default", replication: single };
+  const submitted = await shard(pool, k).submitJob(jobId, spec, expansion.tasks, pool, place);
+  if (!submitted.ok) throw new Error(`shard ${k} refused the job`);
+  return jobId;
+}
+
+const homeRecord = (pool: string, nodeId: string) =>
+  runInDurableObject(shard(pool, 0), (_o, state) =>
+    state.storage.sql
+      .exec<{ accepted_tasks: number; live_until_ms: number }>(
+        "SELECT accepted_tasks, live_until_ms FROM nodes WHERE node_id = ?",
+        nodeId,
+      )
+      .one(),
+  );
+
+describe("a claim at its home, with the work on another shard", () => {
+  it("is leased by that shard, and the lease's heartbeat, upload and commit reach it by the lease's id", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    const jobId = await submitTo(pool, 2, trialsJob(1));
+    const r = await claim(pool, "n1");
+    expect(r.status).toBe(200);
+    const lease = await json<Lease>(r);
+    expect(lease).toMatchObject({ job_id: jobId, node_id: "n1" });
+    expect(shardOfHex(pool, lease.lease_id.slice(3))).toBe(2);
+
+    expect((await call(pool, "POST", `/attempts/${lease.lease_id}/heartbeat`)).status).toBe(200);
+    const bytes = '{"accuracy": 0.9}';
+    expect((await upload(pool, `jobs/${jobId}/${lease.task_id}/metrics.json`, bytes)).status).toBe(200);
+    const done = await call(pool, "POST", `/attempts/${lease.lease_id}/complete`, {
+      output_sha256: await sha256(bytes),
+    });
+    expect(await json(done)).toEqual({ accepted: true });
+    expect((await json(await call(pool, "GET", `/jobs/${jobId}`))).state).toBe("SUCCEEDED");
+    // The home counts the node online while it holds the lease, and the accepted task once it is delivered.
+    await vi.waitFor(async () => expect((await homeRecord(pool, "n1")).accepted_tasks).toBe(1), { timeout: 5_000 });
+  });
+
+  it("takes the higher priority on another shard before this shard's own work", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    const low = await submitTo(pool, 0, trialsJob(1), 0);
+    const high = await submitTo(pool, 3, trialsJob(1), 10);
+    expect((await json<Lease>(await claim(pool, "n1"))).job_id).toBe(high);
+    expect((await json<Lease>(await claim(pool, "n1"))).job_id).toBe(low);
+    expect((await claim(pool, "n1")).status).toBe(204);
+  });
+
+  it("serves its own work first at an equal priority: no request to another shard", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    const remote = await submitTo(pool, 1, trialsJob(1));
+    const here = await submitTo(pool, 0, trialsJob(1));
+    expect((await json<Lease>(await claim(pool, "n1"))).job_id).toBe(here);
+    expect((await json<Lease>(await claim(pool, "n1"))).job_id).toBe(remote);
+  });
+
+  it("restricted to a job, goes to that job's shard", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await submitTo(pool, 1, trialsJob(1));
+    const wanted = await submitTo(pool, 3, trialsJob(1));
+    expect((await json<Lease>(await claim(pool, "n1", wanted))).job_id).toBe(wanted);
+    expect((await claim(pool, "n1", wanted)).status).toBe(204); // its one task is leased
+  });
+});
+
+describe("what the home refuses, no other shard serves", () => {
+  it("a task the gate refuses the node on another shard: nothing", async () => {
+    const pool = freshPool();
+    await register(pool, "cpu-only");
+    await submitTo(pool, 2, commandJob({}, { resources: { gpuPerTask: 1 } }));
+    expect((await claim(pool, "cpu-only")).status).toBe(204);
+  });
+
+  it("a node held back at home gets nothing from any shard", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await submitTo(pool, 2, trialsJob(1));
+    await runInDurableObject(shard(pool, 0), (_o, state) => {
+      state.storage.sql.exec("UPDATE nodes SET held_until_ms = ? WHERE node_id = 'n1'", Date.now() + 60_000);
+    });
+    expect((await claim(pool, "n1")).status).toBe(204);
+    const tasks = await json<Array<{ state: string }>>(
+      await call(pool, "GET", `/jobs/${(await jobsOf(pool))[0]}/tasks`),
+    );
+    expect(tasks.map((t) => t.state)).toEqual(["PENDING"]);
+  });
+
+  it("a draining node gets nothing from any shard, even for a job it names", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    const jobId = await submitTo(pool, 2, trialsJob(1));
+    expect((await call(pool, "POST", "/nodes/n1/heartbeat", { node_id: "n1", status: "draining" })).status).toBe(200);
+    expect((await claim(pool, "n1")).status).toBe(204);
+    expect((await claim(pool, "n1", jobId)).status).toBe(204);
+  });
+
+  it("an unregistered node is refused at its home, for a job on another shard too", async () => {
+    const pool = freshPool();
+    const jobId = await submitTo(pool, 2, trialsJob(1));
+    expect((await claim(pool, "stranger")).status).toBe(403);
+    expect((await claim(pool, "stranger", jobId)).status).toBe(403);
+  });
+});
+
+describe("a held claim", () => {
+  it("is answered with a lease from another shard when work for it appears there", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    const held = shard(pool, 0).claim("n1", null, 10_000);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const jobId = await submitTo(pool, 1, trialsJob(1));
+    const result = await held;
+    expect(result.ok && result.lease.job_id).toBe(jobId);
+  });
+
+  it("claiming again while its forward is in flight gets that forward's lease, and the task is leased once", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    const first = shard(pool, 0).claim("n1", null, 10_000);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const jobId = await submitTo(pool, 1, trialsJob(1));
+    // Whether the first claim's forward is in flight or done, the node ends with one lease of the one task.
+    const second = await shard(pool, 0).claim("n1", null, 0);
+    const answers = [await first, second];
+    const leases = answers.filter((a) => a.ok);
+    expect(leases).toHaveLength(1);
+    expect(leases[0]!.ok && leases[0]!.lease.job_id).toBe(jobId);
+    const rows = await runInDurableObject(shard(pool, 1), (_o, state) =>
+      state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM leases").one(),
+    );
+    expect(rows.n).toBe(1);
+  });
+});
+
+async function jobsOf(pool: string): Promise<string[]> {
+  const jobs = await json<Array<{ job_id: string }>>(await call(pool, "GET", "/jobs"));
+  return jobs.map((j) => j.job_id);
+}
