@@ -14,6 +14,7 @@ import { shardName, shardOfName } from "./address";
 import { Grants } from "./digest";
 import type { EventRow } from "./events";
 import { SummaryLink } from "./exchange";
+import { forwardHeld } from "./forwarding";
 import { answerHeld, HeldClaims } from "./held-claims";
 import { AlarmClock, arm } from "./housekeeping";
 import { logEvent, logLine } from "./log";
@@ -167,6 +168,9 @@ export class Pool {
     }
     await arm(this);
     for (const [held, answer] of woken) held.resolve(answer);
+    // A change to a node (a release, an assignment) may let its held claim take work on another shard too.
+    if ((options.wakesClaims || options.wakesNode !== undefined) && this.held.size > 0 && this.shards > 1)
+      forwardHeld(this);
     // Outbox rows the change wrote for other shards leave now (src/pool/outbox.ts); none at one shard.
     await sendWritten(this, () => arm(this));
     return result;

@@ -145,6 +145,23 @@ describe("a held claim", () => {
     expect(result.ok && result.lease.job_id).toBe(jobId);
   });
 
+  it("of a held-back node takes work on another shard the moment an operator releases the node", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    const jobId = await submitTo(pool, 2, trialsJob(1));
+    await runInDurableObject(shard(pool, 0), (_o, state) => {
+      state.storage.sql.exec("UPDATE nodes SET held_until_ms = ? WHERE node_id = 'n1'", Date.now() + 60_000);
+    });
+    const held = shard(pool, 0).claim("n1", null, 20_000);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const released = Date.now();
+    expect((await call(pool, "POST", "/nodes/n1/release")).status).toBe(200);
+    const result = await held;
+    expect(result.ok && result.lease.job_id).toBe(jobId);
+    // Well before the hold's end: the release woke it, not the timer.
+    expect(Date.now() - released).toBeLessThan(15_000);
+  });
+
   it("claiming again while its forward is in flight gets that forward's lease, and the task is leased once", async () => {
     const pool = freshPool();
     await register(pool, "n1");
