@@ -15,7 +15,7 @@
 import { type Emptiness, type LayoutEpoch, layoutDecision, layoutRefusedMessage } from "../rules/layout";
 import type { PoolLocationRule } from "../rules/pool-location";
 import { shardStub } from "./address";
-import { callsOf } from "./session";
+import { callsOf } from "./calls";
 
 /** What shard 0's layout() answers: its history, and its refusal's detail while it refuses. */
 export type LayoutAnswer = { epochs: LayoutEpoch[]; refusing: string | null };

@@ -5,7 +5,7 @@
 // with shard 0's answer. Only such pools pay it, and only for ids the shard
 // does not hold; at one shard, and in shard 0, nothing here runs.
 
-import { callsOf } from "./session";
+import { callsOf } from "./calls";
 
 /** Which argument of an object call addresses what (the calls that take an id the Worker routes by). */
 type Addressed = { kind: "job" | "lease" | "key"; arg: number };

@@ -10,6 +10,7 @@
 // exists. Which calls a node may make is still the routes' decision.
 
 import { RpcTarget } from "cloudflare:workers";
+import { callsOf } from "./calls";
 
 /** The message of the error a refused session call throws (only an Error's message survives RPC). */
 export const CREDENTIAL_REFUSED = "enrolled credential refused";
@@ -58,20 +59,4 @@ export function sessionClass<T extends object, Lifecycle extends keyof T & strin
     target: T,
     valid: () => boolean,
   ) => RpcTarget & SessionCalls<T, Lifecycle>;
-}
-
-/**
- * The calls an object's prototype offers: its own methods, less the
- * constructor and `skipped`. The session (above) and the layout guard
- * (src/pool/layout.ts) both wrap exactly these.
- */
-export function callsOf(
-  prototype: object,
-  skipped: readonly string[],
-): Array<[string, (...args: unknown[]) => unknown]> {
-  const left = new Set(["constructor", ...skipped]);
-  return Object.getOwnPropertyNames(prototype).flatMap((name) => {
-    const method: unknown = Object.getOwnPropertyDescriptor(prototype, name)?.value;
-    return left.has(name) || typeof method !== "function" ? [] : [[name, method as (...args: unknown[]) => unknown]];
-  });
 }
