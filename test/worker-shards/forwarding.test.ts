@@ -9,16 +9,12 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import { shardStub } from "../../src/pool/address";
 import type { ClaimTicket } from "../../src/pool/forwarded-claims";
 import { forwardedClaim } from "../../src/pool/forwarded-claims";
 import { claim as claimInPool, type WireLease } from "../../src/pool/leases";
 import { type Passport, passportOf, upsertPassport } from "../../src/pool/passports";
 import { MIGRATIONS } from "../../src/pool/schema";
-import { JobSpecSchema } from "../../src/protocol/jobs";
-import { expandJob } from "../../src/recipes";
-import { mintShardHex } from "../../src/rules/shard-ids";
-import { jobReplication, REPLICAS_LABEL, TRUST_AFTER_VALID } from "../../src/rules/verification";
+import { TRUST_AFTER_VALID } from "../../src/rules/verification";
 import {
   ARGV_NODE,
   call,
@@ -31,6 +27,7 @@ import {
   sleep,
   trialsJob,
 } from "../worker/helpers";
+import { shard, submitTo } from "./helpers";
 
 // Vite's import.meta.glob, which the test reads the Worker's route sources with.
 declare global {
@@ -39,22 +36,7 @@ declare global {
   }
 }
 
-const shard = (pool: string, k: number) => shardStub(env, [], pool, k);
 const K = 2;
-
-/** Submits `spec` straight to shard k, with an id minted for it, as placement will once work spreads. */
-async function submitTo(pool: string, k: number, spec: unknown, replicas = 1): Promise<string> {
-  const parsed = JobSpecSchema.parse(spec);
-  const jobId = mintShardHex(pool, k, crypto.randomUUID().replaceAll("-", "").slice(0, 8));
-  const expansion = expandJob(parsed, jobId, { allowUnsandboxedArgv: false, maxWorkerLosses: 10 });
-  if (!expansion.ok) throw new Error(expansion.problems.join("; "));
-  const replication = jobReplication(replicas === 1 ? {} : { [REPLICAS_LABEL]: String(replicas) });
-  if (!replication.ok) throw new Error(replication.problem);
-  const place = { priority: 0, tenant: "default", replication: replication.value };
-  const submitted = await shard(pool, k).submitJob(jobId, parsed, expansion.tasks, pool, place);
-  if (!submitted.ok) throw new Error(`shard ${k} refused the job`);
-  return jobId;
-}
 
 /** The node's passport as its home (shard 0) builds it. */
 function passportAtHome(pool: string, nodeId: string): Promise<Passport | null> {
@@ -267,8 +249,8 @@ describe("a forwarded claim", () => {
     const pool = freshPool();
     await register(pool, "trusted");
     await register(pool, "untrusted");
-    const trustedJob = await submitTo(pool, K, trialsJob(1), 3);
-    const untrustedJob = await submitTo(pool, K, trialsJob(1), 3);
+    const trustedJob = await submitTo(pool, K, trialsJob(1), { replicas: 3 });
+    const untrustedJob = await submitTo(pool, K, trialsJob(1), { replicas: 3 });
     const wanted = async (nodeId: string, jobId: string, trusted: boolean) => {
       const ticket = await ticketFor(pool, nodeId, { jobId });
       const passport = { ...(ticket.passport as Passport), trusted };

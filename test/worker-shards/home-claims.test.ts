@@ -5,33 +5,12 @@
 // through the shards' own calls, as two-choice placement will.
 
 import { runInDurableObject } from "cloudflare:test";
-import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import { shardStub } from "../../src/pool/address";
-import { JobSpecSchema } from "../../src/protocol/jobs";
-import { expandJob } from "../../src/recipes";
-import { mintShardHex, shardOfHex } from "../../src/rules/shard-ids";
-import { jobReplication } from "../../src/rules/verification";
+import { shardOfHex } from "../../src/rules/shard-ids";
 import { call, claim, commandJob, freshPool, json, register, sha256, trialsJob, upload } from "../worker/helpers";
-
-const shard = (pool: string, k: number) => shardStub(env, [], pool, k);
-const replicated = jobReplication({});
-if (!replicated.ok) throw new Error("no default replication");
-const single = replicated.value;
+import { shard, submitTo } from "./helpers";
 
 type Lease = { lease_id: string; job_id: string; task_id: string; node_id: string };
-
-/** Submits a job straight to shard k, with an id minted for it; the submission answers once Σ knows of it. */
-async function submitTo(pool: string, k: number, job: unknown, priority = 0): Promise<string> {
-  const spec = JobSpecSchema.parse(job);
-  const jobId = mintShardHex(pool, k, crypto.randomUUID().replaceAll("-", "").slice(0, 8));
-  const expansion = expandJob(spec, jobId, { allowUnsandboxedArgv: false, maxWorkerLosses: 10 });
-  if (!expansion.ok) throw new Error(expansion.problems.join("; "));
-  const place = { priority, tenant: "default", replication: single };
-  const submitted = await shard(pool, k).submitJob(jobId, spec, expansion.tasks, pool, place);
-  if (!submitted.ok) throw new Error(`shard ${k} refused the job`);
-  return jobId;
-}
 
 const homeRecord = (pool: string, nodeId: string) =>
   runInDurableObject(shard(pool, 0), (_o, state) =>
@@ -69,8 +48,8 @@ describe("a claim at its home, with the work on another shard", () => {
   it("takes the higher priority on another shard before this shard's own work", async () => {
     const pool = freshPool();
     await register(pool, "n1");
-    const low = await submitTo(pool, 0, trialsJob(1), 0);
-    const high = await submitTo(pool, 3, trialsJob(1), 10);
+    const low = await submitTo(pool, 0, trialsJob(1), { priority: 0 });
+    const high = await submitTo(pool, 3, trialsJob(1), { priority: 10 });
     expect((await json<Lease>(await claim(pool, "n1"))).job_id).toBe(high);
     expect((await json<Lease>(await claim(pool, "n1"))).job_id).toBe(low);
     expect((await claim(pool, "n1")).status).toBe(204);

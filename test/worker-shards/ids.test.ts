@@ -8,30 +8,12 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { shardStub } from "../../src/pool/address";
-import { JobSpecSchema } from "../../src/protocol/jobs";
 import { NodeRegistrationSchema } from "../../src/protocol/nodes";
-import { expandJob } from "../../src/recipes";
 import { mintShardHex, shardOfHex } from "../../src/rules/shard-ids";
-import { jobReplication } from "../../src/rules/verification";
 import { call, freshPool, register, registration, submitJob, trialsJob } from "../worker/helpers";
+import { shard, submitTo } from "./helpers";
 
 const SHARDS = 4;
-const shard = (pool: string, k: number) => shardStub(env, [], pool, k);
-const single = jobReplication({});
-if (!single.ok) throw new Error("no default replication");
-const place = { priority: 0, tenant: "default", replication: single.value };
-
-/** Submits a one-task job straight to shard k, with an id minted for it, as the Worker will once work spreads. */
-async function submitTo(pool: string, k: number, name: string): Promise<string> {
-  const spec = JobSpecSchema.parse({ ...trialsJob(1), metadata: { name } });
-  const jobId = mintShardHex(pool, k, crypto.randomUUID().replaceAll("-", "").slice(0, 8));
-  const expansion = expandJob(spec, jobId, { allowUnsandboxedArgv: false, maxWorkerLosses: 10 });
-  if (!expansion.ok) throw new Error(expansion.problems.join("; "));
-  const submitted = await shard(pool, k).submitJob(jobId, spec, expansion.tasks, pool, place);
-  if (!submitted.ok) throw new Error(`shard ${k} refused the job`);
-  return jobId;
-}
 
 type Page = { items: Array<Record<string, unknown>>; next: string | null; status: number };
 
@@ -86,8 +68,10 @@ describe("lists walked over 4 shards", () => {
       [3, []],
     ]);
     for (let i = 0; i < 120; i++) byShard.get(0)!.push((await submitJob(pool, trialsJob(1))).job_id);
-    for (let i = 0; i < 60; i++) byShard.get(1)!.push(await submitTo(pool, 1, `one-${i}`));
-    for (let i = 0; i < 70; i++) byShard.get(3)!.push(await submitTo(pool, 3, `three-${i}`));
+    for (let i = 0; i < 60; i++)
+      byShard.get(1)!.push(await submitTo(pool, 1, { ...trialsJob(1), metadata: { name: `one-${i}` } }));
+    for (let i = 0; i < 70; i++)
+      byShard.get(3)!.push(await submitTo(pool, 3, { ...trialsJob(1), metadata: { name: `three-${i}` } }));
 
     const pages = await pagesOf(listUrl(pool, "jobs", "?limit=100"));
     expect(pages.every((p) => p.status === 200)).toBe(true);
@@ -106,7 +90,7 @@ describe("lists walked over 4 shards", () => {
   it("a page that runs out of one shard goes on in the next, past an empty one", async () => {
     const pool = freshPool();
     const zero = (await submitJob(pool, trialsJob(1))).job_id;
-    const two = await submitTo(pool, 2, "two");
+    const two = await submitTo(pool, 2, { ...trialsJob(1), metadata: { name: "two" } });
     const pages = await pagesOf(listUrl(pool, "jobs", "?limit=2"));
     expect(pages[0]!.items.map((j) => j.job_id)).toEqual([zero, two]);
     expect(pages.flatMap((p) => p.items.map((j) => j.job_id))).toEqual([zero, two]);

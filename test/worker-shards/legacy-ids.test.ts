@@ -6,21 +6,12 @@
 // a project's env is fixed.
 
 import { runInDurableObject } from "cloudflare:test";
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { shardStub } from "../../src/pool/address";
 import { LEGACY_ADDRESSED_CALLS } from "../../src/pool/legacy-ids";
 import { PoolObject } from "../../src/pool/object";
-import { JobSpecSchema } from "../../src/protocol/jobs";
-import { expandJob } from "../../src/recipes";
 import { mintShardHex } from "../../src/rules/shard-ids";
-import { jobReplication } from "../../src/rules/verification";
 import { call, claim, freshPool, json, register, trialsJob } from "../worker/helpers";
-
-const shard = (pool: string, k: number) => shardStub(env, [], pool, k);
-const single = jobReplication({});
-if (!single.ok) throw new Error("no default replication");
-const place = { priority: 0, tenant: "default", replication: single.value };
+import { shard, submitTo } from "./helpers";
 
 /** A pool raised from 1 to 4 shards (or started at 4), and a job in shard 0 whose id passes shard 2's tag check. */
 async function poolWithStrayId(raisedFromOne: boolean): Promise<{ pool: string; jobId: string }> {
@@ -39,12 +30,7 @@ async function poolWithStrayId(raisedFromOne: boolean): Promise<{ pool: string; 
       }
     });
   }
-  const spec = JobSpecSchema.parse(trialsJob(1));
-  const jobId = mintShardHex(pool, 2, "5ca1ab1e"); // as if drawn at random at one shard
-  const expansion = expandJob(spec, jobId, { allowUnsandboxedArgv: false, maxWorkerLosses: 10 });
-  if (!expansion.ok) throw new Error(expansion.problems.join("; "));
-  const submitted = await shard(pool, 0).submitJob(jobId, spec, expansion.tasks, pool, place);
-  if (!submitted.ok) throw new Error("shard 0 refused the job");
+  const jobId = await submitTo(pool, 0, trialsJob(1), { jobId: mintShardHex(pool, 2, "5ca1ab1e") }); // as if drawn at random at one shard
   return { pool, jobId };
 }
 

@@ -6,31 +6,13 @@
 // so the next call meets a fresh instance over the same storage.
 
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { shardStub } from "../../src/pool/address";
 import type { ClaimTicket } from "../../src/pool/forwarded-claims";
 import { passportOf } from "../../src/pool/passports";
-import { JobSpecSchema } from "../../src/protocol/jobs";
-import { expandJob } from "../../src/recipes";
-import { mintShardHex } from "../../src/rules/shard-ids";
-import { jobReplication } from "../../src/rules/verification";
 import { freshPool, register, trialsJob } from "../worker/helpers";
+import { shard, submitTo } from "./helpers";
 
-const shard = (pool: string, k: number) => shardStub(env, [], pool, k);
 const K = 2;
-const single = jobReplication({});
-if (!single.ok) throw new Error("no default replication");
-const place = { priority: 0, tenant: "default", replication: single.value };
-
-async function submitTo(pool: string, k: number, tasks: number): Promise<string> {
-  const spec = JobSpecSchema.parse(trialsJob(tasks));
-  const jobId = mintShardHex(pool, k, crypto.randomUUID().replaceAll("-", "").slice(0, 8));
-  const expansion = expandJob(spec, jobId, { allowUnsandboxedArgv: false, maxWorkerLosses: 10 });
-  if (!expansion.ok) throw new Error(expansion.problems.join("; "));
-  if (!(await shard(pool, k).submitJob(jobId, spec, expansion.tasks, pool, place)).ok) throw new Error("refused");
-  return jobId;
-}
 
 async function ticketFor(pool: string, nodeId: string): Promise<ClaimTicket> {
   const passport = await runInDurableObject(shard(pool, 0), (_o, state) =>
@@ -60,7 +42,7 @@ describe("a shard that restarts around a forwarded claim", () => {
   it("answers the retry of a claim whose answer was lost with the same lease, and issues no second", async () => {
     const pool = freshPool();
     await register(pool, "n1");
-    await submitTo(pool, K, 2);
+    await submitTo(pool, K, trialsJob(2));
     const ticket = await ticketFor(pool, "n1");
     const first = await shard(pool, K).claimForwarded(ticket);
     if (!first.ok) throw new Error(first.reason);
@@ -73,7 +55,7 @@ describe("a shard that restarts around a forwarded claim", () => {
   it("a reset racing the claim leaves at most one lease for it, which the retry answers", async () => {
     const pool = freshPool();
     await register(pool, "n1");
-    await submitTo(pool, K, 2);
+    await submitTo(pool, K, trialsJob(2));
     const ticket = await ticketFor(pool, "n1");
     await Promise.allSettled([shard(pool, K).claimForwarded(ticket), reset(pool, K)]);
     const before = await leasesAt(pool, K);
@@ -88,7 +70,7 @@ describe("a shard that restarts around a forwarded claim", () => {
   it("a retry whose lease has ended since gets nothing, never a second lease", async () => {
     const pool = freshPool();
     await register(pool, "n1");
-    await submitTo(pool, K, 2);
+    await submitTo(pool, K, trialsJob(2));
     const ticket = await ticketFor(pool, "n1");
     const first = await shard(pool, K).claimForwarded(ticket);
     if (!first.ok) throw new Error(first.reason);

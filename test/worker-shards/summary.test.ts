@@ -8,33 +8,14 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import { shardStub } from "../../src/pool/address";
 import { joinedShard } from "../../src/pool/exchange";
 import type { Pool } from "../../src/pool/pool";
-import { JobSpecSchema } from "../../src/protocol/jobs";
 import { NodeRegistrationSchema } from "../../src/protocol/nodes";
-import { expandJob } from "../../src/recipes";
-import { mintShardHex } from "../../src/rules/shard-ids";
-import { jobReplication } from "../../src/rules/verification";
 import { summaryStub } from "../../src/summary/address";
 import { freshPool, registration, trialsJob } from "../worker/helpers";
+import { shard, submitTo } from "./helpers";
 
-const shard = (pool: string, k: number) => shardStub(env, [], pool, k);
 const summary = (pool: string) => summaryStub(env, [], pool);
-const single = jobReplication({});
-if (!single.ok) throw new Error("no default replication");
-const place = { priority: 0, tenant: "default", replication: single.value };
-
-/** Submits a job of `tasks` tasks straight to shard k, with an id minted for it. */
-async function submitTo(pool: string, k: number, tasks = 1): Promise<string> {
-  const spec = JobSpecSchema.parse(trialsJob(tasks));
-  const jobId = mintShardHex(pool, k, crypto.randomUUID().replaceAll("-", "").slice(0, 8));
-  const expansion = expandJob(spec, jobId, { allowUnsandboxedArgv: false, maxWorkerLosses: 10 });
-  if (!expansion.ok) throw new Error(expansion.problems.join("; "));
-  const submitted = await shard(pool, k).submitJob(jobId, spec, expansion.tasks, pool, place);
-  if (!submitted.ok) throw new Error(`shard ${k} refused the job`);
-  return jobId;
-}
 
 /** Reads shard k's summary side in the object itself. */
 function inShard<T>(pool: string, k: number, read: (shard: Pool) => T | Promise<T>): Promise<T> {
@@ -68,7 +49,7 @@ describe("the pool summary at 4 shards", () => {
   it("a job submitted to shard 2 is in shard 0's copy when the submission answers", async () => {
     const pool = freshPool();
     expect(await copyAt(pool, 0)).toEqual([]);
-    await submitTo(pool, 2, 3);
+    await submitTo(pool, 2, trialsJob(3));
     const answered = Date.now();
     // The submission itself told Σ before it answered: Σ acknowledged a digest of shard 2's holding the class.
     const told = await inShard(pool, 2, (s) => ({ at: s.link.answeredMs, classes: s.link.acked?.classes.length }));
@@ -82,7 +63,7 @@ describe("the pool summary at 4 shards", () => {
 
   it("a cancelled job's class leaves the other shards' copies", async () => {
     const pool = freshPool();
-    const jobId = await submitTo(pool, 1, 2);
+    const jobId = await submitTo(pool, 1, trialsJob(2));
     expect(await copyAt(pool, 3)).toEqual([{ shard: 1, fresh: 2 }]);
     expect(await shard(pool, 1).cancelJob(jobId, pool)).toBeTruthy();
     await shard(pool, 1).summaryChanged();
@@ -91,7 +72,7 @@ describe("the pool summary at 4 shards", () => {
 
   it("a class whose last pending task is leased leaves the copies, and the grant reaches Σ's passes", async () => {
     const pool = freshPool();
-    await submitTo(pool, 2, 1);
+    await submitTo(pool, 2, trialsJob(1));
     await shard(pool, 2).register(NodeRegistrationSchema.parse({ ...registration("n1"), pool }));
     expect(await copyAt(pool, 0)).toEqual([{ shard: 2, fresh: 1 }]);
     const claimed = await shard(pool, 2).claim("n1", null, 0);
@@ -104,7 +85,7 @@ describe("the pool summary at 4 shards", () => {
 
   it("a restarted summary gets a whole digest at a shard's next tick, and the copies recover", async () => {
     const pool = freshPool();
-    await submitTo(pool, 2, 2);
+    await submitTo(pool, 2, trialsJob(2));
     expect(await copyAt(pool, 0)).toEqual([{ shard: 2, fresh: 2 }]);
     const wholeBefore = await inShard(pool, 2, (s) => s.link.wholeSent);
 
@@ -121,7 +102,7 @@ describe("the pool summary at 4 shards", () => {
 
   it("the summary's snapshot of the tenant passes survives its restart", async () => {
     const pool = freshPool();
-    await submitTo(pool, 2, 3);
+    await submitTo(pool, 2, trialsJob(3));
     await shard(pool, 2).register(NodeRegistrationSchema.parse({ ...registration("n1"), pool }));
     await shard(pool, 2).register(NodeRegistrationSchema.parse({ ...registration("n2"), pool }));
     expect((await shard(pool, 2).claim("n1", null, 0)).ok).toBe(true);
@@ -151,7 +132,7 @@ describe("the pool summary at 4 shards", () => {
     await shard(pool, 1).summaryChanged(); // Σ learns that shard 1 holds a claim
     const pokes = () => runInDurableObject(summary(pool), (instance) => instance.pokes);
     const before = await pokes();
-    await submitTo(pool, 2, 1);
+    await submitTo(pool, 2, trialsJob(1));
     expect(await pokes()).toBe(before + 1);
     await vi.waitFor(async () =>
       expect(await inShard(pool, 1, (s) => s.summary.classes(Date.now()).map((c) => c.shard))).toEqual([2]),
@@ -161,7 +142,7 @@ describe("the pool summary at 4 shards", () => {
 
   it("an idle shard keeps its alarm for the next tick", async () => {
     const pool = freshPool();
-    await submitTo(pool, 1, 1);
+    await submitTo(pool, 1, trialsJob(1));
     // Read between two runs of the alarm: while one runs, none is set.
     await vi.waitFor(async () => {
       const alarm = await runInDurableObject(shard(pool, 1), (_o, state) => state.storage.getAlarm());
