@@ -11,6 +11,7 @@ import type { CommitCheckpointRequest, RegisterPartRequest } from "../protocol/c
 import type { DeviceCodeRequest } from "../protocol/device";
 import type { JobSpec } from "../protocol/jobs";
 import type { NodeHeartbeat, NodeRegistration } from "../protocol/nodes";
+import type { ReplicaItem } from "../protocol/responses";
 import type { TaskSpec } from "../protocol/tasks";
 import { shardCount } from "../rules/pool-shards";
 import { shardOfName, shardStub } from "./address";
@@ -33,7 +34,7 @@ import { forwardLegacyIds, hadOneShard } from "./legacy-ids";
 import { metricsSample } from "./metrics";
 import * as nodes from "./node-calls";
 import { deliver, type OutcomeMessage } from "./outcomes";
-import { placementReport } from "./placement-report";
+import { nodeAnswers, placementFacts, placementReport } from "./placement-report";
 import { Pool } from "./pool";
 import { reserveSlot } from "./reservations";
 import { migrate } from "./schema";
@@ -304,6 +305,17 @@ export class PoolObject extends DurableObject<Env> {
   explainPlacement(jobId: string, taskId: string, viewer: Viewer) {
     const { owners, membership } = this.#pool.settings;
     return placementReport(this.#pool.sql, Date.now(), jobId, taskId, viewer, owners, membership);
+  }
+
+  /** A sharded pool's report, pass 1 at the job's shard (docs/sharding.md §10): the task's facts, sealed. */
+  placementFacts(jobId: string, taskId: string, viewer: Viewer) {
+    return placementFacts(this.#pool.sql, jobId, taskId, viewer);
+  }
+
+  /** Pass 2 at every shard: this shard's registered nodes' answers for a task of `payload`, with its shown replicas. */
+  placementNodes(payload: string, shown: ReplicaItem[] | null) {
+    const { owners, membership } = this.#pool.settings;
+    return nodeAnswers(this.#pool.sql, Date.now(), payload, shown, owners, membership);
   }
 
   /** The dashboard's bounded summary of this pool: counts, and at most `limit` of each list. */

@@ -7,19 +7,20 @@
 // claim path passes it over; a task short of distinct eligible owners for
 // its replicas says so.
 
-import type { PlacementReport, ReplicaItem, ReplicaReport } from "../protocol/responses";
+import type { PlacementReport, ReplicaItem } from "../protocol/responses";
 import type { TaskState } from "../protocol/tasks";
 import { ownerOf } from "../rules/owners";
 import { gateFor, type Membership, type PayloadGate } from "../rules/placement";
 import {
+  countRefusals,
   membershipNote,
+  mergePlacement,
+  type NodeAnswers,
   type NodePlacement,
   ownerReplicaRefusal,
-  ownersShort,
+  type PlacementFacts,
   type QueuePosition,
   replicaRefusal,
-  summarizePlacement,
-  waitingSummary,
 } from "../rules/placement-summary";
 import { type Refusal, refusalReason } from "../rules/refusals";
 import { isOpenState } from "../rules/task-states";
@@ -107,7 +108,8 @@ export function judgeNode(
  * Every registered node, sorted by node_id, judged against the task's
  * payload; for a replicated task, a node that passes the gate but holds or
  * ran a replica of it, or whose owner's nodes did (`owners`: configured
- * owners), is refused by the "replica" rule.
+ * owners), is refused by the "replica" rule. One node set's report: a pool
+ * of one shard's, and at S > 1 its two passes' merge (docs/sharding.md §10).
  */
 export function placementReport(
   sql: SqlStorage,
@@ -118,6 +120,18 @@ export function placementReport(
   owners: ReadonlyMap<string, string> = new Map(),
   membership: Membership = "assigned",
 ): PlacementResult {
+  const facts = placementFacts(sql, jobId, taskId, viewer);
+  if (!facts.ok) return facts;
+  const answers = nodeAnswers(sql, now, facts.facts.payload, facts.facts.replicas?.items ?? null, owners, membership);
+  return { ok: true, report: mergePlacement(facts.facts, [answers]) };
+}
+
+export type PlacementFactsResult =
+  | { ok: true; facts: PlacementFacts }
+  | { ok: false; reason: "unknown_job" | "unknown_task" };
+
+/** The first pass, at the job's shard: the task's state, payload, replicas (sealed as `viewer` may see them) and queue. */
+export function placementFacts(sql: SqlStorage, jobId: string, taskId: string, viewer: Viewer): PlacementFactsResult {
   const task = sql
     .exec<{ seq: number; state: TaskState; payload: string; replicas: number; quorum: number; wanted: number }>(
       "SELECT seq, state, payload, replicas, quorum, wanted FROM tasks WHERE job_id = ? AND task_id = ?",
@@ -129,7 +143,46 @@ export function placementReport(
     const job = sql.exec("SELECT 1 FROM jobs WHERE job_id = ?", jobId).toArray();
     return { ok: false, reason: job.length > 0 ? "unknown_task" : "unknown_job" };
   }
-  const payload: unknown = JSON.parse(task.payload);
+  // A node sees a replicated task before its verdict as one run alone (docs/protocol.md
+  // §14): leased while any replica is out, no replicas, no replica rule.
+  const sealed = viewer !== null && task.replicas > 1 && isOpenState(task.state);
+  const items = task.replicas > 1 ? replicaItems(sql, task.seq) : null;
+  const state = sealed && items!.some((r) => r.state === "live") ? "LEASED" : task.state;
+  const shown = sealed ? null : items;
+  return {
+    ok: true,
+    facts: {
+      job_id: jobId,
+      task_id: taskId,
+      state,
+      pending: task.state === "PENDING",
+      payload: task.payload,
+      replicas:
+        shown === null
+          ? null
+          : {
+              wanted: task.wanted,
+              quorum: effectiveQuorum(task),
+              needed: Math.max(task.replicas, task.wanted),
+              items: shown,
+            },
+      queue: state === "PENDING" ? queuePosition(sql, jobId, task.seq, 0) : null,
+    },
+  };
+}
+
+/**
+ * The second pass, at every shard: its registered nodes' answers for a task
+ * of `payload` whose shown replicas are `shown` (null: none, or sealed).
+ */
+export function nodeAnswers(
+  sql: SqlStorage,
+  now: number,
+  payload: string,
+  shown: readonly ReplicaItem[] | null,
+  owners: ReadonlyMap<string, string>,
+  membership: Membership,
+): NodeAnswers {
   const registered = sql
     .exec<RegisteredNode>(
       `SELECT ${REGISTERED_NODE_COLUMNS}, c.owner AS enrolled_owner
@@ -137,16 +190,10 @@ export function placementReport(
        ORDER BY n.node_id`,
     )
     .toArray();
-  // A node sees a replicated task before its verdict as one run alone (docs/protocol.md
-  // §14): leased while any replica is out, no replicas, no replica rule.
-  const sealed = viewer !== null && task.replicas > 1 && isOpenState(task.state);
-  const items = task.replicas > 1 ? replicaItems(sql, task.seq) : null;
-  const state = sealed && items!.some((r) => r.state === "live") ? "LEASED" : task.state;
-  const shown = sealed ? null : items;
   const ran = replicasBy(shown, (item) => item.node_id);
   const ranByOwner = replicasBy(shown, (item) => item.owner);
-  const eligibleOwners = new Set<string>(ranByOwner.keys());
-  const gate = taskGate(payload);
+  const eligibleOwners = new Set<string>();
+  const gate = taskGate(JSON.parse(payload) as unknown);
   const judged = registered.map((node): JudgedNode => {
     const answer = judgeNode(gate, node, registeredView(node, membership), now, membership);
     const placement = answer.placement;
@@ -174,35 +221,11 @@ export function placementReport(
     };
   });
   const nodes = judged.map((j) => j.placement);
-  const summarized = summarizePlacement(judged.map((j) => j.refusal));
-  let summary = summarized.summary;
-  let replicas: ReplicaReport | null = null;
-  if (shown !== null) {
-    const needed = Math.max(task.replicas, task.wanted);
-    const short = eligibleOwners.size < needed;
-    replicas = {
-      wanted: task.wanted,
-      quorum: effectiveQuorum(task),
-      items: shown,
-      owners: { eligible: eligibleOwners.size, needed, short },
-    };
-    if (short && task.state === "PENDING") summary += `; ${ownersShort(eligibleOwners.size, needed)}`;
-  }
-  const heldBack = registered.filter((node, i) => nodes[i]!.eligible && isHeldBack(node, now)).length;
-  const queue = state === "PENDING" ? queuePosition(sql, jobId, task.seq, heldBack) : null;
   return {
-    ok: true,
-    report: {
-      job_id: jobId,
-      task_id: taskId,
-      state,
-      nodes,
-      unplaceable: summarized.unplaceable,
-      summary,
-      queue,
-      waiting: queue && waitingSummary(queue, [...ran.keys()]),
-      replicas: sealed ? null : replicas,
-    },
+    nodes,
+    counts: countRefusals(judged.map((j) => j.refusal)),
+    held_back: registered.filter((node, i) => nodes[i]!.eligible && isHeldBack(node, now)).length,
+    owners: [...eligibleOwners],
   };
 }
 

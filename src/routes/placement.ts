@@ -1,6 +1,7 @@
 // The placement explanation route (docs/protocol.md §11), mounted at
 // `/jobs/:job_id/tasks/:task_id/placement`: "why is my task not running?".
-// Thin: one read-only RPC call; the gate lives in src/rules/placement.ts,
+// Thin: one read-only RPC call at one shard, else one to the job's shard and
+// one to every shard, merged by a pure function; the gate lives in src/rules/placement.ts,
 // the report in src/pool/placement-report.ts and its grouped summary in
 // src/rules/placement-summary.ts. A read: any valid credential
 // when enforcing (the identity middleware has already checked it).
@@ -8,6 +9,7 @@
 import { Hono } from "hono";
 import { describeRoute } from "hono-openapi";
 import { documented, jsonBody, served } from "../protocol/openapi-operations";
+import { mergePlacement } from "../rules/placement-summary";
 import type { AppEnv } from "./context";
 import { viewerOf } from "./identity";
 
@@ -28,12 +30,25 @@ export const placement = new Hono<AppEnv>().get(
     // Unreachable when mounted as intended: the mount path always binds both.
     if (jobId === undefined || taskId === undefined)
       throw new Error("placement route mounted without :job_id/:task_id");
-    const result = await (await c.var.shards.job(jobId)).explainPlacement(jobId, taskId, viewerOf(c));
-    if (!result.ok) {
-      const detail =
-        result.reason === "unknown_job" ? `no such job: ${jobId}` : `unknown task ${taskId} in job ${jobId}`;
+    const shards = c.var.shards;
+    const refused = (reason: "unknown_job" | "unknown_task") => {
+      const detail = reason === "unknown_job" ? `no such job: ${jobId}` : `unknown task ${taskId} in job ${jobId}`;
       return c.json({ detail }, 404);
+    };
+    if (shards.count === 1) {
+      const result = await (await shards.job(jobId)).explainPlacement(jobId, taskId, viewerOf(c));
+      return result.ok ? c.json(result.report) : refused(result.reason);
     }
-    return c.json(result.report);
+    // Two passes (docs/sharding.md §10): the job's shard knows the task, every
+    // shard knows its own registered nodes.
+    const found = await (await shards.job(jobId)).placementFacts(jobId, taskId, viewerOf(c));
+    if (!found.ok) return refused(found.reason);
+    const { payload, replicas } = found.facts;
+    const answers = await Promise.all(
+      Array.from({ length: shards.count }, async (_, k) =>
+        (await shards.visit(k)).placementNodes(payload, replicas?.items ?? null),
+      ),
+    );
+    return c.json(mergePlacement(found.facts, answers));
   },
 );

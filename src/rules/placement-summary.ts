@@ -8,6 +8,8 @@
 // and never does I/O. Grouping keeps only the task's side of each refusal
 // (refusals.ts), so nodes refused for the same missing thing land in one group.
 
+import type { PlacementReport, ReplicaItem, ReplicaReport } from "../protocol/responses";
+import type { TaskState } from "../protocol/tasks";
 import { REFUSAL_NAMES, type Refusal, type RefusalName, taskSide } from "./refusals";
 
 export type { RefusalName } from "./refusals";
@@ -41,6 +43,42 @@ export type PlacementSummary = {
 /** How many refusal groups the summary line names before "and K more". */
 export const SUMMARY_GROUPS = 4;
 
+/** A node set's answers for one task as counts: what each shard of a pool sends, so their sum writes the pool's summary. */
+export type PlacementCounts = { eligible: number; total: number; groups: RefusalGroup[] };
+
+/** Counts the nodes' refusals (null: eligible) by rule and task-side reason, groups in first-seen order. */
+export function countRefusals(refusals: readonly (Refusal | null)[]): PlacementCounts {
+  const byKey = new Map<string, RefusalGroup>();
+  let eligible = 0;
+  for (const refusal of refusals) {
+    if (refusal === null) {
+      eligible++;
+      continue;
+    }
+    const reason = taskSide(refusal);
+    const key = groupKey(refusal.gate, reason);
+    const group = byKey.get(key);
+    if (group) group.nodes++;
+    else byKey.set(key, { gate: refusal.gate, reason, nodes: 1 });
+  }
+  return { eligible, total: refusals.length, groups: [...byKey.values()] };
+}
+
+/** The counts of two disjoint node sets (two shards' nodes) as one set's. */
+export function addCounts(a: PlacementCounts, b: PlacementCounts): PlacementCounts {
+  const byKey = new Map<string, RefusalGroup>(a.groups.map((g) => [groupKey(g.gate, g.reason), { ...g }]));
+  for (const g of b.groups) {
+    const known = byKey.get(groupKey(g.gate, g.reason));
+    if (known) known.nodes += g.nodes;
+    else byKey.set(groupKey(g.gate, g.reason), { ...g });
+  }
+  return { eligible: a.eligible + b.eligible, total: a.total + b.total, groups: [...byKey.values()] };
+}
+
+export const NO_COUNTS: PlacementCounts = { eligible: 0, total: 0, groups: [] };
+
+const groupKey = (gate: RefusalName, reason: string) => `${gate}\u0000${reason}`;
+
 /**
  * Groups the nodes' refusals (null: eligible) by rule and task-side reason,
  * largest group first (ties in REFUSAL_NAMES order, then by reason), and
@@ -51,28 +89,23 @@ export function summarizePlacement(
   refusals: readonly (Refusal | null)[],
   options: { scope?: string; maxGroups?: number } = {},
 ): PlacementSummary {
+  return summarizeCounts(countRefusals(refusals), options);
+}
+
+/** The summary line of `summarizePlacement` from counts, however many node sets they were summed over. */
+export function summarizeCounts(
+  counts: PlacementCounts,
+  options: { scope?: string; maxGroups?: number } = {},
+): PlacementSummary {
   const maxGroups = options.maxGroups ?? SUMMARY_GROUPS;
   const noun = options.scope ? `${options.scope} nodes` : "nodes";
-  const byKey = new Map<string, RefusalGroup>();
-  let eligible = 0;
-  for (const refusal of refusals) {
-    if (refusal === null) {
-      eligible++;
-      continue;
-    }
-    const reason = taskSide(refusal);
-    const key = `${refusal.gate}\u0000${reason}`;
-    const group = byKey.get(key);
-    if (group) group.nodes++;
-    else byKey.set(key, { gate: refusal.gate, reason, nodes: 1 });
-  }
-  const groups = [...byKey.values()].sort(
+  const { eligible, total } = counts;
+  const groups = [...counts.groups].sort(
     (a, b) =>
       b.nodes - a.nodes ||
       REFUSAL_NAMES.indexOf(a.gate) - REFUSAL_NAMES.indexOf(b.gate) ||
       (a.reason < b.reason ? -1 : a.reason > b.reason ? 1 : 0),
   );
-  const total = refusals.length;
   let summary = `${eligible}/${total} ${noun} eligible`;
   if (total === 0) summary += options.scope ? `: no ${noun}` : ": no nodes registered";
   else if (groups.length > 0) {
@@ -185,4 +218,83 @@ export function waitingSummary(q: QueuePosition, replicaNodes: readonly string[]
     line += `; ${plural(q.eligible_held_back, "eligible node is", "eligible nodes are")} held back after failing`;
   }
   return line;
+}
+
+/**
+ * A report's first pass (docs/sharding.md §10), at the job's shard: the
+ * task's facts, sealed as the viewer may see them. `queue` counts no
+ * held-back node yet: the nodes' answers bring that.
+ */
+export type PlacementFacts = {
+  job_id: string;
+  task_id: string;
+  /** The state the viewer is shown: a sealed replicated task with a replica out is LEASED. */
+  state: TaskState;
+  /** The task is PENDING (a replicated one's flag of too few owners is for a pending task only). */
+  pending: boolean;
+  /** The task's stored payload, which the gate reads on every shard. */
+  payload: string;
+  /** A replicated task's replicas as the viewer may see them; null when run once or sealed. */
+  replicas: { wanted: number; quorum: number; needed: number; items: ReplicaItem[] } | null;
+  queue: QueuePosition | null;
+};
+
+/** A report's second pass, at every shard: its registered nodes' answers, sorted by node_id, and their counts. */
+export type NodeAnswers = {
+  nodes: NodePlacement[];
+  counts: PlacementCounts;
+  /** Eligible nodes held back after failing. */
+  held_back: number;
+  /** Distinct owners of nodes the gate accepts, for a replicated task's shown replicas; empty otherwise. */
+  owners: string[];
+};
+
+/**
+ * The report from its task's facts and every shard's node answers: nodes
+ * merged by node_id, counts summed and the summary, `unplaceable`, queue
+ * and owners written from the sums, as one node set's report writes them.
+ */
+export function mergePlacement(facts: PlacementFacts, answers: readonly NodeAnswers[]): PlacementReport {
+  const nodes = answers.length === 1 ? answers[0]!.nodes : mergeByNodeId(answers.map((a) => a.nodes));
+  const summarized = summarizeCounts(answers.reduce((sum, a) => addCounts(sum, a.counts), NO_COUNTS));
+  let summary = summarized.summary;
+  let replicas: ReplicaReport | null = null;
+  if (facts.replicas !== null) {
+    const { wanted, quorum, needed, items } = facts.replicas;
+    const owners = new Set<string>(items.map((item) => item.owner));
+    for (const answer of answers) for (const owner of answer.owners) owners.add(owner);
+    const short = owners.size < needed;
+    replicas = { wanted, quorum, items, owners: { eligible: owners.size, needed, short } };
+    if (short && facts.pending) summary += `; ${ownersShort(owners.size, needed)}`;
+  }
+  const heldBack = answers.reduce((n, a) => n + a.held_back, 0);
+  const queue = facts.queue && { ...facts.queue, eligible_held_back: heldBack };
+  const ran = [...new Set((facts.replicas?.items ?? []).map((item) => item.node_id))].sort();
+  return {
+    job_id: facts.job_id,
+    task_id: facts.task_id,
+    state: facts.state,
+    nodes,
+    unplaceable: summarized.unplaceable,
+    summary,
+    queue,
+    waiting: queue && waitingSummary(queue, ran),
+    replicas,
+  };
+}
+
+/** Lists each sorted by node_id, as one sorted list (a k-way merge). */
+function mergeByNodeId(lists: readonly (readonly NodePlacement[])[]): NodePlacement[] {
+  const at = lists.map(() => 0);
+  const merged: NodePlacement[] = [];
+  for (;;) {
+    let best = -1;
+    for (let i = 0; i < lists.length; i++) {
+      const node = lists[i]![at[i]!];
+      if (node !== undefined && (best < 0 || node.node_id < lists[best]![at[best]!]!.node_id)) best = i;
+    }
+    if (best < 0) return merged;
+    merged.push(lists[best]![at[best]!]!);
+    at[best] = at[best]! + 1;
+  }
 }
