@@ -5,36 +5,27 @@
 // object's own calls, as a spread pool will.
 
 import { runInDurableObject } from "cloudflare:test";
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { shardStub } from "../../src/pool/address";
 import { storedNodeView } from "../../src/pool/nodes";
-import { JobSpecSchema } from "../../src/protocol/jobs";
 import { NodeRegistrationSchema } from "../../src/protocol/nodes";
 import type { PlacementReport } from "../../src/protocol/responses";
-import { expandJob } from "../../src/recipes";
 import { gateFor } from "../../src/rules/placement";
 import { summarizePlacement } from "../../src/rules/placement-summary";
-import { mintShardHex, shardOfHex } from "../../src/rules/shard-ids";
-import { jobReplication } from "../../src/rules/verification";
+import { shardOfHex } from "../../src/rules/shard-ids";
 import { call, freshPool, json, register, registration, trialsJob } from "../worker/helpers";
+import { shard, submitTo } from "./helpers";
 
-const shard = (pool: string, k: number) => shardStub(env, [], pool, k);
-const single = jobReplication({});
-if (!single.ok) throw new Error("no default replication");
-const replication = single.value;
 const ONE_GPU = { resources: { gpuPerTask: 1 } };
 
-/** Submits a one-task job straight to shard k, with an id minted for it; returns its job and task ids. */
-async function submitTo(pool: string, k: number, job: unknown): Promise<{ jobId: string; taskId: string }> {
-  const spec = JobSpecSchema.parse(job);
-  const jobId = mintShardHex(pool, k, crypto.randomUUID().replaceAll("-", "").slice(0, 8));
-  const expansion = expandJob(spec, jobId, { allowUnsandboxedArgv: false, maxWorkerLosses: 10 });
-  if (!expansion.ok) throw new Error(expansion.problems.join("; "));
-  const place = { priority: 0, tenant: "default", replication };
-  const submitted = await shard(pool, k).submitJob(jobId, spec, expansion.tasks, pool, place);
-  if (!submitted.ok) throw new Error(`shard ${k} refused the job`);
-  return { jobId, taskId: expansion.tasks[0]!.task_id };
+/** Submits a one-task job straight to shard k; returns its job and task ids. */
+async function submitOne(pool: string, k: number, job: unknown): Promise<{ jobId: string; taskId: string }> {
+  const jobId = await submitTo(pool, k, job);
+  const taskId = await runInDurableObject(
+    shard(pool, k),
+    (_o, state) =>
+      state.storage.sql.exec<{ task_id: string }>("SELECT task_id FROM tasks WHERE job_id = ?", jobId).one().task_id,
+  );
+  return { jobId, taskId };
 }
 
 async function reportOf(pool: string, jobId: string, taskId: string): Promise<PlacementReport> {
@@ -59,7 +50,7 @@ async function oneShardSummary(pool: string, k: number, jobId: string, gpus: num
 describe("the placement report at 4 shards", () => {
   it("a job on shard 2 is judged against the nodes registered at shard 0, as a one-shard pool says it", async () => {
     const pool = freshPool();
-    const { jobId, taskId } = await submitTo(pool, 2, trialsJob(1, {}, ONE_GPU));
+    const { jobId, taskId } = await submitOne(pool, 2, trialsJob(1, {}, ONE_GPU));
     expect(shardOfHex(pool, jobId)).toBe(2);
     await register(pool, "n-gpu", {}, 1);
     await register(pool, "n-cpu");
@@ -78,7 +69,7 @@ describe("the placement report at 4 shards", () => {
 
   it("counts nodes registered at every shard, listed by node_id across them", async () => {
     const pool = freshPool();
-    const { jobId, taskId } = await submitTo(pool, 1, trialsJob(1, {}, ONE_GPU));
+    const { jobId, taskId } = await submitOne(pool, 1, trialsJob(1, {}, ONE_GPU));
     await register(pool, "b-cpu");
     await shard(pool, 3).register(NodeRegistrationSchema.parse({ ...registration("a-gpu", {}, 1), pool }));
     await shard(pool, 3).register(NodeRegistrationSchema.parse({ ...registration("c-cpu"), pool }));
@@ -95,7 +86,7 @@ describe("the placement report at 4 shards", () => {
 
   it("a task no node of any shard can take is unplaceable, and an unknown task is a 404", async () => {
     const pool = freshPool();
-    const { jobId, taskId } = await submitTo(pool, 3, trialsJob(1, {}, ONE_GPU));
+    const { jobId, taskId } = await submitOne(pool, 3, trialsJob(1, {}, ONE_GPU));
     const empty = await reportOf(pool, jobId, taskId);
     expect(empty).toMatchObject({ nodes: [], unplaceable: true, summary: "0/0 nodes eligible: no nodes registered" });
     await register(pool, "n-cpu");
