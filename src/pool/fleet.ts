@@ -11,9 +11,10 @@ import type { Demand, DemandClass, FleetSummary, GpuGroup } from "../protocol/re
 import { type ClassDemand, demandSentence, describeRequirement } from "../rules/demand";
 import type { Membership } from "../rules/placement";
 import { gateFor } from "../rules/placement";
+import type { NodeAnswer, NodeAnswers } from "../rules/shard-merge";
 import { clip } from "./clipping";
 import { iso } from "./events";
-import { acceptingSql, onlineSql } from "./node-states";
+import { acceptingSql, claimableSql, onlineSql } from "./node-states";
 import { ASSIGNED_POOLS, storedNodeView } from "./nodes";
 import { sealedPending, type Viewer } from "./sealing";
 
@@ -62,7 +63,8 @@ export function gpuGroups(sql: SqlStorage, now: number, limit: number): { items:
  * most pending tasks), how many tasks wait, what they need, how many online,
  * accepting nodes the gate lets take them, and whether any registered node
  * could. With `countOnline` false (metrics), a class stops at the first
- * node that could serve it.
+ * node that could serve it. In a sharded pool `pool` holds every shard's
+ * nodes' answers (docs/sharding.md §10), which then say who could serve a class.
  */
 export function demand(
   sql: SqlStorage,
@@ -70,6 +72,7 @@ export function demand(
   membership: Membership,
   viewer: Viewer,
   countOnline = true,
+  pool?: NodeAnswers,
 ): Demand {
   // A node is shown a replicated task with a replica out as taken (docs/protocol.md §14).
   const sealed = sealedPending(sql, viewer, "class_id");
@@ -88,38 +91,19 @@ export function demand(
   const pendingClasses =
     sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM classes WHERE pending > 0").one().n - onlySealed;
   const registered = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM nodes").one().n;
-  const nodes =
-    classes.length === 0
-      ? []
-      : sql
-          .exec<{ registration: string; online_accepting: number; assigned_pools: string | null }>(
-            // Team pools as the claim counts them (docs/protocol.md §9): assigned when enforcing.
-            `SELECT n.registration, ap.pools AS assigned_pools,
-                    (${onlineSql("n", "?")} AND ${acceptingSql("n")}) AS online_accepting
-             FROM nodes n ${ASSIGNED_POOLS} ORDER BY online_accepting DESC, n.node_id LIMIT ?`,
-            now,
-            DEMAND_NODES_CHECKED,
-          )
-          .toArray()
-          .map((n) => ({
-            view: storedNodeView(n.registration, membership, n.assigned_pools),
-            onlineAccepting: n.online_accepting === 1,
-          }));
-  const everyNode = registered <= DEMAND_NODES_CHECKED;
+  const nodesUnchecked = pool?.nodesUnchecked ?? Math.max(0, registered - DEMAND_NODES_CHECKED);
+  // This shard's nodes are read only for a class the pool's answers miss (it appeared since they were asked).
+  const nodes = classes.some((c) => pool?.answers[c.requirement] === undefined)
+    ? checkedNodes(sql, now, membership)
+    : [];
+  const everyNode = nodesUnchecked === 0;
   let unservableClasses = 0;
   let unservableTasks = 0;
   const out = classes.map((c): DemandClass => {
     const requirement: unknown = JSON.parse(c.requirement);
-    const gate = gateFor(requirement);
-    let able = 0;
-    let servable = false;
-    for (const node of nodes) {
-      if (!countOnline && servable) break;
-      if (!node.onlineAccepting && servable) continue;
-      if (!gate.eligible(node.view)) continue;
-      servable = true;
-      if (node.onlineAccepting) able++;
-    }
+    const answer = pool?.answers[c.requirement] ?? answerOf(gateFor(requirement), nodes, [], countOnline);
+    const servable = answer.registered;
+    const able = answer.able;
     if (!servable) {
       unservableClasses++;
       unservableTasks += c.pending;
@@ -136,13 +120,13 @@ export function demand(
   return {
     classes: out,
     classes_unchecked: Math.max(0, pendingClasses - classes.length),
-    nodes_unchecked: Math.max(0, registered - DEMAND_NODES_CHECKED),
+    nodes_unchecked: nodesUnchecked,
     unservable_classes: unservableClasses,
     unservable_tasks: unservableTasks,
   };
 }
 
-/** `GET /v1alpha1/nodes/summary`: the GPU groups and the demand. */
+/** `GET /v1alpha1/nodes/summary`: the GPU groups and the demand (judged by the pool's `answers` in a sharded pool). */
 export function fleetSummary(
   sql: SqlStorage,
   now: number,
@@ -150,11 +134,114 @@ export function fleetSummary(
   limit: number,
   membership: Membership,
   viewer: Viewer,
+  answers?: NodeAnswers,
 ): FleetSummary {
   return {
     pool,
     generated_at: iso(now),
     gpus: gpuGroups(sql, now, limit),
-    demand: demand(sql, now, membership, viewer),
+    demand: demand(sql, now, membership, viewer, true, answers),
   };
+}
+
+type CheckedNode = { view: unknown; onlineAccepting: boolean };
+
+/** The registered nodes the demand checks: at most DEMAND_NODES_CHECKED, online and accepting first. */
+function checkedNodes(sql: SqlStorage, now: number, membership: Membership): CheckedNode[] {
+  return sql
+    .exec<{ registration: string; online_accepting: number; assigned_pools: string | null }>(
+      // Team pools as the claim counts them (docs/protocol.md §9): assigned when enforcing.
+      `SELECT n.registration, ap.pools AS assigned_pools,
+              (${onlineSql("n", "?")} AND ${acceptingSql("n")}) AS online_accepting
+       FROM nodes n ${ASSIGNED_POOLS} ORDER BY online_accepting DESC, n.node_id LIMIT ?`,
+      now,
+      DEMAND_NODES_CHECKED,
+    )
+    .toArray()
+    .map((n) => ({
+      view: storedNodeView(n.registration, membership, n.assigned_pools),
+      onlineAccepting: n.online_accepting === 1,
+    }));
+}
+
+/**
+ * What `checked` and `claimable` nodes say of one gate. With `countOnline`
+ * false the checked nodes stop at the first that could serve it.
+ */
+function answerOf(
+  gate: ReturnType<typeof gateFor>,
+  checked: readonly CheckedNode[],
+  claimable: readonly unknown[],
+  countOnline: boolean,
+): NodeAnswer {
+  let able = 0;
+  let servable = false;
+  for (const node of checked) {
+    if (!countOnline && servable) break;
+    if (!node.onlineAccepting && servable) continue;
+    if (!gate.eligible(node.view)) continue;
+    servable = true;
+    if (node.onlineAccepting) able++;
+  }
+  return {
+    claimable: claimable.some((view) => gate.eligible(view)),
+    registered: servable,
+    able: countOnline ? able : 0,
+  };
+}
+
+/**
+ * The requirements of this shard's pending classes that its stuck tasks and
+ * demand judge: the STUCK_CLASSES_CHECKED earliest queued and the
+ * DEMAND_CLASSES_CHECKED with the most pending tasks (docs/sharding.md §10, pass 1).
+ */
+export function pendingRequirements(sql: SqlStorage, stuckClasses: number): string[] {
+  const earliest = sql
+    .exec<{ requirement: string }>(
+      `SELECT c.requirement FROM classes c WHERE c.pending > 0
+       ORDER BY (SELECT MIN(t.seq) FROM tasks t WHERE t.state = 'PENDING' AND t.class_id = c.class_id) LIMIT ?`,
+      stuckClasses,
+    )
+    .toArray();
+  const most = sql
+    .exec<{ requirement: string }>(
+      "SELECT requirement FROM classes WHERE pending > 0 ORDER BY pending DESC, class_id LIMIT ?",
+      DEMAND_CLASSES_CHECKED,
+    )
+    .toArray();
+  return [...new Set([...earliest, ...most].map((r) => r.requirement))];
+}
+
+/**
+ * What this shard's nodes say of each requirement (docs/sharding.md §10,
+ * pass 2): whether a claimable node accepts it, and, over the demand's
+ * DEMAND_NODES_CHECKED registered nodes, whether one could and how many
+ * online accepting ones can. Bounded by the requirements passed times the nodes checked.
+ */
+export function nodeAnswers(
+  sql: SqlStorage,
+  now: number,
+  membership: Membership,
+  requirements: readonly string[],
+): NodeAnswers {
+  const registered = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM nodes").one().n;
+  const nodesUnchecked = Math.max(0, registered - DEMAND_NODES_CHECKED);
+  if (requirements.length === 0 || registered === 0) {
+    const none = { claimable: false, registered: false, able: 0 };
+    return { answers: Object.fromEntries(requirements.map((r) => [r, none])), nodesUnchecked };
+  }
+  const checked = checkedNodes(sql, now, membership);
+  const claimable = sql
+    .exec<{ registration: string; assigned_pools: string | null }>(
+      `SELECT n.registration, ap.pools AS assigned_pools FROM nodes n ${ASSIGNED_POOLS}
+       WHERE ${claimableSql("n", "?1")} ORDER BY n.node_id`,
+      now,
+    )
+    .toArray()
+    .map((n) => storedNodeView(n.registration, membership, n.assigned_pools));
+  const answers: Record<string, NodeAnswer> = {};
+  for (const requirement of requirements) {
+    answers[requirement] = answerOf(gateFor(JSON.parse(requirement)), checked, claimable, true);
+  }
+  return { answers, nodesUnchecked };
 }
