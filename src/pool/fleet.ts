@@ -11,11 +11,12 @@ import type { Demand, DemandClass, FleetSummary, GpuGroup } from "../protocol/re
 import { type ClassDemand, demandSentence, describeRequirement } from "../rules/demand";
 import type { Membership } from "../rules/placement";
 import { gateFor } from "../rules/placement";
-import type { NodeAnswer, NodeAnswers } from "../rules/shard-merge";
+import { countRefusals, type NodeAnswer, type NodeAnswers } from "../rules/shard-merge";
 import { clip } from "./clipping";
 import { iso } from "./events";
 import { acceptingSql, claimableSql, onlineSql } from "./node-states";
 import { ASSIGNED_POOLS, storedNodeView } from "./nodes";
+import { judgeNode, REGISTERED_NODE_COLUMNS, type RegisteredNode, registeredView, taskGate } from "./placement-report";
 import { sealedPending, type Viewer } from "./sealing";
 
 /** Pending requirement classes the demand reads, those with the most pending tasks first. */
@@ -77,8 +78,8 @@ export function demand(
   // A node is shown a replicated task with a replica out as taken (docs/protocol.md §14).
   const sealed = sealedPending(sql, viewer, "class_id");
   const classes = sql
-    .exec<{ class_id: number; requirement: string; pending: number }>(
-      "SELECT class_id, requirement, pending FROM classes WHERE pending > 0 ORDER BY pending DESC, class_id LIMIT ?",
+    .exec<{ class_id: number; class_key: string; requirement: string; pending: number }>(
+      "SELECT class_id, class_key, requirement, pending FROM classes WHERE pending > 0 ORDER BY pending DESC, class_id LIMIT ?",
       DEMAND_CLASSES_CHECKED,
     )
     .toArray()
@@ -93,15 +94,13 @@ export function demand(
   const registered = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM nodes").one().n;
   const nodesUnchecked = pool?.nodesUnchecked ?? Math.max(0, registered - DEMAND_NODES_CHECKED);
   // This shard's nodes are read only for a class the pool's answers miss (it appeared since they were asked).
-  const nodes = classes.some((c) => pool?.answers[c.requirement] === undefined)
-    ? checkedNodes(sql, now, membership)
-    : [];
+  const nodes = classes.some((c) => pool?.answers[c.class_key] === undefined) ? checkedNodes(sql, now, membership) : [];
   const everyNode = nodesUnchecked === 0;
   let unservableClasses = 0;
   let unservableTasks = 0;
   const out = classes.map((c): DemandClass => {
     const requirement: unknown = JSON.parse(c.requirement);
-    const answer = pool?.answers[c.requirement] ?? answerOf(gateFor(requirement), nodes, [], countOnline);
+    const answer = pool?.answers[c.class_key] ?? answerOf(gateFor(requirement), nodes, [], countOnline);
     const servable = answer.registered;
     const able = answer.able;
     if (!servable) {
@@ -187,61 +186,73 @@ function answerOf(
     claimable: claimable.some((view) => gate.eligible(view)),
     registered: servable,
     able: countOnline ? able : 0,
+    refusals: [],
   };
 }
 
+/** A pending class as the shards name it to each other: its canonical key (the same on every shard) and requirement. */
+export type PendingClass = { key: string; requirement: string };
+
 /**
- * The requirements of this shard's pending classes that its stuck tasks and
- * demand judge: the STUCK_CLASSES_CHECKED earliest queued and the
- * DEMAND_CLASSES_CHECKED with the most pending tasks (docs/sharding.md §10, pass 1).
+ * This shard's pending classes that its stuck tasks and demand judge: the
+ * `stuckClasses` earliest queued and the DEMAND_CLASSES_CHECKED with the
+ * most pending tasks (docs/sharding.md §10, pass 1).
  */
-export function pendingRequirements(sql: SqlStorage, stuckClasses: number): string[] {
+export function pendingClasses(sql: SqlStorage, stuckClasses: number): PendingClass[] {
   const earliest = sql
-    .exec<{ requirement: string }>(
-      `SELECT c.requirement FROM classes c WHERE c.pending > 0
+    .exec<PendingClass>(
+      `SELECT c.class_key AS key, c.requirement FROM classes c WHERE c.pending > 0
        ORDER BY (SELECT MIN(t.seq) FROM tasks t WHERE t.state = 'PENDING' AND t.class_id = c.class_id) LIMIT ?`,
       stuckClasses,
     )
     .toArray();
   const most = sql
-    .exec<{ requirement: string }>(
-      "SELECT requirement FROM classes WHERE pending > 0 ORDER BY pending DESC, class_id LIMIT ?",
+    .exec<PendingClass>(
+      "SELECT class_key AS key, requirement FROM classes WHERE pending > 0 ORDER BY pending DESC, class_id LIMIT ?",
       DEMAND_CLASSES_CHECKED,
     )
     .toArray();
-  return [...new Set([...earliest, ...most].map((r) => r.requirement))];
+  const byKey = new Map([...earliest, ...most].map((c) => [c.key, c]));
+  return [...byKey.values()];
 }
 
 /**
- * What this shard's nodes say of each requirement (docs/sharding.md §10,
+ * What this shard's nodes say of each class (docs/sharding.md §10,
  * pass 2): whether a claimable node accepts it, and, over the demand's
  * DEMAND_NODES_CHECKED registered nodes, whether one could and how many
- * online accepting ones can. Bounded by the requirements passed times the nodes checked.
+ * online accepting ones can. Bounded by the classes passed times the nodes checked.
  */
 export function nodeAnswers(
   sql: SqlStorage,
   now: number,
   membership: Membership,
-  requirements: readonly string[],
+  classes: readonly PendingClass[],
 ): NodeAnswers {
   const registered = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM nodes").one().n;
   const nodesUnchecked = Math.max(0, registered - DEMAND_NODES_CHECKED);
-  if (requirements.length === 0 || registered === 0) {
-    const none = { claimable: false, registered: false, able: 0 };
-    return { answers: Object.fromEntries(requirements.map((r) => [r, none])), nodesUnchecked };
+  if (classes.length === 0 || registered === 0) {
+    const none = { claimable: false, registered: false, able: 0, refusals: [] };
+    return { answers: Object.fromEntries(classes.map((c) => [c.key, none])), nodesUnchecked };
   }
   const checked = checkedNodes(sql, now, membership);
   const claimable = sql
-    .exec<{ registration: string; assigned_pools: string | null }>(
-      `SELECT n.registration, ap.pools AS assigned_pools FROM nodes n ${ASSIGNED_POOLS}
+    .exec<RegisteredNode>(
+      `SELECT ${REGISTERED_NODE_COLUMNS} FROM nodes n ${ASSIGNED_POOLS}
        WHERE ${claimableSql("n", "?1")} ORDER BY n.node_id`,
       now,
     )
-    .toArray()
-    .map((n) => storedNodeView(n.registration, membership, n.assigned_pools));
+    .toArray();
+  const views = claimable.map((n) => registeredView(n, membership));
   const answers: Record<string, NodeAnswer> = {};
-  for (const requirement of requirements) {
-    answers[requirement] = answerOf(gateFor(JSON.parse(requirement)), checked, claimable, true);
+  for (const c of classes) {
+    const requirement: unknown = JSON.parse(c.requirement);
+    const answer = answerOf(gateFor(requirement), checked, views, true);
+    // The class's tasks may be stuck: say why each claimable node refuses, as the dashboard explains them.
+    if (!answer.claimable) {
+      const gate = taskGate(requirement);
+      answer.refusals = countRefusals(claimable.map((n, i) => judgeNode(gate, n, views[i], now, membership).refusal));
+    }
+    answers[c.key] = answer;
   }
   return { answers, nodesUnchecked };
 }

@@ -20,7 +20,7 @@ import { dashboardSummary, STUCK_CLASSES_CHECKED } from "./dashboard";
 import { type CredentialProof, credentialValid } from "./enrolment";
 import * as enrolment from "./enrolment-flows";
 import { exchangeNow, joinSummary } from "./exchange";
-import { fleetSummary, nodeAnswers, pendingRequirements } from "./fleet";
+import { fleetSummary, nodeAnswers, type PendingClass, pendingClasses } from "./fleet";
 import { type ClaimTicket, claimForwarded, type ForwardedClaimResult } from "./forwarded-claims";
 import { forwardHeld } from "./forwarding";
 import { claimOrHold } from "./held-claims";
@@ -323,17 +323,17 @@ export class PoolObject extends DurableObject<Env> {
   }
 
   // A sharded pool's reads of every shard (docs/sharding.md §10): the Worker
-  // asks each shard its pending requirements, then each shard's nodes for
+  // asks each shard its pending classes, then each shard's nodes for
   // their answers, then each shard for its part judged by all the answers.
 
-  /** The requirements of the pending classes this shard's stuck tasks and demand judge. */
-  pendingRequirements() {
-    return pendingRequirements(this.#pool.sql, STUCK_CLASSES_CHECKED);
+  /** The pending classes this shard's stuck tasks and demand judge, by their canonical key. */
+  pendingClasses() {
+    return pendingClasses(this.#pool.sql, STUCK_CLASSES_CHECKED);
   }
 
-  /** What this shard's nodes say of each requirement: claimable, servable, how many can take it now. */
-  nodeAnswers(requirements: string[]) {
-    return nodeAnswers(this.#pool.sql, Date.now(), this.#pool.settings.membership, requirements);
+  /** What this shard's nodes say of each class: claimable, servable, how many can take it now. */
+  nodeAnswers(classes: PendingClass[]) {
+    return nodeAnswers(this.#pool.sql, Date.now(), this.#pool.settings.membership, classes);
   }
 
   /** This shard's part of the dashboard, its stuck tasks and demand judged by the pool's node answers. */

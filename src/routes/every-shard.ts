@@ -17,12 +17,13 @@ export function everyShard<T>(c: AppContext, read: (calls: Visited, k: number) =
 
 /**
  * What the pool's nodes say of every shard's pending classes, in two passes:
- * each shard names its pending requirements (bounded), then each shard's
- * nodes answer for all of them. A task is stuck, a class unservable, only
+ * each shard names its pending classes (bounded), then each shard's nodes
+ * answer for all of them. A task is stuck, a class unservable, only
  * if no node of any shard accepts it.
  */
 export async function poolNodeAnswers(c: AppContext): Promise<NodeAnswers> {
-  const pending = await everyShard(c, (calls) => calls.pendingRequirements());
-  const requirements = [...new Set(pending.flat())];
-  return combineAnswers(await everyShard(c, (calls) => calls.nodeAnswers(requirements)));
+  const pending = await everyShard(c, (calls) => calls.pendingClasses());
+  // A class pending on several shards is asked about once.
+  const classes = [...new Map(pending.flat().map((p) => [p.key, p])).values()];
+  return combineAnswers(await everyShard(c, (calls) => calls.nodeAnswers(classes)));
 }

@@ -97,7 +97,16 @@ describe("the dashboard of a sharded pool", () => {
     await submitTo(pool, 1, trialsJob(1));
     const s = await dashboard(pool);
     expect(s.counts.stuck_tasks).toBe(2);
-    expect(s.stuck.items).toMatchObject([{ job_id: job, task_id: "trial-000", pending: 2 }]);
+    // Explained by every shard's claimable nodes, not by shard 2's (none).
+    expect(s.stuck.items).toEqual([
+      {
+        job_id: job,
+        job_name: expect.any(String),
+        task_id: "trial-000",
+        pending: 2,
+        summary: "0/2 online nodes eligible: 2 × gpu (task needs 1 GPU)",
+      },
+    ]);
     expect(s.stuck.more).toBe(0);
     expect(s.jobs.items.find((j) => j.job_id === job)?.stuck).toMatchObject({ pending: 2 });
     expect(s.demand).toMatchObject({ unservable_classes: 1, unservable_tasks: 2 });
