@@ -23,6 +23,7 @@ import { TASK_STATES } from "../protocol/tasks";
 import { deriveJobState, emptyTaskCounts, type TaskCounts } from "../rules/job-state";
 import type { Membership } from "../rules/placement";
 import { DEFAULT_TENANT } from "../rules/scheduling";
+import type { NodeAnswers } from "../rules/shard-merge";
 import { storageReport } from "../rules/storage";
 import { CLIP_ENTRIES, clip, clipLabels } from "./clipping";
 import { enrolmentPages } from "./dashboard-enrolment";
@@ -37,7 +38,11 @@ import { stuckTasks } from "./stuck";
 
 export { STUCK_CLASSES_CHECKED } from "./stuck";
 
-/** The bounded summary of a pool at `now`; `limit` bounds every list. */
+/**
+ * The bounded summary of a pool at `now`; `limit` bounds every list. A
+ * shard of a sharded pool passes the pool's node `answers`, so its stuck
+ * tasks and demand are judged against every shard's nodes.
+ */
 export function dashboardSummary(
   sql: SqlStorage,
   now: number,
@@ -45,10 +50,11 @@ export function dashboardSummary(
   limit: number,
   viewer: Viewer = null,
   membership: Membership = "assigned",
+  answers?: NodeAnswers,
 ): DashboardSummary {
   // A node sees replicated tasks before their verdict as tasks run alone (docs/protocol.md §14).
   const sealed = sealedPending(sql, viewer, "job_id");
-  const stuck = stuckTasks(sql, now, limit, membership);
+  const stuck = stuckTasks(sql, now, limit, membership, answers);
   const jobs = jobsPage(sql, limit, stuck.byJob, sealed);
   const taskTotals = asSeenByNodes(
     poolTaskCounts(sql),
@@ -96,7 +102,7 @@ export function dashboardSummary(
     events: { items: recentEvents(sql, limit, viewer), last_seq: lastSeq },
     stuck: { items: stuck.items, more: stuck.entries - stuck.items.length, classes_unchecked: stuck.classesUnchecked },
     gpus: gpuGroups(sql, now, limit),
-    demand: demand(sql, now, membership, viewer),
+    demand: demand(sql, now, membership, viewer, true, answers),
     enrolment: enrolment.pages,
   };
 }

@@ -11,10 +11,12 @@ import type { Demand, DemandClass, FleetSummary, GpuGroup } from "../protocol/re
 import { type ClassDemand, demandSentence, describeRequirement } from "../rules/demand";
 import type { Membership } from "../rules/placement";
 import { gateFor } from "../rules/placement";
+import { countRefusals, type NodeAnswer, type NodeAnswers } from "../rules/shard-merge";
 import { clip } from "./clipping";
 import { iso } from "./events";
-import { acceptingSql, onlineSql } from "./node-states";
+import { acceptingSql, claimableSql, onlineSql } from "./node-states";
 import { ASSIGNED_POOLS, storedNodeView } from "./nodes";
+import { judgeNode, REGISTERED_NODE_COLUMNS, type RegisteredNode, registeredView, taskGate } from "./placement-report";
 import { sealedPending, type Viewer } from "./sealing";
 
 /** Pending requirement classes the demand reads, those with the most pending tasks first. */
@@ -62,7 +64,8 @@ export function gpuGroups(sql: SqlStorage, now: number, limit: number): { items:
  * most pending tasks), how many tasks wait, what they need, how many online,
  * accepting nodes the gate lets take them, and whether any registered node
  * could. With `countOnline` false (metrics), a class stops at the first
- * node that could serve it.
+ * node that could serve it. In a sharded pool `pool` holds every shard's
+ * nodes' answers (docs/sharding.md §10), which then say who could serve a class.
  */
 export function demand(
   sql: SqlStorage,
@@ -70,12 +73,13 @@ export function demand(
   membership: Membership,
   viewer: Viewer,
   countOnline = true,
+  pool?: NodeAnswers,
 ): Demand {
   // A node is shown a replicated task with a replica out as taken (docs/protocol.md §14).
   const sealed = sealedPending(sql, viewer, "class_id");
   const classes = sql
-    .exec<{ class_id: number; requirement: string; pending: number }>(
-      "SELECT class_id, requirement, pending FROM classes WHERE pending > 0 ORDER BY pending DESC, class_id LIMIT ?",
+    .exec<{ class_id: number; class_key: string; requirement: string; pending: number }>(
+      "SELECT class_id, class_key, requirement, pending FROM classes WHERE pending > 0 ORDER BY pending DESC, class_id LIMIT ?",
       DEMAND_CLASSES_CHECKED,
     )
     .toArray()
@@ -88,38 +92,17 @@ export function demand(
   const pendingClasses =
     sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM classes WHERE pending > 0").one().n - onlySealed;
   const registered = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM nodes").one().n;
-  const nodes =
-    classes.length === 0
-      ? []
-      : sql
-          .exec<{ registration: string; online_accepting: number; assigned_pools: string | null }>(
-            // Team pools as the claim counts them (docs/protocol.md §9): assigned when enforcing.
-            `SELECT n.registration, ap.pools AS assigned_pools,
-                    (${onlineSql("n", "?")} AND ${acceptingSql("n")}) AS online_accepting
-             FROM nodes n ${ASSIGNED_POOLS} ORDER BY online_accepting DESC, n.node_id LIMIT ?`,
-            now,
-            DEMAND_NODES_CHECKED,
-          )
-          .toArray()
-          .map((n) => ({
-            view: storedNodeView(n.registration, membership, n.assigned_pools),
-            onlineAccepting: n.online_accepting === 1,
-          }));
-  const everyNode = registered <= DEMAND_NODES_CHECKED;
+  const nodesUnchecked = pool?.nodesUnchecked ?? Math.max(0, registered - DEMAND_NODES_CHECKED);
+  // This shard's nodes are read only for a class the pool's answers miss (it appeared since they were asked).
+  const nodes = classes.some((c) => pool?.answers[c.class_key] === undefined) ? checkedNodes(sql, now, membership) : [];
+  const everyNode = nodesUnchecked === 0;
   let unservableClasses = 0;
   let unservableTasks = 0;
   const out = classes.map((c): DemandClass => {
     const requirement: unknown = JSON.parse(c.requirement);
-    const gate = gateFor(requirement);
-    let able = 0;
-    let servable = false;
-    for (const node of nodes) {
-      if (!countOnline && servable) break;
-      if (!node.onlineAccepting && servable) continue;
-      if (!gate.eligible(node.view)) continue;
-      servable = true;
-      if (node.onlineAccepting) able++;
-    }
+    const answer = pool?.answers[c.class_key] ?? answerOf(gateFor(requirement), nodes, [], countOnline);
+    const servable = answer.registered;
+    const able = answer.able;
     if (!servable) {
       unservableClasses++;
       unservableTasks += c.pending;
@@ -136,13 +119,13 @@ export function demand(
   return {
     classes: out,
     classes_unchecked: Math.max(0, pendingClasses - classes.length),
-    nodes_unchecked: Math.max(0, registered - DEMAND_NODES_CHECKED),
+    nodes_unchecked: nodesUnchecked,
     unservable_classes: unservableClasses,
     unservable_tasks: unservableTasks,
   };
 }
 
-/** `GET /v1alpha1/nodes/summary`: the GPU groups and the demand. */
+/** `GET /v1alpha1/nodes/summary`: the GPU groups and the demand (judged by the pool's `answers` in a sharded pool). */
 export function fleetSummary(
   sql: SqlStorage,
   now: number,
@@ -150,11 +133,126 @@ export function fleetSummary(
   limit: number,
   membership: Membership,
   viewer: Viewer,
+  answers?: NodeAnswers,
 ): FleetSummary {
   return {
     pool,
     generated_at: iso(now),
     gpus: gpuGroups(sql, now, limit),
-    demand: demand(sql, now, membership, viewer),
+    demand: demand(sql, now, membership, viewer, true, answers),
   };
+}
+
+type CheckedNode = { view: unknown; onlineAccepting: boolean };
+
+/** The registered nodes the demand checks: at most DEMAND_NODES_CHECKED, online and accepting first. */
+function checkedNodes(sql: SqlStorage, now: number, membership: Membership): CheckedNode[] {
+  return sql
+    .exec<{ registration: string; online_accepting: number; assigned_pools: string | null }>(
+      // Team pools as the claim counts them (docs/protocol.md §9): assigned when enforcing.
+      `SELECT n.registration, ap.pools AS assigned_pools,
+              (${onlineSql("n", "?")} AND ${acceptingSql("n")}) AS online_accepting
+       FROM nodes n ${ASSIGNED_POOLS} ORDER BY online_accepting DESC, n.node_id LIMIT ?`,
+      now,
+      DEMAND_NODES_CHECKED,
+    )
+    .toArray()
+    .map((n) => ({
+      view: storedNodeView(n.registration, membership, n.assigned_pools),
+      onlineAccepting: n.online_accepting === 1,
+    }));
+}
+
+/**
+ * What `checked` and `claimable` nodes say of one gate. With `countOnline`
+ * false the checked nodes stop at the first that could serve it.
+ */
+function answerOf(
+  gate: ReturnType<typeof gateFor>,
+  checked: readonly CheckedNode[],
+  claimable: readonly unknown[],
+  countOnline: boolean,
+): NodeAnswer {
+  let able = 0;
+  let servable = false;
+  for (const node of checked) {
+    if (!countOnline && servable) break;
+    if (!node.onlineAccepting && servable) continue;
+    if (!gate.eligible(node.view)) continue;
+    servable = true;
+    if (node.onlineAccepting) able++;
+  }
+  return {
+    claimable: claimable.some((view) => gate.eligible(view)),
+    registered: servable,
+    able: countOnline ? able : 0,
+    refusals: [],
+  };
+}
+
+/** A pending class as the shards name it to each other: its canonical key (the same on every shard) and requirement. */
+export type PendingClass = { key: string; requirement: string };
+
+/**
+ * This shard's pending classes that its stuck tasks and demand judge: the
+ * `stuckClasses` earliest queued and the DEMAND_CLASSES_CHECKED with the
+ * most pending tasks (docs/sharding.md §10, pass 1).
+ */
+export function pendingClasses(sql: SqlStorage, stuckClasses: number): PendingClass[] {
+  const earliest = sql
+    .exec<PendingClass>(
+      `SELECT c.class_key AS key, c.requirement FROM classes c WHERE c.pending > 0
+       ORDER BY (SELECT MIN(t.seq) FROM tasks t WHERE t.state = 'PENDING' AND t.class_id = c.class_id) LIMIT ?`,
+      stuckClasses,
+    )
+    .toArray();
+  const most = sql
+    .exec<PendingClass>(
+      "SELECT class_key AS key, requirement FROM classes WHERE pending > 0 ORDER BY pending DESC, class_id LIMIT ?",
+      DEMAND_CLASSES_CHECKED,
+    )
+    .toArray();
+  const byKey = new Map([...earliest, ...most].map((c) => [c.key, c]));
+  return [...byKey.values()];
+}
+
+/**
+ * What this shard's nodes say of each class (docs/sharding.md §10,
+ * pass 2): whether a claimable node accepts it, and, over the demand's
+ * DEMAND_NODES_CHECKED registered nodes, whether one could and how many
+ * online accepting ones can. Bounded by the classes passed times the nodes checked.
+ */
+export function nodeAnswers(
+  sql: SqlStorage,
+  now: number,
+  membership: Membership,
+  classes: readonly PendingClass[],
+): NodeAnswers {
+  const registered = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM nodes").one().n;
+  const nodesUnchecked = Math.max(0, registered - DEMAND_NODES_CHECKED);
+  if (classes.length === 0 || registered === 0) {
+    const none = { claimable: false, registered: false, able: 0, refusals: [] };
+    return { answers: Object.fromEntries(classes.map((c) => [c.key, none])), nodesUnchecked };
+  }
+  const checked = checkedNodes(sql, now, membership);
+  const claimable = sql
+    .exec<RegisteredNode>(
+      `SELECT ${REGISTERED_NODE_COLUMNS} FROM nodes n ${ASSIGNED_POOLS}
+       WHERE ${claimableSql("n", "?1")} ORDER BY n.node_id`,
+      now,
+    )
+    .toArray();
+  const views = claimable.map((n) => registeredView(n, membership));
+  const answers: Record<string, NodeAnswer> = {};
+  for (const c of classes) {
+    const requirement: unknown = JSON.parse(c.requirement);
+    const answer = answerOf(gateFor(requirement), checked, views, true);
+    // The class's tasks may be stuck: say why each claimable node refuses, as the dashboard explains them.
+    if (!answer.claimable) {
+      const gate = taskGate(requirement);
+      answer.refusals = countRefusals(claimable.map((n, i) => judgeNode(gate, n, views[i], now, membership).refusal));
+    }
+    answers[c.key] = answer;
+  }
+  return { answers, nodesUnchecked };
 }

@@ -4,6 +4,7 @@
 
 import type { MetricsSample } from "../rules/metrics";
 import type { Membership } from "../rules/placement";
+import type { NodeAnswers } from "../rules/shard-merge";
 import { demand } from "./fleet";
 import { poolTaskCounts } from "./jobs";
 import { heldBackSql, onlineSql } from "./node-states";
@@ -17,12 +18,13 @@ export function metricsSample(
   now: number,
   viewer: Viewer = null,
   membership: Membership = "assigned",
+  answers?: NodeAnswers,
 ): MetricsSample {
   const tasks = poolTaskCounts(sql);
   Object.assign(tasks, asSeenByNodes(tasks, sum(sealedPending(sql, viewer, "job_id").values())));
   const events: Record<string, number> = {};
   for (const r of sql.exec<{ type: string; n: number }>("SELECT type, n FROM event_counts")) events[r.type] = r.n;
-  const pending = demand(sql, now, membership, viewer, false);
+  const pending = demand(sql, now, membership, viewer, false, answers);
   const count = (query: string, ...args: number[]) => sql.exec<{ n: number }>(query, ...args).one().n;
   return {
     tasks,

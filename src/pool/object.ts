@@ -14,13 +14,14 @@ import type { NodeHeartbeat, NodeRegistration } from "../protocol/nodes";
 import type { ReplicaItem } from "../protocol/responses";
 import type { TaskSpec } from "../protocol/tasks";
 import { shardCount } from "../rules/pool-shards";
+import type { NodeAnswers } from "../rules/shard-merge";
 import { shardOfName, shardStub } from "./address";
 import type { StoredObject, Writer } from "./artifacts";
-import { dashboardSummary } from "./dashboard";
+import { dashboardSummary, STUCK_CLASSES_CHECKED } from "./dashboard";
 import { type CredentialProof, credentialValid } from "./enrolment";
 import * as enrolment from "./enrolment-flows";
 import { exchangeNow, joinSummary } from "./exchange";
-import { fleetSummary } from "./fleet";
+import { fleetSummary, nodeAnswers, type PendingClass, pendingClasses } from "./fleet";
 import { type ClaimTicket, claimForwarded, type ForwardedClaimResult } from "./forwarded-claims";
 import { forwardHeld } from "./forwarding";
 import { claimOrHold } from "./held-claims";
@@ -331,6 +332,36 @@ export class PoolObject extends DurableObject<Env> {
   /** Counts for GET /metrics. */
   metrics(viewer: Viewer) {
     return metricsSample(this.#pool.sql, Date.now(), viewer, this.#pool.settings.membership);
+  }
+
+  // A sharded pool's reads of every shard (docs/sharding.md §10): the Worker
+  // asks each shard its pending classes, then each shard's nodes for
+  // their answers, then each shard for its part judged by all the answers.
+
+  /** The pending classes this shard's stuck tasks and demand judge, by their canonical key. */
+  pendingClasses() {
+    return pendingClasses(this.#pool.sql, STUCK_CLASSES_CHECKED);
+  }
+
+  /** What this shard's nodes say of each class: claimable, servable, how many can take it now. */
+  nodeAnswers(classes: PendingClass[]) {
+    return nodeAnswers(this.#pool.sql, Date.now(), this.#pool.settings.membership, classes);
+  }
+
+  /** This shard's part of the dashboard, its stuck tasks and demand judged by the pool's node answers. */
+  shardDashboard(pool: string, limit: number, viewer: Viewer, answers: NodeAnswers) {
+    const { membership } = this.#pool.settings;
+    return dashboardSummary(this.#pool.sql, Date.now(), pool, limit, viewer, membership, answers);
+  }
+
+  /** This shard's part of the fleet, its demand judged by the pool's node answers. */
+  shardFleet(pool: string, limit: number, viewer: Viewer, answers: NodeAnswers) {
+    return fleetSummary(this.#pool.sql, Date.now(), pool, limit, this.#pool.settings.membership, viewer, answers);
+  }
+
+  /** This shard's counts for GET /metrics, its unservable demand judged by the pool's node answers. */
+  shardMetrics(viewer: Viewer, answers: NodeAnswers) {
+    return metricsSample(this.#pool.sql, Date.now(), viewer, this.#pool.settings.membership, answers);
   }
 
   // -- the pool summary (docs/sharding.md §6.2, src/pool/exchange.ts) ----------

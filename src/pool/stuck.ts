@@ -6,6 +6,7 @@
 import type { StuckTasks } from "../protocol/dashboard";
 import { gateFor, type Membership } from "../rules/placement";
 import { summarizePlacement } from "../rules/placement-summary";
+import { type NodeAnswers, refusalsOf } from "../rules/shard-merge";
 import { clip } from "./clipping";
 import { claimableSql } from "./node-states";
 import { ASSIGNED_POOLS } from "./nodes";
@@ -19,9 +20,11 @@ export const STUCK_CLASSES_CHECKED = 100;
  * one a claim could lease to now) can take, grouped by job and requirement
  * class. The gate runs once per (class, node) and stops at the first node
  * that accepts, over at most STUCK_CLASSES_CHECKED classes (the
- * earliest queued); only the entries shown get a full explanation.
+ * earliest queued); only the entries shown get a full explanation. In a
+ * sharded pool `pool` holds every shard's nodes' answers (docs/sharding.md
+ * §10): a class is stuck only if no claimable node of any shard accepts it.
  */
-export function stuckTasks(sql: SqlStorage, now: number, limit: number, membership: Membership) {
+export function stuckTasks(sql: SqlStorage, now: number, limit: number, membership: Membership, pool?: NodeAnswers) {
   const claimable = sql
     .exec<RegisteredNode>(
       `SELECT ${REGISTERED_NODE_COLUMNS} FROM nodes n ${ASSIGNED_POOLS}
@@ -32,8 +35,8 @@ export function stuckTasks(sql: SqlStorage, now: number, limit: number, membersh
   const views = claimable.map((n) => registeredView(n, membership));
   // Classes with pending tasks (the classes_pending index), each head an index seek.
   const classes = sql
-    .exec<{ class_id: number; requirement: string; head: number }>(
-      `SELECT c.class_id, c.requirement,
+    .exec<{ class_id: number; class_key: string; requirement: string; head: number }>(
+      `SELECT c.class_id, c.class_key, c.requirement,
               (SELECT MIN(t.seq) FROM tasks t WHERE t.state = 'PENDING' AND t.class_id = c.class_id) AS head
        FROM classes c WHERE c.pending > 0 ORDER BY head LIMIT ?`,
       STUCK_CLASSES_CHECKED,
@@ -46,8 +49,11 @@ export function stuckTasks(sql: SqlStorage, now: number, limit: number, membersh
   let entries = 0;
   let pending = 0;
   for (const c of classes) {
-    const gate = gateFor(JSON.parse(c.requirement));
-    if (views.some((view) => gate.eligible(view))) continue;
+    const answer = pool?.answers[c.class_key];
+    // A class the pool's answers miss (it appeared since they were asked) is judged by this shard's nodes.
+    const taken =
+      answer !== undefined ? answer.claimable : views.some((view) => gateFor(JSON.parse(c.requirement)).eligible(view));
+    if (taken) continue;
     for (const r of sql.exec<{ job_id: string; n: number; head: number }>(
       "SELECT job_id, COUNT(*) AS n, MIN(seq) AS head FROM tasks WHERE state = 'PENDING' AND class_id = ? GROUP BY job_id ORDER BY head",
       c.class_id,
@@ -66,8 +72,12 @@ export function stuckTasks(sql: SqlStorage, now: number, limit: number, membersh
         .one();
       let summary: string | null = null;
       if (shown || byJob.size < limit) {
-        const gate = taskGate(JSON.parse(task.payload));
-        const refusals = claimable.map((node, i) => judgeNode(gate, node, views[i], now, membership).refusal);
+        // In a sharded pool, why every shard's claimable nodes refuse the class.
+        const gate = answer === undefined ? taskGate(JSON.parse(task.payload)) : null;
+        const refusals =
+          gate === null
+            ? refusalsOf(answer!.refusals)
+            : claimable.map((node, i) => judgeNode(gate, node, views[i], now, membership).refusal);
         summary = summarizePlacement(refusals, { scope: "online" }).summary;
       }
       const entry: StuckTasks = {

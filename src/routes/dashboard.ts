@@ -12,10 +12,13 @@
 import { Hono } from "hono";
 import { describeRoute } from "hono-openapi";
 import { DASHBOARD_HTML, DASHBOARD_SCRIPT, DASHBOARD_STYLE } from "../dashboard/page";
+import { DEMAND_CLASSES_CHECKED } from "../pool/fleet";
 import { invalidPoolDetail, isPoolName } from "../protocol/keys";
 import { DASHBOARD_LIMIT_DEFAULT, DASHBOARD_LIMIT_MAX } from "../protocol/limits";
 import { documented, HTML_PAGE, jsonBody, parameter, query, served, validation } from "../protocol/openapi-operations";
+import { mergeDashboards } from "../rules/shard-merge";
 import { type AppContext, type AppEnv, queryInt } from "./context";
+import { everyShard, poolNodeAnswers } from "./every-shard";
 import { viewerOf } from "./identity";
 
 export const dashboardData = new Hono<AppEnv>().get(
@@ -41,9 +44,11 @@ export const dashboardData = new Hono<AppEnv>().get(
     const limit = queryInt(c, "limit", { min: 1, max: DASHBOARD_LIMIT_MAX });
     if (!limit.ok) return limit.response;
     c.header("cache-control", "no-store");
-    return c.json(
-      await c.var.shards.shard(0).dashboard(c.var.pool, limit.value ?? DASHBOARD_LIMIT_DEFAULT, viewerOf(c)),
-    );
+    const n = limit.value ?? DASHBOARD_LIMIT_DEFAULT;
+    if (c.var.shards.count === 1) return c.json(await c.var.shards.shard(0).dashboard(c.var.pool, n, viewerOf(c)));
+    const answers = await poolNodeAnswers(c);
+    const parts = await everyShard(c, (calls) => calls.shardDashboard(c.var.pool, n, viewerOf(c), answers));
+    return c.json(mergeDashboards(parts, n, DEMAND_CLASSES_CHECKED));
   },
 );
 

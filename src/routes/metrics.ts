@@ -3,8 +3,9 @@
 import { Hono } from "hono";
 import { describeRoute } from "hono-openapi";
 import { documented, string } from "../protocol/openapi-operations";
-import { renderMetrics } from "../rules/metrics";
+import { mergeMetrics, renderMetrics } from "../rules/metrics";
 import type { AppEnv } from "./context";
+import { everyShard, poolNodeAnswers } from "./every-shard";
 import { viewerOf } from "./identity";
 
 export const metrics = new Hono<AppEnv>().get(
@@ -23,9 +24,12 @@ export const metrics = new Hono<AppEnv>().get(
     }),
   ),
   async (c) => {
-    const sample = await c.var.shards.shard(0).metrics(viewerOf(c));
-    return c.body(renderMetrics(c.var.pool, sample), 200, {
-      "content-type": "text/plain; version=0.0.4; charset=utf-8",
-    });
+    const headers = { "content-type": "text/plain; version=0.0.4; charset=utf-8" };
+    if (c.var.shards.count === 1) {
+      return c.body(renderMetrics(c.var.pool, await c.var.shards.shard(0).metrics(viewerOf(c))), 200, headers);
+    }
+    const answers = await poolNodeAnswers(c);
+    const samples = await everyShard(c, (calls) => calls.shardMetrics(viewerOf(c), answers));
+    return c.body(renderMetrics(c.var.pool, mergeMetrics(samples), samples), 200, headers);
   },
 );

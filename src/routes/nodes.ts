@@ -2,6 +2,7 @@
 
 import { Hono } from "hono";
 import { describeRoute } from "hono-openapi";
+import { DEMAND_CLASSES_CHECKED } from "../pool/fleet";
 import { DASHBOARD_LIMIT_DEFAULT, DASHBOARD_LIMIT_MAX, MAX_REGISTRATION_BYTES } from "../protocol/limits";
 import {
   NodeHeartbeatSchema,
@@ -28,8 +29,10 @@ import {
   validation,
 } from "../protocol/openapi-operations";
 import { nodeShardCursor } from "../protocol/paging";
+import { mergeFleets } from "../rules/shard-merge";
 import { type AppContext, type AppEnv, queryInt, readJson, shardedList } from "./context";
 import { enrolmentOperator } from "./device";
+import { everyShard, poolNodeAnswers } from "./every-shard";
 import { actingNode, requireOperator, viewerOf } from "./identity";
 
 const OPEN_POOLS =
@@ -224,7 +227,11 @@ export const nodes = new Hono<AppEnv>()
       const limit = queryInt(c, "limit", { min: 1, max: DASHBOARD_LIMIT_MAX });
       if (!limit.ok) return limit.response;
       c.header("cache-control", "no-store");
-      return c.json(await c.var.shards.shard(0).fleet(c.var.pool, limit.value ?? DASHBOARD_LIMIT_DEFAULT, viewerOf(c)));
+      const n = limit.value ?? DASHBOARD_LIMIT_DEFAULT;
+      if (c.var.shards.count === 1) return c.json(await c.var.shards.shard(0).fleet(c.var.pool, n, viewerOf(c)));
+      const answers = await poolNodeAnswers(c);
+      const parts = await everyShard(c, (calls) => calls.shardFleet(c.var.pool, n, viewerOf(c), answers));
+      return c.json(mergeFleets(parts, n, DEMAND_CLASSES_CHECKED));
     },
   )
   .get(

@@ -23,8 +23,17 @@ export interface MetricsSample {
   };
 }
 
-export function renderMetrics(pool: string, s: MetricsSample): string {
+/**
+ * The pool's metrics. With `shards` (a pool of more than one shard, each
+ * shard's sample in shard order, `s` their mergeMetrics), the per-object
+ * series carry `shard="k"`: pending tasks by class (each shard numbers its
+ * own classes) and storage bytes (the limit is each object's). Without, the
+ * text is a one-shard pool's, which omits the label (docs/protocol.md §15).
+ */
+export function renderMetrics(pool: string, s: MetricsSample, shards?: readonly MetricsSample[]): string {
   const p = `pool="${escapeLabel(pool)}"`;
+  const perShard = <T>(f: (sample: MetricsSample, labels: string) => T[]): T[] =>
+    shards === undefined ? f(s, p) : shards.flatMap((sample, k) => f(sample, `${p},shard="${k}"`));
   const ev = (type: string) => s.events[type] ?? 0;
   const out: string[] = [];
   const metric = (name: string, type: "gauge" | "counter", help: string, samples: Array<[string, number]>) => {
@@ -77,7 +86,12 @@ export function renderMetrics(pool: string, s: MetricsSample): string {
     "flashedge_pending_tasks_by_class",
     "gauge",
     "Pending tasks per requirement class, the classes with the most first (bounded), with what they need.",
-    s.demand.classes.map((c) => [`${p},class="${c.class_id}",needs="${escapeLabel(c.needs)}"`, c.pending]),
+    perShard((sample, labels) =>
+      sample.demand.classes.map((c): [string, number] => [
+        `${labels},class="${c.class_id}",needs="${escapeLabel(c.needs)}"`,
+        c.pending,
+      ]),
+    ),
   );
   metric(
     "flashedge_unservable_pending_tasks",
@@ -91,7 +105,12 @@ export function renderMetrics(pool: string, s: MetricsSample): string {
     "Pending requirement classes no registered node can serve.",
     [[p, s.demand.unservable_classes]],
   );
-  metric("flashedge_storage_bytes", "gauge", "Size of the pool object's SQLite storage.", [[p, s.storageBytes]]);
+  metric(
+    "flashedge_storage_bytes",
+    "gauge",
+    "Size of the pool object's SQLite storage.",
+    perShard((sample, labels): Array<[string, number]> => [[labels, sample.storageBytes]]),
+  );
   metric("flashedge_storage_limit_bytes", "gauge", "The storage limit of one Durable Object.", [
     [p, OBJECT_STORAGE_LIMIT_BYTES],
   ]);
@@ -104,6 +123,36 @@ export function renderMetrics(pool: string, s: MetricsSample): string {
       .map((type) => [`${p},type="${escapeLabel(type)}"`, s.events[type]!]),
   );
   return `${out.join("\n")}\n`;
+}
+
+/**
+ * A sharded pool's sample from every shard's: counts summed (events by
+ * type, tasks by state), the demand's classes concatenated in shard order.
+ * Each shard judged its demand by the pool's node answers, so unservable
+ * classes and tasks add up.
+ */
+export function mergeMetrics(samples: readonly MetricsSample[]): MetricsSample {
+  const sum = (f: (s: MetricsSample) => number) => samples.reduce((n, s) => n + f(s), 0);
+  const add = (records: Array<Record<string, number>>) => {
+    const out: Record<string, number> = {};
+    for (const r of records) for (const [k, v] of Object.entries(r)) out[k] = (out[k] ?? 0) + v;
+    return out;
+  };
+  return {
+    tasks: add(samples.map((s) => s.tasks)),
+    leasesLive: sum((s) => s.leasesLive),
+    storageBytes: sum((s) => s.storageBytes),
+    nodesRegistered: sum((s) => s.nodesRegistered),
+    nodesOnline: sum((s) => s.nodesOnline),
+    nodesHeldBack: sum((s) => s.nodesHeldBack),
+    results: { valid: sum((s) => s.results.valid), invalid: sum((s) => s.results.invalid) },
+    events: add(samples.map((s) => s.events)),
+    demand: {
+      classes: samples.flatMap((s) => s.demand.classes),
+      unservable_classes: sum((s) => s.demand.unservable_classes),
+      unservable_tasks: sum((s) => s.demand.unservable_tasks),
+    },
+  };
 }
 
 function escapeLabel(value: string): string {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { renderMetrics } from "../../src/rules/metrics";
+import { type MetricsSample, mergeMetrics, renderMetrics } from "../../src/rules/metrics";
 
 describe("metrics text", () => {
   const text = renderMetrics("team-a", {
@@ -65,5 +65,89 @@ describe("metrics text", () => {
       demand: { classes: [], unservable_classes: 0, unservable_tasks: 0 },
     });
     expect(odd).toContain('pool="a\\"b\\\\c"');
+  });
+});
+
+describe("metrics of a sharded pool", () => {
+  const sample = (over: Partial<MetricsSample>): MetricsSample => ({
+    tasks: {},
+    leasesLive: 0,
+    storageBytes: 0,
+    nodesRegistered: 0,
+    nodesOnline: 0,
+    nodesHeldBack: 0,
+    results: { valid: 0, invalid: 0 },
+    events: {},
+    demand: { classes: [], unservable_classes: 0, unservable_tasks: 0 },
+    ...over,
+  });
+  const shards = [
+    sample({
+      tasks: { PENDING: 1, COMPLETED: 4 },
+      leasesLive: 1,
+      storageBytes: 100,
+      nodesRegistered: 3,
+      nodesOnline: 2,
+      nodesHeldBack: 1,
+      results: { valid: 2, invalid: 1 },
+      events: { LEASE_CLAIMED: 5 },
+      demand: { classes: [{ class_id: 1, pending: 1, needs: "1 GPU" }], unservable_classes: 1, unservable_tasks: 1 },
+    }),
+    sample({ storageBytes: 40 }),
+    sample({
+      tasks: { PENDING: 2 },
+      storageBytes: 70,
+      events: { LEASE_CLAIMED: 1, LEASE_EXPIRED: 1 },
+      demand: { classes: [{ class_id: 1, pending: 2, needs: "nothing" }], unservable_classes: 0, unservable_tasks: 0 },
+    }),
+  ];
+  const merged = mergeMetrics(shards);
+  const lines = renderMetrics("p", merged, shards).split("\n");
+
+  it("sums every count over the shards", () => {
+    expect(merged).toEqual({
+      tasks: { PENDING: 3, COMPLETED: 4 },
+      leasesLive: 1,
+      storageBytes: 210,
+      nodesRegistered: 3,
+      nodesOnline: 2,
+      nodesHeldBack: 1,
+      results: { valid: 2, invalid: 1 },
+      events: { LEASE_CLAIMED: 6, LEASE_EXPIRED: 1 },
+      demand: {
+        classes: [
+          { class_id: 1, pending: 1, needs: "1 GPU" },
+          { class_id: 1, pending: 2, needs: "nothing" },
+        ],
+        unservable_classes: 1,
+        unservable_tasks: 1,
+      },
+    });
+  });
+
+  it.each([
+    'flashedge_tasks{pool="p",state="PENDING"} 3',
+    'flashedge_events_total{pool="p",type="LEASE_CLAIMED"} 6',
+    'flashedge_nodes{pool="p",online="false"} 1',
+    'flashedge_unservable_pending_tasks{pool="p"} 1',
+    'flashedge_storage_bytes{pool="p",shard="0"} 100',
+    'flashedge_storage_bytes{pool="p",shard="1"} 40',
+    'flashedge_storage_bytes{pool="p",shard="2"} 70',
+    'flashedge_pending_tasks_by_class{pool="p",shard="0",class="1",needs="1 GPU"} 1',
+    'flashedge_pending_tasks_by_class{pool="p",shard="2",class="1",needs="nothing"} 2',
+  ])("has the sample %s", (line) => {
+    expect(lines).toContain(line);
+  });
+
+  it("labels no pool-wide series by shard, and omits the label without shards", () => {
+    expect(lines.filter((l) => l.includes("shard=")).map((l) => l.split("{")[0])).toEqual([
+      "flashedge_pending_tasks_by_class",
+      "flashedge_pending_tasks_by_class",
+      "flashedge_storage_bytes",
+      "flashedge_storage_bytes",
+      "flashedge_storage_bytes",
+    ]);
+    expect(renderMetrics("p", shards[0]!)).not.toContain("shard=");
+    expect(renderMetrics("p", shards[0]!)).toBe(renderMetrics("p", mergeMetrics([shards[0]!])));
   });
 });

@@ -1,0 +1,29 @@
+// The pool-wide reads of a sharded pool (docs/sharding.md §10): every shard
+// visited in parallel, and the node answers that say, for the pending work
+// of all shards, whether any shard's nodes can take it. Only called at S > 1:
+// a one-shard pool makes its one call, as before sharding.
+
+import { combineAnswers, type NodeAnswers } from "../rules/shard-merge";
+import type { AppContext } from "./context";
+import type { PoolShards } from "./shards";
+
+/** A shard's calls as a read that visits it holds them. */
+type Visited = Awaited<ReturnType<PoolShards["visit"]>>;
+
+/** `read` of every shard, in parallel, in shard order. */
+export function everyShard<T>(c: AppContext, read: (calls: Visited, k: number) => Promise<T>): Promise<T[]> {
+  return Promise.all(Array.from({ length: c.var.shards.count }, async (_, k) => read(await c.var.shards.visit(k), k)));
+}
+
+/**
+ * What the pool's nodes say of every shard's pending classes, in two passes:
+ * each shard names its pending classes (bounded), then each shard's nodes
+ * answer for all of them. A task is stuck, a class unservable, only
+ * if no node of any shard accepts it.
+ */
+export async function poolNodeAnswers(c: AppContext): Promise<NodeAnswers> {
+  const pending = await everyShard(c, (calls) => calls.pendingClasses());
+  // A class pending on several shards is asked about once.
+  const classes = [...new Map(pending.flat().map((p) => [p.key, p])).values()];
+  return combineAnswers(await everyShard(c, (calls) => calls.nodeAnswers(classes)));
+}

@@ -1,0 +1,175 @@
+// The pool-wide reads of a pool of 4 shards (docs/sharding.md §10): the
+// dashboard, metrics and the fleet read every shard and merge. Nodes live
+// at shard 0 (their home, while homes are pinned); the tests place jobs on
+// other shards through the shards' own calls, as two-choice placement will.
+// A task is stuck, a class unservable, only if no node of any shard takes it.
+
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { shardStub } from "../../src/pool/address";
+import type { DashboardSummary } from "../../src/protocol/dashboard";
+import { JobSpecSchema } from "../../src/protocol/jobs";
+import type { FleetSummary } from "../../src/protocol/responses";
+import { expandJob } from "../../src/recipes";
+import { mintShardHex } from "../../src/rules/shard-ids";
+import { jobReplication } from "../../src/rules/verification";
+import { call, freshPool, json, register, trialsJob } from "../worker/helpers";
+
+const replicated = jobReplication({});
+if (!replicated.ok) throw new Error("no default replication");
+const single = replicated.value;
+
+/** Submits a job straight to shard k, with an id minted for it. */
+async function submitTo(pool: string, k: number, job: unknown): Promise<string> {
+  const spec = JobSpecSchema.parse(job);
+  const jobId = mintShardHex(pool, k, crypto.randomUUID().replaceAll("-", "").slice(0, 8));
+  const expansion = expandJob(spec, jobId, { allowUnsandboxedArgv: false, maxWorkerLosses: 10 });
+  if (!expansion.ok) throw new Error(expansion.problems.join("; "));
+  const place = { priority: 0, tenant: "default", replication: single };
+  const submitted = await shardStub(env, [], pool, k).submitJob(jobId, spec, expansion.tasks, pool, place);
+  if (!submitted.ok) throw new Error(`shard ${k} refused the job`);
+  return jobId;
+}
+
+const gpuJob = (count: number) => trialsJob(count, {}, { resources: { gpuPerTask: 1 } });
+
+async function dashboard(pool: string, limit?: number): Promise<DashboardSummary> {
+  const r = await call(pool, "GET", `/dashboard${limit === undefined ? "" : `?limit=${limit}`}`);
+  expect(r.status).toBe(200);
+  return json<DashboardSummary>(r);
+}
+
+async function fleet(pool: string): Promise<FleetSummary> {
+  const r = await call(pool, "GET", "/nodes/summary");
+  expect(r.status).toBe(200);
+  return json<FleetSummary>(r);
+}
+
+async function metrics(pool: string): Promise<string[]> {
+  const r = await call(pool, "GET", "/metrics");
+  expect(r.status).toBe(200);
+  return (await r.text()).split("\n");
+}
+
+describe("the dashboard of a sharded pool", () => {
+  it("counts and lists the jobs of every shard, and the nodes of their home", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await register(pool, "n2");
+    const here = await submitTo(pool, 0, trialsJob(1));
+    const there = await submitTo(pool, 2, trialsJob(2));
+    const s = await dashboard(pool);
+    expect(s.counts.nodes).toEqual({ total: 2, online: 2, offline: 0, not_accepting: 0, held_back: 0 });
+    expect(s.counts.tasks).toMatchObject({ PENDING: 3, total: 3 });
+    expect(s.counts.jobs.RUNNING).toBe(2);
+    expect(s.counts.stuck_tasks).toBe(0);
+    expect(new Set(s.jobs.items.map((j) => j.job_id))).toEqual(new Set([here, there]));
+    expect(s.jobs.more).toBe(0);
+    expect(s.nodes.items.map((n) => n.node_id)).toEqual(["n1", "n2"]);
+    expect(new Set(s.events.items.map((e) => e.job_id))).toEqual(new Set([here, there]));
+    expect(s.stuck).toEqual({ items: [], more: 0, classes_unchecked: 0 });
+
+    // Cut to the limit, with the rest counted in `more`.
+    const cut = await dashboard(pool, 1);
+    expect(cut.jobs.items).toHaveLength(1);
+    expect(cut.jobs.more).toBe(1);
+    expect(cut.nodes).toMatchObject({ more: 1 });
+    expect(cut.counts.tasks.PENDING).toBe(3);
+  });
+
+  it("a GPU task on shard 2 is not stuck while a GPU node at shard 0 could take it", async () => {
+    const pool = freshPool();
+    await register(pool, "gpu-1", {}, 1);
+    const job = await submitTo(pool, 2, gpuJob(2));
+    const s = await dashboard(pool);
+    expect(s.counts.stuck_tasks).toBe(0);
+    expect(s.stuck.items).toEqual([]);
+    expect(s.jobs.items.find((j) => j.job_id === job)?.stuck).toBeNull();
+    expect(s.demand).toMatchObject({ unservable_classes: 0, unservable_tasks: 0 });
+    expect(s.demand.classes).toMatchObject([{ pending: 2, servable: true, online_nodes_able: 1 }]);
+  });
+
+  it("a GPU task on shard 2 is stuck when every node of the pool has only CPUs", async () => {
+    const pool = freshPool();
+    await register(pool, "cpu-1");
+    await register(pool, "cpu-2");
+    const job = await submitTo(pool, 2, gpuJob(2));
+    await submitTo(pool, 1, trialsJob(1));
+    const s = await dashboard(pool);
+    expect(s.counts.stuck_tasks).toBe(2);
+    // Explained by every shard's claimable nodes, not by shard 2's (none).
+    expect(s.stuck.items).toEqual([
+      {
+        job_id: job,
+        job_name: expect.any(String),
+        task_id: "trial-000",
+        pending: 2,
+        summary: "0/2 online nodes eligible: 2 × gpu (task needs 1 GPU)",
+      },
+    ]);
+    expect(s.stuck.more).toBe(0);
+    expect(s.jobs.items.find((j) => j.job_id === job)?.stuck).toMatchObject({ pending: 2 });
+    expect(s.demand).toMatchObject({ unservable_classes: 1, unservable_tasks: 2 });
+  });
+});
+
+describe("the fleet of a sharded pool", () => {
+  it("finds a GPU class on shard 2 servable by a GPU node at shard 0, and not by CPU nodes", async () => {
+    const gpuPool = freshPool();
+    await register(gpuPool, "gpu-1", {}, 1);
+    await register(gpuPool, "cpu-1");
+    await submitTo(gpuPool, 2, gpuJob(1));
+    const served = await fleet(gpuPool);
+    expect(served.demand).toMatchObject({ unservable_classes: 0, unservable_tasks: 0, nodes_unchecked: 0 });
+    expect(served.demand.classes).toMatchObject([{ pending: 1, servable: true, online_nodes_able: 1 }]);
+    expect(served.gpus.items).toMatchObject([{ gpus: 1, nodes: 1, online: 1 }]);
+
+    const cpuPool = freshPool();
+    await register(cpuPool, "cpu-1");
+    await submitTo(cpuPool, 2, gpuJob(1));
+    await submitTo(cpuPool, 3, gpuJob(2));
+    const unserved = await fleet(cpuPool);
+    // One class on two shards: one merged entry, its pending tasks summed.
+    expect(unserved.demand).toMatchObject({ unservable_classes: 1, unservable_tasks: 3 });
+    expect(unserved.demand.classes).toMatchObject([{ pending: 3, servable: false, online_nodes_able: 0 }]);
+    expect(unserved.demand.classes[0]!.summary).toContain("3 tasks need");
+  });
+});
+
+describe("the metrics of a sharded pool", () => {
+  it("sums the shards' pending tasks and labels each shard's classes and storage", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await submitTo(pool, 0, trialsJob(1));
+    await submitTo(pool, 2, trialsJob(2));
+    const lines = await metrics(pool);
+    const p = `pool="${pool}"`;
+    expect(lines).toContain(`flashedge_tasks{${p},state="PENDING"} 3`);
+    const byClass = lines.filter((l) => l.startsWith("flashedge_pending_tasks_by_class{"));
+    expect(byClass).toHaveLength(2);
+    expect(byClass[0]).toMatch(new RegExp(`^flashedge_pending_tasks_by_class\\{${p},shard="0",class="\\d+",.*\\} 1$`));
+    expect(byClass[1]).toMatch(new RegExp(`^flashedge_pending_tasks_by_class\\{${p},shard="2",class="\\d+",.*\\} 2$`));
+    const storage = lines.filter((l) => l.startsWith("flashedge_storage_bytes{"));
+    expect(storage.map((l) => l.split(" ")[0])).toEqual(
+      [0, 1, 2, 3].map((k) => `flashedge_storage_bytes{${p},shard="${k}"}`),
+    );
+    expect(lines).toContain(`flashedge_nodes{${p},online="true"} 1`);
+    expect(lines).toContain(`flashedge_unservable_pending_tasks{${p}} 0`);
+  });
+
+  it("counts a GPU task on shard 2 unservable only when no node of the pool has a GPU", async () => {
+    const cpuPool = freshPool();
+    await register(cpuPool, "cpu-1");
+    await submitTo(cpuPool, 2, gpuJob(2));
+    const unserved = await metrics(cpuPool);
+    expect(unserved).toContain(`flashedge_unservable_pending_tasks{pool="${cpuPool}"} 2`);
+    expect(unserved).toContain(`flashedge_unservable_requirement_classes{pool="${cpuPool}"} 1`);
+
+    const gpuPool = freshPool();
+    await register(gpuPool, "gpu-1", {}, 1);
+    await submitTo(gpuPool, 2, gpuJob(2));
+    const served = await metrics(gpuPool);
+    expect(served).toContain(`flashedge_unservable_pending_tasks{pool="${gpuPool}"} 0`);
+    expect(served).toContain(`flashedge_unservable_requirement_classes{pool="${gpuPool}"} 0`);
+  });
+});
