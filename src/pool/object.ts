@@ -35,7 +35,7 @@ import { forwardLegacyIds, hadOneShard } from "./legacy-ids";
 import { metricsSample } from "./metrics";
 import * as nodes from "./node-calls";
 import { deliver, type OutcomeMessage } from "./outcomes";
-import { nodeAnswers, placementFacts, placementReport } from "./placement-report";
+import { placementAnswers, placementFacts, placementReport } from "./placement-report";
 import { Pool } from "./pool";
 import { reserveSlot } from "./reservations";
 import { migrate } from "./schema";
@@ -316,7 +316,7 @@ export class PoolObject extends DurableObject<Env> {
   /** Pass 2 at every shard: this shard's registered nodes' answers for a task of `payload`, with its shown replicas. */
   placementNodes(payload: string, shown: ReplicaItem[] | null) {
     const { owners, membership } = this.#pool.settings;
-    return nodeAnswers(this.#pool.sql, Date.now(), payload, shown, owners, membership);
+    return placementAnswers(this.#pool.sql, Date.now(), payload, shown, owners, membership);
   }
 
   /** The dashboard's bounded summary of this pool: counts, and at most `limit` of each list. */

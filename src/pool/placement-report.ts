@@ -15,9 +15,9 @@ import {
   countRefusals,
   membershipNote,
   mergePlacement,
-  type NodeAnswers,
   type NodePlacement,
   ownerReplicaRefusal,
+  type PlacementAnswers,
   type PlacementFacts,
   type QueuePosition,
   replicaRefusal,
@@ -122,7 +122,14 @@ export function placementReport(
 ): PlacementResult {
   const facts = placementFacts(sql, jobId, taskId, viewer);
   if (!facts.ok) return facts;
-  const answers = nodeAnswers(sql, now, facts.facts.payload, facts.facts.replicas?.items ?? null, owners, membership);
+  const answers = placementAnswers(
+    sql,
+    now,
+    facts.facts.payload,
+    facts.facts.replicas?.items ?? null,
+    owners,
+    membership,
+  );
   return { ok: true, report: mergePlacement(facts.facts, [answers]) };
 }
 
@@ -175,14 +182,14 @@ export function placementFacts(sql: SqlStorage, jobId: string, taskId: string, v
  * The second pass, at every shard: its registered nodes' answers for a task
  * of `payload` whose shown replicas are `shown` (null: none, or sealed).
  */
-export function nodeAnswers(
+export function placementAnswers(
   sql: SqlStorage,
   now: number,
   payload: string,
   shown: readonly ReplicaItem[] | null,
   owners: ReadonlyMap<string, string>,
   membership: Membership,
-): NodeAnswers {
+): PlacementAnswers {
   const registered = sql
     .exec<RegisteredNode>(
       `SELECT ${REGISTERED_NODE_COLUMNS}, c.owner AS enrolled_owner

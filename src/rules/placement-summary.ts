@@ -240,7 +240,7 @@ export type PlacementFacts = {
 };
 
 /** A report's second pass, at every shard: its registered nodes' answers, sorted by node_id, and their counts. */
-export type NodeAnswers = {
+export type PlacementAnswers = {
   nodes: NodePlacement[];
   counts: PlacementCounts;
   /** Eligible nodes held back after failing. */
@@ -254,7 +254,7 @@ export type NodeAnswers = {
  * merged by node_id, counts summed and the summary, `unplaceable`, queue
  * and owners written from the sums, as one node set's report writes them.
  */
-export function mergePlacement(facts: PlacementFacts, answers: readonly NodeAnswers[]): PlacementReport {
+export function mergePlacement(facts: PlacementFacts, answers: readonly PlacementAnswers[]): PlacementReport {
   const nodes = answers.length === 1 ? answers[0]!.nodes : mergeByNodeId(answers.map((a) => a.nodes));
   const summarized = summarizeCounts(answers.reduce((sum, a) => addCounts(sum, a.counts), NO_COUNTS));
   let summary = summarized.summary;

@@ -10,8 +10,8 @@ import {
   countRefusals,
   mergePlacement,
   NO_COUNTS,
-  type NodeAnswers,
   type NodePlacement,
+  type PlacementAnswers,
   type PlacementFacts,
   summarizeCounts,
   summarizePlacement,
@@ -74,7 +74,7 @@ describe("placement counts summed over shards", () => {
 });
 
 const node = (id: string): NodePlacement => ({ node_id: id, online: true, status: "idle", eligible: true });
-const answers = (ids: string[], heldBack = 0, owners: string[] = []): NodeAnswers => ({
+const answers = (ids: string[], heldBack = 0, owners: string[] = []): PlacementAnswers => ({
   nodes: ids.map(node),
   counts: countRefusals(ids.map(() => null)),
   held_back: heldBack,

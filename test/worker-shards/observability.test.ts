@@ -4,32 +4,11 @@
 // other shards through the shards' own calls, as two-choice placement will.
 // A task is stuck, a class unservable, only if no node of any shard takes it.
 
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { shardStub } from "../../src/pool/address";
 import type { DashboardSummary } from "../../src/protocol/dashboard";
-import { JobSpecSchema } from "../../src/protocol/jobs";
 import type { FleetSummary } from "../../src/protocol/responses";
-import { expandJob } from "../../src/recipes";
-import { mintShardHex } from "../../src/rules/shard-ids";
-import { jobReplication } from "../../src/rules/verification";
 import { call, freshPool, json, register, trialsJob } from "../worker/helpers";
-
-const replicated = jobReplication({});
-if (!replicated.ok) throw new Error("no default replication");
-const single = replicated.value;
-
-/** Submits a job straight to shard k, with an id minted for it. */
-async function submitTo(pool: string, k: number, job: unknown): Promise<string> {
-  const spec = JobSpecSchema.parse(job);
-  const jobId = mintShardHex(pool, k, crypto.randomUUID().replaceAll("-", "").slice(0, 8));
-  const expansion = expandJob(spec, jobId, { allowUnsandboxedArgv: false, maxWorkerLosses: 10 });
-  if (!expansion.ok) throw new Error(expansion.problems.join("; "));
-  const place = { priority: 0, tenant: "default", replication: single };
-  const submitted = await shardStub(env, [], pool, k).submitJob(jobId, spec, expansion.tasks, pool, place);
-  if (!submitted.ok) throw new Error(`shard ${k} refused the job`);
-  return jobId;
-}
+import { submitTo } from "./helpers";
 
 const gpuJob = (count: number) => trialsJob(count, {}, { resources: { gpuPerTask: 1 } });
 
