@@ -11,7 +11,8 @@ import type { Demand, DemandClass, FleetSummary, GpuGroup } from "../protocol/re
 import { type ClassDemand, demandSentence, describeRequirement } from "../rules/demand";
 import type { Membership } from "../rules/placement";
 import { gateFor } from "../rules/placement";
-import { countRefusals, type NodeAnswer, type NodeAnswers } from "../rules/shard-merge";
+import { countRefusals, NO_COUNTS } from "../rules/placement-summary";
+import type { NodeAnswer, NodeAnswers } from "../rules/shard-merge";
 import { clip } from "./clipping";
 import { iso } from "./events";
 import { acceptingSql, claimableSql, onlineSql } from "./node-states";
@@ -186,7 +187,7 @@ function answerOf(
     claimable: claimable.some((view) => gate.eligible(view)),
     registered: servable,
     able: countOnline ? able : 0,
-    refusals: [],
+    refusals: NO_COUNTS,
   };
 }
 
@@ -231,7 +232,7 @@ export function nodeAnswers(
   const registered = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM nodes").one().n;
   const nodesUnchecked = Math.max(0, registered - DEMAND_NODES_CHECKED);
   if (classes.length === 0 || registered === 0) {
-    const none = { claimable: false, registered: false, able: 0, refusals: [] };
+    const none = { claimable: false, registered: false, able: 0, refusals: NO_COUNTS };
     return { answers: Object.fromEntries(classes.map((c) => [c.key, none])), nodesUnchecked };
   }
   const checked = checkedNodes(sql, now, membership);

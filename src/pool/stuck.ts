@@ -5,8 +5,8 @@
 
 import type { StuckTasks } from "../protocol/dashboard";
 import { gateFor, type Membership } from "../rules/placement";
-import { summarizePlacement } from "../rules/placement-summary";
-import { type NodeAnswers, refusalsOf } from "../rules/shard-merge";
+import { summarizeCounts, summarizePlacement } from "../rules/placement-summary";
+import type { NodeAnswers } from "../rules/shard-merge";
 import { clip } from "./clipping";
 import { claimableSql } from "./node-states";
 import { ASSIGNED_POOLS } from "./nodes";
@@ -73,12 +73,12 @@ export function stuckTasks(sql: SqlStorage, now: number, limit: number, membersh
       let summary: string | null = null;
       if (shown || byJob.size < limit) {
         // In a sharded pool, why every shard's claimable nodes refuse the class.
-        const gate = answer === undefined ? taskGate(JSON.parse(task.payload)) : null;
-        const refusals =
-          gate === null
-            ? refusalsOf(answer!.refusals)
-            : claimable.map((node, i) => judgeNode(gate, node, views[i], now, membership).refusal);
-        summary = summarizePlacement(refusals, { scope: "online" }).summary;
+        if (answer !== undefined) summary = summarizeCounts(answer.refusals, { scope: "online" }).summary;
+        else {
+          const gate = taskGate(JSON.parse(task.payload));
+          const refusals = claimable.map((node, i) => judgeNode(gate, node, views[i], now, membership).refusal);
+          summary = summarizePlacement(refusals, { scope: "online" }).summary;
+        }
       }
       const entry: StuckTasks = {
         job_id: r.job_id,

@@ -9,10 +9,7 @@ import type { DashboardSummary } from "../protocol/dashboard";
 import { TERMINAL_JOB_STATES } from "../protocol/jobs";
 import type { Demand, DemandClass, GpuGroup, Page } from "../protocol/responses";
 import { demandSentence } from "./demand";
-import { type Refusal, taskSide } from "./refusals";
-
-/** Nodes refused for one reason: one of their refusals stands for all, as the placement summary groups them. */
-export type RefusalCount = { refusal: Refusal; nodes: number };
+import { addCounts, type PlacementCounts } from "./placement-summary";
 
 /** What one shard's nodes say of one requirement class. */
 export type NodeAnswer = {
@@ -22,39 +19,9 @@ export type NodeAnswer = {
   registered: boolean;
   /** Online, accepting nodes checked that accept it. */
   able: number;
-  /** When no claimable node accepts it, why each refused, grouped: the stuck tasks' explanation. */
-  refusals: RefusalCount[];
+  /** When no claimable node accepts it, why each refused, counted as the placement summary counts (countRefusals). */
+  refusals: PlacementCounts;
 };
-
-const refusalKey = (r: Refusal) => `${r.gate}\u0000${taskSide(r)}`;
-
-/** The refusals (null: eligible) grouped by rule and task-side reason, the grouping summarizePlacement makes. */
-export function countRefusals(refusals: Iterable<Refusal | null>): RefusalCount[] {
-  const groups = new Map<string, RefusalCount>();
-  for (const refusal of refusals) {
-    if (refusal === null) continue;
-    const key = refusalKey(refusal);
-    const known = groups.get(key);
-    if (known === undefined) groups.set(key, { refusal, nodes: 1 });
-    else known.nodes++;
-  }
-  return [...groups.values()];
-}
-
-/** The refusals counted, one for each node, to summarize. */
-export function refusalsOf(counts: readonly RefusalCount[]): Refusal[] {
-  return counts.flatMap((c) => Array.from({ length: c.nodes }, () => c.refusal));
-}
-
-function addRefusals(a: readonly RefusalCount[], b: readonly RefusalCount[]): RefusalCount[] {
-  const groups = new Map(a.map((c) => [refusalKey(c.refusal), { ...c }]));
-  for (const c of b) {
-    const known = groups.get(refusalKey(c.refusal));
-    if (known === undefined) groups.set(refusalKey(c.refusal), { ...c });
-    else known.nodes += c.nodes;
-  }
-  return [...groups.values()];
-}
 
 /** One shard's answers for a list of classes (keyed by the class's canonical key), or all shards' combined. */
 export type NodeAnswers = {
@@ -78,7 +45,7 @@ export function combineAnswers(shards: readonly NodeAnswers[]): NodeAnswers {
               claimable: known.claimable || a.claimable,
               registered: known.registered || a.registered,
               able: known.able + a.able,
-              refusals: addRefusals(known.refusals, a.refusals),
+              refusals: addCounts(known.refusals, a.refusals),
             };
     }
   }
