@@ -15,9 +15,9 @@ import { countRefusals, NO_COUNTS } from "../rules/placement-summary";
 import type { NodeAnswer, NodeAnswers } from "../rules/shard-merge";
 import { clip } from "./clipping";
 import { iso } from "./events";
-import { acceptingSql, claimableSql, onlineSql } from "./node-states";
+import { acceptingSql, onlineSql } from "./node-states";
 import { ASSIGNED_POOLS, storedNodeView } from "./nodes";
-import { judgeNode, REGISTERED_NODE_COLUMNS, type RegisteredNode, registeredView, taskGate } from "./placement-report";
+import { claimableNodes, judgeNode, taskGate } from "./placement-report";
 import { sealedPending, type Viewer } from "./sealing";
 
 /** Pending requirement classes the demand reads, those with the most pending tasks first. */
@@ -236,14 +236,7 @@ export function nodeAnswers(
     return { answers: Object.fromEntries(classes.map((c) => [c.key, none])), nodesUnchecked };
   }
   const checked = checkedNodes(sql, now, membership);
-  const claimable = sql
-    .exec<RegisteredNode>(
-      `SELECT ${REGISTERED_NODE_COLUMNS} FROM nodes n ${ASSIGNED_POOLS}
-       WHERE ${claimableSql("n", "?1")} ORDER BY n.node_id`,
-      now,
-    )
-    .toArray();
-  const views = claimable.map((n) => registeredView(n, membership));
+  const { nodes: claimable, views } = claimableNodes(sql, now, membership);
   const answers: Record<string, NodeAnswer> = {};
   for (const c of classes) {
     const requirement: unknown = JSON.parse(c.requirement);

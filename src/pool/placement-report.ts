@@ -26,7 +26,7 @@ import { type Refusal, refusalReason } from "../rules/refusals";
 import { isOpenState } from "../rules/task-states";
 import { effectiveQuorum } from "../rules/verification";
 import { iso } from "./events";
-import { isHeldBack, isOnline } from "./node-states";
+import { claimableSql, isHeldBack, isOnline } from "./node-states";
 import { ASSIGNED_POOLS, storedNodeView } from "./nodes";
 import type { Viewer } from "./sealing";
 
@@ -56,6 +56,22 @@ export const REGISTERED_NODE_COLUMNS = `n.node_id, n.registration, n.status, n.l
 /** The node's claim-time view, its team pools as `membership` says. */
 export function registeredView(node: RegisteredNode, membership: Membership): unknown {
   return storedNodeView(node.registration, membership, node.assigned_pools);
+}
+
+/** The nodes a claim could lease to now (claimable), by node id, with their claim-time views. */
+export function claimableNodes(
+  sql: SqlStorage,
+  now: number,
+  membership: Membership,
+): { nodes: RegisteredNode[]; views: unknown[] } {
+  const nodes = sql
+    .exec<RegisteredNode>(
+      `SELECT ${REGISTERED_NODE_COLUMNS} FROM nodes n ${ASSIGNED_POOLS}
+       WHERE ${claimableSql("n", "?1")} ORDER BY n.node_id`,
+      now,
+    )
+    .toArray();
+  return { nodes, views: nodes.map((n) => registeredView(n, membership)) };
 }
 
 /** A task's gate, read once for every node it is judged on, and whether it is confined to a team pool. */

@@ -8,9 +8,7 @@ import { gateFor, type Membership } from "../rules/placement";
 import { summarizeCounts, summarizePlacement } from "../rules/placement-summary";
 import type { NodeAnswers } from "../rules/shard-merge";
 import { clip } from "./clipping";
-import { claimableSql } from "./node-states";
-import { ASSIGNED_POOLS } from "./nodes";
-import { judgeNode, REGISTERED_NODE_COLUMNS, type RegisteredNode, registeredView, taskGate } from "./placement-report";
+import { claimableNodes, judgeNode, taskGate } from "./placement-report";
 
 /** Requirement classes with pending tasks checked against the claimable nodes, earliest first. */
 export const STUCK_CLASSES_CHECKED = 100;
@@ -25,14 +23,7 @@ export const STUCK_CLASSES_CHECKED = 100;
  * §10): a class is stuck only if no claimable node of any shard accepts it.
  */
 export function stuckTasks(sql: SqlStorage, now: number, limit: number, membership: Membership, pool?: NodeAnswers) {
-  const claimable = sql
-    .exec<RegisteredNode>(
-      `SELECT ${REGISTERED_NODE_COLUMNS} FROM nodes n ${ASSIGNED_POOLS}
-       WHERE ${claimableSql("n", "?1")} ORDER BY n.node_id`,
-      now,
-    )
-    .toArray();
-  const views = claimable.map((n) => registeredView(n, membership));
+  const { nodes: claimable, views } = claimableNodes(sql, now, membership);
   // Classes with pending tasks (the classes_pending index), each head an index seek.
   const classes = sql
     .exec<{ class_id: number; class_key: string; requirement: string; head: number }>(
