@@ -176,6 +176,9 @@ export function mergeFleets<F extends { pool: string; generated_at: string; gpus
  * first; stuck entries in the shards' order) and cut to `limit`. Storage is
  * the fullest shard's, since the limit is each object's.
  */
+/** The fleet half of a dashboard: its GPU groups and its demand. */
+const fleetPart = ({ gpus, demand }: { gpus: Page<GpuGroup>; demand: Demand }) => ({ gpus, demand });
+
 export function mergeDashboards(
   parts: readonly DashboardSummary[],
   limit: number,
@@ -237,14 +240,7 @@ export function mergeDashboards(
       ),
       classes_unchecked: sumBy(parts, (p) => p.stuck.classes_unchecked),
     },
-    gpus: mergeGpuGroups(
-      parts.map((p) => p.gpus),
-      limit,
-    ),
-    demand: mergeDemands(
-      parts.map((p) => p.demand),
-      maxClasses,
-    ),
+    ...fleetPart(mergeFleets(parts, limit, maxClasses)),
     enrolment: {
       credentials: mergePages(
         parts.map((p) => p.enrolment.credentials),
