@@ -90,11 +90,10 @@ export const jobs = new Hono<AppEnv>()
         allowUnsandboxedArgv: c.var.settings.allowUnsandboxedArgv,
         maxWorkerLosses: c.var.settings.maxWorkerLosses,
       };
-      // A job id the pool already has is refused by the object; mint another
-      // (docs/protocol.md §12). Its tasks carry the id, so each try expands the spec anew.
-      // The job is judged whole before any shard is asked for a slot: a
-      // refused spec costs no object a request. Tasks carry their job's id,
-      // so each id tried is expanded anew.
+      // The job is judged whole before any shard is asked for a slot, so a
+      // refused spec costs no object a request. A job id the pool already
+      // has is refused by the object; mint another (docs/protocol.md §12).
+      // Its tasks carry the id, so each id tried is expanded anew.
       const expand = (jobId: string) => {
         const expansion = expandJob(spec, jobId, options);
         if (!expansion.ok) return c.json({ detail: `job cannot be expanded: ${expansion.problems.join("; ")}` }, 422);
