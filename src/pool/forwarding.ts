@@ -14,10 +14,9 @@ import { shardOfId } from "../rules/shard-ids";
 import { shardStub } from "./address";
 import { refresh } from "./exchange";
 import type { ClaimTicket, ForwardedClaimResult } from "./forwarded-claims";
-import type { HeldClaim } from "./held-claims";
 import { admit, type ClaimResult } from "./leases";
 import { hadOneShard } from "./legacy-ids";
-import { ASSIGNED_POOLS, seen, storedNodeView } from "./nodes";
+import { claimant, seen, storedNodeView } from "./nodes";
 import { passportOf } from "./passports";
 import type { Pool } from "./pool";
 import { classGate } from "./scheduling";
@@ -94,12 +93,8 @@ export function forwardHeld(pool: Pool): void {
     if (choice.kind !== "forward") continue;
     const offered = offers.find((o) => o.shard === choice.shard)!;
     budget.set(choice.shard, (budget.get(choice.shard) ?? offered.eligible) - 1);
-    pool.held.forward(held, forwardHeldClaim(pool, held, choice.shard));
+    pool.held.forward(held, forward(pool, choice.shard, held.nodeId, null, held.endsAt + NOT_AFTER_SLACK_MS));
   }
-}
-
-function forwardHeldClaim(pool: Pool, held: HeldClaim, k: number): Promise<ClaimResult> {
-  return forward(pool, k, held.nodeId, null, held.endsAt + NOT_AFTER_SLACK_MS);
 }
 
 /** Each other shard's best offer for this node, by the home's copy of the summary. */
@@ -107,13 +102,8 @@ function offersFor(pool: Pool, nodeId: string): Offer[] {
   const now = Date.now();
   const classes = pool.summary.classes(now);
   if (classes.length === 0) return [];
-  const { membership, tenantWeights } = pool.settings;
-  const node = pool.sql
-    .exec<{ registration: string; assigned_pools: string | null }>(
-      `SELECT n.registration, ap.pools AS assigned_pools FROM nodes n ${ASSIGNED_POOLS} WHERE n.node_id = ?`,
-      nodeId,
-    )
-    .toArray()[0];
+  const { membership, tenantWeights, owners } = pool.settings;
+  const node = claimant(pool.sql, nodeId, owners);
   if (node === undefined) return [];
   const view = storedNodeView(node.registration, membership, node.assigned_pools);
   return shardOffers(

@@ -3,6 +3,7 @@
 // byte body.
 
 import { exports } from "cloudflare:workers";
+import { expect } from "vitest";
 
 export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
@@ -16,4 +17,19 @@ export function call(pool: string, method: string, path: string, headers: Record
     (init.headers as Record<string, string>)["content-type"] = "application/json";
   }
   return exports.default.fetch(new Request(`http://x/pools/${pool}/v1alpha1${path}`, init));
+}
+
+/** Enrols `nodeId` by a device code an operator approves (with `approval`'s fields), and answers its token. */
+export async function enrol(pool: string, nodeId: string, approval: Record<string, unknown> = {}): Promise<string> {
+  const asked = await call(pool, "POST", "/device/code", {}, { node_id: nodeId, hostname: `${nodeId}.local` });
+  expect(asked.status).toBe(200);
+  const code = await asked.json<{ device_code: string; user_code: string }>();
+  const approved = await call(pool, "POST", "/device/approve", bearer("tok-ops"), {
+    user_code: code.user_code,
+    ...approval,
+  });
+  expect(approved.status).toBe(200);
+  const r = await call(pool, "POST", "/device/token", {}, { device_code: code.device_code });
+  expect(r.status).toBe(200);
+  return (await r.json<{ token: string }>()).token;
 }

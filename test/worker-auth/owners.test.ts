@@ -7,7 +7,7 @@
 import { describe, expect, it } from "vitest";
 import type { Lease } from "../../src/protocol/tasks";
 import { freshPool, registration, trialsJob } from "../worker/helpers";
-import { bearer, call } from "./helpers";
+import { bearer, call, enrol } from "./helpers";
 
 const OPS = bearer("tok-ops");
 
@@ -27,15 +27,6 @@ const claim = (pool: string, token: string, nodeId: string) =>
   call(pool, "POST", "/leases/claim", bearer(token), { node_id: nodeId });
 
 /** A machine enrolled by the device-code flow, approved with `approval` (e.g. an owner): its token. */
-async function enrol(pool: string, nodeId: string, approval: Record<string, unknown> = {}): Promise<string> {
-  const asked = await call(pool, "POST", "/device/code", {}, { node_id: nodeId, hostname: `${nodeId}.local` });
-  const code = await asked.json<{ device_code: string; user_code: string }>();
-  const approved = await call(pool, "POST", "/device/approve", OPS, { user_code: code.user_code, ...approval });
-  expect(approved.status).toBe(200);
-  const r = await call(pool, "POST", "/device/token", {}, { device_code: code.device_code });
-  expect(r.status).toBe(200);
-  return (await r.json<{ token: string }>()).token;
-}
 
 type Report = {
   nodes: { node_id: string; eligible: boolean; gate?: string; reason?: string }[];

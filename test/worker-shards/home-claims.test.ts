@@ -133,12 +133,10 @@ describe("a held claim", () => {
     });
     const held = shard(pool, 0).claim("n1", null, 20_000);
     await new Promise((resolve) => setTimeout(resolve, 200));
-    const released = Date.now();
     expect((await call(pool, "POST", "/nodes/n1/release")).status).toBe(200);
+    // A lease, not the nothing the hold's end answers: the release woke it.
     const result = await held;
     expect(result.ok && result.lease.job_id).toBe(jobId);
-    // Well before the hold's end: the release woke it, not the timer.
-    expect(Date.now() - released).toBeLessThan(15_000);
   });
 
   it("claiming again while its forward is in flight gets that forward's lease, and the task is leased once", async () => {

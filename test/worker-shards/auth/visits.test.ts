@@ -6,19 +6,9 @@
 
 import { describe, expect, it } from "vitest";
 import { freshPool } from "../../worker/helpers";
-import { bearer, call } from "../../worker-auth/helpers";
+import { bearer, call, enrol } from "../../worker-auth/helpers";
 
 const OPS = bearer("tok-ops");
-
-async function enrol(pool: string, nodeId: string): Promise<string> {
-  const asked = await call(pool, "POST", "/device/code", { "cf-connecting-ip": "203.0.113.9" }, { node_id: nodeId });
-  expect(asked.status).toBe(200);
-  const code = await asked.json<{ device_code: string; user_code: string }>();
-  expect((await call(pool, "POST", "/device/approve", OPS, { user_code: code.user_code })).status).toBe(200);
-  const redeemed = await call(pool, "POST", "/device/token", {}, { device_code: code.device_code });
-  expect(redeemed.status).toBe(200);
-  return (await redeemed.json<{ token: string }>()).token;
-}
 
 /** A cursor that starts GET /jobs at shard k, past shard 0 (docs/sharding.md §9). */
 const atShard = (k: number) => btoa(`jobs@${k}`).replace(/=+$/, "");
