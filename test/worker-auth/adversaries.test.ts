@@ -4,11 +4,28 @@
 // credential can read and send, and the pool's answer.
 
 import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { claim as claimInPool, sweep, type WireLease } from "../../src/pool/leases";
+import { claim as claimInPool, type WireLease } from "../../src/pool/leases";
+import { seen } from "../../src/pool/nodes";
+import { passportOf, upsertPassport } from "../../src/pool/passports";
 import type { Lease } from "../../src/protocol/tasks";
+import { readSettings } from "../../src/rules/settings";
+import { mintShardHex } from "../../src/rules/shard-ids";
 import { TRUST_AFTER_VALID } from "../../src/rules/verification";
-import { freshPool, json, sha256, storedObjects, stub, trialsJob } from "../worker/helpers";
+import {
+  delivered,
+  expireLeases,
+  freshPool,
+  jobStub,
+  json,
+  sha256,
+  shardOfJob,
+  shardsOf,
+  storedObjects,
+  stub,
+  trialsJob,
+} from "../worker/helpers";
 import { violations } from "../worker/invariants";
 import { call, claim, register, submitJob, upload } from "./nodes";
 
@@ -57,18 +74,51 @@ function trust(pool: string, nodeId: string, consecutive = TRUST_AFTER_VALID) {
   });
 }
 
-/** A claim in the pool with the spot check's draw fixed: below the rate is a check, above it none. */
-function claimWithDraw(pool: string, nodeId: string, draw: number): Promise<Lease> {
-  return runInDurableObject(stub(pool), (_o, state) => {
-    const r = state.storage.transactionSync(() =>
-      claimInPool(state.storage.sql, Date.now(), nodeId, null, undefined, () => draw),
+/**
+ * A claim in the pool with the spot check's draw fixed: below the rate is a check, above it none.
+ * It runs in the shard of `job` (the one its id names), as a claim forwarded there does: the
+ * node's passport copied from its home (shard 0) first, a lease id that names the shard, and the
+ * home told of the lease. At one shard, the pool's own claim transaction.
+ */
+async function claimWithDraw(pool: string, job: string, nodeId: string, draw: number): Promise<Lease> {
+  const read = readSettings(env);
+  if (!read.ok) throw new Error(read.detail);
+  const { owners, tenantWeights, retryElsewhereMs, membership } = read.settings;
+  const k = shardOfJob(pool, job);
+  const mint = () => mintShardHex(pool, k, crypto.randomUUID().replaceAll("-", "").slice(0, 8));
+  const passport =
+    k === 0 ? null : await runInDurableObject(stub(pool), (_o, state) => passportOf(state.storage.sql, nodeId, owners));
+  const r = await runInDurableObject(jobStub(pool, job), (_o, state) =>
+    state.storage.transactionSync(() => {
+      const now = Date.now();
+      if (passport) upsertPassport(state.storage.sql, passport, now);
+      return claimInPool(
+        state.storage.sql,
+        now,
+        nodeId,
+        null,
+        tenantWeights,
+        () => draw,
+        retryElsewhereMs,
+        owners,
+        membership,
+        shardsOf(pool) > 1 ? { mint } : {},
+      );
+    }),
+  );
+  if (!r.ok) throw new Error(`${nodeId} got no lease: ${r.reason}`);
+  if (k !== 0) {
+    const deadline = Date.parse(r.lease.deadline);
+    await runInDurableObject(stub(pool), (_o, state) =>
+      state.storage.transactionSync(() => seen(state.storage.sql, Date.now(), nodeId, deadline)),
     );
-    if (!r.ok) throw new Error(`${nodeId} got no lease: ${r.reason}`);
-    return r.lease as WireLease as unknown as Lease;
-  });
+  }
+  return r.lease as WireLease as unknown as Lease;
 }
 
-function node(pool: string, nodeId: string) {
+/** The node's record at its home (shard 0), once every shard has delivered what its work there did to it. */
+async function node(pool: string, nodeId: string) {
+  await delivered(pool);
   return runInDurableObject(stub(pool), (_o, state) =>
     state.storage.sql
       .exec<{ consecutive_valid: number; distrusted: string | null; held_until_ms: number; verdicts: string }>(
@@ -151,8 +201,8 @@ describe("dodging spot checks", () => {
     const solo = await setUp(["n1", "n2"]);
     const checked = await setUp(["n1", "n2"]);
     for (const p of [solo.pool, checked.pool]) await trust(p, "n1");
-    const alone = await claimWithDraw(solo.pool, "n1", 0.99);
-    const spot = await claimWithDraw(checked.pool, "n1", 0);
+    const alone = await claimWithDraw(solo.pool, solo.job, "n1", 0.99);
+    const spot = await claimWithDraw(checked.pool, checked.job, "n1", 0);
     // The operator sees the difference: one replica wanted, or two.
     const wanted = async (p: string, j: string) =>
       (await json<{ replicas: { wanted: number } }>(await call(p, "GET", `/jobs/${j}/tasks/trial-000/placement`)))
@@ -178,12 +228,12 @@ describe("dodging spot checks", () => {
   it("the replication decision is made once: a check that is failed is not re-drawn as a solo run", async () => {
     const { pool, job } = await setUp(["n1", "n2", "n3"]);
     for (const n of ["n1", "n2"]) await trust(pool, n);
-    const checked = await claimWithDraw(pool, "n1", 0);
+    const checked = await claimWithDraw(pool, job, "n1", 0);
     expect((await call(pool, "POST", `/attempts/${checked.lease_id}/fail`, { reason: "dodge" }, "n1")).status).toBe(
       200,
     );
     // The next trusted claimer draws "alone", but the task still wants two.
-    await claimWithDraw(pool, "n2", 0.99);
+    await claimWithDraw(pool, job, "n2", 0.99);
     expect((await taskOf(pool, job)).state).toBe("PENDING");
     expect((await take(pool, "n3")).payload.output_prefix).toBe(`jobs/${job}/trial-000/r3/`);
   });
@@ -191,7 +241,7 @@ describe("dodging spot checks", () => {
   it("a task decided to run alone is replicated in full when an untrusted node takes it over", async () => {
     const { pool, job } = await setUp(["n1", "n2", "n3"]);
     await trust(pool, "n1");
-    const alone = await claimWithDraw(pool, "n1", 0.99);
+    const alone = await claimWithDraw(pool, job, "n1", 0.99);
     expect((await call(pool, "POST", `/attempts/${alone.lease_id}/fail`, { reason: "gone" }, "n1")).status).toBe(200);
     await take(pool, "n2");
     expect((await taskOf(pool, job)).state).toBe("PENDING");
@@ -208,9 +258,8 @@ describe("dodging spot checks", () => {
     const expired = await setUp(["n1", "n2"]);
     await trust(expired.pool, "n1");
     await take(expired.pool, "n1");
-    await runInDurableObject(stub(expired.pool), (_o, state) =>
-      state.storage.transactionSync(() => sweep(state.storage.sql, Date.now() + 3_600_000)),
-    );
+    // Its deadline passes and the pool's alarm (in the job's shard) expires it.
+    await expireLeases(expired.pool);
     expect((await node(expired.pool, "n1")).consecutive_valid).toBe(0);
   });
 
@@ -240,7 +289,7 @@ describe("the lie threshold", () => {
     const cheat = await node(pool, "cheat");
     expect(cheat.distrusted).toBe("lost 3 of its last 3 verdicts");
     expect(cheat.held_until_ms).toBeGreaterThan(Date.now());
-    await submitJob(pool, replicatedJob({}));
+    const last = (await submitJob(pool, replicatedJob({}))).job_id;
     expect((await claim(pool, "cheat")).status).toBe(204);
     const listed = await json<Array<{ node_id: string; distrusted: string | null }>>(await call(pool, "GET", "/nodes"));
     expect(listed.find((n) => n.node_id === "cheat")?.distrusted).toBe("lost 3 of its last 3 verdicts");
@@ -254,11 +303,13 @@ describe("the lie threshold", () => {
     await runInDurableObject(stub(pool), (_o, state) => {
       state.storage.sql.exec("UPDATE nodes SET held_until_ms = 0, consecutive_valid = 1000 WHERE node_id = 'cheat'");
     });
-    await claimWithDraw(pool, "cheat", 0.99);
+    await claimWithDraw(pool, last, "cheat", 0.99);
     const wanted = await runInDurableObject(
-      stub(pool),
+      jobStub(pool, last),
       (_o, state) =>
-        state.storage.sql.exec<{ wanted: number }>("SELECT wanted FROM tasks ORDER BY seq DESC LIMIT 1").one().wanted,
+        state.storage.sql
+          .exec<{ wanted: number }>("SELECT wanted FROM tasks WHERE job_id = ? ORDER BY seq DESC LIMIT 1", last)
+          .one().wanted,
     );
     expect(wanted).toBe(2);
     // An operator's release lifts the distrust.
@@ -272,9 +323,9 @@ describe("a sleeper, honest until trusted", () => {
     const pool = freshPool();
     for (const n of ["n1", "n2", "n3"]) await register(pool, n);
     await trust(pool, "n1");
-    await submitJob(pool, replicatedJob({}));
+    const job = (await submitJob(pool, replicatedJob({}))).job_id;
     // n1 turns bad once trusted; the task it drew is a spot check, so two honest nodes judge it.
-    const checked = await claimWithDraw(pool, "n1", 0);
+    const checked = await claimWithDraw(pool, job, "n1", 0);
     await finish(pool, checked, '{"loss": 0}');
     await finish(pool, await take(pool, "n2"), '{"loss": 1}');
     await finish(pool, await take(pool, "n3"), '{"loss": 1}');

@@ -6,11 +6,16 @@
 // adversaries.test.ts.
 
 import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { claim as claimInPool } from "../../src/pool/leases";
+import { type ClaimResult, claim as claimInPool } from "../../src/pool/leases";
+import { seen } from "../../src/pool/nodes";
+import { passportOf, upsertPassport } from "../../src/pool/passports";
 import type { Lease } from "../../src/protocol/tasks";
+import { readSettings } from "../../src/rules/settings";
+import { mintShardHex } from "../../src/rules/shard-ids";
 import { TRUST_AFTER_VALID } from "../../src/rules/verification";
-import { freshPool, json, sha256, stub, trialsJob } from "../worker/helpers";
+import { delivered, freshPool, jobStub, json, sha256, shardOfJob, shardsOf, stub, trialsJob } from "../worker/helpers";
 import { violations } from "../worker/invariants";
 import { call, claim, register, submitJob, upload } from "./nodes";
 
@@ -57,9 +62,9 @@ async function finish(pool: string, lease: Lease, metrics: unknown, evidence?: u
   return json<{ accepted: boolean; detail?: string }>(r);
 }
 
-/** The job's ledger from the object's table: each event's type, message and data. */
+/** The job's ledger from its shard's table: each event's type, message and data. */
 async function ledger(pool: string, jobId: string) {
-  return runInDurableObject(stub(pool), (_o, state) =>
+  return runInDurableObject(jobStub(pool, jobId), (_o, state) =>
     state.storage.sql
       .exec<{ type: string; message: string; data: string }>(
         "SELECT type, message, data FROM events WHERE job_id = ? ORDER BY seq",
@@ -74,9 +79,58 @@ async function taskOf(pool: string, job: string): Promise<Task> {
   return (await json<Task[]>(await call(pool, "GET", `/jobs/${job}/tasks`)))[0]!;
 }
 
+/** Each node's record at its home, once every shard has delivered what the node's work there did to it. */
 async function records(pool: string): Promise<Record<string, NodeRecord>> {
+  await delivered(pool);
   const nodes = await json<NodeRecord[]>(await call(pool, "GET", "/nodes"));
   return Object.fromEntries(nodes.map((n) => [n.node_id, n]));
+}
+
+/**
+ * The pool's claim transaction run by hand with the spot check's draw fixed, in the shard of `job`
+ * (the one its id names), as a claim forwarded there runs it: the node's passport copied from its
+ * home (shard 0) first, a lease id that names the shard, and the home told of the lease.
+ */
+async function claimWithDraw(pool: string, job: string, nodeId: string, draw: number): Promise<ClaimResult> {
+  const read = readSettings(env);
+  if (!read.ok) throw new Error(read.detail);
+  const { owners, tenantWeights, retryElsewhereMs, membership } = read.settings;
+  const k = shardOfJob(pool, job);
+  const mint = () => mintShardHex(pool, k, crypto.randomUUID().replaceAll("-", "").slice(0, 8));
+  const passport =
+    k === 0 ? null : await runInDurableObject(stub(pool), (_o, state) => passportOf(state.storage.sql, nodeId, owners));
+  const r = await runInDurableObject(jobStub(pool, job), (_o, state) =>
+    state.storage.transactionSync(() => {
+      const now = Date.now();
+      if (passport) upsertPassport(state.storage.sql, passport, now);
+      return claimInPool(
+        state.storage.sql,
+        now,
+        nodeId,
+        null,
+        tenantWeights,
+        () => draw,
+        retryElsewhereMs,
+        owners,
+        membership,
+        shardsOf(pool) > 1 ? { mint } : {},
+      );
+    }),
+  );
+  if (r.ok && k !== 0) {
+    const deadline = Date.parse(r.lease.deadline);
+    await runInDurableObject(stub(pool), (_o, state) =>
+      state.storage.transactionSync(() => seen(state.storage.sql, Date.now(), nodeId, deadline)),
+    );
+  }
+  return r;
+}
+
+/** Gives a node a record of verified results long enough to run tasks alone. */
+function trust(pool: string, nodeId: string) {
+  return runInDurableObject(stub(pool), (_o, state) => {
+    state.storage.sql.exec("UPDATE nodes SET consecutive_valid = ? WHERE node_id = ?", TRUST_AFTER_VALID, nodeId);
+  });
 }
 
 async function taskKey(pool: string, job: string): Promise<unknown> {
@@ -247,12 +301,9 @@ describe("labels", () => {
 describe("adaptive replication and evidence", () => {
   it(`a node with ${TRUST_AFTER_VALID} valid results in a row runs a task alone, unless spot-checked`, async () => {
     const { pool, job } = await setUp({ "flashml.dev/replicas": "2" }, ["trusted", "other"]);
-    const claimed = await runInDurableObject(stub(pool), (_o, state) => {
-      const sql = state.storage.sql;
-      sql.exec("UPDATE nodes SET consecutive_valid = ? WHERE node_id = 'trusted'", TRUST_AFTER_VALID);
-      // A draw of 0.5 is no spot check (SPOT_CHECK_RATE is 0.2).
-      return state.storage.transactionSync(() => claimInPool(sql, Date.now(), "trusted", null, undefined, () => 0.5));
-    });
+    await trust(pool, "trusted");
+    // A draw of 0.5 is no spot check (SPOT_CHECK_RATE is 0.2).
+    const claimed = await claimWithDraw(pool, job, "trusted", 0.5);
     if (!claimed.ok) throw new Error("no lease");
     expect((await taskOf(pool, job)).state).toBe("LEASED");
     expect((await claim(pool, "other")).status).toBe(204);
@@ -263,11 +314,8 @@ describe("adaptive replication and evidence", () => {
     );
 
     const spot = await setUp({ "flashml.dev/replicas": "2" }, ["trusted", "other"]);
-    await runInDurableObject(stub(spot.pool), (_o, state) => {
-      const sql = state.storage.sql;
-      sql.exec("UPDATE nodes SET consecutive_valid = ? WHERE node_id = 'trusted'", TRUST_AFTER_VALID);
-      state.storage.transactionSync(() => claimInPool(sql, Date.now(), "trusted", null, undefined, () => 0.05));
-    });
+    await trust(spot.pool, "trusted");
+    await claimWithDraw(spot.pool, spot.job, "trusted", 0.05);
     expect((await taskOf(spot.pool, spot.job)).state).toBe("PENDING");
     expect((await claim(spot.pool, "other")).status).toBe(200);
   });

@@ -1,9 +1,9 @@
 // What only a pool over several shards has (docs/protocol.md §15,
 // docs/sharding.md §4.1 and §9): ids that name the shard holding them, and
 // lists walked over every shard, each item once. Runs in the worker-shards
-// project (FLASHML_POOL_SHARDS "*=4"). Until work spreads, the Worker puts
-// every job in shard 0; these tests place rows in other shards through the
-// object's own calls, as a spread pool will.
+// project (FLASHML_POOL_SHARDS "*=4"). Where a test needs a job in a given
+// shard it places it there through the shard's own call, as the job route
+// does once it has chosen the shard.
 
 import { runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
@@ -37,17 +37,17 @@ describe("ids at 4 shards", () => {
     expect(env.FLASHML_POOL_SHARDS).toBe(`*=${SHARDS}`);
     const pool = freshPool();
     const ids = await Promise.all(Array.from({ length: 8 }, async () => (await submitJob(pool, trialsJob(1))).job_id));
-    for (const id of ids) {
-      expect(id).toMatch(/^[0-9a-f]{12}$/);
-      expect(shardOfHex(pool, id)).toBe(0); // pinned: the Worker submits to shard 0
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{12}$/);
+    // Each job is in the shard its id names, and nowhere else.
+    const held = new Map<string, number>();
+    for (let k = 0; k < SHARDS; k++) {
+      const jobs = await runInDurableObject(shard(pool, k), (_o, state) =>
+        state.storage.sql.exec<{ job_id: string }>("SELECT job_id FROM jobs").toArray(),
+      );
+      for (const { job_id } of jobs) held.set(job_id, k);
     }
-    const held = await runInDurableObject(shard(pool, 0), (_o, state) =>
-      state.storage.sql
-        .exec<{ job_id: string }>("SELECT job_id FROM jobs")
-        .toArray()
-        .map((r) => r.job_id),
-    );
-    expect(held.sort()).toEqual([...ids].sort());
+    expect([...held.keys()].sort()).toEqual([...ids].sort());
+    for (const id of ids) expect(held.get(id)).toBe(shardOfHex(pool, id));
   });
 
   it("an id whose tag names a shard that holds no such job is the 404 of any unknown id", async () => {
@@ -67,7 +67,8 @@ describe("lists walked over 4 shards", () => {
       [1, []],
       [3, []],
     ]);
-    for (let i = 0; i < 120; i++) byShard.get(0)!.push((await submitJob(pool, trialsJob(1))).job_id);
+    for (let i = 0; i < 120; i++)
+      byShard.get(0)!.push(await submitTo(pool, 0, { ...trialsJob(1), metadata: { name: `zero-${i}` } }));
     for (let i = 0; i < 60; i++)
       byShard.get(1)!.push(await submitTo(pool, 1, { ...trialsJob(1), metadata: { name: `one-${i}` } }));
     for (let i = 0; i < 70; i++)
@@ -89,7 +90,7 @@ describe("lists walked over 4 shards", () => {
 
   it("a page that runs out of one shard goes on in the next, past an empty one", async () => {
     const pool = freshPool();
-    const zero = (await submitJob(pool, trialsJob(1))).job_id;
+    const zero = await submitTo(pool, 0, { ...trialsJob(1), metadata: { name: "zero" } });
     const two = await submitTo(pool, 2, { ...trialsJob(1), metadata: { name: "two" } });
     const pages = await pagesOf(listUrl(pool, "jobs", "?limit=2"));
     expect(pages[0]!.items.map((j) => j.job_id)).toEqual([zero, two]);

@@ -16,19 +16,25 @@ import {
   ledger as events,
   expireLeases,
   freshPool,
+  jobStub,
   json,
   register,
   registration,
-  stub,
+  shardStubs,
   submitJob,
   trialsJob,
 } from "./helpers";
 
+/** The pool's checkpoint manifests, in every shard. */
 async function manifestCount(pool: string): Promise<number> {
-  return runInDurableObject(
-    stub(pool),
-    (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM checkpoint_manifests").one().n,
-  );
+  let n = 0;
+  for (const shard of shardStubs(pool)) {
+    n += await runInDurableObject(
+      shard,
+      (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM checkpoint_manifests").one().n,
+    );
+  }
+  return n;
 }
 
 const base = (jobId: string, taskId: string) => `/jobs/${jobId}/tasks/${taskId}/checkpoints`;
@@ -285,7 +291,7 @@ describe("latest", () => {
 
   it("is an index seek, not a scan", async () => {
     const { pool, job } = await withJob();
-    const plans = await runInDurableObject(stub(pool), (_o, state) =>
+    const plans = await runInDurableObject(jobStub(pool, job), (_o, state) =>
       [
         [LATEST_SQL, [job, T0]],
         [LATEST_FOR_WORLD_SIZE_SQL, [job, T0, 2]],
@@ -425,16 +431,16 @@ describe("write authorization (object level)", () => {
       strategy_family: "",
     };
 
-    expect(await stub(pool).registerCheckpointPart(job, T0, request, "n2")).toEqual({
+    expect(await jobStub(pool, job).registerCheckpointPart(job, T0, request, "n2")).toEqual({
       ok: false,
       reason: "forbidden",
     });
-    expect(await stub(pool).commitCheckpoint(job, T0, commitRequest, "n2")).toEqual({
+    expect(await jobStub(pool, job).commitCheckpoint(job, T0, commitRequest, "n2")).toEqual({
       ok: false,
       reason: "forbidden",
     });
     // A scoped writer learns nothing about tasks it does not hold: 403, not 404.
-    expect(await stub(pool).registerCheckpointPart(job, "ghost", request, "n2")).toEqual({
+    expect(await jobStub(pool, job).registerCheckpointPart(job, "ghost", request, "n2")).toEqual({
       ok: false,
       reason: "forbidden",
     });
@@ -442,8 +448,8 @@ describe("write authorization (object level)", () => {
       expect.objectContaining({ type: "CHECKPOINT_PARTS_REGISTERED" }),
     );
 
-    expect(await stub(pool).registerCheckpointPart(job, T0, request, "n1")).toEqual({ ok: true, key: "k" });
-    const committed = await stub(pool).commitCheckpoint(job, T0, commitRequest, "n1");
+    expect(await jobStub(pool, job).registerCheckpointPart(job, T0, request, "n1")).toEqual({ ok: true, key: "k" });
+    const committed = await jobStub(pool, job).commitCheckpoint(job, T0, commitRequest, "n1");
     expect(committed).toMatchObject({ ok: true, manifest: { step: 1, validation: "hash_verified" } });
     const ev = await events(pool, job);
     expect(ev.find((e) => e.type === "CHECKPOINT_PARTS_REGISTERED")!.data).toMatchObject({
@@ -625,7 +631,7 @@ describe("the resume story", () => {
     // n1 goes silent; nobody polls — only the object's alarm requeues the task.
     expect(await expireLeases(pool)).toBe(true);
     const state = await runInDurableObject(
-      stub(pool),
+      jobStub(pool, job),
       (_o, s) =>
         s.storage.sql.exec<{ state: string }>("SELECT state FROM tasks WHERE job_id = ? AND task_id = ?", job, T0).one()
           .state,

@@ -3,8 +3,11 @@
 
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
+import { shardStub } from "../../src/pool/address";
 import { addTasks as queueTasks } from "../../src/pool/tasks";
 import type { TaskSpec } from "../../src/protocol/tasks";
+import { parsePoolShards, shardCount } from "../../src/rules/pool-shards";
+import { shardOfId } from "../../src/rules/shard-ids";
 import { registration } from "../fixtures/registration";
 
 /** A fresh pool name per test, so tests never share state. */
@@ -12,8 +15,30 @@ export function freshPool(): string {
   return `t-${crypto.randomUUID().slice(0, 8)}`;
 }
 
+/** The pool's object; at several shards, shard 0: every node's home and the enrolment's. */
 export function stub(pool: string) {
   return env.POOL.get(env.POOL.idFromName(pool));
+}
+
+/** How many shards this test project gives `pool` (FLASHML_POOL_SHARDS). */
+export function shardsOf(pool: string): number {
+  const rules = parsePoolShards(env.FLASHML_POOL_SHARDS);
+  if (typeof rules === "string") throw new Error(rules);
+  return shardCount(rules, pool);
+}
+
+/** Every shard of `pool`, shard 0 first. */
+export function shardStubs(pool: string) {
+  return Array.from({ length: shardsOf(pool) }, (_, k) => shardStub(env, [], pool, k));
+}
+
+/** The shard that holds a job, its tasks, leases and events: the one its id names. */
+export function shardOfJob(pool: string, jobId: string): number {
+  return shardOfId(pool, jobId, "", shardsOf(pool)).shard;
+}
+
+export function jobStub(pool: string, jobId: string) {
+  return shardStub(env, [], pool, shardOfJob(pool, jobId));
 }
 
 export function call(pool: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
@@ -77,12 +102,16 @@ export async function submitJob<T extends { job_id: string } = { job_id: string;
  * nothing, but a claim held open (long-poll) is not woken by these tasks.
  */
 export async function insertTasks(pool: string, tasks: TaskSpec[], options: { outputJson?: boolean } = {}) {
-  const result = await runInDurableObject(stub(pool), (_o, state) =>
-    state.storage.transactionSync(() =>
-      queueTasks(state.storage.sql, Date.now(), tasks, { outputJson: options.outputJson ?? false }),
-    ),
-  );
-  if (!result.ok) throw new Error(`insertTasks refused: ${JSON.stringify(result)}`);
+  // At several shards each job's tasks go to the shard its id names, as a submission's would.
+  const byShard = Map.groupBy(tasks, (t) => shardOfJob(pool, t.job_id));
+  for (const [k, inShard] of byShard) {
+    const result = await runInDurableObject(shardStub(env, [], pool, k), (_o, state) =>
+      state.storage.transactionSync(() =>
+        queueTasks(state.storage.sql, Date.now(), inShard, { outputJson: options.outputJson ?? false }),
+      ),
+    );
+    if (!result.ok) throw new Error(`insertTasks refused: ${JSON.stringify(result)}`);
+  }
 }
 
 export async function claim(pool: string, nodeId: string, jobId?: string) {
@@ -122,25 +151,67 @@ export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve
  */
 export async function moveDeadlines(pool: string, options: { leaseIds?: string[]; deadlineMs?: number } = {}) {
   const deadline = options.deadlineMs ?? Date.now() - 1;
-  await runInDurableObject(stub(pool), (_o, state) => {
-    if (options.leaseIds === undefined) {
-      state.storage.sql.exec("UPDATE leases SET deadline_ms = ? WHERE status = 'live'", deadline);
-      return;
-    }
-    for (const id of options.leaseIds) {
-      state.storage.sql.exec("UPDATE leases SET deadline_ms = ? WHERE status = 'live' AND lease_id = ?", deadline, id);
-    }
-  });
+  for (const shard of shardStubs(pool)) {
+    await runInDurableObject(shard, (_o, state) => {
+      if (options.leaseIds === undefined) {
+        state.storage.sql.exec("UPDATE leases SET deadline_ms = ? WHERE status = 'live'", deadline);
+        return;
+      }
+      for (const id of options.leaseIds) {
+        state.storage.sql.exec(
+          "UPDATE leases SET deadline_ms = ? WHERE status = 'live' AND lease_id = ?",
+          deadline,
+          id,
+        );
+      }
+    });
+  }
+}
+
+/**
+ * Brings the pool's summary up to date (docs/sharding.md §6): every shard
+ * tells Σ what it holds now, then hears what the others told it, as the
+ * ticks do within a second. For a test whose next step needs the whole
+ * pool's state (the nodes just registered, say) at a shard other than its
+ * own. Nothing at one shard.
+ */
+export async function summarized(pool: string): Promise<void> {
+  const shards = shardStubs(pool);
+  if (shards.length === 1) return;
+  for (let round = 0; round < 2; round++) for (const shard of shards) await shard.summaryChanged();
+}
+
+/**
+ * Waits until every shard of `pool` has delivered the outcomes it owes other
+ * shards' nodes (docs/sharding.md §8.2, §8.3): what a node did at one shard
+ * is then in its home's record. At one shard there are none.
+ */
+export async function delivered(pool: string): Promise<void> {
+  const shards = shardStubs(pool);
+  if (shards.length === 1) return;
+  for (let i = 0; i < 100; i++) {
+    let owed = 0;
+    for (const shard of shards)
+      owed += await runInDurableObject(
+        shard,
+        (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM outbox").one().n,
+      );
+    if (owed === 0) return;
+    await sleep(20);
+  }
+  throw new Error(`pool ${pool}: outcomes still undelivered after 2 s`);
 }
 
 /**
  * Lets live leases (all, or only `leaseIds`) run out now and the pool's own
  * alarm expire them, exactly as when their deadline passes in production.
- * Answers whether an alarm was armed to run.
+ * Answers whether an alarm was armed to run (on any shard).
  */
 export async function expireLeases(pool: string, leaseIds?: string[]): Promise<boolean> {
   await moveDeadlines(pool, leaseIds === undefined ? {} : { leaseIds });
-  return runDurableObjectAlarm(stub(pool));
+  let ran = false;
+  for (const shard of shardStubs(pool)) ran = (await runDurableObjectAlarm(shard)) || ran;
+  return ran;
 }
 
 /** A job's ledger straight from the object's table: each event's type and data. */
@@ -148,7 +219,7 @@ export async function ledger(
   pool: string,
   jobId: string,
 ): Promise<Array<{ type: string; data: Record<string, unknown> }>> {
-  return runInDurableObject(stub(pool), (_o, state) =>
+  return runInDurableObject(jobStub(pool, jobId), (_o, state) =>
     state.storage.sql
       .exec<{ type: string; data: string }>("SELECT type, data FROM events WHERE job_id = ? ORDER BY seq", jobId)
       .toArray()

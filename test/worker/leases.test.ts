@@ -10,18 +10,19 @@ import {
   ledger as events,
   expireLeases,
   freshPool,
+  jobStub,
   json,
   moveDeadlines,
   register,
   sha256,
-  stub,
+  shardsOf,
   submitJob,
   trialsJob,
   upload,
 } from "./helpers";
 
 async function taskState(pool: string, jobId: string, taskId: string) {
-  return runInDurableObject(stub(pool), (_o, state) =>
+  return runInDurableObject(jobStub(pool, jobId), (_o, state) =>
     state.storage.sql
       .exec<{ state: string; attempts_used: number }>(
         "SELECT state, attempts_used FROM tasks WHERE job_id = ? AND task_id = ?",
@@ -147,11 +148,12 @@ describe("expiry", () => {
   it("the alarm is armed at the earliest live deadline and cleared when none is left", async () => {
     const pool = freshPool();
     await register(pool, "n1");
-    await submitJob(pool, trialsJob(1, { lease_seconds: 30 }));
-    await submitJob(pool, trialsJob(1, { lease_seconds: 10 }));
-    const a = await json<Lease>(await claim(pool, "n1"));
-    const b = await json<Lease>(await claim(pool, "n1"));
-    const alarm = await runInDurableObject(stub(pool), (_o, s) => s.storage.getAlarm());
+    const long = await submitJob(pool, trialsJob(1, { lease_seconds: 30 }));
+    const short = await submitJob(pool, trialsJob(1, { lease_seconds: 10 }));
+    const a = await json<Lease>(await claim(pool, "n1", long.job_id));
+    const b = await json<Lease>(await claim(pool, "n1", short.job_id));
+    // The alarm of the shard that issued b (the pool's one object at one shard).
+    const alarm = await runInDurableObject(jobStub(pool, short.job_id), (_o, s) => s.storage.getAlarm());
     // Over several shards the summary's tick (docs/sharding.md §6.2) may come first, and stays armed.
     const sharded = (env.FLASHML_POOL_SHARDS ?? "") !== "";
     if (sharded) expect(alarm).toBeLessThanOrEqual(Date.parse(b.deadline));
@@ -159,7 +161,7 @@ describe("expiry", () => {
     await call(pool, "POST", `/attempts/${b.lease_id}/fail`, { reason: "x" });
     await call(pool, "POST", `/attempts/${a.lease_id}/fail`, { reason: "x" });
     // b requeued with attempts left; nothing is leased any more.
-    const after = await runInDurableObject(stub(pool), (_o, s) => s.storage.getAlarm());
+    const after = await runInDurableObject(jobStub(pool, long.job_id), (_o, s) => s.storage.getAlarm());
     if (sharded) expect(after ?? 0).toBeLessThan(Date.parse(a.deadline));
     else expect(after).toBeNull();
   });
@@ -172,7 +174,7 @@ describe("expiry", () => {
     expect(await expireLeases(pool)).toBe(true);
     const after = await events(pool, job.job_id);
     expect(after.map((e) => e.type)).toContain("LEASE_EXPIRED");
-    await runInDurableObject(stub(pool), (o) => o.alarm());
+    await runInDurableObject(jobStub(pool, job.job_id), (o) => o.alarm());
     expect(await events(pool, job.job_id)).toEqual(after);
   });
 
@@ -180,11 +182,12 @@ describe("expiry", () => {
     const pool = freshPool();
     await register(pool, "n1");
     await register(pool, "n2");
-    await submitJob(pool, trialsJob(1, { lease_seconds: 5 }));
+    const job = await submitJob(pool, trialsJob(1, { lease_seconds: 5 }));
     expect((await claim(pool, "n1")).status).toBe(200);
-    // Past its deadline, the alarm still seconds away.
+    // Past its deadline, the alarm still seconds away. Over several shards the claim that sweeps is one at the
+    // lease's shard: a claim for the job goes there (a node's home holds only its own shard's leases).
     await moveDeadlines(pool);
-    const r = await json<Lease>(await claim(pool, "n2"));
+    const r = await json<Lease>(await claim(pool, "n2", shardsOf(pool) > 1 ? job.job_id : undefined));
     expect(r).toMatchObject({ node_id: "n2", attempt_number: 2 });
   });
 

@@ -5,35 +5,58 @@
 // request had been that long ago.
 
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { migrate } from "../../src/pool/schema";
 import type { Lease } from "../../src/protocol/tasks";
 import { jobSpec } from "../fixtures/jobspec";
-import { call, claim, freshPool, json, moveDeadlines, register, sha256, stub, upload } from "./helpers";
+import {
+  call,
+  claim,
+  delivered,
+  expireLeases,
+  freshPool,
+  json,
+  register,
+  sha256,
+  shardOfJob,
+  shardStubs,
+  shardsOf,
+  stub,
+  upload,
+} from "./helpers";
 import { rewindSchema } from "./schema-history";
+
+const SHARDED = (env.FLASHML_POOL_SHARDS ?? "") !== "";
 
 type NodeRow = { node_id: string; online: boolean; last_heartbeat_age_s: number };
 
 /** Moves everything the pool knows about `nodeId`'s requests and leases `ms` into the past. */
 async function age(pool: string, nodeId: string, ms: number) {
+  await delivered(pool); // what the node did at other shards is in its home's record first
   await runInDurableObject(stub(pool), (_o, state) => {
-    const sql = state.storage.sql;
-    sql.exec(
+    state.storage.sql.exec(
       "UPDATE nodes SET last_heartbeat_ms = last_heartbeat_ms - ?, live_until_ms = live_until_ms - ? WHERE node_id = ?",
       ms,
       ms,
       nodeId,
     );
-    sql.exec(
-      "UPDATE leases SET issued_ms = issued_ms - ?, deadline_ms = deadline_ms - ? WHERE node_id = ?",
-      ms,
-      ms,
-      nodeId,
-    );
   });
+  // Its leases are in the shards that issued them (every shard of a pool of several).
+  for (const shard of shardStubs(pool)) {
+    await runInDurableObject(shard, (_o, state) => {
+      state.storage.sql.exec(
+        "UPDATE leases SET issued_ms = issued_ms - ?, deadline_ms = deadline_ms - ? WHERE node_id = ?",
+        ms,
+        ms,
+        nodeId,
+      );
+    });
+  }
 }
 
 async function node(pool: string, nodeId: string): Promise<NodeRow> {
+  await delivered(pool);
   const nodes = await json<NodeRow[]>(await call(pool, "GET", "/nodes"));
   return nodes.find((n) => n.node_id === nodeId)!;
 }
@@ -53,23 +76,27 @@ async function setUp(leaseSeconds = 600) {
 }
 
 describe("liveness", () => {
-  it("a pool from before liveness-from-requests keeps its lease holders online after the upgrade", async () => {
-    const pool = await setUp();
-    const lease = await json<Lease>(await claim(pool, "busy"));
-    const nodes = await runInDurableObject(stub(pool), (_o, state) => {
-      const sql = state.storage.sql;
-      rewindSchema(sql, 3);
-      state.storage.transactionSync(() => migrate(sql));
-      return sql
-        .exec<{ node_id: string; last_heartbeat_ms: number; live_until_ms: number }>(
-          "SELECT node_id, last_heartbeat_ms, live_until_ms FROM nodes ORDER BY node_id",
-        )
-        .toArray();
-    });
-    const [busy, idle] = nodes;
-    expect(busy!.live_until_ms).toBe(Date.parse(lease.deadline)); // its lease, far past the online window
-    expect(idle!.live_until_ms).toBe(idle!.last_heartbeat_ms + 15_000);
-  });
+  // A pool from before this schema step is a pool from before shards, whose leases all are in its one object.
+  it.skipIf(SHARDED)(
+    "a pool from before liveness-from-requests keeps its lease holders online after the upgrade",
+    async () => {
+      const pool = await setUp();
+      const lease = await json<Lease>(await claim(pool, "busy"));
+      const nodes = await runInDurableObject(stub(pool), (_o, state) => {
+        const sql = state.storage.sql;
+        rewindSchema(sql, 3);
+        state.storage.transactionSync(() => migrate(sql));
+        return sql
+          .exec<{ node_id: string; last_heartbeat_ms: number; live_until_ms: number }>(
+            "SELECT node_id, last_heartbeat_ms, live_until_ms FROM nodes ORDER BY node_id",
+          )
+          .toArray();
+      });
+      const [busy, idle] = nodes;
+      expect(busy!.live_until_ms).toBe(Date.parse(lease.deadline)); // its lease, far past the online window
+      expect(idle!.live_until_ms).toBe(idle!.last_heartbeat_ms + 15_000);
+    },
+  );
 
   it("a node 18 s into a task, with no heartbeat since its claim, is online; an idle silent node is not", async () => {
     const pool = await setUp();
@@ -138,8 +165,7 @@ describe("liveness", () => {
     const pool = await setUp(3600);
     await json<Lease>(await claim(pool, "busy"));
     await age(pool, "busy", 20_000);
-    await moveDeadlines(pool);
-    expect(await runDurableObjectAlarm(stub(pool))).toBe(true);
+    expect(await expireLeases(pool)).toBe(true);
     expect((await node(pool, "busy")).online).toBe(false);
   });
 
@@ -152,6 +178,8 @@ describe("liveness", () => {
     expect((await node(pool, "busy")).online).toBe(true);
   });
 
+  // An attempt heartbeat at another shard than the node's home reaches the home only when the deadline the home
+  // knows would lapse first (docs/sharding.md §8.3): there it proves the node alive through its lease.
   it.each<[string, (pool: string, lease: Lease) => Promise<Response>]>([
     ["a node heartbeat", (pool) => call(pool, "POST", "/nodes/busy/heartbeat", { node_id: "busy" })],
     ["a claim that gets nothing", (pool) => claim(pool, "busy", "0000000000ff")],
@@ -168,7 +196,7 @@ describe("liveness", () => {
       },
     ],
     ["registering again", (pool) => register(pool, "busy").then(() => new Response(null))],
-  ])("%s proves a node alive", async (_, request) => {
+  ])("%s proves a node alive", async (name, request) => {
     const pool = await setUp();
     const lease = await json<Lease>(await claim(pool, "busy"));
     await age(pool, "busy", 60_000);
@@ -177,6 +205,7 @@ describe("liveness", () => {
     expect(r.status).toBeLessThan(300);
     const after = await node(pool, "busy");
     expect(after.online).toBe(true);
-    expect(after.last_heartbeat_age_s).toBeLessThan(5);
+    const elsewhere = name === "an attempt heartbeat" && shardsOf(pool) > 1 && shardOfJob(pool, lease.job_id) !== 0;
+    if (!elsewhere) expect(after.last_heartbeat_age_s).toBeLessThan(5);
   });
 });

@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import app from "../../src/index";
 import type { Lease } from "../../src/protocol/tasks";
 import { jobSpec } from "../fixtures/jobspec";
-import { expireLeases, freshPool, json, registration, sleep, stub } from "./helpers";
+import { expireLeases, freshPool, json, registration, shardStubs, sleep, stub } from "./helpers";
 import { violations } from "./invariants";
 
 /** A request to the pool through the real Worker, with claims held up to `holdSeconds`. */
@@ -195,9 +195,14 @@ describe("long-poll claims", () => {
     await sleep(50);
     await submit(searchJob(1)); // while the pool still holds the claim
     const r = await held;
-    const issued = await runInDurableObject(stub(pool), (_o, state) =>
-      state.storage.sql.exec<{ lease_id: string }>("SELECT lease_id FROM leases WHERE node_id = 'n1'").toArray(),
-    );
+    const issued: Array<{ lease_id: string }> = [];
+    for (const shard of shardStubs(pool)) {
+      issued.push(
+        ...(await runInDurableObject(shard, (_o, state) =>
+          state.storage.sql.exec<{ lease_id: string }>("SELECT lease_id FROM leases WHERE node_id = 'n1'").toArray(),
+        )),
+      );
+    }
     // Whatever the caller read is the whole truth: the lease it got, or no lease at all.
     if (r.status === 204) expect(issued).toEqual([]);
     else expect(issued.map((l) => l.lease_id)).toEqual([(await json<Lease>(r)).lease_id]);

@@ -13,11 +13,13 @@ import {
   claim,
   commandJob,
   freshPool,
+  jobStub,
   json,
   moveDeadlines,
   register,
   sha256,
-  stub,
+  shardStubs,
+  shardsOf,
   submitJob,
   trialsJob,
   upload,
@@ -37,14 +39,19 @@ type LeaseState = { lease_id: string; status: string; task_state: string; accept
 
 /** Every lease ever issued in the pool, with its task's state. */
 async function leaseStates(pool: string): Promise<Map<string, LeaseState>> {
-  const rows = await runInDurableObject(stub(pool), (_o, s) =>
-    s.storage.sql
-      .exec<LeaseState>(
-        `SELECT l.lease_id, l.status, t.state AS task_state, t.accepted_object
-           FROM leases l JOIN tasks t ON t.seq = l.task_seq`,
-      )
-      .toArray(),
-  );
+  const rows: LeaseState[] = [];
+  for (const shard of shardStubs(pool)) {
+    rows.push(
+      ...(await runInDurableObject(shard, (_o, s) =>
+        s.storage.sql
+          .exec<LeaseState>(
+            `SELECT l.lease_id, l.status, t.state AS task_state, t.accepted_object
+               FROM leases l JOIN tasks t ON t.seq = l.task_seq`,
+          )
+          .toArray(),
+      )),
+    );
+  }
   return new Map(rows.map((r) => [r.lease_id, r]));
 }
 
@@ -118,7 +125,7 @@ describe("races", () => {
     await moveDeadlines(pool, { leaseIds: shortLeases.map((l) => l.lease_id), deadlineMs: Date.now() + 10 });
     const [answers, , retakes] = await Promise.all([
       Promise.all(leases.map((l) => commit(pool, l))),
-      runDurableObjectAlarm(stub(pool)),
+      Promise.all(shardStubs(pool).map((shard) => runDurableObjectAlarm(shard))),
       Promise.all(Array.from({ length: 10 }, () => claim(pool, "b"))),
     ]);
 
@@ -172,13 +179,13 @@ describe("races", () => {
     await register(pool, "cpu");
     // GPU tasks queued ahead of the CPU tasks: every claim must skip them.
     await submitJob(pool, trialsJob(10, {}, { resources: { gpuPerTask: 1 } }));
-    await submitJob(pool, trialsJob(10));
+    const job = await submitJob(pool, trialsJob(10));
     await Promise.all(
       Array.from({ length: 30 }, (_, i) =>
         i % 3 ? claim(pool, "cpu") : register(pool, "cpu", { hostname: `h${i}`, labels: { round: String(i) } }),
       ),
     );
-    const leased = await runInDurableObject(stub(pool), (_o, s) =>
+    const leased = await runInDurableObject(jobStub(pool, job.job_id), (_o, s) =>
       s.storage.sql.exec<{ payload: string }>("SELECT payload FROM tasks WHERE state = 'LEASED'").toArray(),
     );
     expect(leased.length).toBe(10);
@@ -206,28 +213,33 @@ describe("the invariant checker", () => {
   it.each(corruptions)("notices %s", async (_name, corrupt, expected) => {
     const pool = freshPool();
     await register(pool, "n");
-    await submitJob(pool, trialsJob(1));
+    const job = await submitJob(pool, trialsJob(1));
     expect((await claim(pool, "n")).status).toBe(200);
     expect(await violations(pool)).toEqual([]);
-    await runInDurableObject(stub(pool), (_o, s) => void s.storage.sql.exec(corrupt));
+    await runInDurableObject(jobStub(pool, job.job_id), (_o, s) => void s.storage.sql.exec(corrupt));
     expect((await violations(pool)).join("\n")).toMatch(expected);
   });
 });
+
+/**
+ * What a claim that must sweep a job's expired leases names: nothing at one shard; over several, the job,
+ * so the claim reaches the shard that holds its leases (a node's home sweeps only its own).
+ */
+const sweeper = (pool: string, jobId: string) => (shardsOf(pool) > 1 ? jobId : undefined);
 
 describe("alarm faults", () => {
   it("a late alarm, after a claim already swept, changes nothing", async () => {
     const pool = freshPool();
     await Promise.all(["a", "b"].map((n) => register(pool, n)));
-    await submitJob(pool, trialsJob(1, { lease_seconds: 5 }));
+    const job = await submitJob(pool, trialsJob(1, { lease_seconds: 5 }));
+    const shard = jobStub(pool, job.job_id);
     expect((await claim(pool, "a")).status).toBe(200);
     await moveDeadlines(pool);
-    expect((await json<Lease>(await claim(pool, "b"))).attempt_number).toBe(2);
-    const before = await runInDurableObject(stub(pool), (_o, s) =>
-      s.storage.sql.exec("SELECT * FROM events").toArray(),
-    );
+    expect((await json<Lease>(await claim(pool, "b", sweeper(pool, job.job_id)))).attempt_number).toBe(2);
+    const before = await runInDurableObject(shard, (_o, s) => s.storage.sql.exec("SELECT * FROM events").toArray());
     expect(before.map((e) => e.type)).toContain("LEASE_EXPIRED");
-    await runInDurableObject(stub(pool), (o) => o.alarm());
-    const after = await runInDurableObject(stub(pool), (_o, s) => s.storage.sql.exec("SELECT * FROM events").toArray());
+    await runInDurableObject(shard, (o) => o.alarm());
+    const after = await runInDurableObject(shard, (_o, s) => s.storage.sql.exec("SELECT * FROM events").toArray());
     expect(after).toEqual(before);
     expect(await violations(pool)).toEqual([]);
   });
@@ -235,30 +247,35 @@ describe("alarm faults", () => {
   it("an alarm lost entirely is recovered by the next claim's sweep", async () => {
     const pool = freshPool();
     await Promise.all(["a", "b"].map((n) => register(pool, n)));
-    await submitJob(pool, trialsJob(1, { lease_seconds: 5 }));
+    const job = await submitJob(pool, trialsJob(1, { lease_seconds: 5 }));
+    const shard = jobStub(pool, job.job_id);
     expect((await claim(pool, "a")).status).toBe(200);
-    await runInDurableObject(stub(pool), (_o, s) => s.storage.deleteAlarm());
+    await runInDurableObject(shard, (_o, s) => s.storage.deleteAlarm());
     await moveDeadlines(pool);
     const state = await runInDurableObject(
-      stub(pool),
+      shard,
       (_o, s) => s.storage.sql.exec<{ state: string }>("SELECT state FROM tasks").one().state,
     );
     expect(state).toBe("LEASED"); // nobody swept: the alarm is gone
-    expect(await json<Lease>(await claim(pool, "b"))).toMatchObject({ node_id: "b", attempt_number: 2 });
+    expect(await json<Lease>(await claim(pool, "b", sweeper(pool, job.job_id)))).toMatchObject({
+      node_id: "b",
+      attempt_number: 2,
+    });
     expect(await violations(pool)).toEqual([]);
   });
 
   it("an alarm that runs twice concurrently expires each lease once", async () => {
     const pool = freshPool();
     await register(pool, "a");
-    await submitJob(pool, trialsJob(5, { lease_seconds: 5 }, { retryPolicy: { maxTaskAttempts: 5 } }));
+    const job = await submitJob(pool, trialsJob(5, { lease_seconds: 5 }, { retryPolicy: { maxTaskAttempts: 5 } }));
+    const shard = jobStub(pool, job.job_id);
     const claims = await Promise.all(Array.from({ length: 5 }, () => claim(pool, "a")));
     expect(claims.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
-    await runInDurableObject(stub(pool), (_o, s) => s.storage.deleteAlarm());
+    await runInDurableObject(shard, (_o, s) => s.storage.deleteAlarm());
     await moveDeadlines(pool);
-    await runInDurableObject(stub(pool), (o) => Promise.all([o.alarm(), o.alarm()]));
+    await runInDurableObject(shard, (o) => Promise.all([o.alarm(), o.alarm()]));
     const expired = await runInDurableObject(
-      stub(pool),
+      shard,
       (_o, s) =>
         s.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM events WHERE type = 'LEASE_EXPIRED'").one().n,
     );

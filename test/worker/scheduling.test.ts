@@ -15,13 +15,17 @@ import {
   claim,
   expireLeases,
   freshPool,
+  jobStub,
   json,
   moveDeadlines,
   register,
   registration,
   sha256,
+  shardOfJob,
+  shardStubs,
   stub,
   submitJob,
+  summarized,
   trialsJob,
   upload,
 } from "./helpers";
@@ -45,6 +49,8 @@ async function rpcClaim(pool: string, nodeId: string): Promise<string> {
   if (!result.ok) throw new Error(`claim by ${nodeId}: ${result.reason}`);
   return result.lease.job_id;
 }
+
+const SHARDED = (env.FLASHML_POOL_SHARDS ?? "") !== "";
 
 const fail = (pool: string, l: Lease, reason = "CUDA error: an illegal memory access was encountered") =>
   call(pool, "POST", `/attempts/${l.lease_id}/fail`, { reason });
@@ -127,10 +133,12 @@ describe("priority and queue order", () => {
     await register(pool, "n1");
     await submitJob(pool, trialsJob(2));
     const urgent = await submitJob(pool, labelled(trialsJob(2), { "flashml.dev/priority": "10" }));
-    await runInDurableObject(stub(pool), (_o, state) => {
-      rewindSchema(state.storage.sql, 9);
-      state.storage.transactionSync(() => migrate(state.storage.sql));
-    });
+    for (const shard of shardStubs(pool)) {
+      await runInDurableObject(shard, (_o, state) => {
+        rewindSchema(state.storage.sql, 9);
+        state.storage.transactionSync(() => migrate(state.storage.sql));
+      });
+    }
     expect(await violations(pool)).toEqual([]);
     expect((await lease(pool, "n1")).job_id).toBe(urgent.job_id);
   });
@@ -199,6 +207,10 @@ describe("fair share", () => {
     expect(Math.abs(share("light") - 50)).toBeLessThanOrEqual(tolerance);
     expect(Math.abs(share("many") - 50)).toBeLessThanOrEqual(tolerance);
     expect(Math.abs(share("heavy") - 150)).toBeLessThanOrEqual(tolerance);
+    expect(await violations(pool)).toEqual([]);
+    // Over several shards a tenant's jobs in different shards take turns by their shards' offers, not exactly
+    // (docs/sharding.md §7.2): the tenants' shares above are the pool's promise there.
+    if (SHARDED) return;
     // Within a tenant its jobs take turns: many's 5 jobs 10 each, heavy's 2 jobs 75 each (± 1).
     for (const [job, tenant] of tenantOf) {
       const expected = tenant === "many" ? 10 : tenant === "heavy" ? 75 : 50;
@@ -214,7 +226,6 @@ describe("fair share", () => {
       expect(at[0], `first claim of ${job}`).toBeLessThan(30);
       for (let k = 1; k < at.length; k++) expect(at[k]! - at[k - 1]!).toBeLessThanOrEqual(30);
     }
-    expect(await violations(pool)).toEqual([]);
   });
 
   it("a tenant that was idle does not bank turns: it comes back level with the others", async () => {
@@ -225,9 +236,15 @@ describe("fair share", () => {
     const b = await submitJob(pool, labelled(trialsJob(300), { "flashml.dev/tenant": "b" }));
     const next: string[] = [];
     for (let i = 0; i < 20; i++) next.push(await rpcClaim(pool, "n1"));
-    // b starts at once but then alternates with a: it does not get 100 claims in a row.
-    expect(next[0]).toBe(b.job_id);
-    expect(next.filter((j) => j === a.job_id)).toHaveLength(10);
+    // b starts at once but then alternates with a: it does not get 100 claims in a row. Over several shards the
+    // two are level within a turn (ties between shards are not broken by who waited longer).
+    if (SHARDED) {
+      expect(next.slice(0, 2)).toContain(b.job_id);
+      expect(Math.abs(next.filter((j) => j === a.job_id).length - 10)).toBeLessThanOrEqual(1);
+    } else {
+      expect(next[0]).toBe(b.job_id);
+      expect(next.filter((j) => j === a.job_id)).toHaveLength(10);
+    }
   });
 });
 
@@ -237,6 +254,7 @@ describe("failing nodes are held back", () => {
     await register(pool, "broken");
     await register(pool, "healthy");
     const job = await submitJob(pool, trialsJob(8, {}, { retryPolicy: { maxTaskAttempts: 2 } }));
+    await summarized(pool); // the job's shard knows of the two nodes (within the summary's age, docs/sharding.md §7.3)
     const failedAt = Date.now();
     for (let i = 0; i < 5; i++) expect((await fail(pool, await lease(pool, "broken"))).status).toBe(200);
     const held = await nodeEntry(pool, "broken");
@@ -313,6 +331,7 @@ describe("retry elsewhere", () => {
     await register(pool, "broken");
     await register(pool, "healthy");
     const job = await submitJob(pool, trialsJob(1, {}, { retryPolicy: { maxTaskAttempts: 2 } }));
+    await summarized(pool); // the job's shard knows of the two nodes (within the summary's age, docs/sharding.md §7.3)
     await fail(pool, await lease(pool, "broken"));
     expect((await claim(pool, "broken")).status).toBe(204);
     const retry = await lease(pool, "healthy");
@@ -321,7 +340,8 @@ describe("retry elsewhere", () => {
     expect((await json<{ state: string }>(await call(pool, "GET", `/jobs/${job.job_id}`))).state).toBe("SUCCEEDED");
   });
 
-  it("a node passes over every job whose work it failed, however many come first", async () => {
+  // Its claims follow submission order, which a pool of shards does not promise across them.
+  it.skipIf(SHARDED)("a node passes over every job whose work it failed, however many come first", async () => {
     const pool = freshPool();
     await register(pool, "broken");
     await register(pool, "healthy");
@@ -348,8 +368,16 @@ describe("retry elsewhere", () => {
     await register(pool, "gpu", {}, 1);
     await register(pool, "cpu");
     await submitJob(pool, trialsJob(1, {}, { resources: { gpuPerTask: 1 } }));
-    await fail(pool, await lease(pool, "gpu"));
-    // cpu is online but the gate refuses it: gpu retries its own failure.
+    const failed = await lease(pool, "gpu");
+    await fail(pool, failed);
+    // cpu is online but the gate refuses it: gpu retries its own failure. A shard that cannot see cpu's gate (it is
+    // at another shard) waits the window for it first (docs/sharding.md §7.3).
+    if (SHARDED && shardOfJob(pool, failed.job_id) !== 0) {
+      expect((await claim(pool, "gpu")).status).toBe(204);
+      await runInDurableObject(jobStub(pool, failed.job_id), (_o, state) => {
+        state.storage.sql.exec("UPDATE task_failures SET failed_ms = failed_ms - 60000");
+      });
+    }
     expect((await lease(pool, "gpu")).attempt_number).toBe(2);
   });
 
@@ -384,27 +412,32 @@ describe("retry elsewhere", () => {
     });
     const nodes = await json<Array<{ node_id: string; online: boolean }>>(await call(pool, "GET", "/nodes"));
     expect(nodes.find((n) => n.node_id === "done")?.online).toBe(false);
+    await summarized(pool); // the job's shard hears that done is offline (within the summary's age)
     expect(await lease(pool, "flaky")).toMatchObject({ task_id: failed.task_id, attempt_number: 2 });
   });
 
-  it("an idle node is waited for only FLASHML_RETRY_ELSEWHERE_SECONDS (60 s); then the node that failed it may retry", async () => {
-    const pool = freshPool();
-    await register(pool, "flaky");
-    await register(pool, "idle");
-    await submitJob(pool, trialsJob(1));
-    const failed = await lease(pool, "flaky");
-    expect((await fail(pool, failed)).status).toBe(200);
-    // idle is online and could take it, but never claims.
-    expect((await claim(pool, "flaky")).status).toBe(204);
-    const shift = async (ms: number) =>
-      runInDurableObject(stub(pool), (_o, state) => {
-        state.storage.sql.exec("UPDATE task_failures SET failed_ms = failed_ms - ?", ms);
-      });
-    await shift(59_000);
-    expect((await claim(pool, "flaky")).status).toBe(204);
-    await shift(1_000);
-    expect(await lease(pool, "flaky")).toMatchObject({ task_id: failed.task_id, attempt_number: 2 });
-  });
+  // Over several shards the job's shard knows an idle node at another only by the summary's counts, within its age.
+  it.skipIf(SHARDED)(
+    "an idle node is waited for only FLASHML_RETRY_ELSEWHERE_SECONDS (60 s); then the node that failed it may retry",
+    async () => {
+      const pool = freshPool();
+      await register(pool, "flaky");
+      await register(pool, "idle");
+      const job = await submitJob(pool, trialsJob(1));
+      const failed = await lease(pool, "flaky");
+      expect((await fail(pool, failed)).status).toBe(200);
+      // idle is online and could take it, but never claims.
+      expect((await claim(pool, "flaky")).status).toBe(204);
+      const shift = async (ms: number) =>
+        runInDurableObject(jobStub(pool, job.job_id), (_o, state) => {
+          state.storage.sql.exec("UPDATE task_failures SET failed_ms = failed_ms - ?", ms);
+        });
+      await shift(59_000);
+      expect((await claim(pool, "flaky")).status).toBe(204);
+      await shift(1_000);
+      expect(await lease(pool, "flaky")).toMatchObject({ task_id: failed.task_id, attempt_number: 2 });
+    },
+  );
 
   it("the placement explanation says what an eligible task waits for", async () => {
     const pool = freshPool();
