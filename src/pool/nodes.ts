@@ -9,6 +9,7 @@ import { type Membership, type NodeView, nodeView } from "../rules/placement";
 import { trusted } from "../rules/verification";
 import { iso } from "./events";
 import { ACCEPTING_STATUS, isHeldBack, isOnline } from "./node-states";
+import { outboxWritten } from "./outbox";
 
 /**
  * A node is online for this long after any request it makes (docs/protocol.md §5), and
@@ -146,9 +147,10 @@ export function heartbeatNode(
  * A request from `nodeId` proves it alive (docs/protocol.md §5): online for the window
  * from now, or until `holdsUntil` (the deadline of a lease it was just
  * issued or renewed), whichever is later; for a node with a passport here,
- * its last request here. Unknown nodes are left alone.
+ * its last request here. Unknown nodes are left alone. True when the
+ * node's record is here (its home).
  */
-export function seen(sql: SqlStorage, now: number, nodeId: string, holdsUntil = 0): void {
+export function seen(sql: SqlStorage, now: number, nodeId: string, holdsUntil = 0): boolean {
   const home = sql.exec(
     "UPDATE nodes SET last_heartbeat_ms = ?, live_until_ms = MAX(live_until_ms, ?, ?) WHERE node_id = ?",
     now,
@@ -156,8 +158,12 @@ export function seen(sql: SqlStorage, now: number, nodeId: string, holdsUntil = 
     holdsUntil,
     nodeId,
   ).rowsWritten;
-  // A node whose home is another shard is alive here too (docs/sharding.md §8.3); its home learns of it by its lease.
-  if (home === 0) sql.exec("UPDATE passports SET last_request_ms = ? WHERE node_id = ?", now, nodeId);
+  if (home > 0) return true;
+  // A node whose home is another shard is alive here too (docs/sharding.md §8.3). Its home learns of it by its
+  // lease, and by the outcome a lease's end here writes (schema step 20), sent once this change is durable.
+  if (sql.exec("UPDATE passports SET last_request_ms = ? WHERE node_id = ?", now, nodeId).rowsWritten > 0)
+    outboxWritten(sql, false);
+  return false;
 }
 
 export function findNode(sql: SqlStorage, nodeId: string): NodeRow | undefined {

@@ -12,6 +12,7 @@ import { MAX_STORED_TEXT_BYTES } from "../protocol/limits";
 import { HOLD_AFTER_FAILURES, holdBackMs } from "../rules/scheduling";
 import { truncateUtf8 } from "../rules/text";
 import { recordVerdict, trusted } from "../rules/verification";
+import { ONLINE_WINDOW_MS } from "./nodes";
 import { outboxWritten } from "./outbox";
 import type { Pool } from "./pool";
 
@@ -20,11 +21,16 @@ import type { Pool } from "./pool";
  * replica accepted without comparison), `valid` (a replica a quorum agreed
  * with), `failed` (an attempt ended without an accepted commit), `abandoned`
  * (a replica failed or expired), `invalid` (a replica outvoted), `lie`
- * (evidence that lied, `reason` saying how).
+ * (evidence that lied, `reason` saying how), `seen` (the node's last
+ * request at another shard, `at`, and its latest live deadline there,
+ * `until`; `ended` when one of its leases there just stopped being live:
+ * docs/sharding.md §8.3, written by schema step 20's trigger and by a
+ * renewal there).
  */
 export type Outcome =
   | { outcome: "accepted" | "valid" | "failed" | "abandoned" | "invalid" }
-  | { outcome: "lie"; reason: string };
+  | { outcome: "lie"; reason: string }
+  | { outcome: "seen"; at: number; until: number; ended?: number };
 
 /** An outcome as it travels home: for which node. */
 export type NodeOutcome = Outcome & { node_id: string };
@@ -81,7 +87,52 @@ export function applyOutcome(sql: SqlStorage, now: number, nodeId: string, outco
       return invalidResult(sql, now, nodeId, null);
     case "lie":
       return invalidResult(sql, now, nodeId, outcome.reason);
+    case "seen":
+      return seenElsewhere(sql, nodeId, outcome);
   }
+}
+
+/**
+ * A node's requests at another shard, at its home: its last request is the
+ * later of the two, and it is online until that plus the window, or a live
+ * lease's deadline. When a lease there ended, the home's view falls to
+ * those, as its own leases' end makes it (schema step 14); a lease the node
+ * holds at a third shard is not counted then, until that shard speaks.
+ */
+function seenElsewhere(sql: SqlStorage, nodeId: string, seen: { at: number; until: number; ended?: number }): boolean {
+  const statement = seen.ended
+    ? `UPDATE nodes SET last_heartbeat_ms = MAX(last_heartbeat_ms, ?1),
+         live_until_ms = MAX(MAX(last_heartbeat_ms, ?1) + ${ONLINE_WINDOW_MS}, ?2,
+           COALESCE((SELECT MAX(l.deadline_ms) FROM leases l WHERE l.node_id = ?3 AND l.status = 'live'), 0))
+         WHERE node_id = ?3`
+    : `UPDATE nodes SET last_heartbeat_ms = MAX(last_heartbeat_ms, ?1),
+         live_until_ms = MAX(live_until_ms, ?1 + ${ONLINE_WINDOW_MS}, ?2) WHERE node_id = ?3`;
+  return sql.exec(statement, seen.at, seen.until, nodeId).rowsWritten > 0;
+}
+
+/**
+ * A renewal here of a lease of another shard's node (docs/sharding.md §8.3):
+ * its home hears the new deadline once what it last heard covers less than
+ * half of the lease ahead, so a long task stays online there at about one
+ * message per half lease, not one per heartbeat.
+ */
+export function renewedHere(sql: SqlStorage, now: number, nodeId: string, deadline: number): void {
+  const passport = sql
+    .exec<{ home: number; told_until_ms: number }>(
+      "SELECT home, told_until_ms FROM passports WHERE node_id = ?",
+      nodeId,
+    )
+    .toArray()[0];
+  if (passport === undefined || passport.told_until_ms - now >= (deadline - now) / 2) return;
+  const body: NodeOutcome = { node_id: nodeId, outcome: "seen", at: now, until: deadline };
+  sql.exec(
+    "INSERT INTO outbox (to_shard, kind, body, created_ms) VALUES (?, 'outcome', ?, ?)",
+    passport.home,
+    JSON.stringify(body),
+    now,
+  );
+  sql.exec("UPDATE passports SET told_until_ms = ? WHERE node_id = ?", deadline, nodeId);
+  outboxWritten(sql, false);
 }
 
 /**
@@ -127,6 +178,10 @@ function outcomeOf(body: NodeOutcome): Outcome | null {
       return { outcome: body.outcome };
     case "lie":
       return typeof body.reason === "string" ? { outcome: "lie", reason: body.reason } : null;
+    case "seen":
+      return Number.isSafeInteger(body.at) && Number.isSafeInteger(body.until)
+        ? { outcome: "seen", at: body.at, until: body.until, ended: body.ended ? 1 : 0 }
+        : null;
     default:
       return null;
   }

@@ -1,5 +1,5 @@
 -- The pool object's SQLite schema after every migration in src/pool/schema.ts
--- (1-19): what a new pool starts with and what every older pool is migrated to.
+-- (1-20): what a new pool starts with and what every older pool is migrated to.
 -- Generated from a freshly migrated pool's sqlite_master, never edited by hand:
 -- test/worker/schema.test.ts fails when they differ; after changing a migration,
 -- `npm run schema:snapshot` rewrites this file. Run on an empty database it makes
@@ -251,6 +251,7 @@ CREATE TABLE passports (
     received_ms INTEGER NOT NULL,
     last_request_ms INTEGER NOT NULL      -- liveness as seen here
   );
+ALTER TABLE passports ADD COLUMN told_until_ms INTEGER NOT NULL DEFAULT 0; -- migration 20
 
 -- pool_layout: migration 18
 CREATE TABLE pool_layout (
@@ -461,6 +462,22 @@ CREATE TRIGGER leases_end_liveness AFTER UPDATE OF status ON leases
     UPDATE nodes SET live_until_ms = MAX(last_heartbeat_ms + 15000, COALESCE(
         (SELECT MAX(l.deadline_ms) FROM leases l WHERE l.node_id = NEW.node_id AND l.status = 'live'), 0))
       WHERE node_id = NEW.node_id;
+  END;
+
+-- leases_end_tell_home (migration 20):
+-- docs/sharding.md §8.3, liveness: when a lease of a node whose home is another shard stops
+-- being live (commit, fail, expiry, cancel), an outcome row tells the home the node's last
+-- request here and its latest live deadline here, so the home lowers live_until_ms as
+-- leases_end_liveness does for its own. TypeScript half: src/pool/outcomes.ts applies the
+-- 'seen' outcome (ONLINE_WINDOW_MS, 15 s), src/pool/nodes.ts seen() sends the outbox after a
+-- request here.
+CREATE TRIGGER leases_end_tell_home AFTER UPDATE OF status ON leases
+    WHEN OLD.status = 'live' AND NEW.status <> 'live' BEGIN
+    INSERT INTO outbox (to_shard, kind, body, created_ms)
+      SELECT p.home, 'outcome', json_object('node_id', p.node_id, 'outcome', 'seen', 'at', p.last_request_ms,
+          'until', COALESCE((SELECT MAX(l.deadline_ms) FROM leases l WHERE l.node_id = p.node_id AND l.status = 'live'), 0),
+          'ended', 1), p.last_request_ms
+        FROM passports p WHERE p.node_id = NEW.node_id;
   END;
 
 -- leases_replica_owner (migration 16):

@@ -68,4 +68,30 @@ export const PASSPORTS: readonly Migration[] = [
       node_credentials_passport_delete: note("a credential removed"),
     },
   },
+  // 20: liveness goes home (docs/sharding.md §8.3). A lease of another
+  // shard's node that stops being live, by whatever code path, tells the
+  // node's home its last request here and its latest live deadline here, so
+  // the home's live_until_ms falls as step 14's trigger makes it fall for its
+  // own leases. `told_until_ms`: the deadline the home last heard from here.
+  {
+    id: 20,
+    description:
+      "liveness goes home: a foreign node's lease that ends writes a 'seen' outcome for its home (docs/sharding.md §8.3)",
+    up: `
+  ALTER TABLE passports ADD COLUMN told_until_ms INTEGER NOT NULL DEFAULT 0;
+  CREATE TRIGGER leases_end_tell_home AFTER UPDATE OF status ON leases
+    WHEN OLD.status = 'live' AND NEW.status <> 'live' BEGIN
+    INSERT INTO outbox (to_shard, kind, body, created_ms)
+      SELECT p.home, 'outcome', json_object('node_id', p.node_id, 'outcome', 'seen', 'at', p.last_request_ms,
+          'until', COALESCE((SELECT MAX(l.deadline_ms) FROM leases l WHERE l.node_id = p.node_id AND l.status = 'live'), 0),
+          'ended', 1), p.last_request_ms
+        FROM passports p WHERE p.node_id = NEW.node_id;
+  END;
+  `,
+    down: "DROP TRIGGER leases_end_tell_home; ALTER TABLE passports DROP COLUMN told_until_ms;",
+    triggers: {
+      leases_end_tell_home:
+        "docs/sharding.md §8.3, liveness: when a lease of a node whose home is another shard stops being live (commit, fail, expiry, cancel), an outcome row tells the home the node's last request here and its latest live deadline here, so the home lowers live_until_ms as leases_end_liveness does for its own. TypeScript half: src/pool/outcomes.ts applies the 'seen' outcome (ONLINE_WINDOW_MS, 15 s), src/pool/nodes.ts seen() sends the outbox after a request here.",
+    },
+  },
 ];
