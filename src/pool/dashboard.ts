@@ -43,6 +43,16 @@ export { STUCK_CLASSES_CHECKED } from "./stuck";
  * shard of a sharded pool passes the pool's node `answers`, so its stuck
  * tasks and demand are judged against every shard's nodes.
  */
+/** Live leases here per node: a node's home shows them, and in a pool of shards adds the others' (§10). */
+export function liveLeasesByNode(sql: SqlStorage): Record<string, number> {
+  const live: Record<string, number> = {};
+  for (const r of sql.exec<{ node_id: string; n: number }>(
+    "SELECT node_id, COUNT(*) AS n FROM leases WHERE status = 'live' GROUP BY node_id",
+  ))
+    live[r.node_id] = r.n;
+  return live;
+}
+
 export function dashboardSummary(
   sql: SqlStorage,
   now: number,
@@ -134,12 +144,7 @@ function nodesPage(
       limit,
     )
     .toArray();
-  const live = new Map<string, number>();
-  for (const r of sql.exec<{ node_id: string; n: number }>(
-    "SELECT node_id, COUNT(*) AS n FROM leases WHERE status = 'live' GROUP BY node_id",
-  )) {
-    live.set(r.node_id, r.n);
-  }
+  const live = new Map(Object.entries(liveLeasesByNode(sql)));
   const items = rows.map((row): DashboardNode => {
     const reg = JSON.parse(row.registration) as NodeRegistration;
     const caps = reg.capabilities;

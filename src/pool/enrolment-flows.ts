@@ -15,7 +15,7 @@ import {
   requestCode,
   revokeCredential as revokeRecord,
 } from "./enrolment";
-import { cutOff } from "./held-claims";
+import { cutOff, cutOffElsewhere } from "./held-claims";
 import type { Pool } from "./pool";
 
 /** A new device code for a machine asking to join; "full" / "source_full" past the pool's / the source's pending limit. */
@@ -73,6 +73,7 @@ export async function redeemDeviceCode(
     { wakesNode: nodeId },
   );
   if (!redeemed) return null;
+  if (redeemed.replaced) await cutOffElsewhere(pool, nodeId, `the credential of ${nodeId} was replaced`);
   pool.log({ event: "CREDENTIAL_ISSUED", node_id: nodeId, replaced: redeemed.replaced });
   return { token, node_id: nodeId };
 }
@@ -122,6 +123,7 @@ export async function revokeCredential(pool: Pool, nodeId: string, operator: str
     cutOff(pool, now, nodeId, `the credential of ${nodeId} was revoked`);
     return true;
   });
+  if (revoked) await cutOffElsewhere(pool, nodeId, `the credential of ${nodeId} was revoked`);
   if (revoked) pool.log({ event: "CREDENTIAL_REVOKED", node_id: nodeId, operator });
   return revoked;
 }

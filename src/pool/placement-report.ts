@@ -19,6 +19,7 @@ import {
   ownerReplicaRefusal,
   type PlacementAnswers,
   type PlacementFacts,
+  type QueueElsewhere,
   type QueuePosition,
   replicaRefusal,
 } from "../rules/placement-summary";
@@ -281,6 +282,28 @@ function replicasBy(
     byKey.set(keyOf(item), known);
   }
   return byKey;
+}
+
+/**
+ * What this shard queues ahead of, or beside, a pending task at `priority`
+ * of `tenant` in the pool's claim order (docs/sharding.md §10): tasks of
+ * higher priority, the other tenants taking turns at that priority, and the
+ * tenant's jobs with pending work there (the task's own among them at its shard).
+ */
+export function queueElsewhere(sql: SqlStorage, priority: number, tenant: string): QueueElsewhere {
+  const count = (query: string, ...args: (string | number)[]) => sql.exec<{ n: number }>(query, ...args).one().n;
+  return {
+    higher_priority: count("SELECT TOTAL(pending) AS n FROM job_queues WHERE priority > ? AND pending > 0", priority),
+    tenants: sql
+      .exec<{ tenant: string }>("SELECT tenant FROM tenant_shares WHERE priority = ? AND tenant <> ?", priority, tenant)
+      .toArray()
+      .map((r) => r.tenant),
+    other_jobs: count(
+      "SELECT COUNT(*) AS n FROM job_queues WHERE priority = ? AND tenant = ? AND pending > 0",
+      priority,
+      tenant,
+    ),
+  };
 }
 
 /** Counts what is ahead of a pending task in the claim order, from the policy's tables. */

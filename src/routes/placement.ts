@@ -43,10 +43,11 @@ export const placement = new Hono<AppEnv>().get(
     // shard knows its own registered nodes.
     const found = await (await shards.job(jobId)).placementFacts(jobId, taskId, viewerOf(c));
     if (!found.ok) return refused(found.reason);
-    const { payload, replicas } = found.facts;
+    const { payload, replicas, queue } = found.facts;
+    const queued = queue && { priority: queue.priority, tenant: queue.tenant };
     const answers = await Promise.all(
       Array.from({ length: shards.count }, async (_, k) =>
-        (await shards.visit(k)).placementNodes(payload, replicas?.items ?? null),
+        (await shards.visit(k)).placementNodes(payload, replicas?.items ?? null, queued ?? undefined),
       ),
     );
     return c.json(mergePlacement(found.facts, answers));

@@ -239,8 +239,13 @@ export type PlacementFacts = {
   queue: QueuePosition | null;
 };
 
+/** One shard's part of a pending task's place in the pool's claim order (src/pool/placement-report.ts queueElsewhere). */
+export type QueueElsewhere = { higher_priority: number; tenants: string[]; other_jobs: number };
+
 /** A report's second pass, at every shard: its registered nodes' answers, sorted by node_id, and their counts. */
 export type PlacementAnswers = {
+  /** For a pending task: this shard's part of its queue position. */
+  queue?: QueueElsewhere;
   nodes: NodePlacement[];
   counts: PlacementCounts;
   /** Eligible nodes held back after failing. */
@@ -268,7 +273,7 @@ export function mergePlacement(facts: PlacementFacts, answers: readonly Placemen
     if (short && facts.pending) summary += `; ${ownersShort(owners.size, needed)}`;
   }
   const heldBack = answers.reduce((n, a) => n + a.held_back, 0);
-  const queue = facts.queue && { ...facts.queue, eligible_held_back: heldBack };
+  const queue = facts.queue && { ...poolQueue(facts.queue, answers), eligible_held_back: heldBack };
   const ran = [...new Set((facts.replicas?.items ?? []).map((item) => item.node_id))].sort();
   return {
     job_id: facts.job_id,
@@ -280,6 +285,22 @@ export function mergePlacement(facts: PlacementFacts, answers: readonly Placemen
     queue,
     waiting: queue && waitingSummary(queue, ran),
     replicas,
+  };
+}
+
+/**
+ * The task's place in the whole pool's claim order, when the shards brought
+ * their parts: what is ahead of it or beside it anywhere, less the task's
+ * own job (counted at its shard); else its shard's own counts.
+ */
+function poolQueue(own: QueuePosition, answers: readonly PlacementAnswers[]): QueuePosition {
+  const parts = answers.flatMap((a) => (a.queue ? [a.queue] : []));
+  if (parts.length === 0) return own;
+  return {
+    ...own,
+    higher_priority: parts.reduce((n, p) => n + p.higher_priority, 0),
+    other_tenants: new Set(parts.flatMap((p) => p.tenants)).size,
+    other_jobs: Math.max(0, parts.reduce((n, p) => n + p.other_jobs, 0) - 1),
   };
 }
 

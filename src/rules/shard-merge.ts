@@ -180,10 +180,12 @@ export function mergeFleets<F extends { pool: string; generated_at: string; gpus
 const fleetPart = ({ gpus, demand }: { gpus: Page<GpuGroup>; demand: Demand }) => ({ gpus, demand });
 
 export function mergeDashboards(
-  parts: readonly DashboardSummary[],
+  parts: ReadonlyArray<DashboardSummary & { leasesByNode: Record<string, number> }>,
   limit: number,
   maxClasses: number,
 ): DashboardSummary {
+  // A node is listed by its home, and holds leases at every shard it works for.
+  const leasesOf = (nodeId: string) => parts.reduce((n, p) => n + (p.leasesByNode[nodeId] ?? 0), 0);
   const first = parts[0]!;
   const counts = parts.map((p) => p.counts);
   const fullest = parts.reduce((a, b) => (b.storage.bytes > a.storage.bytes ? b : a)).storage;
@@ -202,7 +204,7 @@ export function mergeDashboards(
       enrolment: sumRecords(counts.map((c) => c.enrolment)),
     },
     nodes: mergePages(
-      parts.map((p) => p.nodes),
+      parts.map((p) => ({ ...p.nodes, items: p.nodes.items.map((n) => ({ ...n, live_leases: leasesOf(n.node_id) })) })),
       limit,
       byKeys(
         (n) => (n.online && n.status === "online" ? 0 : 1),

@@ -113,6 +113,19 @@ describe("mergePlacement", () => {
     expect(report.waiting).toBe("next in line; 3 eligible nodes are held back after failing");
   });
 
+  it("places a pending task in the whole pool's claim order: higher priorities and tenants anywhere, its own job once", () => {
+    const own = { ...FACTS.queue!, higher_priority: 2, other_tenants: 1, other_jobs: 0, earlier_in_job: 4 };
+    const report = mergePlacement({ ...FACTS, queue: own }, [
+      { ...answers([]), queue: { higher_priority: 2, tenants: ["team-b"], other_jobs: 1 } }, // the task's shard
+      { ...answers([]), queue: { higher_priority: 3, tenants: ["team-b", "team-c"], other_jobs: 2 } },
+      answers([]), // a shard that brought no part: counted as nothing
+    ]);
+    expect(report.queue).toMatchObject({ higher_priority: 5, other_tenants: 2, other_jobs: 2, earlier_in_job: 4 });
+    expect(report.waiting).toBe(
+      "waits for 5 pending tasks of higher priority than 0; tenant default's turn (3 tenants take turns at priority 0); its job's turn (3 jobs of default take turns); 4 earlier tasks of its own job",
+    );
+  });
+
   it("counts an owner once across shards, with the owners that ran a replica", () => {
     const facts: PlacementFacts = {
       ...FACTS,

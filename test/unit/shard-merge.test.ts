@@ -276,7 +276,15 @@ describe("merging dashboards", () => {
     storage: 900,
     pending: 3,
   });
-  const merged = mergeDashboards([a, b], 2, 50);
+  // n2 lives at a's shard and holds a lease at each; n1 holds one at a's.
+  const merged = mergeDashboards(
+    [
+      { ...a, leasesByNode: { n2: 1, n1: 1 } },
+      { ...b, leasesByNode: { n2: 1 } },
+    ],
+    2,
+    50,
+  );
 
   it.each<[string, (d: DashboardSummary) => unknown, unknown]>([
     ["tasks are summed by state", (d) => [d.counts.tasks.PENDING, d.counts.tasks.total], [5, 5]],
@@ -292,6 +300,14 @@ describe("merging dashboards", () => {
     ["stuck entries in the shards' order", (d) => d.stuck.items.map((s) => s.job_id), ["a1", "b1"]],
     ["online accepting nodes first, by id", (d) => d.nodes.items.map((n) => n.node_id), ["n1", "n2"]],
     ["the nodes cut are counted", (d) => d.nodes.more, 1],
+    [
+      "a node's live leases are counted at every shard",
+      (d) => d.nodes.items.map((n) => [n.node_id, n.live_leases]),
+      [
+        ["n1", 1],
+        ["n2", 2],
+      ],
+    ],
     ["storage is the fullest shard's", (d) => d.storage.bytes, 900],
     ["the limit is the request's", (d) => d.limit, 2],
   ])("%s", (_name, read, expected) => {
