@@ -57,6 +57,25 @@ const LOAD_SQL = `SELECT (SELECT COUNT(*) FROM leases WHERE status = 'live') AS 
  * counted yet and stays 0.
  */
 export function digestContents(sql: SqlStorage, now: number, heldClaims: number, grants: Grants): DigestContents {
+  const { classes, tenants } = pendingHere(sql);
+  const load = sql.exec<{ leased: number; jobs: number; homeNodes: number; online: number }>(LOAD_SQL, now).one();
+  return {
+    classes,
+    tenants: digestTenants(tenants, grants.values()),
+    held: { claims: heldClaims },
+    load: { requests: 0, pending: poolTaskCounts(sql).PENDING, ...load },
+  };
+}
+
+/**
+ * The work pending here: the classes with their levels per priority, and
+ * the pending tasks per (priority, tenant). What the digest says of it, and
+ * what a home weighs its own work by against other shards' offers.
+ */
+export function pendingHere(sql: SqlStorage): {
+  classes: DigestClass[];
+  tenants: Array<{ priority: number; tenant: string; pending: number }>;
+} {
   const classes = new Map<string, DigestClass>();
   for (const row of sql.exec<LevelRow>(CLASSES_SQL)) {
     let c = classes.get(row.key);
@@ -67,12 +86,8 @@ export function digestContents(sql: SqlStorage, now: number, heldClaims: number,
     const level: ClassLevel = { priority: row.priority, fresh: row.fresh, replicating: row.replicating };
     if (level.fresh + level.replicating > 0) c.levels.push(level);
   }
-  const pending = sql.exec<{ priority: number; tenant: string; pending: number }>(TENANTS_SQL).toArray();
-  const load = sql.exec<{ leased: number; jobs: number; homeNodes: number; online: number }>(LOAD_SQL, now).one();
   return {
     classes: [...classes.values()].filter((c) => c.levels.length > 0),
-    tenants: digestTenants(pending, grants.values()),
-    held: { claims: heldClaims },
-    load: { requests: 0, pending: poolTaskCounts(sql).PENDING, ...load },
+    tenants: sql.exec<{ priority: number; tenant: string; pending: number }>(TENANTS_SQL).toArray(),
   };
 }

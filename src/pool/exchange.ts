@@ -2,8 +2,9 @@
 // sends Σ its digest (a delta against what Σ acknowledged) and applies Σ's
 // reply to its copy of the rest of the pool (src/pool/summary-copy.ts). The
 // ticks run in the alarm (src/pool/housekeeping.ts); a claim may refresh the
-// copy, and a submission that brings a class Σ does not know tells Σ before
-// it answers, both drawing on the on-demand allowance. Concurrent callers
+// copy, and a submission (or a fail or commit that puts work back) that brings
+// a class Σ does not know tells Σ before it answers, both drawing on the
+// on-demand allowance. Concurrent callers
 // share one exchange in flight. An exchange never throws into a request: Σ
 // unreachable keeps the copy (it ages out) and is logged once.
 //
@@ -23,7 +24,7 @@ export const TICK_BUSY_MS = 500;
 export const TICK_QUIET_MS = 5_000;
 /** A change this recent keeps the ticks busy. */
 export const RECENT_CHANGE_MS = 5_000;
-/** How long a submission waits for Σ to learn of its new class before it answers anyway. */
+/** How long a request that brought new work waits for Σ to learn of it before it answers anyway. */
 export const SUBMISSION_WAIT_MS = 500;
 /**
  * A claim's refresh leaves a copy younger than this alone: none, so a claim
@@ -100,7 +101,10 @@ const joined = new WeakMap<SqlStorage, Pool>();
  */
 export function joinSummary(pool: Pool): void {
   joined.set(pool.sql, pool);
-  countTurns(pool.sql, (priority, tenant) => pool.grants.add(priority, tenant));
+  countTurns(pool.sql, (priority, tenant) => {
+    pool.grants.add(priority, tenant);
+    pool.summary.granted(priority, tenant, pool.settings.tenantWeights.get(tenant) ?? 1, pool.shard);
+  });
 }
 
 /** The shard whose SQL handle is `sql`, if it joined a summary (undefined at S = 1). */
@@ -148,12 +152,14 @@ export function refresh(pool: Pool, maxAgeMs = REFRESH_AGE_MS): Promise<Exchange
 }
 
 /**
- * After a submission (§6.2): when it made a class pending that Σ does not
- * know of here, or raised a class's top priority, one exchange from the
- * allowance tells Σ, so a claim anywhere after the 201 can see the work.
- * Waits at most SUBMISSION_WAIT_MS; without allowance the next tick tells Σ.
+ * After a change that may bring work (§6.2: a submission; a fail or a
+ * commit that requeues a task or issues a replica): when it made a class
+ * pending that Σ does not know of here, or raised a class's top priority,
+ * one exchange from the allowance tells Σ, so a claim anywhere after the
+ * answer can see the work. Waits at most SUBMISSION_WAIT_MS; without
+ * allowance the next tick tells Σ.
  */
-export async function afterSubmission(pool: Pool): Promise<void> {
+export async function afterNewWork(pool: Pool): Promise<void> {
   if (pool.shards === 1) return;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const waited = new Promise<void>((resolve) => {

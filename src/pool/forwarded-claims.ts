@@ -7,9 +7,12 @@
 // Idempotent by the ticket's claim id: a home that lost the answer to a
 // reset asks again with the same id and gets the same lease, never a second.
 // Never issues a lease once the ticket's notAfter has passed here, so no
-// lease goes to a held claim its home has already answered.
+// lease goes to a held claim its home has already answered. A claim for one
+// job is held here, where that job's tasks and its cancel are (its home
+// waits on the answer): the job's work wakes it, its close answers it.
 
 import { isLiveLease } from "../rules/leases";
+import { worthWaiting } from "./held-claims";
 import { leaseRecord, type WireLease } from "./lease-rows";
 import { type ClaimResult, claim, findLease } from "./leases";
 import type { Passport, PassportVersion } from "./passports";
@@ -21,13 +24,15 @@ import type { Pool } from "./pool";
  * the node's passport in full or, when the home knows this shard holds it,
  * only its version; the job the claim is restricted to; and the last
  * instant, on this shard's clock, at which a lease may still be issued
- * (the home's hold end + 1 s, epoch ms).
+ * (the home's hold end + 1 s, epoch ms). `holdMs`, for a claim restricted
+ * to a job: how long this shard holds it for that job's work.
  */
 export type ClaimTicket = {
   claimId: string;
   passport: Passport | PassportVersion;
   jobId: string | null;
   notAfter: number;
+  holdMs?: number;
 };
 
 /**
@@ -39,18 +44,28 @@ export type ForwardedClaimResult = ClaimResult | { ok: false; reason: "stale_pas
 
 const NOTHING: ForwardedClaimResult = { ok: false, reason: "nothing" };
 
-/** Serves a forwarded claim in one change (see the header). */
-export function claimForwarded(pool: Pool, ticket: ClaimTicket): Promise<ForwardedClaimResult> {
-  return pool.change((now) => {
+/** Serves a forwarded claim in one change, and holds one for a job that has nothing yet (see the header). */
+export async function claimForwarded(pool: Pool, ticket: ClaimTicket): Promise<ForwardedClaimResult> {
+  const result = await pool.change((now) => {
     const { tenantWeights, retryElsewhereMs, owners, membership } = pool.settings;
     return forwardedClaim(pool.sql, now, ticket, (sql, nodeId, jobId, claimId) =>
       claim(sql, now, nodeId, jobId, tenantWeights, Math.random, retryElsewhereMs, owners, membership, {
         claimId,
         mint: pool.mintHex,
+        idleElsewhere: pool.summary.idleElsewhere(now),
       }),
     );
   });
+  const now = Date.now();
+  // Held no later than the home may still take a lease (its hold end + 1 s, less that second here).
+  const waitMs = Math.min(ticket.holdMs ?? 0, ticket.notAfter - NOT_AFTER_SLACK_MS - now);
+  if (result.ok || result.reason === "stale_passport" || !worthWaiting(result) || ticket.jobId === null || waitMs <= 0)
+    return result;
+  return pool.held.hold(ticket.passport.nodeId, ticket.jobId, now, waitMs);
 }
+
+/** How long past the home's answer this shard may still lease (docs/sharding.md §5.3): clock skew between objects. */
+export const NOT_AFTER_SLACK_MS = 1_000;
 
 /**
  * The forwarded claim's transaction: refused past `notAfter`; the passport
@@ -81,8 +96,16 @@ export function forwardedClaim(
   return result.ok ? placed(sql, result.lease) : result;
 }
 
-/** A lease's answer with its job's tenant and priority, for the home's own count of grants. */
+/**
+ * A lease's answer with its job's tenant and priority, for the home's own
+ * count of grants. The home learns the deadline from it (docs/sharding.md §8.3).
+ */
 function placed(sql: SqlStorage, lease: WireLease): ForwardedClaimResult {
+  sql.exec(
+    "UPDATE passports SET told_until_ms = MAX(told_until_ms, ?) WHERE node_id = ?",
+    Date.parse(lease.deadline),
+    lease.node_id,
+  );
   const job = sql
     .exec<{ tenant: string; priority: number }>(
       "SELECT tenant, priority FROM job_queues WHERE job_id = ?",

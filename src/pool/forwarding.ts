@@ -12,8 +12,9 @@ import { isObjectReset } from "../rules/object-errors";
 import { chooseShard, type Offer, shardOffers } from "../rules/shard-choice";
 import { shardOfId } from "../rules/shard-ids";
 import { shardStub } from "./address";
+import { pendingHere } from "./digest";
 import { refresh } from "./exchange";
-import type { ClaimTicket, ForwardedClaimResult } from "./forwarded-claims";
+import { type ClaimTicket, type ForwardedClaimResult, NOT_AFTER_SLACK_MS } from "./forwarded-claims";
 import { admit, type ClaimResult } from "./leases";
 import { hadOneShard } from "./legacy-ids";
 import { claimant, seen, storedNodeView } from "./nodes";
@@ -23,8 +24,12 @@ import { classGate } from "./scheduling";
 
 /** At most this many shards are asked per claim (§5.1). */
 export const MAX_FORWARDS = 2;
-/** How long past the home's answer another shard may still lease (§5.3): clock skew between objects. */
-export const NOT_AFTER_SLACK_MS = 1_000;
+/**
+ * How long a forward of a claim that is not held may still lease: the home
+ * waits for its answer, so only a shard far behind (a busy object, a slow
+ * machine) comes this late, and its lease then is lost to the node's client.
+ */
+export const UNHELD_NOT_AFTER_MS = 10_000;
 /** A held claim with less than this left waits out its hold here (§5.3). */
 export const MIN_FORWARD_MS = 500;
 
@@ -53,28 +58,63 @@ export async function claimAcrossShards(
     return pool.shard === 0 ? local() : forwardAdmitted(pool, 0, nodeId, jobId);
   }
   await refresh(pool);
-  const offers = offersFor(pool, nodeId);
-  if (offers.length === 0) return local();
-  const top = Math.max(...offers.map((o) => o.priority));
-  const here = await local(top);
-  if (here.ok || here.reason !== "nothing") return here;
+  const node = gateOf(pool, nodeId);
+  const offers = node === null ? [] : offersFor(pool, node);
+  if (node === null || offers.length === 0) return local();
+  // The home's own work is weighed exactly, by the same pool-wide passes as the others' (§7.1, §7.2).
+  let here: Offer | null = localOffer(pool, node);
   const tried = new Set<number>();
-  for (let i = 0; i < MAX_FORWARDS; i++) {
-    const choice = chooseShard(offers, pool.shard, null, tried, Math.random);
-    if (choice.kind !== "forward") break;
-    const result = await forward(pool, choice.shard, nodeId, null, Date.now() + NOT_AFTER_SLACK_MS);
+  for (let forwards = 0; forwards < MAX_FORWARDS; ) {
+    const choice = chooseShard(offers, pool.shard, here, tried, Math.random);
+    if (choice.kind === "none") break;
+    if (choice.kind === "local") {
+      const result = await local(here!.priority);
+      if (result.ok || result.reason !== "nothing") return result;
+      here = null;
+      continue;
+    }
+    forwards++;
+    const result = await forward(pool, choice.shard, nodeId, null, Date.now() + UNHELD_NOT_AFTER_MS);
     if (result.ok) return result;
     tried.add(choice.shard);
   }
-  // Nothing elsewhere after all: anything here below the offers' priority.
+  // Nothing elsewhere after all: anything here.
   return local();
+}
+
+/**
+ * The shard that holds a job this home does not, for a claim restricted to
+ * it that waits: held there (src/pool/forwarded-claims.ts). Null for a job of
+ * this shard, and for a legacy id a one-shard past put in this one.
+ */
+export function jobElsewhere(pool: Pool, jobId: string): number | null {
+  const k = shardOfId(pool.poolName, jobId, "", pool.shards).shard;
+  return k === pool.shard ? null : k;
+}
+
+/**
+ * A claim for one job held at the job's shard k for `holdMs`, its home's
+ * claim waiting on the answer: a lease, nothing at the hold's end, or the
+ * job's close.
+ */
+export function holdElsewhere(pool: Pool, k: number, nodeId: string, jobId: string, holdMs: number) {
+  return forward(pool, k, nodeId, jobId, Date.now() + holdMs + NOT_AFTER_SLACK_MS, holdMs);
+}
+
+/** Answers a claim of `nodeId` held at shard k with nothing, now: the node claimed again. */
+export async function releaseElsewhere(pool: Pool, k: number, nodeId: string): Promise<void> {
+  try {
+    await shardStub(pool.env, pool.settings.poolLocations, pool.poolName, k).releaseForwarded(nodeId);
+  } catch {
+    // A shard that restarted holds no claims.
+  }
 }
 
 /** A claim for one job on shard k, once the home has admitted the node. */
 async function forwardAdmitted(pool: Pool, k: number, nodeId: string, jobId: string): Promise<ClaimResult> {
   const admitted = await pool.change((now) => admit(pool.sql, now, nodeId, pool.settings.owners));
   if (!admitted.ok) return admitted;
-  return forward(pool, k, nodeId, jobId, Date.now() + NOT_AFTER_SLACK_MS);
+  return forward(pool, k, nodeId, jobId, Date.now() + UNHELD_NOT_AFTER_MS);
 }
 
 /**
@@ -88,32 +128,56 @@ export function forwardHeld(pool: Pool): void {
   const budget = new Map<number, number>();
   for (const held of pool.held.waiting()) {
     if (held.jobId !== null || held.endsAt - now < MIN_FORWARD_MS) continue;
-    const offers = offersFor(pool, held.nodeId).filter((o) => (budget.get(o.shard) ?? o.eligible) > 0);
+    const node = gateOf(pool, held.nodeId);
+    if (node === null) continue;
+    const offers = offersFor(pool, node).filter((o) => (budget.get(o.shard) ?? o.eligible) > 0);
     const choice = chooseShard(offers, pool.shard, null, new Set(), Math.random);
     if (choice.kind !== "forward") continue;
     const offered = offers.find((o) => o.shard === choice.shard)!;
     budget.set(choice.shard, (budget.get(choice.shard) ?? offered.eligible) - 1);
-    pool.held.forward(held, forward(pool, choice.shard, held.nodeId, null, held.endsAt + NOT_AFTER_SLACK_MS));
+    const forwarding = forward(pool, choice.shard, held.nodeId, null, held.endsAt + NOT_AFTER_SLACK_MS);
+    pool.held.forward(held, forwarding, choice.shard);
   }
 }
 
+/** Whether this node passes the gate of a class's requirement, or null for a node unknown here. */
+type NodeGate = ((requirement: string) => boolean) | null;
+
+function gateOf(pool: Pool, nodeId: string): NodeGate {
+  const { membership, owners } = pool.settings;
+  const node = claimant(pool.sql, nodeId, owners);
+  if (node === undefined) return null;
+  const view = storedNodeView(node.registration, membership, node.assigned_pools);
+  return (requirement) => classGate(requirement).eligible(view);
+}
+
 /** Each other shard's best offer for this node, by the home's copy of the summary. */
-function offersFor(pool: Pool, nodeId: string): Offer[] {
+function offersFor(pool: Pool, accepts: (requirement: string) => boolean): Offer[] {
   const now = Date.now();
   const classes = pool.summary.classes(now);
   if (classes.length === 0) return [];
-  const { membership, tenantWeights, owners } = pool.settings;
-  const node = claimant(pool.sql, nodeId, owners);
-  if (node === undefined) return [];
-  const view = storedNodeView(node.registration, membership, node.assigned_pools);
-  return shardOffers(
-    classes,
-    (requirement) => classGate(requirement).eligible(view),
-    pool.summary.tenants(now),
-    (priority, tenant) => pool.summary.pass(priority, tenant),
-    (tenant) => tenantWeights.get(tenant) ?? 1,
-  );
+  return shardOffers(classes, accepts, pool.summary.tenants(now), passOf(pool), weightOf(pool), servedOf(pool));
 }
+
+/** This shard's own best offer for the node, from its tables, by the pool-wide passes. */
+function localOffer(pool: Pool, accepts: (requirement: string) => boolean): Offer | null {
+  const self = pool.shard;
+  const { classes, tenants } = pendingHere(pool.sql);
+  const offers = shardOffers(
+    classes.map((c) => ({ shard: self, requirement: c.requirement, levels: c.levels })),
+    accepts,
+    tenants.map((t) => ({ shard: self, ...t })),
+    passOf(pool),
+    weightOf(pool),
+    servedOf(pool),
+  );
+  return offers[0] ?? null;
+}
+
+const passOf = (pool: Pool) => (priority: number, tenant: string) => pool.summary.pass(priority, tenant);
+const servedOf = (pool: Pool) => (shard: number, priority: number, tenant: string) =>
+  pool.summary.served(shard, priority, tenant);
+const weightOf = (pool: Pool) => (tenant: string) => pool.settings.tenantWeights.get(tenant) ?? 1;
 
 /**
  * Forwards one claim to shard k with the node's passport (§5.1). A reset of
@@ -128,10 +192,11 @@ async function forward(
   nodeId: string,
   jobId: string | null,
   notAfter: number,
+  holdMs?: number,
 ): Promise<ClaimResult> {
   const passport = passportOf(pool.sql, nodeId, pool.settings.owners);
   if (passport === null) return { ok: false, reason: "unregistered" };
-  const ticket: ClaimTicket = { claimId: claimId(), passport, jobId, notAfter };
+  const ticket: ClaimTicket = { claimId: claimId(), passport, jobId, notAfter, ...(holdMs ? { holdMs } : {}) };
   const stub = shardStub(pool.env, pool.settings.poolLocations, pool.poolName, k);
   let result: ForwardedClaimResult;
   try {
@@ -146,6 +211,8 @@ async function forward(
   }
   // The ticket carries the passport whole, so a stale one cannot come back; it would be nothing.
   if (!result.ok) return result.reason === "stale_passport" ? NOTHING : result;
+  if (result.tenant !== undefined && result.priority !== undefined)
+    pool.summary.granted(result.priority, result.tenant, weightOf(pool)(result.tenant), k);
   const deadline = Date.parse(result.lease.deadline);
   pool.transaction(() => seen(pool.sql, Date.now(), nodeId, deadline));
   return { ok: true, lease: result.lease };

@@ -8,7 +8,8 @@
 // instead of being tried. The Worker waits for that answer
 // (src/routes/leases.ts), so no lease goes to a caller that already read 204.
 
-import { claimAcrossShards } from "./forwarding";
+import { shardStub } from "./address";
+import { claimAcrossShards, holdElsewhere, jobElsewhere, releaseElsewhere } from "./forwarding";
 import { poolTaskCounts } from "./jobs";
 import { type ClaimResult, claim, endLeasesOf } from "./leases";
 import type { Pool } from "./pool";
@@ -33,14 +34,21 @@ export async function claimOrHold(
   // A node that claims again has given up on its earlier claim (its client
   // timed out): answer that one now, so no lease goes to a closed connection.
   // A lease a forward of it still brings is the node's, and comes here.
-  const forwarding = pool.held.forwardOf(nodeId);
+  // One held at another shard is answered there first, so its answer comes now.
+  const forwarded = pool.held.forwardOf(nodeId);
   pool.held.releaseNode(nodeId);
-  const taken = forwarding === null ? null : await forwarding;
+  if (forwarded !== null) void releaseElsewhere(pool, forwarded.shard, nodeId);
+  const taken = forwarded === null ? null : await forwarded.forwarding;
   if (taken?.ok) return taken;
   const local = (floor?: number) => pool.change((now) => claimFor(pool, now, nodeId, jobId, floor));
   const result = pool.shards === 1 ? await local() : await claimAcrossShards(pool, nodeId, jobId, local);
   if (result.ok || !worthWaiting(result) || waitMs <= 0) return result;
-  return pool.held.hold(nodeId, jobId, Date.now(), waitMs);
+  // A claim for a job of another shard waits there, where the job's work and its close are.
+  const elsewhere = jobId === null || pool.shards === 1 ? null : jobElsewhere(pool, jobId);
+  if (elsewhere === null) return pool.held.hold(nodeId, jobId, Date.now(), waitMs);
+  return pool.held.holdForwarded(nodeId, jobId, Date.now(), waitMs, elsewhere, () =>
+    holdElsewhere(pool, elsewhere, nodeId, jobId!, waitMs),
+  );
 }
 
 /** One claim transaction's body, with the settings the gate and the scheduler read; `floor` as claim's. */
@@ -49,6 +57,7 @@ function claimFor(pool: Pool, now: number, nodeId: string, jobId: string | null,
   return claim(pool.sql, now, nodeId, jobId, tenantWeights, Math.random, retryElsewhereMs, owners, membership, {
     mint: pool.mintHex,
     floor,
+    idleElsewhere: pool.shards === 1 ? 0 : pool.summary.idleElsewhere(now),
   });
 }
 
@@ -86,6 +95,30 @@ export function cutOff(pool: Pool, now: number, nodeId: string, why: string): vo
   endLeasesOf(pool.sql, now, nodeId, why);
 }
 
+/**
+ * At the node's home, after the change that cut it off: every other shard
+ * of the pool cuts it off too (its claims held there, its leases there, its
+ * passport marked revoked), before the operator is answered, so a revoked
+ * machine's task goes to another node now wherever it lives. A shard that
+ * cannot be reached keeps the lease to its deadline; the credential is
+ * refused at home either way.
+ */
+export async function cutOffElsewhere(pool: Pool, nodeId: string, why: string): Promise<void> {
+  if (pool.shards === 1) return;
+  const others = Array.from({ length: pool.shards }, (_, k) => k).filter((k) => k !== pool.shard);
+  await Promise.allSettled(
+    others.map((k) => shardStub(pool.env, pool.settings.poolLocations, pool.poolName, k).cutOffHere(nodeId, why)),
+  );
+}
+
+/** The far half of `cutOffElsewhere`, at one shard: one change. */
+export function cutOffHere(pool: Pool, nodeId: string, why: string): Promise<void> {
+  return pool.change((now) => {
+    cutOff(pool, now, nodeId, why);
+    pool.sql.exec("UPDATE passports SET revoked = 1 WHERE node_id = ?", nodeId);
+  });
+}
+
 // -- the list --------------------------------------------------------------
 
 /** A claim waiting for work. */
@@ -103,6 +136,8 @@ export type HeldClaim = {
    * hold's end + 1 s.
    */
   forwarding: Promise<ClaimResult> | null;
+  /** The shard that forward went to. */
+  forwardedTo: number | null;
   /** The hold ended while a forward was in flight: its answer, lease or nothing, ends the claim. */
   ended: boolean;
 };
@@ -131,18 +166,46 @@ export class HeldClaims {
 
   /** Holds a claim from `now` for `waitMs`; its timer answers nothing when the hold ends. */
   hold(nodeId: string, jobId: string | null, now: number, waitMs: number): Promise<ClaimResult> {
+    return new Promise((resolve) => this.list.push(this.held(nodeId, jobId, now, waitMs, resolve)));
+  }
+
+  /**
+   * Holds a claim that waits at shard `k` (a claim for one of its jobs):
+   * `start` is that forward, whose answer answers the claim.
+   */
+  holdForwarded(
+    nodeId: string,
+    jobId: string | null,
+    now: number,
+    waitMs: number,
+    k: number,
+    start: () => Promise<ClaimResult>,
+  ): Promise<ClaimResult> {
     return new Promise((resolve) => {
-      const held: HeldClaim = {
-        nodeId,
-        jobId,
-        endsAt: now + waitMs,
-        resolve,
-        timer: setTimeout(() => this.end(held), waitMs),
-        forwarding: null,
-        ended: false,
-      };
+      const held = this.held(nodeId, jobId, now, waitMs, resolve);
       this.list.push(held);
+      this.forward(held, start(), k);
     });
+  }
+
+  private held(
+    nodeId: string,
+    jobId: string | null,
+    now: number,
+    waitMs: number,
+    resolve: (result: ClaimResult) => void,
+  ): HeldClaim {
+    const held: HeldClaim = {
+      nodeId,
+      jobId,
+      endsAt: now + waitMs,
+      resolve,
+      timer: setTimeout(() => this.end(held), waitMs),
+      forwarding: null,
+      forwardedTo: null,
+      ended: false,
+    };
+    return held;
   }
 
   /**
@@ -162,8 +225,9 @@ export class HeldClaims {
    * goes to the claim that is still open (docs/sharding.md §5.3, "takes
    * over the forward"). Ask before `releaseNode` answers the old claim.
    */
-  forwardOf(nodeId: string): Promise<ClaimResult> | null {
-    return this.list.find((held) => held.nodeId === nodeId && held.forwarding !== null)?.forwarding ?? null;
+  forwardOf(nodeId: string): { forwarding: Promise<ClaimResult>; shard: number } | null {
+    const held = this.list.find((h) => h.nodeId === nodeId && h.forwarding !== null);
+    return held ? { forwarding: held.forwarding!, shard: held.forwardedTo! } : null;
   }
 
   /** The held claims with no forward in flight, oldest first: those a change of the summary may send elsewhere. */
@@ -172,13 +236,15 @@ export class HeldClaims {
   }
 
   /**
-   * Records the forward of a held claim, and answers the claim with its
-   * result when that is a lease, or when the hold ended meanwhile. A claim
-   * answered in the meantime (its node claimed again) is left alone: the
-   * forward's result went to the claim that took it over.
+   * Records the forward of a held claim to shard k, and answers the claim
+   * with its result when that is a lease or a refusal waiting cannot mend
+   * (its job closed), or when the hold ended meanwhile. A claim answered in
+   * the meantime (its node claimed again) is left alone: the forward's
+   * result went to the claim that took it over.
    */
-  forward(held: HeldClaim, forwarding: Promise<ClaimResult>): void {
+  forward(held: HeldClaim, forwarding: Promise<ClaimResult>, k: number): void {
     held.forwarding = forwarding;
+    held.forwardedTo = k;
     void forwarding.then(
       (result) => this.settle(held, result),
       () => this.settle(held, NOTHING),
@@ -187,12 +253,13 @@ export class HeldClaims {
 
   private settle(held: HeldClaim, result: ClaimResult): void {
     held.forwarding = null;
+    held.forwardedTo = null;
     const i = this.list.indexOf(held);
     if (i < 0) return;
-    if (!result.ok && !held.ended) return;
+    if (!result.ok && worthWaiting(result) && !held.ended) return;
     this.list.splice(i, 1);
     clearTimeout(held.timer);
-    held.resolve(result.ok ? result : NOTHING);
+    held.resolve(result.ok || !worthWaiting(result) ? result : NOTHING);
   }
 
   /** The hold's end: nothing, unless a forward is in flight, whose answer then ends the claim. */

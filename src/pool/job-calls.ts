@@ -19,7 +19,7 @@ import {
 } from "./artifacts";
 import { commitManifest, latest, lostWork, markRestoreVerified, quarantine, registerPart } from "./checkpoints";
 import { unreferenced, uploadStarted } from "./collection";
-import { afterSubmission } from "./exchange";
+import { afterNewWork } from "./exchange";
 import {
   archiveState,
   cancelJob as cancel,
@@ -61,7 +61,7 @@ export async function submitJob(
     return { ok: true as const, job: jobRecord(pool.sql, findJob(pool.sql, jobId)!, name) };
   });
   // Over several shards, the pool summary learns of new work before the submitter does (docs/sharding.md §6.2).
-  if (submitted.ok && pool.shards > 1) await afterSubmission(pool);
+  if (submitted.ok && pool.shards > 1) await afterNewWork(pool);
   return submitted;
 }
 

@@ -7,6 +7,7 @@
 import { mayDrive } from "../rules/leases";
 import { parseMetrics } from "../rules/strict-json";
 import { findArtifact } from "./artifacts";
+import { afterNewWork } from "./exchange";
 import { commit, failAttempt, findLease, renew, type ValidOutput } from "./leases";
 import type { Pool } from "./pool";
 import { commitKey } from "./verification";
@@ -18,8 +19,11 @@ export function renewLease(pool: Pool, leaseId: string, caller: string | null) {
   return pool.change((now) => renew(pool.sql, now, leaseId, caller));
 }
 
-export function failLease(pool: Pool, leaseId: string, reason: string, caller: string | null) {
-  return pool.change((now) => failAttempt(pool.sql, now, leaseId, reason, caller));
+export async function failLease(pool: Pool, leaseId: string, reason: string, caller: string | null) {
+  const failed = await pool.change((now) => failAttempt(pool.sql, now, leaseId, reason, caller));
+  // A requeued task may be work Σ does not know of here: a claim at another shard after this answer sees it.
+  if (failed.ok && pool.shards > 1) await afterNewWork(pool);
+  return failed;
 }
 
 /**
@@ -47,7 +51,10 @@ export async function completeLease(
     const comparable = json !== null && (lease.replica === 0 || parseMetrics(json).ok);
     if (comparable) output = { object: bound.object, metrics: lease.replica > 0 ? json : null };
   }
-  return pool.change((now) => commit(pool.sql, now, leaseId, outputSha256, output, evidence, caller));
+  const judged = await pool.change((now) => commit(pool.sql, now, leaseId, outputSha256, output, evidence, caller));
+  // A rejected output requeues its task, a replica's verdict may issue another: work Σ may not know of here.
+  if (pool.shards > 1) await afterNewWork(pool);
+  return judged;
 }
 
 /** The object's bytes when they are one JSON object, else null. */

@@ -17,7 +17,7 @@ import { endAttempt, sweep, taskOf } from "./lease-endings";
 import { findLease, type Joined, leaseRecord, newLeaseId, type WireLease } from "./lease-rows";
 import { isAccepting, isHeldBack } from "./node-states";
 import { type ClaimantRow, claimant, seen, storedNodeView } from "./nodes";
-import { nodeOutcome } from "./outcomes";
+import { nodeOutcome, renewedHere } from "./outcomes";
 import { DEFAULT_RETRY_ELSEWHERE_MS, pickTask, useTurn } from "./scheduling";
 import type { TaskRow } from "./tasks";
 
@@ -53,7 +53,7 @@ export type NodeOwners = ReadonlyMap<string, string>;
 const NO_OWNERS: NodeOwners = new Map();
 
 /** What a claim in a pool of shards adds (docs/sharding.md §5.1, §7.1); nothing at one shard. */
-export type ShardedClaim = { claimId?: string; mint?: () => string; floor?: number };
+export type ShardedClaim = { claimId?: string; mint?: () => string; floor?: number; idleElsewhere?: number };
 
 export type RenewResult = { ok: true; lease: WireLease } | { ok: false; reason: "gone" | "not_holder" };
 export type FailResult = { ok: true } | { ok: false; reason: "gone" | "not_holder" };
@@ -92,7 +92,8 @@ export function claim(
   const node = admitted.node;
   const owner = node.owner;
   const view = storedNodeView(node.registration, membership, node.assigned_pools);
-  const best = pickTask(sql, now, { nodeId, owner, view, membership }, jobId, retryElsewhereMs, sharded.floor);
+  const claimant = { nodeId, owner, view, membership, idleElsewhere: sharded.idleElsewhere };
+  const best = pickTask(sql, now, claimant, jobId, retryElsewhereMs, sharded.floor);
   if (best === undefined)
     return { ok: false, reason: jobId !== null && !jobOpen(sql, jobId) ? "job_closed" : "nothing" };
 
@@ -185,7 +186,7 @@ export function renew(sql: SqlStorage, now: number, leaseId: string, caller: str
     now,
     leaseId,
   );
-  seen(sql, now, row.node_id, deadline);
+  if (!seen(sql, now, row.node_id, deadline)) renewedHere(sql, now, row.node_id, deadline);
   tally(sql, "LEASE_RENEWED");
   return { ok: true, lease: leaseRecord({ ...row, deadline_ms: deadline }) };
 }

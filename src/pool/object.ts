@@ -17,14 +17,14 @@ import { shardCount } from "../rules/pool-shards";
 import type { NodeAnswers } from "../rules/shard-merge";
 import { shardOfName, shardStub } from "./address";
 import type { StoredObject, Writer } from "./artifacts";
-import { dashboardSummary, STUCK_CLASSES_CHECKED } from "./dashboard";
+import { dashboardSummary, liveLeasesByNode, STUCK_CLASSES_CHECKED } from "./dashboard";
 import { type CredentialProof, credentialValid } from "./enrolment";
 import * as enrolment from "./enrolment-flows";
 import { exchangeNow, joinSummary } from "./exchange";
 import { fleetSummary, nodeAnswers, type PendingClass, pendingClasses } from "./fleet";
 import { type ClaimTicket, claimForwarded, type ForwardedClaimResult } from "./forwarded-claims";
 import { forwardHeld } from "./forwarding";
-import { claimOrHold } from "./held-claims";
+import { claimOrHold, cutOffHere } from "./held-claims";
 import { alarm } from "./housekeeping";
 import * as jobs from "./job-calls";
 import type { JobPlace } from "./jobs";
@@ -35,7 +35,7 @@ import { forwardLegacyIds, hadOneShard } from "./legacy-ids";
 import { metricsSample } from "./metrics";
 import * as nodes from "./node-calls";
 import { deliver, type OutcomeMessage } from "./outcomes";
-import { placementAnswers, placementFacts, placementReport } from "./placement-report";
+import { placementAnswers, placementFacts, placementReport, queueElsewhere } from "./placement-report";
 import { Pool } from "./pool";
 import { reserveSlot } from "./reservations";
 import { migrate } from "./schema";
@@ -219,6 +219,16 @@ export class PoolObject extends DurableObject<Env> {
     return claimForwarded(this.#pool, ticket);
   }
 
+  /** At a shard other than the node's home: its credential was revoked or replaced there (src/pool/held-claims.ts). */
+  cutOffHere(nodeId: string, why: string): Promise<void> {
+    return cutOffHere(this.#pool, nodeId, why);
+  }
+
+  /** Answers a claim of `nodeId` held here for its home with nothing: the node claimed again there. */
+  releaseForwarded(nodeId: string): void {
+    this.#pool.held.releaseNode(nodeId);
+  }
+
   /** At a node's home: outcomes of its leases on shard `from`, each applied once (src/pool/outcomes.ts). */
   deliver(from: number, batch: OutcomeMessage[]) {
     return deliver(this.#pool, from, batch);
@@ -313,10 +323,15 @@ export class PoolObject extends DurableObject<Env> {
     return placementFacts(this.#pool.sql, jobId, taskId, viewer);
   }
 
-  /** Pass 2 at every shard: this shard's registered nodes' answers for a task of `payload`, with its shown replicas. */
-  placementNodes(payload: string, shown: ReplicaItem[] | null) {
+  /**
+   * Pass 2 at every shard: this shard's registered nodes' answers for a task
+   * of `payload`, with its shown replicas, and for a pending one (`queued`)
+   * this shard's part of its place in the claim order.
+   */
+  placementNodes(payload: string, shown: ReplicaItem[] | null, queued?: { priority: number; tenant: string }) {
     const { owners, membership } = this.#pool.settings;
-    return placementAnswers(this.#pool.sql, Date.now(), payload, shown, owners, membership);
+    const answers = placementAnswers(this.#pool.sql, Date.now(), payload, shown, owners, membership);
+    return queued ? { ...answers, queue: queueElsewhere(this.#pool.sql, queued.priority, queued.tenant) } : answers;
   }
 
   /** The dashboard's bounded summary of this pool: counts, and at most `limit` of each list. */
@@ -351,7 +366,8 @@ export class PoolObject extends DurableObject<Env> {
   /** This shard's part of the dashboard, its stuck tasks and demand judged by the pool's node answers. */
   shardDashboard(pool: string, limit: number, viewer: Viewer, answers: NodeAnswers) {
     const { membership } = this.#pool.settings;
-    return dashboardSummary(this.#pool.sql, Date.now(), pool, limit, viewer, membership, answers);
+    const part = dashboardSummary(this.#pool.sql, Date.now(), pool, limit, viewer, membership, answers);
+    return { ...part, leasesByNode: liveLeasesByNode(this.#pool.sql) };
   }
 
   /** This shard's part of the fleet, its demand judged by the pool's node answers. */

@@ -6,8 +6,8 @@
 
 import { gateFor, type Membership, type NodeView, type PayloadGate } from "../rules/placement";
 import { DEFAULT_RETRY_ELSEWHERE_SECONDS, MAX_PRIORITY } from "../rules/scheduling";
-import { claimableSql } from "./node-states";
-import { ASSIGNED_POOLS, storedNodeView } from "./nodes";
+import { ACCEPTING_STATUS, claimableSql } from "./node-states";
+import { ASSIGNED_POOLS, ONLINE_WINDOW_MS, storedNodeView } from "./nodes";
 import { nodeOutcome } from "./outcomes";
 
 /** Rows per page of an ordered walk. */
@@ -120,6 +120,14 @@ export const POLICY_SQL = {
       AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.node_id = n.node_id AND l.status = 'live')
       AND n.node_id NOT IN (SELECT node_id FROM task_failures WHERE task_seq = ?3 AND failed_ms > ?4) AND n.rowid > ?5
     ORDER BY n.rowid LIMIT ${PAGE}`,
+  // The same for the nodes of other shards this shard has served (docs/sharding.md §7.3): online by their last
+  // request here, accepting and not held back by their passport.
+  othersElsewhere: `SELECT p.rowid AS id, p.registration, p.assigned_pools FROM passports p
+    WHERE p.last_request_ms + ${ONLINE_WINDOW_MS} > ?1 AND p.status = '${ACCEPTING_STATUS}' AND p.held_until_ms <= ?1
+      AND p.revoked = 0 AND p.node_id <> ?2
+      AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.node_id = p.node_id AND l.status = 'live')
+      AND p.node_id NOT IN (SELECT node_id FROM task_failures WHERE task_seq = ?3 AND failed_ms > ?4) AND p.rowid > ?5
+    ORDER BY p.rowid LIMIT ${PAGE}`,
 } as const;
 
 /**
@@ -140,7 +148,18 @@ function* walk<T>(read: (last: T | null) => T[]): Generator<T> {
  * (docs/protocol.md §14: replicas of a task go to distinct owners) and its claim-time view.
  */
 /** A claiming node; `membership` also judges the other nodes rule 4 asks about. */
-export type Claimant = { nodeId: string; owner: string; view: NodeView; membership: Membership };
+/**
+ * Who claims: the node, its owner and gate view. `idleElsewhere`, in a
+ * pool of shards: about how many nodes of the other shards are idle, by the
+ * summary (their gates this shard cannot see, docs/sharding.md §7.3).
+ */
+export type Claimant = {
+  nodeId: string;
+  owner: string;
+  view: NodeView;
+  membership: Membership;
+  idleElsewhere?: number;
+};
 
 /** docs/protocol.md §13 rule 4's window when none is given: FLASHML_RETRY_ELSEWHERE_SECONDS's default. */
 export const DEFAULT_RETRY_ELSEWHERE_MS = DEFAULT_RETRY_ELSEWHERE_SECONDS * 1000;
@@ -245,7 +264,11 @@ function jobHead(
       if (replicating && sql.exec(POLICY_SQL.ranReplica, t.seq, node.owner, node.nodeId).toArray().length > 0) continue;
       const failedMs = sql.exec<{ failed_ms: number }>(POLICY_SQL.failed, t.seq, node.nodeId).toArray()[0]?.failed_ms;
       const recent = failedMs !== undefined && failedMs > since;
-      if (!recent || !anotherCouldTake(sql, now, t.seq, accepted.get(classId)!, node.nodeId, since, node.membership)) {
+      const waits =
+        recent &&
+        (anotherCouldTake(sql, now, t.seq, accepted.get(classId)!, node.nodeId, since, node.membership) ||
+          mayBeElsewhere(sql, t.seq, since, node.idleElsewhere ?? 0));
+      if (!waits) {
         best = t.seq;
         return;
       }
@@ -261,7 +284,10 @@ function jobHead(
 /**
  * Whether an idle node — online, accepting, not held back, holding no live
  * lease — that is not `me` and has not failed the task after `since` would
- * pass the gate for it. A node busy on a long task is not waited for.
+ * pass the gate for it. A node busy on a long task is not waited for. In a
+ * pool of shards the nodes are this shard's own and those whose passports
+ * it holds (docs/sharding.md §7.3): an idle node that never worked here is
+ * not waited for.
  */
 export function anotherCouldTake(
   sql: SqlStorage,
@@ -273,13 +299,36 @@ export function anotherCouldTake(
   membership: Membership,
 ) {
   type Other = { id: number; registration: string; assigned_pools: string | null };
-  const others = walk<Other>((last) =>
-    sql.exec<Other>(POLICY_SQL.others, now, me, taskSeq, since, last?.id ?? 0).toArray(),
-  );
   const gate = classGate(requirement);
-  for (const other of others)
-    if (gate.eligible(storedNodeView(other.registration, membership, other.assigned_pools))) return true;
+  for (const query of [POLICY_SQL.others, POLICY_SQL.othersElsewhere]) {
+    const others = walk<Other>((last) => sql.exec<Other>(query, now, me, taskSeq, since, last?.id ?? 0).toArray());
+    for (const other of others)
+      if (gate.eligible(storedNodeView(other.registration, membership, other.assigned_pools))) return true;
+  }
   return false;
+}
+
+/**
+ * Whether another shard may have an idle node for the task, in a pool of
+ * shards: this shard cannot see those nodes' gates, so it assumes one could
+ * take the task while the pool has more idle nodes (the other shards'
+ * online nodes less the leases out, here and there) than nodes that failed
+ * it within the window, the failing node among them. Errs toward waiting:
+ * at worst the node that failed it retries once the window ends, as when no
+ * one else could take it; a broken node does not burn a task's attempts
+ * while the pool has idle nodes.
+ */
+function mayBeElsewhere(sql: SqlStorage, taskSeq: number, since: number, idleElsewhere: number): boolean {
+  if (idleElsewhere <= 0) return false;
+  const { failed, leased } = sql
+    .exec<{ failed: number; leased: number }>(
+      `SELECT (SELECT COUNT(*) FROM task_failures WHERE task_seq = ? AND failed_ms > ?) AS failed,
+        (SELECT COUNT(*) FROM leases WHERE status = 'live') AS leased`,
+      taskSeq,
+      since,
+    )
+    .one();
+  return idleElsewhere - leased > failed;
 }
 
 /** Requirement texts whose gate `classGate` keeps; past this it starts afresh. */

@@ -31,6 +31,7 @@ type Pending = Map<string, number>;
 export class SummaryCopy {
   private shards = new Map<number, ShardCopy>();
   private passes = new Map<string, GlobalPass>();
+  private readonly servedAt = new Map<string, number>(); // shard|priority|tenant → claims granted for this shard
   private readonly listeners = new Set<() => void>();
 
   /**
@@ -61,7 +62,14 @@ export class SummaryCopy {
         else shard.tenants.delete(id);
       }
     }
-    for (const pass of reply.passes) this.passes.set(`${pass.priority}|${pass.tenant}`, { ...pass });
+    // Σ counts a grant once its shard has told it; this shard's own, counted at once (`granted`), may be ahead,
+    // and a tenant new to the copy starts no lower than the lowest pass the copy holds there, as Σ starts it.
+    const known = reply.fullCopy ? new Map<string, GlobalPass>() : new Map(this.passes);
+    for (const pass of reply.passes) {
+      const id = `${pass.priority}|${pass.tenant}`;
+      const own = known.get(id)?.pass ?? (known.size === 0 ? pass.pass : lowestAt(known, pass.priority, pass.pass));
+      this.passes.set(id, { ...pass, pass: Math.max(pass.pass, own) });
+    }
     for (const shard of this.shards.values()) shard.confirmedMs = now;
 
     let newWork = false;
@@ -107,6 +115,38 @@ export class SummaryCopy {
     return Number.isFinite(lowest) ? lowest : 0;
   }
 
+  /**
+   * A claim this shard granted, or a home's forward got, at `priority` for
+   * `tenant`: its pool-wide pass moves by 1/weight at once, so the next
+   * claim here weighs it before Σ's next reply confirms it (which replaces
+   * the pass with Σ's own count).
+   */
+  granted(priority: number, tenant: string, weight: number, shard: number): void {
+    const id = `${priority}|${tenant}`;
+    const pass = this.passes.get(id) ?? { priority, tenant, pass: this.pass(priority, tenant) };
+    pass.pass += 1 / weight;
+    this.passes.set(id, pass);
+    const at = `${shard}|${id}`;
+    this.servedAt.set(at, (this.servedAt.get(at) ?? 0) + 1);
+  }
+
+  /** The claims this shard got at `shard` for `tenant` at `priority` since it started (`granted`). */
+  served(shard: number, priority: number, tenant: string): number {
+    return this.servedAt.get(`${shard}|${priority}|${tenant}`) ?? 0;
+  }
+
+  /**
+   * The other shards' online home nodes less the live leases they issued,
+   * by their fresh entries' loads: about how many of the pool's nodes
+   * outside this shard are idle (a node with two leases counts twice).
+   */
+  idleElsewhere(now: number): number {
+    let idle = 0;
+    for (const copy of this.shards.values())
+      if (fresh(copy, now) && copy.load) idle += copy.load.online - copy.load.leased;
+    return idle;
+  }
+
   /** The age of the oldest remote entry in ms (flashedge_summary_age_seconds), null while the copy holds none. */
   age(now: number): number | null {
     let oldest: number | null = null;
@@ -150,6 +190,13 @@ export class SummaryCopy {
       for (const l of c.levels) out.set(`${c.shard}|${c.key}|${l.priority}`, l.fresh + l.replicating);
     return out;
   }
+}
+
+/** The lowest pass `passes` holds at `priority`, or `otherwise` when it holds none there. */
+function lowestAt(passes: ReadonlyMap<string, GlobalPass>, priority: number, otherwise: number): number {
+  let lowest = Number.POSITIVE_INFINITY;
+  for (const p of passes.values()) if (p.priority === priority) lowest = Math.min(lowest, p.pass);
+  return Number.isFinite(lowest) ? lowest : otherwise;
 }
 
 function fresh(copy: ShardCopy, now: number): boolean {

@@ -10,9 +10,19 @@ import type { ClassLevel } from "./summary";
  * What one shard has for this node, by the home's copy of the summary: the
  * highest priority with eligible pending work, the global pass of its best
  * tenant there, that tenant's weight (one claim moves its pass by 1/weight),
- * and the eligible pending count at that priority.
+ * and the eligible pending count at that priority. `served`: the claims this
+ * home got there for that tenant at that priority (0 when not counted), so
+ * a tenant's work in several shards takes turns rather than the home
+ * keeping to one.
  */
-export type Offer = { shard: number; priority: number; tenantPass: number; weight: number; eligible: number };
+export type Offer = {
+  shard: number;
+  priority: number;
+  tenantPass: number;
+  weight: number;
+  eligible: number;
+  served?: number;
+};
 
 /** A requirement class pending at another shard, as the home's copy of the summary has it. */
 export type RemoteClass = { shard: number; requirement: string; levels: readonly ClassLevel[] };
@@ -34,6 +44,7 @@ export function shardOffers(
   tenants: Iterable<RemoteTenant>,
   passOf: (priority: number, tenant: string) => number | undefined,
   weightOf: (tenant: string) => number,
+  servedOf: (shard: number, priority: number, tenant: string) => number = () => 0,
 ): Offer[] {
   const asked = new Map<string, boolean>();
   const best = new Map<number, { priority: number; eligible: number }>();
@@ -48,12 +59,13 @@ export function shardOffers(
       else if (level.priority === b.priority) b.eligible += n;
     }
   }
-  const behind = new Map<number, { pass: number; weight: number }>();
+  const behind = new Map<number, { pass: number; weight: number; served: number }>();
   for (const t of tenants) {
     if (t.pending <= 0 || best.get(t.shard)?.priority !== t.priority) continue;
     const pass = passOf(t.priority, t.tenant) ?? 0;
     const b = behind.get(t.shard);
-    if (b === undefined || pass < b.pass) behind.set(t.shard, { pass, weight: weightOf(t.tenant) });
+    if (b === undefined || pass < b.pass)
+      behind.set(t.shard, { pass, weight: weightOf(t.tenant), served: servedOf(t.shard, t.priority, t.tenant) });
   }
   return [...best].map(([shard, b]) => ({
     shard,
@@ -61,6 +73,7 @@ export function shardOffers(
     eligible: b.eligible,
     tenantPass: behind.get(shard)?.pass ?? 0,
     weight: behind.get(shard)?.weight ?? 1,
+    served: behind.get(shard)?.served ?? 0,
   }));
 }
 
@@ -71,10 +84,12 @@ export type ShardChoice = { kind: "local" } | { kind: "forward"; shard: number }
  * current version) are left out. p* is the highest priority any candidate
  * offers; the home's own exact offer replaces the summary's entry for it. The
  * home serves the claim itself when it has work at p* whose tenant is at most
- * one claim's worth ahead of the lowest other pass there. Otherwise it samples
- * two other shards at p*, weighted by eligible count, and forwards to the one
- * whose tenant is further behind; ties go to the larger count, then the lower
- * shard.
+ * one claim's worth ahead of the lowest other pass there, unless a shard at
+ * p* offers a tenant no further ahead that this home has served less there
+ * than here (so one tenant's jobs in several shards take turns). Otherwise
+ * it samples two other shards at p*, weighted by eligible count, and
+ * forwards to the one whose tenant is further behind; ties go to the one
+ * this home served less, then the larger count, then the lower shard.
  */
 export function chooseShard(
   offers: readonly Offer[],
@@ -93,7 +108,8 @@ export function chooseShard(
   const atTop = others.filter((o) => o.priority === top);
   if (local !== null && local.priority === top) {
     const lowest = Math.min(...atTop.map((o) => o.tenantPass));
-    if (atTop.length === 0 || local.tenantPass <= lowest + 1 / local.weight) return { kind: "local" };
+    const owed = atTop.some((o) => o.tenantPass <= local.tenantPass && (o.served ?? 0) < (local.served ?? 0));
+    if (atTop.length === 0 || (local.tenantPass <= lowest + 1 / local.weight && !owed)) return { kind: "local" };
   }
   if (atTop.length === 1) return { kind: "forward", shard: atTop[0]!.shard };
   const [a, b] = weightedPair(atTop, random);
@@ -103,6 +119,7 @@ export function chooseShard(
 /** The offer whose tenant is further behind; then the larger count; then the lower shard. */
 function better(a: Offer, b: Offer): Offer {
   if (a.tenantPass !== b.tenantPass) return a.tenantPass < b.tenantPass ? a : b;
+  if ((a.served ?? 0) !== (b.served ?? 0)) return (a.served ?? 0) < (b.served ?? 0) ? a : b;
   if (a.eligible !== b.eligible) return a.eligible > b.eligible ? a : b;
   return a.shard < b.shard ? a : b;
 }

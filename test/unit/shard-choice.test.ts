@@ -83,6 +83,26 @@ describe("the local preference", () => {
     expect(choice.kind).toBe(kind);
   });
 
+  it("a tenant's work at another shard it has served less gets the claim, so the tenant's shards take turns", () => {
+    const served = (o: Offer, n: number): Offer => ({ ...o, served: n });
+    // Same tenant, same pass: the home got it 3 claims here and none at shard 2, so it forwards there.
+    expect(chooseShard([served(offer(2, 0, 5), 0)], 0, served(offer(0, 0, 5), 3), NONE_TRIED, draws())).toEqual({
+      kind: "forward",
+      shard: 2,
+    });
+    // Served as much there as here: the home keeps the claim.
+    expect(chooseShard([served(offer(2, 0, 5), 3)], 0, served(offer(0, 0, 5), 3), NONE_TRIED, draws())).toEqual({
+      kind: "local",
+    });
+    // A tenant further ahead elsewhere is not owed the claim, however little it was served there.
+    expect(chooseShard([served(offer(2, 0, 5.5), 0)], 0, served(offer(0, 0, 5), 3), NONE_TRIED, draws())).toEqual({
+      kind: "local",
+    });
+    // Between two drawn shards at equal passes, the one served less.
+    const two = [served(offer(1, 0, 5, 1), 4), served(offer(2, 0, 5, 1), 1)];
+    expect(chooseShard(two, 0, null, NONE_TRIED, draws(0, 0))).toEqual({ kind: "forward", shard: 2 });
+  });
+
   it("compares with the lowest pass among the others at the top priority only", () => {
     // A far-behind tenant at a lower priority does not pull the claim away.
     const choice = chooseShard([offer(1, -1, 0), offer(2, 0, 4.5)], 0, offer(0, 0, 5), NONE_TRIED, draws());
@@ -271,8 +291,8 @@ describe("shardOffers: each other shard's best for one node (§7.1 step 1)", () 
       unit,
     );
     expect(offers.sort((a, b) => a.shard - b.shard)).toEqual([
-      { shard: 1, priority: 10, eligible: 3, tenantPass: 0, weight: 1 },
-      { shard: 2, priority: 10, eligible: 5, tenantPass: 0, weight: 1 },
+      { shard: 1, priority: 10, eligible: 3, tenantPass: 0, weight: 1, served: 0 },
+      { shard: 2, priority: 10, eligible: 5, tenantPass: 0, weight: 1, served: 0 },
     ]);
   });
 
@@ -315,7 +335,8 @@ describe("shardOffers: each other shard's best for one node (§7.1 step 1)", () 
       ],
       (p, t) => passes.get(`${p}|${t}`),
       (t) => (t === "b" ? 3 : 1),
+      (shard, p, t) => (shard === 1 && p === 10 && t === "b" ? 7 : 0),
     );
-    expect(offer).toEqual({ shard: 1, priority: 10, eligible: 2, tenantPass: 2, weight: 3 });
+    expect(offer).toEqual({ shard: 1, priority: 10, eligible: 2, tenantPass: 2, weight: 3, served: 7 });
   });
 });
