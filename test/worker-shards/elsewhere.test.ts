@@ -1,0 +1,81 @@
+// What a node's home hears of its work on another shard, and a claim for a
+// job of another shard (docs/sharding.md §5.3, §8.3, §16), in a pool of 4
+// shards (worker-shards): a claim for one job is held where the job is, so
+// its work wakes it and its cancel answers it; a lease that ends there lowers
+// the node's liveness at home as one that ends at home does.
+
+import { runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import type { Lease } from "../../src/protocol/tasks";
+import { call, claim, delivered, freshPool, json, register, trialsJob } from "../worker/helpers";
+import { shard, submitTo } from "./helpers";
+
+describe("a claim for a job of another shard", () => {
+  it("is held there and answered the moment that job's task is requeued", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await register(pool, "n2");
+    const job = await submitTo(pool, 3, trialsJob(1));
+    const taken = await json<Lease>(await claim(pool, "n2", job));
+    const started = Date.now();
+    const held = shard(pool, 0).claim("n1", job, 10_000);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect((await call(pool, "POST", `/attempts/${taken.lease_id}/fail`, { reason: "x" })).status).toBe(200);
+    const answer = await held;
+    expect(answer).toMatchObject({ ok: true, lease: { node_id: "n1", job_id: job, attempt_number: 2 } });
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it("is answered when that job is cancelled, not at the end of its hold", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await register(pool, "n2");
+    const job = await submitTo(pool, 1, trialsJob(1));
+    expect((await claim(pool, "n2", job)).status).toBe(200);
+    const started = Date.now();
+    const held = shard(pool, 0).claim("n1", job, 10_000);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect((await call(pool, "POST", `/jobs/${job}/cancel`)).status).toBe(200);
+    expect(await held).toEqual({ ok: false, reason: "job_closed" });
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it("claimed again meanwhile, the earlier one is answered with nothing and the new one gets the task", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await register(pool, "n2");
+    const job = await submitTo(pool, 2, trialsJob(1));
+    const taken = await json<Lease>(await claim(pool, "n2", job));
+    const first = shard(pool, 0).claim("n1", job, 10_000);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const started = Date.now();
+    const second = shard(pool, 0).claim("n1", job, 10_000);
+    expect(await first).toEqual({ ok: false, reason: "nothing" });
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect((await call(pool, "POST", `/attempts/${taken.lease_id}/fail`, { reason: "x" })).status).toBe(200);
+    expect(await second).toMatchObject({ ok: true, lease: { node_id: "n1", attempt_number: 2 } });
+  });
+});
+
+describe("liveness of a node working on another shard", () => {
+  it("falls at home to its last request + 15 s when its hour-long lease there fails, not to the deadline", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await submitTo(pool, 1, trialsJob(1, { lease_seconds: 3600 }));
+    const lease = await json<Lease>(await claim(pool, "n1"));
+    const liveUntil = () =>
+      runInDurableObject(
+        shard(pool, 0),
+        (_o, state) =>
+          state.storage.sql.exec<{ t: number }>("SELECT live_until_ms AS t FROM nodes WHERE node_id = 'n1'").one().t,
+      );
+    // The forwarded claim's answer told the home the deadline.
+    expect(await liveUntil()).toBe(Date.parse(lease.deadline));
+    const failedAt = Date.now();
+    expect((await call(pool, "POST", `/attempts/${lease.lease_id}/fail`, { reason: "x" })).status).toBe(200);
+    await delivered(pool);
+    const after = await liveUntil();
+    expect(after).toBeGreaterThanOrEqual(failedAt + 15_000 - 1_000);
+    expect(after).toBeLessThanOrEqual(Date.now() + 15_000);
+  });
+});
