@@ -12,6 +12,7 @@
 // nothing is read, counted or sent.
 
 import { type DigestContents, digestDelta, newlyPending, nextDigest } from "../rules/digest";
+import type { ExchangeReason } from "../rules/object-load";
 import { type ExchangeReply, onDemandAllowance, type ShardDigest } from "../rules/summary";
 import { summaryStub } from "../summary/address";
 import { digestContents } from "./digest";
@@ -117,23 +118,24 @@ export function joinedShard(sql: SqlStorage): Pool | undefined {
  * against what Σ acknowledged, else whole), applies the reply to the copy,
  * and when Σ could not place a delta (it restarted) sends the whole digest
  * at once. Answers the reply, or null when Σ did not answer (or S = 1).
+ * `reason` tells Σ why, for its counts: an exchange shared is the first caller's.
  */
-export function exchange(pool: Pool): Promise<ExchangeReply | null> {
+export function exchange(pool: Pool, reason: ExchangeReason = "tick"): Promise<ExchangeReply | null> {
   if (pool.shards === 1) return Promise.resolve(null);
   const link = pool.link;
   if (link.inFlight === null) {
-    link.inFlight = run(pool).finally(() => {
+    link.inFlight = run(pool, reason).finally(() => {
       link.inFlight = null;
     });
   }
   return link.inFlight;
 }
 
-/** An exchange that starts no earlier than this call: one in flight, sent before, is followed by another. */
+/** An exchange that starts no earlier than this call (Σ's poke asks it): one in flight, sent before, is followed by another. */
 export async function exchangeNow(pool: Pool): Promise<ExchangeReply | null> {
   const asked = Date.now();
-  const reply = await exchange(pool);
-  return pool.link.startedMs < asked ? exchange(pool) : reply;
+  const reply = await exchange(pool, "poke");
+  return pool.link.startedMs < asked ? exchange(pool, "poke") : reply;
 }
 
 /**
@@ -148,7 +150,7 @@ export function refresh(pool: Pool, maxAgeMs = REFRESH_AGE_MS): Promise<Exchange
   const now = Date.now();
   if (now - link.answeredMs < maxAgeMs) return Promise.resolve(null);
   if (!link.bucket.take(now, onDemandAllowance(pool.shards))) return Promise.resolve(null);
-  return exchange(pool);
+  return exchange(pool, "on_demand");
 }
 
 /**
@@ -179,7 +181,7 @@ async function tellNewWork(pool: Pool): Promise<void> {
     const now = Date.now();
     if (!newlyPending(link.acked, link.read(contentsOf(pool, now), pool.shard, now))) return;
     if (link.inFlight === null && !link.bucket.take(now, onDemandAllowance(pool.shards))) return;
-    await exchange(pool);
+    await exchange(pool, "on_demand");
   }
 }
 
@@ -211,7 +213,7 @@ function contentsOf(pool: Pool, now: number): DigestContents {
   return digestContents(pool.sql, now, pool.held.size, pool.grants);
 }
 
-async function run(pool: Pool): Promise<ExchangeReply | null> {
+async function run(pool: Pool, reason: ExchangeReason): Promise<ExchangeReply | null> {
   const link = pool.link;
   const send = async (whole: boolean) => {
     const stub = summaryStub(pool.env, pool.settings.poolLocations, pool.poolName);
@@ -222,7 +224,7 @@ async function run(pool: Pool): Promise<ExchangeReply | null> {
     link.acked = null;
     link.sent += 1;
     if (!("removed" in sent)) link.wholeSent += 1;
-    const reply = await stub.exchange(pool.shard, sent, link.since);
+    const reply = await stub.exchange(pool.shard, sent, link.since, reason);
     link.since = reply.version;
     link.answeredMs = Date.now();
     if (!reply.full) link.acked = digest;

@@ -13,6 +13,7 @@
 // while refusing), so nothing is lost when the object is evicted.
 
 import { type Emptiness, type LayoutEpoch, layoutDecision, layoutRefusedMessage } from "../rules/layout";
+import { type ObjectLoad, served } from "../rules/object-load";
 import type { PoolLocationRule } from "../rules/pool-location";
 import { shardStub } from "./address";
 import { callsOf } from "./calls";
@@ -110,23 +111,39 @@ export async function layout(sql: SqlStorage): Promise<LayoutAnswer> {
 }
 
 /**
- * Wraps each method of `prototype` but `open` (and the constructor) so that
- * it runs `enter` on its object first and, when that throws, rejects with
- * the error instead of running: the one place every call enters.
+ * Wraps each method of `prototype` (but the constructor) so that it counts
+ * as one call served in `load(object)`, with its handler's synchronous run
+ * as busy time, and, but for the `open` ones, runs `enter` on its object
+ * first and, when that throws, rejects with the error instead of running:
+ * the one place every call enters.
  */
-export function guardCalls<T extends object>(prototype: T, open: readonly string[], enter: (object: T) => void): void {
-  for (const [name, method] of callsOf(prototype, open)) {
+export function guardCalls<T extends object>(
+  prototype: T,
+  open: readonly string[],
+  enter: (object: T) => void,
+  load: (object: T) => ObjectLoad,
+): void {
+  const unguarded = new Set(open);
+  for (const [name, method] of callsOf(prototype, [])) {
+    const guarded = !unguarded.has(name);
     Object.defineProperty(prototype, name, {
       configurable: true,
       writable: true,
       value(this: T, ...args: unknown[]): unknown {
+        // In memory, no write: a call costs two clock reads more. What a call
+        // awaits (a hold, R2, another object) is not busy time, only its turn here.
+        const startedMs = Date.now();
         try {
-          enter(this);
-        } catch (refused) {
-          // A rejection, not a throw: the runtime logs a call's synchronous throw as uncaught.
-          return Promise.reject(refused);
+          try {
+            if (guarded) enter(this);
+          } catch (refused) {
+            // A rejection, not a throw: the runtime logs a call's synchronous throw as uncaught.
+            return Promise.reject(refused);
+          }
+          return method.apply(this, args);
+        } finally {
+          served(load(this), startedMs, Date.now());
         }
-        return method.apply(this, args);
       },
     });
   }

@@ -1,8 +1,10 @@
 // The counts behind GET /metrics, read in one go: the counters the schema's
 // triggers keep and the running event tally kept by emit(), never a scan of
-// the tasks or the ledger.
+// the tasks or the ledger. The object's calls served and busy time are the
+// object's own, in memory (src/rules/object-load.ts), passed in.
 
 import type { MetricsSample } from "../rules/metrics";
+import type { ObjectLoad } from "../rules/object-load";
 import type { Membership } from "../rules/placement";
 import type { NodeAnswers } from "../rules/shard-merge";
 import { demand } from "./fleet";
@@ -16,6 +18,7 @@ const sum = (values: Iterable<number>) => [...values].reduce((a, b) => a + b, 0)
 export function metricsSample(
   sql: SqlStorage,
   now: number,
+  load: ObjectLoad,
   viewer: Viewer = null,
   membership: Membership = "assigned",
   answers?: NodeAnswers,
@@ -27,6 +30,7 @@ export function metricsSample(
   const pending = demand(sql, now, membership, viewer, false, answers);
   const count = (query: string, ...args: number[]) => sql.exec<{ n: number }>(query, ...args).one().n;
   return {
+    load,
     tasks,
     events,
     storageBytes: sql.databaseSize,

@@ -13,6 +13,7 @@ import type { JobSpec } from "../protocol/jobs";
 import type { NodeHeartbeat, NodeRegistration } from "../protocol/nodes";
 import type { ReplicaItem } from "../protocol/responses";
 import type { TaskSpec } from "../protocol/tasks";
+import { noLoad } from "../rules/object-load";
 import { shardCount } from "../rules/pool-shards";
 import type { NodeAnswers } from "../rules/shard-merge";
 import { shardOfName, shardStub } from "./address";
@@ -86,9 +87,17 @@ export class PoolObject extends DurableObject<Env> {
 
   // Every call but the two layout calls first passes the layout check: a pool
   // its layout refuses refuses them all (docs/sharding.md §11, src/pool/layout.ts).
+  // Each call is counted there too, in memory (src/rules/object-load.ts): GET /metrics reports it.
   static {
-    guardCalls(PoolObject.prototype, ["layout", "emptiness"], (object: PoolObject) => object.#enter());
+    guardCalls(
+      PoolObject.prototype,
+      ["layout", "emptiness"],
+      (object: PoolObject) => object.#enter(),
+      (object: PoolObject) => object.#load,
+    );
   }
+
+  readonly #load = noLoad();
 
   #enter(): void {
     enterPool(this.#pool.sql, () => void this.ctx.blockConcurrencyWhile(() => this.#layoutAtStart()));
@@ -346,7 +355,7 @@ export class PoolObject extends DurableObject<Env> {
 
   /** Counts for GET /metrics. */
   metrics(viewer: Viewer) {
-    return metricsSample(this.#pool.sql, Date.now(), viewer, this.#pool.settings.membership);
+    return metricsSample(this.#pool.sql, Date.now(), { ...this.#load }, viewer, this.#pool.settings.membership);
   }
 
   // A sharded pool's reads of every shard (docs/sharding.md §10): the Worker
@@ -377,7 +386,8 @@ export class PoolObject extends DurableObject<Env> {
 
   /** This shard's counts for GET /metrics, its unservable demand judged by the pool's node answers. */
   shardMetrics(viewer: Viewer, answers: NodeAnswers) {
-    return metricsSample(this.#pool.sql, Date.now(), viewer, this.#pool.settings.membership, answers);
+    const { membership } = this.#pool.settings;
+    return metricsSample(this.#pool.sql, Date.now(), { ...this.#load }, viewer, membership, answers);
   }
 
   // -- the pool summary (docs/sharding.md §6.2, src/pool/exchange.ts) ----------

@@ -4,6 +4,7 @@ import { Hono } from "hono";
 import { describeRoute } from "hono-openapi";
 import { documented, string } from "../protocol/openapi-operations";
 import { mergeMetrics, renderMetrics } from "../rules/metrics";
+import { summaryStub } from "../summary/address";
 import type { AppEnv } from "./context";
 import { everyShard, poolNodeAnswers } from "./every-shard";
 import { viewerOf } from "./identity";
@@ -28,8 +29,11 @@ export const metrics = new Hono<AppEnv>().get(
     if (c.var.shards.count === 1) {
       return c.body(renderMetrics(c.var.pool, await c.var.shards.shard(0).metrics(viewerOf(c))), 200, headers);
     }
-    const answers = await poolNodeAnswers(c);
-    const samples = await everyShard(c, (calls) => calls.shardMetrics(viewerOf(c), answers));
-    return c.body(renderMetrics(c.var.pool, mergeMetrics(samples), samples), 200, headers);
+    // The summary's counts, asked once beside the shards' reads.
+    const [summary, samples] = await Promise.all([
+      summaryStub(c.env, c.var.settings.poolLocations, c.var.pool).load(),
+      poolNodeAnswers(c).then((answers) => everyShard(c, (calls) => calls.shardMetrics(viewerOf(c), answers))),
+    ]);
+    return c.body(renderMetrics(c.var.pool, mergeMetrics(samples), samples, summary), 200, headers);
   },
 );

@@ -4,8 +4,10 @@
 
 import { OBJECT_STORAGE_LIMIT_BYTES } from "../protocol/limits";
 import { TASK_STATES } from "../protocol/tasks";
+import { addLoads, EXCHANGE_REASONS, type ObjectLoad, type SummaryLoad } from "./object-load";
 
 export interface MetricsSample {
+  load: ObjectLoad; // calls the object served and their busy time, since it last started
   tasks: Record<string, number>; // by state
   leasesLive: number;
   storageBytes: number; // the object's SQLite size
@@ -29,8 +31,14 @@ export interface MetricsSample {
  * series carry `shard="k"`: pending tasks by class (each shard numbers its
  * own classes) and storage bytes (the limit is each object's). Without, the
  * text is a one-shard pool's, which omits the label (docs/protocol.md §15).
+ * `summary` is the pool summary's load, which only a pool of shards has.
  */
-export function renderMetrics(pool: string, s: MetricsSample, shards?: readonly MetricsSample[]): string {
+export function renderMetrics(
+  pool: string,
+  s: MetricsSample,
+  shards?: readonly MetricsSample[],
+  summary?: SummaryLoad,
+): string {
   const p = `pool="${escapeLabel(pool)}"`;
   const perShard = <T>(f: (sample: MetricsSample, labels: string) => T[]): T[] =>
     shards === undefined ? f(s, p) : shards.flatMap((sample, k) => f(sample, `${p},shard="${k}"`));
@@ -111,6 +119,32 @@ export function renderMetrics(pool: string, s: MetricsSample, shards?: readonly 
     "Size of the pool object's SQLite storage.",
     perShard((sample, labels): Array<[string, number]> => [[labels, sample.storageBytes]]),
   );
+  metric(
+    "flashedge_requests_served_total",
+    "counter",
+    "Calls the pool object served (requests, alarms, calls from other objects); in memory, so it restarts at 0 when the object restarts.",
+    perShard((sample, labels): Array<[string, number]> => [[labels, sample.load.requests]]),
+  );
+  metric(
+    "flashedge_object_busy_seconds_total",
+    "counter",
+    "Summed run time of the pool object's call handlers on the 1 ms clock, what they await not included; in memory, so it restarts at 0 when the object restarts.",
+    perShard((sample, labels): Array<[string, number]> => [[labels, sample.load.busyMs / 1000]]),
+  );
+  if (summary !== undefined) {
+    metric(
+      "flashedge_summary_requests_total",
+      "counter",
+      "Calls the pool summary served, by kind: shards' exchanges by reason (tick, on_demand, poke), and other calls; in memory, so it restarts at 0 when the summary restarts.",
+      [...EXCHANGE_REASONS, "other" as const].map((kind) => [`${p},kind="${kind}"`, summary.requests[kind]]),
+    );
+    metric(
+      "flashedge_summary_busy_seconds_total",
+      "counter",
+      "Summed run time of the pool summary's call handlers on the 1 ms clock; in memory, so it restarts at 0 when the summary restarts.",
+      [[p, summary.busyMs / 1000]],
+    );
+  }
   metric("flashedge_storage_limit_bytes", "gauge", "The storage limit of one Durable Object.", [
     [p, OBJECT_STORAGE_LIMIT_BYTES],
   ]);
@@ -139,6 +173,7 @@ export function mergeMetrics(samples: readonly MetricsSample[]): MetricsSample {
     return out;
   };
   return {
+    load: addLoads(samples.map((s) => s.load)),
     tasks: add(samples.map((s) => s.tasks)),
     leasesLive: sum((s) => s.leasesLive),
     storageBytes: sum((s) => s.storageBytes),

@@ -10,6 +10,7 @@
 
 import { DurableObject } from "cloudflare:workers";
 import { shardStub } from "../pool/address";
+import { type ExchangeReason, noSummaryLoad, type SummaryLoad, summaryServed } from "../rules/object-load";
 import { settingsOf } from "../rules/settings";
 import {
   applyExchange,
@@ -43,6 +44,8 @@ export class PoolSummary extends DurableObject<Env> {
   #pokedMs = new Map<number, number>();
   /** Pokes sent since this instance started (observability, tests). */
   pokes = 0;
+  // Calls served since this instance started, by kind (GET /metrics): in memory, no write per call.
+  readonly #load = noSummaryLoad();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -62,10 +65,32 @@ export class PoolSummary extends DurableObject<Env> {
    * One shard's exchange (§6.2): merges what `from` sent (a delta against the
    * digest Σ acknowledged, or its whole digest) and answers what changed
    * since Σ's version `since`. A class newly pending at `from` pokes the
-   * shards holding claims.
+   * shards holding claims. `reason` is why the shard asks, for the counts only.
    */
-  exchange(from: number, sent: DigestDelta | ShardDigest, since: number): ExchangeReply {
+  exchange(
+    from: number,
+    sent: DigestDelta | ShardDigest,
+    since: number,
+    reason: ExchangeReason = "tick",
+  ): ExchangeReply {
     const now = Date.now();
+    try {
+      return this.#exchange(from, sent, since, now);
+    } finally {
+      summaryServed(this.#load, reason, now, Date.now());
+    }
+  }
+
+  /** The calls this summary served since it started, by kind, and their busy time. */
+  load(): SummaryLoad {
+    // As a shard's metrics call, this read is counted after the copy it answers.
+    const startedMs = Date.now();
+    const load = structuredClone(this.#load);
+    summaryServed(this.#load, "other", startedMs, Date.now());
+    return load;
+  }
+
+  #exchange(from: number, sent: DigestDelta | ShardDigest, since: number, now: number): ExchangeReply {
     const before = new Set(this.#state.shards.get(from)?.classes.keys());
     const version = this.#state.version;
     const settings = settingsOf(this.env);
@@ -82,6 +107,14 @@ export class PoolSummary extends DurableObject<Env> {
   /** Writes the passes' snapshot when it changed. */
   override async alarm(): Promise<void> {
     const now = Date.now();
+    try {
+      await this.#snapshot(now);
+    } finally {
+      summaryServed(this.#load, "other", now, Date.now());
+    }
+  }
+
+  async #snapshot(now: number): Promise<void> {
     if (this.#restored && now < this.#startMs + SUMMARY_LOG_MS) {
       // An alarm an earlier instance set, before every shard has reported to this one: a snapshot
       // now would drop the passes of tenants not yet seen again.

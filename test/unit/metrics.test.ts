@@ -3,6 +3,7 @@ import { type MetricsSample, mergeMetrics, renderMetrics } from "../../src/rules
 
 describe("metrics text", () => {
   const text = renderMetrics("team-a", {
+    load: { requests: 42, busyMs: 1250 },
     tasks: { PENDING: 3, COMPLETED: 2 },
     leasesLive: 1,
     storageBytes: 123456,
@@ -41,6 +42,8 @@ describe("metrics text", () => {
     'flashedge_pending_tasks_by_class{pool="team-a",class="1",needs="team pool \'a\\"b\'"} 3',
     'flashedge_unservable_pending_tasks{pool="team-a"} 18',
     'flashedge_unservable_requirement_classes{pool="team-a"} 1',
+    'flashedge_requests_served_total{pool="team-a"} 42',
+    'flashedge_object_busy_seconds_total{pool="team-a"} 1.25',
   ])("has the sample %s", (line) => {
     expect(text.split("\n")).toContain(line);
   });
@@ -54,6 +57,7 @@ describe("metrics text", () => {
 
   it("escapes label values", () => {
     const odd = renderMetrics('a"b\\c', {
+      load: { requests: 0, busyMs: 0 },
       tasks: {},
       leasesLive: 0,
       storageBytes: 0,
@@ -70,6 +74,7 @@ describe("metrics text", () => {
 
 describe("metrics of a sharded pool", () => {
   const sample = (over: Partial<MetricsSample>): MetricsSample => ({
+    load: { requests: 0, busyMs: 0 },
     tasks: {},
     leasesLive: 0,
     storageBytes: 0,
@@ -86,6 +91,7 @@ describe("metrics of a sharded pool", () => {
       tasks: { PENDING: 1, COMPLETED: 4 },
       leasesLive: 1,
       storageBytes: 100,
+      load: { requests: 900, busyMs: 1500 },
       nodesRegistered: 3,
       nodesOnline: 2,
       nodesHeldBack: 1,
@@ -93,7 +99,7 @@ describe("metrics of a sharded pool", () => {
       events: { LEASE_CLAIMED: 5 },
       demand: { classes: [{ class_id: 1, pending: 1, needs: "1 GPU" }], unservable_classes: 1, unservable_tasks: 1 },
     }),
-    sample({ storageBytes: 40 }),
+    sample({ storageBytes: 40, load: { requests: 30, busyMs: 20 } }),
     sample({
       tasks: { PENDING: 2 },
       storageBytes: 70,
@@ -102,10 +108,12 @@ describe("metrics of a sharded pool", () => {
     }),
   ];
   const merged = mergeMetrics(shards);
-  const lines = renderMetrics("p", merged, shards).split("\n");
+  const summary = { requests: { tick: 12, on_demand: 3, poke: 1, other: 2 }, busyMs: 5 };
+  const lines = renderMetrics("p", merged, shards, summary).split("\n");
 
   it("sums every count over the shards", () => {
     expect(merged).toEqual({
+      load: { requests: 930, busyMs: 1520 },
       tasks: { PENDING: 3, COMPLETED: 4 },
       leasesLive: 1,
       storageBytes: 210,
@@ -135,6 +143,16 @@ describe("metrics of a sharded pool", () => {
     'flashedge_storage_bytes{pool="p",shard="2"} 70',
     'flashedge_pending_tasks_by_class{pool="p",shard="0",class="1",needs="1 GPU"} 1',
     'flashedge_pending_tasks_by_class{pool="p",shard="2",class="1",needs="nothing"} 2',
+    'flashedge_requests_served_total{pool="p",shard="0"} 900',
+    'flashedge_requests_served_total{pool="p",shard="1"} 30',
+    'flashedge_requests_served_total{pool="p",shard="2"} 0',
+    'flashedge_object_busy_seconds_total{pool="p",shard="0"} 1.5',
+    'flashedge_object_busy_seconds_total{pool="p",shard="1"} 0.02',
+    'flashedge_summary_requests_total{pool="p",kind="tick"} 12',
+    'flashedge_summary_requests_total{pool="p",kind="on_demand"} 3',
+    'flashedge_summary_requests_total{pool="p",kind="poke"} 1',
+    'flashedge_summary_requests_total{pool="p",kind="other"} 2',
+    'flashedge_summary_busy_seconds_total{pool="p"} 0.005',
   ])("has the sample %s", (line) => {
     expect(lines).toContain(line);
   });
@@ -146,8 +164,12 @@ describe("metrics of a sharded pool", () => {
       "flashedge_storage_bytes",
       "flashedge_storage_bytes",
       "flashedge_storage_bytes",
+      ...Array(3).fill("flashedge_requests_served_total"),
+      ...Array(3).fill("flashedge_object_busy_seconds_total"),
     ]);
     expect(renderMetrics("p", shards[0]!)).not.toContain("shard=");
+    expect(renderMetrics("p", shards[0]!)).toContain('flashedge_requests_served_total{pool="p"} 900');
+    expect(renderMetrics("p", shards[0]!)).not.toContain("flashedge_summary_");
     expect(renderMetrics("p", shards[0]!)).toBe(renderMetrics("p", mergeMetrics([shards[0]!])));
   });
 });

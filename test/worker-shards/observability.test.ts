@@ -151,4 +151,26 @@ describe("the metrics of a sharded pool", () => {
     expect(served).toContain(`flashedge_unservable_pending_tasks{pool="${gpuPool}"} 0`);
     expect(served).toContain(`flashedge_unservable_requirement_classes{pool="${gpuPool}"} 0`);
   });
+
+  it("counts each shard's calls served and the summary's exchanges by reason", async () => {
+    const pool = freshPool();
+    const p = `pool="${pool}"`;
+    const value = (lines: string[], series: string) =>
+      Number(lines.find((l) => l.startsWith(`${series} `))?.split(" ")[1] ?? Number.NaN);
+    const before = await metrics(pool);
+    expect(before.filter((l) => l.startsWith("flashedge_requests_served_total{")).map((l) => l.split(" ")[0])).toEqual(
+      [0, 1, 2, 3].map((k) => `flashedge_requests_served_total{${p},shard="${k}"}`),
+    );
+    const served = (lines: string[], k: number) => value(lines, `flashedge_requests_served_total{${p},shard="${k}"}`);
+    const summary = (lines: string[], kind: string) =>
+      value(lines, `flashedge_summary_requests_total{${p},kind="${kind}"}`);
+    // A new class on shard 2 tells Σ before the submission answers: one on-demand exchange at least.
+    await submitTo(pool, 2, trialsJob(2));
+    const after = await metrics(pool);
+    expect(served(after, 2)).toBeGreaterThan(served(before, 2));
+    expect(summary(after, "on_demand")).toBeGreaterThan(summary(before, "on_demand"));
+    // The first read asked Σ once (kind "other"), counted after it answered.
+    expect(summary(after, "other")).toBeGreaterThanOrEqual(summary(before, "other") + 1);
+    expect(value(after, `flashedge_summary_busy_seconds_total{${p}}`)).toBeGreaterThanOrEqual(0);
+  });
 });

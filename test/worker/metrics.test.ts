@@ -33,6 +33,28 @@ describe("GET /metrics", () => {
     }
   });
 
+  it("counts every call the pool object serves, and the time its handlers ran", async () => {
+    const pool = freshPool();
+    const load = async () => {
+      const text = await (await call(pool, "GET", "/metrics")).text();
+      const value = (name: string) => Number(new RegExp(`^${name}\\{pool="${pool}"\\} (\\S+)$`, "m").exec(text)?.[1]);
+      return { requests: value("flashedge_requests_served_total"), busy: value("flashedge_object_busy_seconds_total") };
+    };
+    const first = await load();
+    expect(first.busy).toBeGreaterThanOrEqual(0);
+    // The read just made, then a registration, a heartbeat and a claim: one call each.
+    await register(pool, "n1");
+    await call(pool, "POST", "/nodes/n1/heartbeat", { node_id: "n1" });
+    expect((await claim(pool, "n1")).status).toBe(204);
+    const second = await load();
+    expect(second.requests).toBe(first.requests + 4);
+    // A 5,000-task submission runs for milliseconds in the object: busy time grows.
+    await submitJob(pool, trialsJob(5000));
+    const third = await load();
+    expect(third.requests).toBe(second.requests + 2);
+    expect(third.busy).toBeGreaterThan(second.busy);
+  });
+
   it("counts the nodes held back after failing 5 attempts in a row", async () => {
     const pool = freshPool();
     await register(pool, "flaky");
