@@ -23,7 +23,6 @@
 // Every loop is bounded in count and time; the server is stopped at the end.
 // Writes bench/results/agents.json.
 
-import { readdirSync, readFileSync } from "node:fs";
 import {
   BENCH,
   coordinator,
@@ -35,7 +34,7 @@ import {
   startWrangler,
   stopAll,
 } from "../test/support/index.mjs";
-import { flag, machine, median, option, percentile, round, today, writeResult } from "./lib.mjs";
+import { flag, groupCpuSeconds, machine, median, option, percentile, round, today, writeResult } from "./lib.mjs";
 
 /** @import { Client, Lease } from "../test/support/index.mjs" */
 
@@ -160,27 +159,6 @@ function jobSpec(tasks, name) {
       },
     },
   };
-}
-
-/**
- * CPU seconds used so far by every process in a process group (Linux /proc):
- * wrangler dev runs in its own group, workerd included.
- * @param {number} pgid
- */
-function groupCpuSeconds(pgid) {
-  const ticksPerSecond = 100; // USER_HZ on Linux
-  let total = 0;
-  for (const pid of readdirSync("/proc").filter((name) => /^\d+$/.test(name))) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(fields[2]) !== pgid) continue; // pgrp
-      total += (Number(fields[11]) + Number(fields[12])) / ticksPerSecond; // utime + stime
-    } catch {
-      // the process ended meanwhile
-    }
-  }
-  return total;
 }
 
 /**

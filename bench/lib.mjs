@@ -1,12 +1,12 @@
 // What the bench scripts share: statistics, the machine description every
-// figure carries, the results files BENCHMARKS.md is rendered from, and
-// running an in-workerd bench file. The over-HTTP benchmarks start `wrangler
-// dev` through test/support (with its BENCH settings).
+// figure carries, the results files BENCHMARKS.md is rendered from, running
+// an in-workerd bench file, and the CPU a `wrangler dev` used. The over-HTTP
+// benchmarks start `wrangler dev` through test/support (with its BENCH settings).
 // Plain Node (20+), no dependencies.
 // @ts-check
 
 import { execFileSync, spawn } from "node:child_process";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -123,6 +123,27 @@ export function readResult(name) {
   } catch {
     return null;
   }
+}
+
+/**
+ * CPU seconds used so far by every process in a process group (Linux /proc):
+ * wrangler dev runs in its own group, workerd included.
+ * @param {number} pgid
+ */
+export function groupCpuSeconds(pgid) {
+  const ticksPerSecond = 100; // USER_HZ on Linux
+  let total = 0;
+  for (const pid of readdirSync("/proc").filter((name) => /^\d+$/.test(name))) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(fields[2]) !== pgid) continue; // pgrp
+      total += (Number(fields[11]) + Number(fields[12])) / ticksPerSecond; // utime + stime
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return total;
 }
 
 /** @param {string} text */
