@@ -689,6 +689,233 @@ function gpuClassesSection(g) {
   return out;
 }
 
+/**
+ * bench/shards.mjs's results file (the fields rendered).
+ * @typedef {{ requests_per_s: number, busy_fraction: number }} ShardLoad
+ * @typedef {{ ticks_per_s: number, on_demand_per_s: number, pokes_per_s: number, other_per_s: number,
+ *   requests_per_s: number, busy_fraction: number }} SummaryWindow
+ * @typedef {{ nodes: number, seconds: number, shards: ShardLoad[], shard_requests_per_s: number,
+ *   per_node_per_s: number, per_node_less_ticks_per_s: number, max_over_mean: number | null,
+ *   claims_per_s: number, summary: SummaryWindow | null, workerd_cpu_fraction: number,
+ *   client: { per_node_per_s: number, by_kind: Record<string, number>, timeouts: number, error_count: number } }} ShardsWindow
+ * @typedef {{ jobs: number, submitters: number, per_shard: number[], max: number, bound: number, within: boolean }} Burst
+ * @typedef {{ shards: number, idle: ShardsWindow, mixed: ShardsWindow & { idle_nodes: number, busy_nodes: number },
+ *   busy: ShardsWindow, busy_job_shards: number[],
+ *   dispatch: { all: AgentsLatency, other_shard: AgentsLatency },
+ *   cross_shard: { unheld_claim: AgentsLatency, held_wake: AgentsLatency, held_wake_same_shard: AgentsLatency, misses: number },
+ *   placement: Burst | null }} ShardsRun
+ * @typedef {{ date: string, command: string, quick: boolean, machine: import("./lib.mjs").Machine, hold_s: number,
+ *   task_seconds: number, lease_seconds: number, runs: ShardsRun[] }} ShardsResult
+ */
+
+/** The per-object limit a shard is planned at: the soft limit, over the balance factor at S > 1 (docs/sharding.md §14). */
+const BALANCE = 1.25;
+/** The shard counts of the capacity table, and the one docs/sharding.md §14 recommends. */
+const TABLE_SHARDS = [1, 4, 16, 64, 256];
+const RECOMMENDED_SHARDS = 256;
+/** The goals of issue 27. */
+const GOAL_NODES = 100_000;
+const GOAL_CLAIMS = 20_000;
+const SUMMARY_CAP = 800;
+const WAKE_P95_MS = 1200;
+
+/** @param {boolean} pass */
+const verdict = (pass) => (pass ? "**PASS**" : "**FAIL**");
+
+/**
+ * The capacity of a pool of `s` shards from the rates measured at `run`'s S:
+ * nodes and claims per second at the usable budget, and the summary's ticks.
+ * @param {number} s @param {ShardsRun} run
+ */
+function shardCapacity(s, run) {
+  const usable = s === 1 ? SOFT_LIMIT : (s * SOFT_LIMIT) / BALANCE;
+  const idleRate = run.idle.per_node_less_ticks_per_s;
+  const busyRate = run.busy.per_node_less_ticks_per_s;
+  const callsPerClaim = run.busy.claims_per_s > 0 ? (busyRate * run.busy.nodes) / run.busy.claims_per_s : null;
+  const ticksPerShard = run.busy.summary ? run.busy.summary.ticks_per_s / run.shards : 0;
+  return {
+    s,
+    measuredAt: run.shards,
+    usable,
+    idleRate,
+    idleNodes: Math.floor(usable / idleRate),
+    busyRate,
+    busyNodes: Math.floor(usable / busyRate),
+    callsPerClaim,
+    claims: callsPerClaim === null ? null : Math.floor(usable / callsPerClaim),
+    summaryTicks: s === 1 ? 0 : ticksPerShard * s,
+  };
+}
+
+/** @param {ShardsResult} r @param {AgentsResult | null} agents */
+function shardsSection(r, agents) {
+  /** @type {string[]} */
+  const out = [];
+  const largest = r.runs.reduce((a, b) => (b.shards > a.shards ? b : a));
+  /** The run measured at the largest S not above `s`. @param {number} s */
+  const measuredFor = (s) =>
+    r.runs.filter((x) => x.shards <= s).reduce((a, b) => (b.shards > a.shards ? b : a), r.runs[0] ?? largest);
+  out.push("## 13. A pool of shards: load per object, cross-shard latency and capacity");
+  out.push("");
+  out.push(
+    `- Command: \`${r.command}\` (\`npm run bench:shards\`; one \`wrangler dev\` per S with \`FLASHML_POOL_SHARDS=*=S\`, stopped at the end)`,
+  );
+  out.push(`- Machine: ${machineLine(r.machine)}`);
+  out.push(
+    `- Date: ${r.date}; claims held up to ${r.hold_s} s; busy nodes on ${r.task_seconds} s tasks with ${r.lease_seconds} s leases` +
+      (r.quick ? "; **a --quick run** (small fleets, short windows)" : ""),
+  );
+  out.push("");
+  out.push(
+    "The agents are section 7's loop (`test/support` `runAgent`): a node heartbeat every 5 s between tasks, a claim held " +
+      "by the coordinator, 1 s of sleep after an empty one; while a task runs, attempt heartbeats every lease/3, then an " +
+      "upload and a commit. Per S, one pool: the idle fleet alone, then the busy fleet (GPU tasks in 2·S jobs, so placement " +
+      "spreads them; only the busy nodes have a GPU) beside part of the idle fleet (mixed), then the busy fleet alone. " +
+      "Each object's requests/s are deltas of its own `flashedge_requests_served_total{shard}` (every call that enters " +
+      "it: HTTP-driven calls, alarms, calls from other shards), less what the bench's two metrics reads cost (measured in " +
+      "an empty pool first). Busy is `flashedge_object_busy_seconds_total{shard}`: the summed synchronous run of each " +
+      "call's handler on the 1 ms clock (what a call awaits, such as a hold, R2 or another object, is not in it), as a " +
+      'fraction of the window. "Client" is what the agents sent, per node.',
+  );
+  out.push("");
+  out.push(
+    "| S | window | nodes | requests/s per shard (0 / 1 / …) | max/mean | object req/s per node | client req/s per node | claims/s | busiest shard busy | workerd CPU | Σ req/s: ticks / on-demand / pokes |",
+  );
+  out.push("|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---|");
+  for (const run of r.runs) {
+    for (const [name, w] of /** @type {Array<[string, ShardsWindow]>} */ ([
+      ["idle", run.idle],
+      [`mixed (${run.mixed.idle_nodes} idle + ${run.mixed.busy_nodes} busy)`, run.mixed],
+      ["busy", run.busy],
+    ])) {
+      const sigma = w.summary
+        ? `${w.summary.requests_per_s}: ${w.summary.ticks_per_s} / ${w.summary.on_demand_per_s} / ${w.summary.pokes_per_s}`
+        : "— (no summary at S = 1)";
+      out.push(
+        `| ${run.shards} | ${name} | ${w.nodes} | ${w.shards.map((x) => x.requests_per_s).join(" / ")} | ${w.max_over_mean ?? "—"} | ` +
+          `${w.per_node_per_s} | ${w.client.per_node_per_s} | ${w.claims_per_s} | ${round(Math.max(...w.shards.map((x) => x.busy_fraction)) * 100, 2)}% | ` +
+          `${pct(w.workerd_cpu_fraction)} | ${sigma} |`,
+      );
+    }
+  }
+  out.push("");
+  const sharded = r.runs.filter((x) => x.shards > 1);
+  const worst = Math.max(...sharded.flatMap((x) => [x.idle, x.mixed, x.busy].map((w) => w.max_over_mean ?? 0)));
+  out.push(
+    `**Why max/mean is far above ${BALANCE}:** node homes are still pinned to shard 0 (docs/sharding.md §16 step 7 is not ` +
+      "built), so shard 0 serves every node heartbeat, every claim and every idle hold, and at S > 1 every claim for work " +
+      "elsewhere is forwarded from it. Only the work (the jobs, their attempt heartbeats, uploads and commits, and the " +
+      "forwarded claims) spreads, by two-choice placement; the busy jobs' shards were " +
+      `${sharded.map((x) => `S = ${x.shards}: ${x.busy_job_shards.join(", ")}`).join("; ")}. ` +
+      `The worst ratio measured is ${worst}: with homes spread by jump hash the node-driven load would spread as §14 models; ` +
+      "these figures do not show that yet.",
+  );
+  out.push("");
+  out.push(
+    "Cross-shard latency: one node whose home (shard 0) holds no work. Unheld: a one-task job placed on another shard " +
+      "(one placed on shard 0 is cancelled and submitted again), and a second later the claim, timed. Held: the claim " +
+      "waits, then a one-task job is submitted, timed from the submission to the lease; a job placed on shard 0 is a local " +
+      "wake, kept apart. Submit → first claim: one-task jobs submitted to the waiting idle fleet, timed from the submission " +
+      "to an agent's lease. At S = 1 everything is one object: today's pool.",
+  );
+  out.push("");
+  out.push(
+    "| S | submit → first claim p50 / p95 ms (all; on another shard than 0) | unheld claim RTT p50 / p95 ms | held-claim wake p50 / p95 ms (other shard) | held wake, same shard | misses |",
+  );
+  out.push("|---:|---|---|---|---|---:|");
+  /** @param {AgentsLatency} l */
+  const lat = (l) => (l.samples ? `${fmt(l.p50_ms)} / ${fmt(l.p95_ms)} (n = ${l.samples})` : "—");
+  for (const run of r.runs) {
+    const c = run.cross_shard;
+    out.push(
+      `| ${run.shards} | ${lat(run.dispatch.all)}; ${run.shards === 1 ? "—" : lat(run.dispatch.other_shard)} | ${lat(c.unheld_claim)} | ` +
+        `${lat(c.held_wake)} | ${lat(c.held_wake_same_shard)} | ${c.misses} |`,
+    );
+  }
+  out.push("");
+  const bursts = sharded.filter((x) => x.placement !== null);
+  if (bursts.length) {
+    out.push(
+      "Placement burst: one-task jobs from concurrent submitters into an empty pool; the most jobs on one shard against " +
+        `${BALANCE} × N/S + 2:`,
+    );
+    out.push("");
+    out.push("| S | jobs (submitters) | per shard | max | bound | |");
+    out.push("|---:|---:|---|---:|---:|---|");
+    for (const run of bursts) {
+      const p = /** @type {Burst} */ (run.placement);
+      out.push(
+        `| ${run.shards} | ${fmt(p.jobs)} (${p.submitters}) | ${p.per_shard.join(" / ")} | ${p.max} | ${p.bound} | ${verdict(p.within)} |`,
+      );
+    }
+    out.push("");
+  }
+  const rows = TABLE_SHARDS.map((s) => shardCapacity(s, measuredFor(s)));
+  out.push(
+    `Capacity, docs/sharding.md §14's table recomputed from these per-node rates: the usable budget is ${fmt(SOFT_LIMIT)} ` +
+      `requests/s at S = 1 and S × ${fmt(SOFT_LIMIT)} / ${BALANCE} at S > 1; nodes are the budget over a node's measured ` +
+      "object requests/s (the shards' ticks, at most 2 a second each whatever the nodes do, taken out), claims/s the " +
+      "budget over the measured object requests per claim of the busy fleet. Each row uses the rates measured at the " +
+      "largest S measured not above it. It assumes the load spreads as §14 models (homes spread too), which the " +
+      "max/mean above does not yet show.",
+  );
+  out.push("");
+  out.push(
+    "| S | rates measured at S | usable requests/s | idle: req/s per node | idle nodes | busy (" +
+      `${r.task_seconds} s tasks): req/s per node | busy nodes | requests per claim | claims/s | Σ ticks req/s (≤ ${SUMMARY_CAP} in all) |`,
+  );
+  out.push("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+  for (const c of rows) {
+    out.push(
+      `| ${c.s} | ${c.measuredAt} | ${fmt(Math.round(c.usable))} | ${c.idleRate} | **${fmt(c.idleNodes)}** | ${c.busyRate} | ` +
+        `**${fmt(c.busyNodes)}** | ${c.callsPerClaim === null ? "—" : round(c.callsPerClaim, 2)} | **${fmt(c.claims)}** | ${fmt(Math.round(c.summaryTicks))} |`,
+    );
+  }
+  out.push("");
+  const at = /** @type {ReturnType<typeof shardCapacity>} */ (rows.find((c) => c.s === RECOMMENDED_SHARDS));
+  const sigmaOk = sharded.every((x) =>
+    [x.idle, x.mixed, x.busy].every(
+      (w) =>
+        w.summary !== null && w.summary.requests_per_s <= SUMMARY_CAP && w.summary.ticks_per_s <= 2 * x.shards * 1.05,
+    ),
+  );
+  const wakes = sharded.map((x) => x.cross_shard.held_wake);
+  const wakeOk = wakes.length > 0 && wakes.every((l) => l.p95_ms !== null && l.p95_ms <= WAKE_P95_MS);
+  const one = r.runs.find((x) => x.shards === 1);
+  const reference = agents?.runs.find((x) => x.hold_s === r.hold_s)?.idle.per_node_per_s;
+  out.push("Goals (issue 27, docs/sharding.md §15.4):");
+  out.push("");
+  out.push(
+    `- ${fmt(GOAL_NODES)} nodes at the recommended S = ${RECOMMENDED_SHARDS}: ${fmt(at.idleNodes)} idle, ${fmt(at.busyNodes)} busy on ` +
+      `${r.task_seconds} s tasks: ${verdict(at.idleNodes >= GOAL_NODES && at.busyNodes >= GOAL_NODES)} (rates measured at S = ${at.measuredAt}, ` +
+      "balance assumed).",
+  );
+  out.push(
+    `- ≥ ${fmt(GOAL_CLAIMS)} claims/s at S = ${RECOMMENDED_SHARDS}: ${fmt(at.claims)}: ${verdict(at.claims !== null && at.claims >= GOAL_CLAIMS)} ` +
+      "(balance assumed).",
+  );
+  out.push(
+    `- max/mean ≤ ${BALANCE} at every S > 1 measured: worst ${worst}: ${verdict(worst <= BALANCE)} (homes pinned to shard 0, above).`,
+  );
+  out.push(
+    `- Σ ≤ ${SUMMARY_CAP} requests/s with ticks ≤ 2·S + 5% in every window: ${verdict(sigmaOk)} ` +
+      `(${sharded.map((x) => `S = ${x.shards}: ticks ≤ ${Math.max(x.idle.summary?.ticks_per_s ?? 0, x.mixed.summary?.ticks_per_s ?? 0, x.busy.summary?.ticks_per_s ?? 0)}/s`).join("; ")}).`,
+  );
+  out.push(
+    `- Held-claim wake across shards p95 ≤ ${fmt(WAKE_P95_MS)} ms: ${wakes.map((l) => fmt(l.p95_ms)).join(", ")} ms: ${verdict(wakeOk)}.`,
+  );
+  if (one) {
+    const ratio = reference ? one.idle.client.per_node_per_s / reference : null;
+    out.push(
+      `- S = 1 request counts as section 7's (idle, ${r.hold_s} s hold): ${one.idle.client.per_node_per_s} requests/s per node sent ` +
+        `here against ${reference ?? "—"} there${ratio === null ? "" : ` (${round(ratio, 2)}×)`}, and the object counted ` +
+        `${one.idle.per_node_per_s} per node: ${verdict(ratio !== null && Math.abs(ratio - 1) <= 0.1 && Math.abs(one.idle.per_node_per_s / one.idle.client.per_node_per_s - 1) <= 0.1)} (within 10%).`,
+    );
+  }
+  out.push("");
+  return out;
+}
+
 function render() {
   const inObject = /** @type {InObjectResult | null} */ (readResult("in-object"));
   const http = /** @type {HttpResult | null} */ (readResult("http"));
@@ -698,6 +925,7 @@ function render() {
   const verification = /** @type {VerificationResult | null} */ (readResult("verification"));
   const migrations = /** @type {MigrationsResult | null} */ (readResult("migrations"));
   const gpuClasses = /** @type {GpuClassesResult | null} */ (readResult("gpu-classes"));
+  const shards = /** @type {ShardsResult | null} */ (readResult("shards"));
   /** @type {string[]} */
   const out = [];
   out.push("# Benchmarks");
@@ -710,7 +938,8 @@ function render() {
       "`node bench/http.mjs --auth-only && node bench/render.mjs` reruns only section 6; `npm run bench:longevity` " +
       "(about 15 minutes) reruns only section 8; `npm run bench:verification` (about 2 minutes) only section 9; " +
       "`npm run bench:migrations` (about 3 minutes) only section 10; `node bench/gpu-classes.mjs --base DIR` " +
-      "(about 20 minutes; DIR a copy of this checkout with the code before issue 26 in src/) only section 11; `npm run bench:quick` is the " +
+      "(about 20 minutes; DIR a copy of this checkout with the code before issue 26 in src/) only section 11; " +
+      "`npm run bench:shards` (about 20 minutes; `--quick` about 4) only section 13; `npm run bench:quick` is the " +
       "small version CI runs.",
   );
   out.push("");
@@ -930,6 +1159,7 @@ function render() {
   if (migrations) out.push(...migrationsSection(migrations));
   if (inObject?.replicas) out.push(...replicasSection(inObject));
   if (gpuClasses) out.push(...gpuClassesSection(gpuClasses));
+  if (shards) out.push(...shardsSection(shards, agents));
 
   out.push("## Changes made for these numbers");
   out.push("");
