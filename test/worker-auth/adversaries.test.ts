@@ -4,14 +4,9 @@
 // credential can read and send, and the pool's answer.
 
 import { runInDurableObject } from "cloudflare:test";
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { claim as claimInPool, type WireLease } from "../../src/pool/leases";
-import { seen } from "../../src/pool/nodes";
-import { passportOf, upsertPassport } from "../../src/pool/passports";
+import type { WireLease } from "../../src/pool/leases";
 import type { Lease } from "../../src/protocol/tasks";
-import { readSettings } from "../../src/rules/settings";
-import { mintShardHex } from "../../src/rules/shard-ids";
 import { TRUST_AFTER_VALID } from "../../src/rules/verification";
 import {
   delivered,
@@ -20,13 +15,12 @@ import {
   jobStub,
   json,
   sha256,
-  shardOfJob,
-  shardsOf,
   storedObjects,
   stub,
   trialsJob,
 } from "../worker/helpers";
 import { violations } from "../worker/invariants";
+import { claimWithDraw as claimDrawn } from "./draws";
 import { call, claim, register, submitJob, upload } from "./nodes";
 
 type Task = { task_id: string; state: string; attempts: number; max_attempts: number; node_id: string | null };
@@ -74,45 +68,10 @@ function trust(pool: string, nodeId: string, consecutive = TRUST_AFTER_VALID) {
   });
 }
 
-/**
- * A claim in the pool with the spot check's draw fixed: below the rate is a check, above it none.
- * It runs in the shard of `job` (the one its id names), as a claim forwarded there does: the
- * node's passport copied from its home (shard 0) first, a lease id that names the shard, and the
- * home told of the lease. At one shard, the pool's own claim transaction.
- */
+/** A claim in the pool with the spot check's draw fixed (below the rate a check, above it none): its lease. */
 async function claimWithDraw(pool: string, job: string, nodeId: string, draw: number): Promise<Lease> {
-  const read = readSettings(env);
-  if (!read.ok) throw new Error(read.detail);
-  const { owners, tenantWeights, retryElsewhereMs, membership } = read.settings;
-  const k = shardOfJob(pool, job);
-  const mint = () => mintShardHex(pool, k, crypto.randomUUID().replaceAll("-", "").slice(0, 8));
-  const passport =
-    k === 0 ? null : await runInDurableObject(stub(pool), (_o, state) => passportOf(state.storage.sql, nodeId, owners));
-  const r = await runInDurableObject(jobStub(pool, job), (_o, state) =>
-    state.storage.transactionSync(() => {
-      const now = Date.now();
-      if (passport) upsertPassport(state.storage.sql, passport, now);
-      return claimInPool(
-        state.storage.sql,
-        now,
-        nodeId,
-        null,
-        tenantWeights,
-        () => draw,
-        retryElsewhereMs,
-        owners,
-        membership,
-        shardsOf(pool) > 1 ? { mint } : {},
-      );
-    }),
-  );
+  const r = await claimDrawn(pool, job, nodeId, draw);
   if (!r.ok) throw new Error(`${nodeId} got no lease: ${r.reason}`);
-  if (k !== 0) {
-    const deadline = Date.parse(r.lease.deadline);
-    await runInDurableObject(stub(pool), (_o, state) =>
-      state.storage.transactionSync(() => seen(state.storage.sql, Date.now(), nodeId, deadline)),
-    );
-  }
   return r.lease as WireLease as unknown as Lease;
 }
 

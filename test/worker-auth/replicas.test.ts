@@ -6,17 +6,12 @@
 // adversaries.test.ts.
 
 import { runInDurableObject } from "cloudflare:test";
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { type ClaimResult, claim as claimInPool } from "../../src/pool/leases";
-import { seen } from "../../src/pool/nodes";
-import { passportOf, upsertPassport } from "../../src/pool/passports";
 import type { Lease } from "../../src/protocol/tasks";
-import { readSettings } from "../../src/rules/settings";
-import { mintShardHex } from "../../src/rules/shard-ids";
 import { TRUST_AFTER_VALID } from "../../src/rules/verification";
-import { delivered, freshPool, jobStub, json, sha256, shardOfJob, shardsOf, stub, trialsJob } from "../worker/helpers";
+import { delivered, freshPool, jobStub, json, sha256, stub, trialsJob } from "../worker/helpers";
 import { violations } from "../worker/invariants";
+import { claimWithDraw } from "./draws";
 import { call, claim, register, submitJob, upload } from "./nodes";
 
 type Task = { task_id: string; state: string; attempts: number; max_attempts: number; node_id: string | null };
@@ -84,46 +79,6 @@ async function records(pool: string): Promise<Record<string, NodeRecord>> {
   await delivered(pool);
   const nodes = await json<NodeRecord[]>(await call(pool, "GET", "/nodes"));
   return Object.fromEntries(nodes.map((n) => [n.node_id, n]));
-}
-
-/**
- * The pool's claim transaction run by hand with the spot check's draw fixed, in the shard of `job`
- * (the one its id names), as a claim forwarded there runs it: the node's passport copied from its
- * home (shard 0) first, a lease id that names the shard, and the home told of the lease.
- */
-async function claimWithDraw(pool: string, job: string, nodeId: string, draw: number): Promise<ClaimResult> {
-  const read = readSettings(env);
-  if (!read.ok) throw new Error(read.detail);
-  const { owners, tenantWeights, retryElsewhereMs, membership } = read.settings;
-  const k = shardOfJob(pool, job);
-  const mint = () => mintShardHex(pool, k, crypto.randomUUID().replaceAll("-", "").slice(0, 8));
-  const passport =
-    k === 0 ? null : await runInDurableObject(stub(pool), (_o, state) => passportOf(state.storage.sql, nodeId, owners));
-  const r = await runInDurableObject(jobStub(pool, job), (_o, state) =>
-    state.storage.transactionSync(() => {
-      const now = Date.now();
-      if (passport) upsertPassport(state.storage.sql, passport, now);
-      return claimInPool(
-        state.storage.sql,
-        now,
-        nodeId,
-        null,
-        tenantWeights,
-        () => draw,
-        retryElsewhereMs,
-        owners,
-        membership,
-        shardsOf(pool) > 1 ? { mint } : {},
-      );
-    }),
-  );
-  if (r.ok && k !== 0) {
-    const deadline = Date.parse(r.lease.deadline);
-    await runInDurableObject(stub(pool), (_o, state) =>
-      state.storage.transactionSync(() => seen(state.storage.sql, Date.now(), nodeId, deadline)),
-    );
-  }
-  return r;
 }
 
 /** Gives a node a record of verified results long enough to run tasks alone. */
