@@ -4,7 +4,7 @@
 // moved by shifting a node's stored times into the past, as if its last
 // request had been that long ago.
 
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { migrate } from "../../src/pool/schema";
