@@ -413,6 +413,8 @@ type Lifecycle =
   | "layout"
   | "emptiness"
   | "claimForwarded"
+  | "releaseForwarded"
+  | "cutOffHere"
   | "deliver"
   | "summaryChanged";
 
@@ -424,6 +426,8 @@ const NodeSession = sessionClass<PoolObject, Lifecycle>(PoolObject.prototype, [
   "layout",
   "emptiness",
   "claimForwarded",
+  "releaseForwarded",
+  "cutOffHere",
   "deliver",
   "summaryChanged",
 ]);

@@ -479,14 +479,16 @@ describe("shard-to-shard calls are out of every caller's reach", () => {
     }) as Record<string, string>;
     expect(Object.keys(sources).length).toBeGreaterThan(10);
     for (const [file, text] of Object.entries(sources)) {
-      expect(text, file).not.toMatch(/claimForwarded|\.deliver\(/);
+      expect(text, file).not.toMatch(/claimForwarded|releaseForwarded|cutOffHere|\.deliver\(/);
     }
   });
 
-  it("an enrolled node's session offers neither", async () => {
+  it("an enrolled node's session offers none of the shard-to-shard calls", async () => {
     const session = shard(freshPool(), 0).session({ nodeId: "n1", tokenSha256: "0".repeat(64) }) as unknown as {
       claimForwarded(ticket: unknown): Promise<unknown>;
       deliver(from: number, batch: unknown[]): Promise<unknown>;
+      releaseForwarded(nodeId: string): Promise<unknown>;
+      cutOffHere(nodeId: string, why: string): Promise<unknown>;
     };
     const refusal = (p: Promise<unknown>) =>
       p.then(
@@ -495,5 +497,8 @@ describe("shard-to-shard calls are out of every caller's reach", () => {
       );
     expect(await refusal(session.claimForwarded({}))).toMatch(/does not implement/);
     expect(await refusal(session.deliver(1, []))).toMatch(/does not implement/);
+    // Nor the calls by which a home releases a claim held elsewhere or cuts a revoked machine off everywhere.
+    expect(await refusal(session.releaseForwarded("n2"))).toMatch(/does not implement/);
+    expect(await refusal(session.cutOffHere("n2", "forged"))).toMatch(/does not implement/);
   });
 });
