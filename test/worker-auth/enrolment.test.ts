@@ -588,6 +588,8 @@ describe("an enrolled node's session", () => {
         "layout",
         "emptiness",
         "claimForwarded",
+        "releaseForwarded",
+        "cutOffHere",
         "deliver",
         "summaryChanged",
       ].includes(name),
