@@ -51,7 +51,7 @@ export async function claimAcrossShards(
   local: LocalClaim,
 ): Promise<ClaimResult> {
   if (jobId !== null) {
-    const k = shardOfId(pool.poolName, jobId, "", pool.shards).shard;
+    const k = jobElsewhere(pool, jobId) ?? pool.shard;
     const there = k === pool.shard ? await local() : await forwardAdmitted(pool, k, nodeId, jobId);
     // An id from the pool's one-shard days names a shard by chance and lives in shard 0 (src/pool/legacy-ids.ts).
     if (there.ok || there.reason !== "job_closed" || k === 0 || !hadOneShard(pool.sql)) return there;

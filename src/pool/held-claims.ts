@@ -44,7 +44,7 @@ export async function claimOrHold(
   const result = pool.shards === 1 ? await local() : await claimAcrossShards(pool, nodeId, jobId, local);
   if (result.ok || !worthWaiting(result) || waitMs <= 0) return result;
   // A claim for a job of another shard waits there, where the job's work and its close are.
-  const elsewhere = jobId === null || pool.shards === 1 ? null : jobElsewhere(pool, jobId);
+  const elsewhere = jobId === null ? null : jobElsewhere(pool, jobId);
   if (elsewhere === null) return pool.held.hold(nodeId, jobId, Date.now(), waitMs);
   return pool.held.holdForwarded(nodeId, jobId, Date.now(), waitMs, elsewhere, () =>
     holdElsewhere(pool, elsewhere, nodeId, jobId!, waitMs),
@@ -57,7 +57,7 @@ function claimFor(pool: Pool, now: number, nodeId: string, jobId: string | null,
   return claim(pool.sql, now, nodeId, jobId, tenantWeights, Math.random, retryElsewhereMs, owners, membership, {
     mint: pool.mintHex,
     floor,
-    idleElsewhere: pool.shards === 1 ? 0 : pool.summary.idleElsewhere(now),
+    idleElsewhere: pool.summary.idleElsewhere(now), // 0 at one shard: its copy is empty
   });
 }
 
@@ -166,7 +166,7 @@ export class HeldClaims {
 
   /** Holds a claim from `now` for `waitMs`; its timer answers nothing when the hold ends. */
   hold(nodeId: string, jobId: string | null, now: number, waitMs: number): Promise<ClaimResult> {
-    return new Promise((resolve) => this.list.push(this.held(nodeId, jobId, now, waitMs, resolve)));
+    return new Promise((resolve) => this.list.push(this.newHeld(nodeId, jobId, now, waitMs, resolve)));
   }
 
   /**
@@ -182,13 +182,13 @@ export class HeldClaims {
     start: () => Promise<ClaimResult>,
   ): Promise<ClaimResult> {
     return new Promise((resolve) => {
-      const held = this.held(nodeId, jobId, now, waitMs, resolve);
+      const held = this.newHeld(nodeId, jobId, now, waitMs, resolve);
       this.list.push(held);
       this.forward(held, start(), k);
     });
   }
 
-  private held(
+  private newHeld(
     nodeId: string,
     jobId: string | null,
     now: number,
