@@ -18,6 +18,7 @@ import { type ClaimResult, claim, findLease } from "./leases";
 import type { Passport, PassportVersion } from "./passports";
 import { heldPassportVersion, upsertPassport } from "./passports";
 import type { Pool } from "./pool";
+import type { Turn } from "./scheduling";
 
 /**
  * A home's forward of one claim: its id (16 random hex, docs/sharding.md §5.1),
@@ -33,6 +34,8 @@ export type ClaimTicket = {
   jobId: string | null;
   notAfter: number;
   holdMs?: number;
+  /** The tenant the home judged furthest behind here by the pool-wide passes (docs/sharding.md §7.2). */
+  turn?: Turn;
 };
 
 /**
@@ -52,6 +55,7 @@ export async function claimForwarded(pool: Pool, ticket: ClaimTicket): Promise<F
       claim(sql, now, nodeId, jobId, tenantWeights, Math.random, retryElsewhereMs, owners, membership, {
         claimId,
         mint: pool.mintHex,
+        turn: ticket.turn,
         idleElsewhere: pool.summary.idleElsewhere(now),
       }),
     );

@@ -15,12 +15,13 @@ import { shardStub } from "./address";
 import { pendingHere } from "./digest";
 import { refresh } from "./exchange";
 import { type ClaimTicket, type ForwardedClaimResult, NOT_AFTER_SLACK_MS } from "./forwarded-claims";
+import type { Refusals } from "./held-claims";
 import { admit, type ClaimResult } from "./leases";
 import { hadOneShard } from "./legacy-ids";
 import { claimant, seen, storedNodeView } from "./nodes";
 import { passportOf } from "./passports";
 import type { Pool } from "./pool";
-import { classGate } from "./scheduling";
+import { classGate, type Turn } from "./scheduling";
 
 /** At most this many shards are asked per claim (§5.1). */
 export const MAX_FORWARDS = 2;
@@ -35,20 +36,25 @@ export const MIN_FORWARD_MS = 500;
 
 const NOTHING: ClaimResult = { ok: false, reason: "nothing" };
 
-/** The home's own claim transaction, floored at a priority (§7.1): no local work below it. */
-export type LocalClaim = (floor?: number) => Promise<ClaimResult>;
+/**
+ * The home's own claim transaction, floored at a priority (§7.1): no local
+ * work below it; and serving first the tenant whose turn it is pool-wide (§7.2).
+ */
+export type LocalClaim = (floor?: number, turn?: Turn) => Promise<ClaimResult>;
 
 /**
  * One claim at the node's home: served here when this shard's work is at
  * least as good as any other shard's offer, else forwarded to the shard
  * the summary picks (at most MAX_FORWARDS), else whatever is left here.
- * A claim restricted to a job goes where the job lives.
+ * A claim restricted to a job goes where the job lives. `refused` gets the
+ * shards a forward found nothing at, with their digest versions then.
  */
 export async function claimAcrossShards(
   pool: Pool,
   nodeId: string,
   jobId: string | null,
   local: LocalClaim,
+  refused: Refusals = new Map(),
 ): Promise<ClaimResult> {
   if (jobId !== null) {
     const k = jobElsewhere(pool, jobId) ?? pool.shard;
@@ -68,15 +74,20 @@ export async function claimAcrossShards(
     const choice = chooseShard(offers, pool.shard, here, tried, Math.random);
     if (choice.kind === "none") break;
     if (choice.kind === "local") {
-      const result = await local(here!.priority);
+      const result = await local(here!.priority, turnOf(here!));
       if (result.ok || result.reason !== "nothing") return result;
       here = null;
       continue;
     }
     forwards++;
-    const result = await forward(pool, choice.shard, nodeId, null, Date.now() + UNHELD_NOT_AFTER_MS);
+    const offered = offers.find((o) => o.shard === choice.shard)!;
+    const version = pool.summary.version(choice.shard);
+    const result = await forward(pool, choice.shard, nodeId, null, Date.now() + UNHELD_NOT_AFTER_MS, {
+      turn: turnOf(offered),
+    });
     if (result.ok) return result;
     tried.add(choice.shard);
+    refused.set(choice.shard, version);
   }
   // Nothing elsewhere after all: anything here.
   return local();
@@ -98,7 +109,7 @@ export function jobElsewhere(pool: Pool, jobId: string): number | null {
  * job's close.
  */
 export function holdElsewhere(pool: Pool, k: number, nodeId: string, jobId: string, holdMs: number) {
-  return forward(pool, k, nodeId, jobId, Date.now() + holdMs + NOT_AFTER_SLACK_MS, holdMs);
+  return forward(pool, k, nodeId, jobId, Date.now() + holdMs + NOT_AFTER_SLACK_MS, { holdMs });
 }
 
 /** Answers a claim of `nodeId` held at shard k with nothing, now: the node claimed again. */
@@ -118,25 +129,33 @@ async function forwardAdmitted(pool: Pool, k: number, nodeId: string, jobId: str
 }
 
 /**
- * Gives the held claims, oldest first, a forward to a shard whose newly
+ * Gives the held claims, oldest first, a forward to a shard whose
  * advertised work their node may take: at most as many per shard as it
- * offers, so a burst of held claims does not descend on one task (§6.3). A
- * claim is answered by its forward's lease, or stays held.
+ * offers, so a burst of held claims does not descend on one task, and not
+ * to a shard that had nothing for the claim at the digest version the copy
+ * still holds (§6.3). A claim is answered by its forward's lease, or stays held.
+ * After a change to a node (`changed`: its id, or null for every node) its
+ * claims' refusals are forgotten: a shard may have refused the node as it was.
  */
-export function forwardHeld(pool: Pool): void {
+export function forwardHeld(pool: Pool, changed?: string | null): void {
   const now = Date.now();
   const budget = new Map<number, number>();
   for (const held of pool.held.waiting()) {
+    if (changed === null || changed === held.nodeId) held.refused.clear();
     if (held.jobId !== null || held.endsAt - now < MIN_FORWARD_MS) continue;
     const node = gateOf(pool, held.nodeId);
     if (node === null) continue;
-    const offers = offersFor(pool, node).filter((o) => (budget.get(o.shard) ?? o.eligible) > 0);
+    const offers = offersFor(pool, node).filter(
+      (o) => (budget.get(o.shard) ?? o.eligible) > 0 && held.refused.get(o.shard) !== pool.summary.version(o.shard),
+    );
     const choice = chooseShard(offers, pool.shard, null, new Set(), Math.random);
     if (choice.kind !== "forward") continue;
     const offered = offers.find((o) => o.shard === choice.shard)!;
     budget.set(choice.shard, (budget.get(choice.shard) ?? offered.eligible) - 1);
-    const forwarding = forward(pool, choice.shard, held.nodeId, null, held.endsAt + NOT_AFTER_SLACK_MS);
-    pool.held.forward(held, forwarding, choice.shard);
+    const forwarding = forward(pool, choice.shard, held.nodeId, null, held.endsAt + NOT_AFTER_SLACK_MS, {
+      turn: turnOf(offered),
+    });
+    pool.held.forward(held, forwarding, choice.shard, pool.summary.version(choice.shard));
   }
 }
 
@@ -174,6 +193,10 @@ function localOffer(pool: Pool, accepts: (requirement: string) => boolean): Offe
   return offers[0] ?? null;
 }
 
+/** The turn an offer names: its tenant at its priority. */
+const turnOf = (offer: Offer): Turn | undefined =>
+  offer.tenant === undefined ? undefined : { priority: offer.priority, tenant: offer.tenant };
+
 const passOf = (pool: Pool) => (priority: number, tenant: string) => pool.summary.pass(priority, tenant);
 const servedOf = (pool: Pool) => (shard: number, priority: number, tenant: string) =>
   pool.summary.served(shard, priority, tenant);
@@ -192,11 +215,18 @@ async function forward(
   nodeId: string,
   jobId: string | null,
   notAfter: number,
-  holdMs?: number,
+  { holdMs, turn }: { holdMs?: number; turn?: Turn } = {},
 ): Promise<ClaimResult> {
   const passport = passportOf(pool.sql, nodeId, pool.settings.owners);
   if (passport === null) return { ok: false, reason: "unregistered" };
-  const ticket: ClaimTicket = { claimId: claimId(), passport, jobId, notAfter, ...(holdMs ? { holdMs } : {}) };
+  const ticket: ClaimTicket = {
+    claimId: claimId(),
+    passport,
+    jobId,
+    notAfter,
+    ...(holdMs ? { holdMs } : {}),
+    ...(turn ? { turn } : {}),
+  };
   const stub = shardStub(pool.env, pool.settings.poolLocations, pool.poolName, k);
   let result: ForwardedClaimResult;
   try {

@@ -9,10 +9,11 @@
 // (src/routes/leases.ts), so no lease goes to a caller that already read 204.
 
 import { shardStub } from "./address";
-import { claimAcrossShards, holdElsewhere, jobElsewhere, releaseElsewhere } from "./forwarding";
+import { claimAcrossShards, holdElsewhere, jobElsewhere, type LocalClaim, releaseElsewhere } from "./forwarding";
 import { poolTaskCounts } from "./jobs";
 import { type ClaimResult, claim, endLeasesOf } from "./leases";
 import type { Pool } from "./pool";
+import type { Turn } from "./scheduling";
 
 // -- the object's side: claiming, holding, waking, ending ------------------
 
@@ -40,23 +41,25 @@ export async function claimOrHold(
   if (forwarded !== null) void releaseElsewhere(pool, forwarded.shard, nodeId);
   const taken = forwarded === null ? null : await forwarded.forwarding;
   if (taken?.ok) return taken;
-  const local = (floor?: number) => pool.change((now) => claimFor(pool, now, nodeId, jobId, floor));
-  const result = pool.shards === 1 ? await local() : await claimAcrossShards(pool, nodeId, jobId, local);
+  const local: LocalClaim = (floor, turn) => pool.change((now) => claimFor(pool, now, nodeId, jobId, floor, turn));
+  const refused: Refusals = new Map();
+  const result = pool.shards === 1 ? await local() : await claimAcrossShards(pool, nodeId, jobId, local, refused);
   if (result.ok || !worthWaiting(result) || waitMs <= 0) return result;
   // A claim for a job of another shard waits there, where the job's work and its close are.
   const elsewhere = jobId === null ? null : jobElsewhere(pool, jobId);
-  if (elsewhere === null) return pool.held.hold(nodeId, jobId, Date.now(), waitMs);
+  if (elsewhere === null) return pool.held.hold(nodeId, jobId, Date.now(), waitMs, refused);
   return pool.held.holdForwarded(nodeId, jobId, Date.now(), waitMs, elsewhere, () =>
     holdElsewhere(pool, elsewhere, nodeId, jobId!, waitMs),
   );
 }
 
-/** One claim transaction's body, with the settings the gate and the scheduler read; `floor` as claim's. */
-function claimFor(pool: Pool, now: number, nodeId: string, jobId: string | null, floor?: number): ClaimResult {
+/** One claim transaction's body, with the settings the gate and the scheduler read; `floor` and `turn` as claim's. */
+function claimFor(pool: Pool, now: number, nodeId: string, jobId: string | null, floor?: number, turn?: Turn) {
   const { tenantWeights, retryElsewhereMs, owners, membership } = pool.settings;
   return claim(pool.sql, now, nodeId, jobId, tenantWeights, Math.random, retryElsewhereMs, owners, membership, {
     mint: pool.mintHex,
     floor,
+    turn,
     idleElsewhere: pool.summary.idleElsewhere(now), // 0 at one shard: its copy is empty
   });
 }
@@ -140,7 +143,16 @@ export type HeldClaim = {
   forwardedTo: number | null;
   /** The hold ended while a forward was in flight: its answer, lease or nothing, ends the claim. */
   ended: boolean;
+  /** The shards that had nothing for it, each at the digest version the home's copy held then. */
+  readonly refused: Refusals;
 };
+
+/**
+ * Shard → the version of its digest at which a forward there found nothing
+ * (docs/sharding.md §6.3's `tried` marks): not asked again until its version
+ * moves, since work that came back (a requeue) can leave its counts as they were.
+ */
+export type Refusals = Map<number, number>;
 
 /** Claims answered by one try, to be taken off the list and answered once the change is durable. */
 export type Answered = Array<[HeldClaim, ClaimResult]>;
@@ -165,8 +177,8 @@ export class HeldClaims {
   }
 
   /** Holds a claim from `now` for `waitMs`; its timer answers nothing when the hold ends. */
-  hold(nodeId: string, jobId: string | null, now: number, waitMs: number): Promise<ClaimResult> {
-    return new Promise((resolve) => this.list.push(this.newHeld(nodeId, jobId, now, waitMs, resolve)));
+  hold(nodeId: string, jobId: string | null, now: number, waitMs: number, refused?: Refusals): Promise<ClaimResult> {
+    return new Promise((resolve) => this.list.push(this.newHeld(nodeId, jobId, now, waitMs, resolve, refused)));
   }
 
   /**
@@ -184,7 +196,7 @@ export class HeldClaims {
     return new Promise((resolve) => {
       const held = this.newHeld(nodeId, jobId, now, waitMs, resolve);
       this.list.push(held);
-      this.forward(held, start(), k);
+      this.forward(held, start(), k, null);
     });
   }
 
@@ -194,6 +206,7 @@ export class HeldClaims {
     now: number,
     waitMs: number,
     resolve: (result: ClaimResult) => void,
+    refused: Refusals = new Map(),
   ): HeldClaim {
     const held: HeldClaim = {
       nodeId,
@@ -204,6 +217,7 @@ export class HeldClaims {
       forwarding: null,
       forwardedTo: null,
       ended: false,
+      refused,
     };
     return held;
   }
@@ -240,15 +254,17 @@ export class HeldClaims {
    * with its result when that is a lease or a refusal waiting cannot mend
    * (its job closed), or when the hold ended meanwhile. A claim answered in
    * the meantime (its node claimed again) is left alone: the forward's
-   * result went to the claim that took it over.
+   * result went to the claim that took it over. One that stays held marks
+   * k refused at `version`, the digest version the forward was chosen by.
    */
-  forward(held: HeldClaim, forwarding: Promise<ClaimResult>, k: number): void {
+  forward(held: HeldClaim, forwarding: Promise<ClaimResult>, k: number, version: number | null): void {
     held.forwarding = forwarding;
     held.forwardedTo = k;
-    void forwarding.then(
-      (result) => this.settle(held, result),
-      () => this.settle(held, NOTHING),
-    );
+    const settle = (result: ClaimResult) => {
+      if (!result.ok && version !== null) held.refused.set(k, version);
+      this.settle(held, result);
+    };
+    void forwarding.then(settle, () => settle(NOTHING));
   }
 
   private settle(held: HeldClaim, result: ClaimResult): void {

@@ -18,7 +18,7 @@ import { findLease, type Joined, leaseRecord, newLeaseId, type WireLease } from 
 import { isAccepting, isHeldBack } from "./node-states";
 import { type ClaimantRow, claimant, seen, storedNodeView } from "./nodes";
 import { nodeOutcome, renewedHere } from "./outcomes";
-import { DEFAULT_RETRY_ELSEWHERE_MS, pickTask, useTurn } from "./scheduling";
+import { DEFAULT_RETRY_ELSEWHERE_MS, pickTask, type Turn, useTurn } from "./scheduling";
 import type { TaskRow } from "./tasks";
 
 import { commitKey, nextReplica, recordReplica } from "./verification";
@@ -53,7 +53,13 @@ export type NodeOwners = ReadonlyMap<string, string>;
 const NO_OWNERS: NodeOwners = new Map();
 
 /** What a claim in a pool of shards adds (docs/sharding.md §5.1, §7.1); nothing at one shard. */
-export type ShardedClaim = { claimId?: string; mint?: () => string; floor?: number; idleElsewhere?: number };
+export type ShardedClaim = {
+  claimId?: string;
+  mint?: () => string;
+  floor?: number;
+  turn?: Turn;
+  idleElsewhere?: number;
+};
 
 export type RenewResult = { ok: true; lease: WireLease } | { ok: false; reason: "gone" | "not_holder" };
 export type FailResult = { ok: true } | { ok: false; reason: "gone" | "not_holder" };
@@ -72,7 +78,8 @@ export type FailResult = { ok: true } | { ok: false; reason: "gone" | "not_holde
  * passport is here (`claimant`). In a pool of shards (`sharded`), a
  * forwarded claim names itself (`claimId`, docs/sharding.md §13.1),
  * recorded on its lease; `mint` draws lease ids that name this shard; and
- * `floor` leaves work below a priority another shard offers higher (§7.1).
+ * `floor` leaves work below a priority another shard offers higher (§7.1);
+ * `turn` is the tenant the pool-wide passes say goes first (§7.2).
  */
 export function claim(
   sql: SqlStorage,
@@ -93,7 +100,7 @@ export function claim(
   const owner = node.owner;
   const view = storedNodeView(node.registration, membership, node.assigned_pools);
   const claimant = { nodeId, owner, view, membership, idleElsewhere: sharded.idleElsewhere };
-  const best = pickTask(sql, now, claimant, jobId, retryElsewhereMs, sharded.floor);
+  const best = pickTask(sql, now, claimant, jobId, retryElsewhereMs, sharded.floor, sharded.turn);
   if (best === undefined)
     return { ok: false, reason: jobId !== null && !jobOpen(sql, jobId) ? "job_closed" : "nothing" };
 

@@ -169,8 +169,9 @@ export class Pool {
     await arm(this);
     for (const [held, answer] of woken) held.resolve(answer);
     // A change to a node (a release, an assignment) may let its held claim take work on another shard too.
+    // What another shard refused its claim for may be what changed: its refusals are forgotten.
     if ((options.wakesClaims || options.wakesNode !== undefined) && this.held.size > 0 && this.shards > 1)
-      forwardHeld(this);
+      forwardHeld(this, options.wakesClaims ? null : options.wakesNode);
     // Outbox rows the change wrote for other shards leave now (src/pool/outbox.ts); none at one shard.
     await sendWritten(this, () => arm(this));
     return result;

@@ -64,6 +64,15 @@ const jobsAtSql = (page: string) => `SELECT job_id, fresh, replicating, ${HEAD_C
         WHERE c.job_id = q.job_id AND c.pending > 0 AND +c.class_id IN (SELECT value FROM json_each(?2)))
     ORDER BY s.pass, s.turn, s.tenant, s.rowid, q.pass, q.turn, q.rowid ${page})`;
 
+/** The same for one tenant ?5 only: its jobs at priority ?1 by pass, a page after the first ?6. */
+const tenantJobsSql = `SELECT job_id, fresh, replicating, ${HEAD_CHECKS}
+  FROM (SELECT q.job_id, ${freshOf("q.job_id")} AS fresh, ${replicatingOf("q.job_id")} AS replicating
+    FROM job_queues q
+    WHERE q.priority = ?1 AND q.tenant = ?5 AND q.pending > 0
+      AND EXISTS (SELECT 1 FROM queue_classes c
+        WHERE c.job_id = q.job_id AND c.pending > 0 AND +c.class_id IN (SELECT value FROM json_each(?2)))
+    ORDER BY q.pass, q.turn, q.rowid LIMIT ${PAGE} OFFSET ?6)`;
+
 /** A page of a job's pending tasks of one class after a task, fresh (0) or replicating (1), in queue order. */
 const tasksSql = (replicating: 0 | 1, before: string) => `SELECT seq FROM tasks
     WHERE state = 'PENDING' AND replicating = ${replicating} AND job_id = ? AND class_id = ? AND seq > ?${before}
@@ -86,6 +95,11 @@ export const POLICY_SQL = {
   firstJob: jobsAtSql("LIMIT 1"),
   /** A page of the jobs after the first ?5 (by offset: only a head looked at closer gets here). */
   jobs: jobsAtSql(`LIMIT ${PAGE} OFFSET ?5`),
+  /**
+   * A page of one tenant's (?5) jobs at a priority, after the first ?6: the
+   * tenant whose turn it is by the pool-wide passes, in a pool of shards.
+   */
+  tenantJobs: tenantJobsSql,
   /** One job's heads (?1), for a claim restricted to that job. */
   head: `SELECT fresh, replicating, ${HEAD_CHECKS}
     FROM (SELECT ${freshOf("?1")} AS fresh, ${replicatingOf("?1")} AS replicating)`,
@@ -164,6 +178,14 @@ export type Claimant = {
 /** docs/protocol.md §13 rule 4's window when none is given: FLASHML_RETRY_ELSEWHERE_SECONDS's default. */
 export const DEFAULT_RETRY_ELSEWHERE_MS = DEFAULT_RETRY_ELSEWHERE_SECONDS * 1000;
 
+/**
+ * Whose turn it is at a priority by the pool-wide passes (docs/sharding.md
+ * §7.2), as the home that chose this shard judged: a shard's own passes
+ * count only its own grants, so in a pool of shards the claim serves that
+ * tenant first at that priority, then the shard's own order.
+ */
+export type Turn = { priority: number; tenant: string };
+
 type Heads = { fresh: number | null; replicating: number | null; fresh_failed: number; replicating_passed: number };
 type JobRow = Heads & { job_id: string };
 
@@ -179,7 +201,8 @@ type JobRow = Heads & { job_id: string };
  * queue's depth, nor by how many replicating tasks the node's owner already
  * ran (their counts pass over them). Most claims end at that job's heads; a
  * head the node failed, or a replicating head its owner ran, is looked at
- * closer (`jobHead`). `jobId` restricts the claim to one job.
+ * closer (`jobHead`). `jobId` restricts the claim to one job; `floor` and
+ * `turn` are a pool of shards' (docs/sharding.md §7.1, §7.2).
  */
 export function pickTask(
   sql: SqlStorage,
@@ -188,6 +211,7 @@ export function pickTask(
   jobId: string | null,
   retryElsewhereMs = DEFAULT_RETRY_ELSEWHERE_MS,
   floor = Number.NEGATIVE_INFINITY,
+  turn?: Turn,
 ): number | undefined {
   const accepted = new Map<number, string>();
   for (const c of sql.exec<{ class_id: number; requirement: string }>(POLICY_SQL.pendingClasses).toArray()) {
@@ -206,6 +230,11 @@ export function pickTask(
     return headOrCloser(jobId, sql.exec<Heads>(POLICY_SQL.head, jobId, classes, node.nodeId, node.owner).one());
   const below = (bound: number) => sql.exec<{ p: number | null }>(POLICY_SQL.level, classes, bound).one().p;
   for (let level = below(MAX_PRIORITY + 1); level !== null && level >= floor; level = below(level)) {
+    if (turn?.priority === level)
+      for (const job of tenantJobsAt(sql, level, turn.tenant, classes, node)) {
+        const seq = headOrCloser(job.job_id, job);
+        if (seq !== undefined) return seq;
+      }
     for (const job of jobsAt(sql, level, classes, node)) {
       const seq = headOrCloser(job.job_id, job);
       if (seq !== undefined) return seq;
@@ -221,6 +250,17 @@ function* jobsAt(sql: SqlStorage, level: number, classes: string, node: Claimant
   if (first.length === 0) return;
   for (let offset = 1; ; offset += PAGE) {
     const page = sql.exec<JobRow>(POLICY_SQL.jobs, level, classes, node.nodeId, node.owner, offset).toArray();
+    yield* page;
+    if (page.length < PAGE) return;
+  }
+}
+
+/** One tenant's jobs at `level` holding work of `classes`, in its jobs' claim order, a page at a time. */
+function* tenantJobsAt(sql: SqlStorage, level: number, tenant: string, classes: string, node: Claimant) {
+  for (let offset = 0; ; offset += PAGE) {
+    const page = sql
+      .exec<JobRow>(POLICY_SQL.tenantJobs, level, classes, node.nodeId, node.owner, tenant, offset)
+      .toArray();
     yield* page;
     if (page.length < PAGE) return;
   }

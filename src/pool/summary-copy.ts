@@ -39,10 +39,15 @@ export class SummaryCopy {
    * so a reply confirms every shard the copy holds, changed or not: an
    * entry's age is the age of the last reply. Answers whether the reply
    * brought new remote work (a class newly pending at some shard, or more
-   * pending there at some priority), and tells the listeners so.
+   * pending there at some priority), and tells the listeners so, and when
+   * a shard's digest moved to a new version: work that came back there (a
+   * task requeued) may leave its counts as they were, and a held claim
+   * that shard had nothing for may ask again.
    */
   apply(reply: ExchangeReply, now: number): { newWork: boolean } {
     const before = this.pendingAt(now);
+    const versions = new Map([...this.shards].map(([k, copy]) => [k, copy.version]));
+    let moved = false;
     if (reply.fullCopy) {
       this.shards = new Map();
       this.passes = new Map();
@@ -50,6 +55,7 @@ export class SummaryCopy {
     for (const entry of reply.entries) {
       const shard = this.shardOf(entry.shard);
       if (entry.kind === "shard") {
+        moved ||= (versions.get(entry.shard) ?? 0) !== entry.version;
         shard.version = entry.version;
         shard.held = entry.held;
         shard.load = entry.load;
@@ -74,7 +80,7 @@ export class SummaryCopy {
 
     let newWork = false;
     for (const [id, n] of this.pendingAt(now)) if (n > (before.get(id) ?? 0)) newWork = true;
-    if (newWork) for (const listener of this.listeners) listener();
+    if (newWork || moved) for (const listener of this.listeners) listener();
     return { newWork };
   }
 
@@ -167,7 +173,8 @@ export class SummaryCopy {
 
   /**
    * Calls `listener` after every reply that brought new remote work (as
-   * `apply` answers): held claims retry on it. Returns the unsubscribe.
+   * `apply` answers) or moved a shard's digest version: held claims retry
+   * on it. Returns the unsubscribe.
    */
   onChange(listener: () => void): () => void {
     this.listeners.add(listener);

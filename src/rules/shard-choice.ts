@@ -18,6 +18,8 @@ import type { ClassLevel } from "./summary";
 export type Offer = {
   shard: number;
   priority: number;
+  /** The tenant furthest behind there (none when the copy names no tenant): the claim sent there serves it first. */
+  tenant?: string;
   tenantPass: number;
   weight: number;
   eligible: number;
@@ -59,22 +61,31 @@ export function shardOffers(
       else if (level.priority === b.priority) b.eligible += n;
     }
   }
-  const behind = new Map<number, { pass: number; weight: number; served: number }>();
+  const behind = new Map<number, { tenant: string; pass: number; weight: number; served: number }>();
   for (const t of tenants) {
     if (t.pending <= 0 || best.get(t.shard)?.priority !== t.priority) continue;
     const pass = passOf(t.priority, t.tenant) ?? 0;
     const b = behind.get(t.shard);
     if (b === undefined || pass < b.pass)
-      behind.set(t.shard, { pass, weight: weightOf(t.tenant), served: servedOf(t.shard, t.priority, t.tenant) });
+      behind.set(t.shard, {
+        tenant: t.tenant,
+        pass,
+        weight: weightOf(t.tenant),
+        served: servedOf(t.shard, t.priority, t.tenant),
+      });
   }
-  return [...best].map(([shard, b]) => ({
-    shard,
-    priority: b.priority,
-    eligible: b.eligible,
-    tenantPass: behind.get(shard)?.pass ?? 0,
-    weight: behind.get(shard)?.weight ?? 1,
-    served: behind.get(shard)?.served ?? 0,
-  }));
+  return [...best].map(([shard, b]) => {
+    const t = behind.get(shard);
+    return {
+      shard,
+      priority: b.priority,
+      eligible: b.eligible,
+      ...(t ? { tenant: t.tenant } : {}),
+      tenantPass: t?.pass ?? 0,
+      weight: t?.weight ?? 1,
+      served: t?.served ?? 0,
+    };
+  });
 }
 
 export type ShardChoice = { kind: "local" } | { kind: "forward"; shard: number } | { kind: "none" };

@@ -337,6 +337,6 @@ describe("shardOffers: each other shard's best for one node (§7.1 step 1)", () 
       (t) => (t === "b" ? 3 : 1),
       (shard, p, t) => (shard === 1 && p === 10 && t === "b" ? 7 : 0),
     );
-    expect(offer).toEqual({ shard: 1, priority: 10, eligible: 2, tenantPass: 2, weight: 3, served: 7 });
+    expect(offer).toEqual({ shard: 1, priority: 10, eligible: 2, tenant: "b", tenantPass: 2, weight: 3, served: 7 });
   });
 });

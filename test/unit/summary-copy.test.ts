@@ -69,6 +69,18 @@ describe("a shard's copy of the rest of the pool", () => {
     expect(heard).toBe(1);
   });
 
+  it("the listeners hear of a shard's new digest version though its counts stay (a task requeued after a lease)", () => {
+    const copy = new SummaryCopy();
+    let heard = 0;
+    copy.onChange(() => heard++);
+    copy.apply(reply([shardEntry(2, 1), classEntry(2, cls("a", 1))]), 0);
+    expect(heard).toBe(1);
+    copy.apply(reply([shardEntry(2, 1)]), 5); // the same version again: nothing to hear
+    expect(heard).toBe(1);
+    const requeued = copy.apply(reply([shardEntry(2, 2)]), 10);
+    expect([requeued.newWork, heard, copy.version(2)]).toEqual([false, 2, 2]);
+  });
+
   it("a tenant's pass is Σ's, and a tenant Σ has not named starts at the lowest pass of its priority", () => {
     const copy = new SummaryCopy();
     copy.apply(

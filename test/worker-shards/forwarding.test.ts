@@ -184,6 +184,27 @@ describe("a forwarded claim", () => {
     expect(answer).toMatchObject({ ok: true, lease: { job_id: wanted } });
   });
 
+  it("serves first the tenant whose turn the ticket names, at its priority only, then the shard's own order", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    // By shard 2's own passes "a" goes first (equal passes, by name); the home judged "b" behind pool-wide.
+    const a = await submitTo(pool, K, trialsJob(3), { tenant: "a" });
+    const b = await submitTo(pool, K, trialsJob(3), { tenant: "b" });
+    const leased = async (extra: Partial<ClaimTicket>) => {
+      const answer = await shard(pool, K).claimForwarded(await ticketFor(pool, "n1", extra));
+      if (!answer.ok) throw new Error(`no lease: ${answer.reason}`);
+      return answer.lease.job_id;
+    };
+    expect(await leased({ turn: { priority: 0, tenant: "b" } })).toBe(b);
+    expect(await leased({ turn: { priority: 0, tenant: "b" } })).toBe(b);
+    // A turn naming a tenant with nothing here, or no turn, leaves the shard's own order: "a", behind here now.
+    expect(await leased({ turn: { priority: 0, tenant: "nobody" } })).toBe(a);
+    expect(await leased({})).toBe(a);
+    // Strict priority comes first: a turn at priority 0 never takes a task from below work at 5.
+    const urgent = await submitTo(pool, K, trialsJob(1), { tenant: "a", priority: 5 });
+    expect(await leased({ turn: { priority: 0, tenant: "b" } })).toBe(urgent);
+  });
+
   it("with the same claim id twice answers the same lease, and issues one", async () => {
     const pool = freshPool();
     await register(pool, "n1");

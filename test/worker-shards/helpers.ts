@@ -15,14 +15,15 @@ export const shard = (pool: string, k: number) => shardStub(env, [], pool, k);
 
 /**
  * Submits `job` straight to shard k and answers its id: one minted for k,
- * or `jobId` (an id from another time, say). The submission answers once
+ * or `jobId` (an id from another time, say), of `tenant` ("default") at
+ * `priority` (0). The submission answers once
  * Σ knows of a new class. `replicas` > 1 replicates every task.
  */
 export async function submitTo(
   pool: string,
   k: number,
   job: unknown = trialsJob(1),
-  options: { priority?: number; replicas?: number; jobId?: string } = {},
+  options: { priority?: number; tenant?: string; replicas?: number; jobId?: string } = {},
 ): Promise<string> {
   const spec = JobSpecSchema.parse(job);
   const jobId = options.jobId ?? mintShardHex(pool, k, crypto.randomUUID().replaceAll("-", "").slice(0, 8));
@@ -31,7 +32,11 @@ export async function submitTo(
   const replicas = options.replicas ?? 1;
   const replication = jobReplication(replicas === 1 ? {} : { [REPLICAS_LABEL]: String(replicas) });
   if (!replication.ok) throw new Error(replication.problem);
-  const place = { priority: options.priority ?? 0, tenant: "default", replication: replication.value };
+  const place = {
+    priority: options.priority ?? 0,
+    tenant: options.tenant ?? "default",
+    replication: replication.value,
+  };
   const submitted = await shard(pool, k).submitJob(jobId, spec, expansion.tasks, pool, place);
   if (!submitted.ok) throw new Error(`shard ${k} refused the job`);
   return jobId;

@@ -78,6 +78,7 @@ describe("counters, not scans", () => {
         level: plan(POLICY_SQL.level, "[1]", 1),
         firstJob: plan(POLICY_SQL.firstJob, 0, "[1]", "n1", "owner"),
         jobs: plan(POLICY_SQL.jobs, 0, "[1]", "n1", "owner", 1),
+        tenantJobs: plan(POLICY_SQL.tenantJobs, 0, "[1]", "n1", "owner", "default", 0),
         head: plan(POLICY_SQL.head, "job", "[1]", "n1", "owner"),
         pendingClasses: plan(POLICY_SQL.pendingClasses),
         classes: plan(POLICY_SQL.classes, "owner", "job"),
@@ -97,7 +98,9 @@ describe("counters, not scans", () => {
       expect(jobs).toContain("INDEX tenant_shares_next (priority=?)");
       expect(jobs).toContain("INDEX job_queues_next (priority=? AND tenant=?)");
     }
-    for (const head of [plans.firstJob, plans.jobs, plans.head]) {
+    // One tenant's jobs, whose turn it is pool-wide (docs/sharding.md §7.2): the same index, from that tenant on.
+    expect(plans.tenantJobs).toContain("INDEX job_queues_next (priority=? AND tenant=?)");
+    for (const head of [plans.firstJob, plans.jobs, plans.tenantJobs, plans.head]) {
       // Fresh and replicating heads by a seek each per class; an owner's count of the latter by one more.
       expect(head).toMatch(/SEARCH t USING (COVERING )?INDEX tasks_fresh_job \(job_id=\? AND class_id=\?\)/);
       expect(head).toMatch(/SEARCH t USING (COVERING )?INDEX tasks_replicating_job \(job_id=\? AND class_id=\?\)/);
