@@ -42,11 +42,17 @@ async function age(pool: string, nodeId: string, ms: number) {
       nodeId,
     );
   });
-  // Its leases are in the shards that issued them (every shard of a pool of several).
+  // Its leases are in the shards that issued them, and what those shards saw of it in its passports there.
   for (const shard of shardStubs(pool)) {
     await runInDurableObject(shard, (_o, state) => {
       state.storage.sql.exec(
         "UPDATE leases SET issued_ms = issued_ms - ?, deadline_ms = deadline_ms - ? WHERE node_id = ?",
+        ms,
+        ms,
+        nodeId,
+      );
+      state.storage.sql.exec(
+        "UPDATE passports SET last_request_ms = last_request_ms - ?, told_until_ms = told_until_ms - ? WHERE node_id = ?",
         ms,
         ms,
         nodeId,

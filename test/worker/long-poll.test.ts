@@ -206,7 +206,9 @@ describe("long-poll claims", () => {
     // Whatever the caller read is the whole truth: the lease it got, or no lease at all.
     if (r.status === 204) expect(issued).toEqual([]);
     else expect(issued.map((l) => l.lease_id)).toEqual([(await json<Lease>(r)).lease_id]);
-    expect(r.status).toBe(200);
+    // Over several shards the job may land on another, and a claim with less than MIN_FORWARD_MS of its
+    // hold left waits it out at home (docs/sharding.md §5.3): the answer is then a 204 with no lease behind it.
+    if (shardStubs(pool).length === 1) expect(r.status).toBe(200);
     expect(await violations(pool)).toEqual([]);
   });
 

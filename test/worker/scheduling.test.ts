@@ -196,6 +196,7 @@ describe("fair share", () => {
     await submit("light", 1);
     await submit("many", 5);
     await submit("heavy", 2);
+    await summarized(pool); // over shards fair share holds from one summary's age after a submission (§15)
     const WINDOW = 250;
     const claims: string[] = [];
     for (let i = 0; i < WINDOW; i++) claims.push(await rpcClaim(pool, "n1"));
@@ -404,12 +405,16 @@ describe("retry elsewhere", () => {
     await commit(pool, await lease(pool, "done"));
     const failed = await lease(pool, "flaky");
     expect((await fail(pool, failed)).status).toBe(200);
-    // 16 s pass; flaky claims (and so stays online), done says nothing.
+    // 16 s pass; flaky claims (and so stays online), done says nothing: at its home, and at every shard it was last seen at.
     await runInDurableObject(stub(pool), (_o, state) => {
       state.storage.sql.exec(
         "UPDATE nodes SET last_heartbeat_ms = last_heartbeat_ms - 16000, live_until_ms = live_until_ms - 16000 WHERE node_id = 'done'",
       );
     });
+    for (const shard of shardStubs(pool))
+      await runInDurableObject(shard, (_o, state) => {
+        state.storage.sql.exec("UPDATE passports SET last_request_ms = last_request_ms - 16000 WHERE node_id = 'done'");
+      });
     const nodes = await json<Array<{ node_id: string; online: boolean }>>(await call(pool, "GET", "/nodes"));
     expect(nodes.find((n) => n.node_id === "done")?.online).toBe(false);
     await summarized(pool); // the job's shard hears that done is offline (within the summary's age)
