@@ -228,6 +228,7 @@ async function forward(
     ...(turn ? { turn } : {}),
   };
   const stub = shardStub(pool.env, pool.settings.poolLocations, pool.poolName, k);
+  pool.forwardedClaims += 1;
   let result: ForwardedClaimResult;
   try {
     result = await stub.claimForwarded(ticket);

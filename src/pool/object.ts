@@ -387,7 +387,15 @@ export class PoolObject extends DurableObject<Env> {
   /** This shard's counts for GET /metrics, its unservable demand judged by the pool's node answers. */
   shardMetrics(viewer: Viewer, answers: NodeAnswers) {
     const { membership } = this.#pool.settings;
-    return metricsSample(this.#pool.sql, Date.now(), { ...this.#load }, viewer, membership, answers);
+    const now = Date.now();
+    const sample = metricsSample(this.#pool.sql, now, { ...this.#load }, viewer, membership, answers);
+    const outboxRows = this.#pool.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM outbox").one().n;
+    const links = {
+      summaryAgeMs: this.#pool.summary.age(now),
+      forwardedClaims: this.#pool.forwardedClaims,
+      outboxRows,
+    };
+    return { ...sample, links };
   }
 
   // -- the pool summary (docs/sharding.md §6.2, src/pool/exchange.ts) ----------

@@ -41,6 +41,8 @@ export class Pool {
   readonly summary = new SummaryCopy();
   readonly grants = new Grants();
   readonly link = new SummaryLink();
+  /** Claims sent to another shard since the object started (flashedge_forwarded_claims_total). */
+  forwardedClaims = 0;
 
   constructor(
     readonly ctx: DurableObjectState,

@@ -23,6 +23,10 @@ export interface MetricsSample {
     unservable_classes: number;
     unservable_tasks: number;
   };
+  // A shard of a pool of shards only (docs/sharding.md §10): the age of its copy
+  // of the summary (null before its first reply), the claims it forwarded to
+  // other shards since it started, and the outcomes it still owes other shards.
+  links?: { summaryAgeMs: number | null; forwardedClaims: number; outboxRows: number };
 }
 
 /**
@@ -131,6 +135,29 @@ export function renderMetrics(
     "Summed run time of the pool object's call handlers on the 1 ms clock, what they await not included; in memory, so it restarts at 0 when the object restarts.",
     perShard((sample, labels): Array<[string, number]> => [[labels, sample.load.busyMs / 1000]]),
   );
+  if (shards !== undefined) {
+    metric(
+      "flashedge_summary_age_seconds",
+      "gauge",
+      "Age of the shard's copy of the pool summary (the oldest other shard's entry); absent before its first reply.",
+      shards.flatMap((sample, k): Array<[string, number]> => {
+        const age = sample.links?.summaryAgeMs;
+        return age === null || age === undefined ? [] : [[`${p},shard="${k}"`, age / 1000]];
+      }),
+    );
+    metric(
+      "flashedge_forwarded_claims_total",
+      "counter",
+      "Claims the shard sent to another shard for its work; in memory, so it restarts at 0 when the object restarts.",
+      shards.map((sample, k) => [`${p},shard="${k}"`, sample.links?.forwardedClaims ?? 0]),
+    );
+    metric(
+      "flashedge_outbox_rows",
+      "gauge",
+      "Outcomes the shard has yet to deliver to other shards' nodes' homes.",
+      shards.map((sample, k) => [`${p},shard="${k}"`, sample.links?.outboxRows ?? 0]),
+    );
+  }
   if (summary !== undefined) {
     metric(
       "flashedge_summary_requests_total",

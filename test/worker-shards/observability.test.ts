@@ -1,5 +1,6 @@
 // The pool-wide reads of a pool of 4 shards (docs/sharding.md §10): the
-// dashboard, metrics and the fleet read every shard and merge. Nodes live
+// dashboard, metrics and the fleet read every shard and merge, and each
+// shard's own series (its summary's age, its forwards, its outbox). Nodes live
 // at shard 0 (their home, while homes are pinned); the tests place jobs on
 // other shards through the shards' own calls, as two-choice placement will.
 // A task is stuck, a class unservable, only if no node of any shard takes it.
@@ -7,7 +8,18 @@
 import { describe, expect, it } from "vitest";
 import type { DashboardSummary } from "../../src/protocol/dashboard";
 import type { FleetSummary } from "../../src/protocol/responses";
-import { call, freshPool, json, register, trialsJob } from "../worker/helpers";
+import {
+  call,
+  claim,
+  delivered,
+  freshPool,
+  json,
+  register,
+  sha256,
+  summarized,
+  trialsJob,
+  upload,
+} from "../worker/helpers";
 import { submitTo } from "./helpers";
 
 const gpuJob = (count: number) => trialsJob(count, {}, { resources: { gpuPerTask: 1 } });
@@ -172,5 +184,38 @@ describe("the metrics of a sharded pool", () => {
     // The first read asked Σ once (kind "other"), counted after it answered.
     expect(summary(after, "other")).toBeGreaterThanOrEqual(summary(before, "other") + 1);
     expect(value(after, `flashedge_summary_busy_seconds_total{${p}}`)).toBeGreaterThanOrEqual(0);
+  });
+
+  it("says per shard how old its summary is, how many claims it forwarded, and the outcomes it still owes", async () => {
+    const pool = freshPool();
+    const p = `pool="${pool}"`;
+    const series = (lines: string[], name: string) =>
+      new Map(
+        lines
+          .filter((l) => l.startsWith(`${name}{`))
+          .map((l) => [l.slice(0, l.lastIndexOf(" ")), Number(l.slice(l.lastIndexOf(" ") + 1))]),
+      );
+    const shardKeys = (name: string) => [0, 1, 2, 3].map((k) => `${name}{${p},shard="${k}"}`);
+    await register(pool, "n1");
+    await submitTo(pool, 2, trialsJob(1));
+    await summarized(pool);
+    // n1's home is shard 0, the work is on shard 2: its claim is forwarded there.
+    const lease = await json<{ lease_id: string; job_id: string; task_id: string }>(await claim(pool, "n1"));
+    await upload(pool, `jobs/${lease.job_id}/${lease.task_id}/metrics.json`, "{}");
+    const done = await call(pool, "POST", `/attempts/${lease.lease_id}/complete`, {
+      output_sha256: await sha256("{}"),
+    });
+    expect(await json(done)).toEqual({ accepted: true });
+    await delivered(pool);
+    const lines = await metrics(pool);
+    const forwarded = series(lines, "flashedge_forwarded_claims_total");
+    expect([...forwarded.keys()]).toEqual(shardKeys("flashedge_forwarded_claims_total"));
+    expect(forwarded.get(`flashedge_forwarded_claims_total{${p},shard="0"}`)).toBeGreaterThanOrEqual(1);
+    expect(forwarded.get(`flashedge_forwarded_claims_total{${p},shard="2"}`)).toBe(0);
+    // The commit's outcome went home: nothing owed anywhere.
+    expect([...series(lines, "flashedge_outbox_rows").values()]).toEqual([0, 0, 0, 0]);
+    const ages = series(lines, "flashedge_summary_age_seconds");
+    expect([...ages.keys()]).toEqual(shardKeys("flashedge_summary_age_seconds"));
+    for (const age of ages.values()) expect(age).toBeLessThan(5); // each exchanged within its tick
   });
 });
