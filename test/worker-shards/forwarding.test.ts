@@ -2,9 +2,9 @@
 // §5.1, §5.2, §8.1, §8.2, §8.6): a node whose home is shard 0 claims work
 // that lives on shard 2 through a ticket its home builds, and what its
 // leases there end with reaches its record at home. Runs in the
-// worker-shards project (FLASHML_POOL_SHARDS "*=4"). Until the home's side
-// forwards by itself, the tests play the home: they build the ticket at
-// shard 0 (passportOf) and call shard 2 object to object, as the home will.
+// worker-shards project (FLASHML_POOL_SHARDS "*=4"). The tests play the
+// home, to choose what the ticket says: they build it at shard 0
+// (passportOf) and call shard 2 object to object, as the home does.
 
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";

@@ -135,7 +135,8 @@ describe("long-poll claims", () => {
     const leases = await Promise.all(answers.map((r) => json<Lease>(r)));
     expect(new Set(leases.map((l) => l.task_id)).size).toBe(200);
     expect(leases.map((l) => l.node_id).sort()).toEqual(nodes);
-    expect(elapsed).toBeLessThan(1000);
+    // Woken by the work, not by the hold's end (10 s); how fast is the benches' (a loaded machine, 4 shards).
+    expect(elapsed).toBeLessThan(5000);
     expect(await violations(pool)).toEqual([]);
   });
 

@@ -95,6 +95,9 @@ describe("priority and queue order", () => {
     const low = await submitJob(pool, labelled(trialsJob(5), { "flashml.dev/priority": "-5" }));
     const normal = await submitJob(pool, trialsJob(5));
     const urgent = await submitJob(pool, labelled(trialsJob(3), { "flashml.dev/priority": "10" }));
+    // Over shards a submission waits at most 500 ms for the summary to hear of it; strict priority holds
+    // from one summary's age after it (§15), which a loaded machine can need.
+    await summarized(pool);
     const order: string[] = [];
     for (let i = 0; i < 13; i++) order.push((await lease(pool, "n1")).job_id);
     expect(order).toEqual([
@@ -372,7 +375,8 @@ describe("retry elsewhere", () => {
     const failed = await lease(pool, "gpu");
     await fail(pool, failed);
     // cpu is online but the gate refuses it: gpu retries its own failure. A shard that cannot see cpu's gate (it is
-    // at another shard) waits the window for it first (docs/sharding.md §7.3).
+    // at another shard) waits the window for it first (docs/sharding.md §7.3), once the summary tells it of cpu.
+    await summarized(pool);
     if (SHARDED && shardOfJob(pool, failed.job_id) !== 0) {
       expect((await claim(pool, "gpu")).status).toBe(204);
       await runInDurableObject(jobStub(pool, failed.job_id), (_o, state) => {
