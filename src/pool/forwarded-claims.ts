@@ -102,9 +102,7 @@ export function forwardedClaim(
 
 /**
  * A lease's answer with its job's tenant and priority, for the home's own
- * count of grants, and the class of a task it took out of the queue, for
- * the home's copy of this shard's pending counts (docs/sharding.md §7.2).
- * The home learns the deadline from it (docs/sharding.md §8.3).
+ * count of grants. The home learns the deadline from it (docs/sharding.md §8.3).
  */
 function placed(sql: SqlStorage, lease: WireLease): ForwardedClaimResult {
   sql.exec(
@@ -118,18 +116,5 @@ function placed(sql: SqlStorage, lease: WireLease): ForwardedClaimResult {
       lease.job_id,
     )
     .toArray()[0];
-  const task = sql
-    .exec<{ class_key: string }>(
-      `SELECT c.class_key FROM tasks t JOIN classes c ON c.class_id = t.class_id
-        WHERE t.job_id = ? AND t.task_id = ? AND t.state <> 'PENDING'`,
-      lease.job_id,
-      lease.task_id,
-    )
-    .toArray()[0];
-  return {
-    ok: true,
-    lease,
-    ...(job ? { tenant: job.tenant, priority: job.priority } : {}),
-    ...(task ? { unqueued: task.class_key } : {}),
-  };
+  return { ok: true, lease, ...(job ? { tenant: job.tenant, priority: job.priority } : {}) };
 }

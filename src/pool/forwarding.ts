@@ -243,7 +243,7 @@ async function forward(
   // The ticket carries the passport whole, so a stale one cannot come back; it would be nothing.
   if (!result.ok) return result.reason === "stale_passport" ? NOTHING : result;
   if (result.tenant !== undefined && result.priority !== undefined)
-    pool.summary.granted(result.priority, result.tenant, weightOf(pool)(result.tenant), k, result.unqueued);
+    pool.summary.granted(result.priority, result.tenant, weightOf(pool)(result.tenant), k);
   const deadline = Date.parse(result.lease.deadline);
   pool.transaction(() => seen(pool.sql, Date.now(), nodeId, deadline));
   return { ok: true, lease: result.lease };

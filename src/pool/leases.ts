@@ -42,8 +42,6 @@ export type ClaimResult =
        */
       tenant?: string;
       priority?: number;
-      /** The requirement class of the task, when this lease took it out of the pending set (not a replica of one still wanting more). */
-      unqueued?: string;
     }
   | { ok: false; reason: "unregistered" | "not_accepting" | "job_closed" | "held_back" | "nothing" };
 

@@ -125,28 +125,15 @@ export class SummaryCopy {
    * A claim this shard granted, or a home's forward got, at `priority` for
    * `tenant`: its pool-wide pass moves by 1/weight at once, so the next
    * claim here weighs it before Σ's next reply confirms it (which replaces
-   * the pass with Σ's own count). A forward's lease that took a task of
-   * class `unqueued` out of `shard`'s queue takes it off that shard's
-   * count here too, until the shard's next entry: the next claim does not
-   * chase a task this home already has.
+   * the pass with Σ's own count).
    */
-  granted(priority: number, tenant: string, weight: number, shard: number, unqueued?: string): void {
+  granted(priority: number, tenant: string, weight: number, shard: number): void {
     const id = `${priority}|${tenant}`;
     const pass = this.passes.get(id) ?? { priority, tenant, pass: this.pass(priority, tenant) };
     pass.pass += 1 / weight;
     this.passes.set(id, pass);
     const at = `${shard}|${id}`;
     this.servedAt.set(at, (this.servedAt.get(at) ?? 0) + 1);
-    const level =
-      unqueued &&
-      this.shards
-        .get(shard)
-        ?.classes.get(unqueued)
-        ?.levels.find((l) => l.priority === priority);
-    if (level) {
-      if (level.fresh > 0) level.fresh -= 1;
-      else if (level.replicating > 0) level.replicating -= 1;
-    }
   }
 
   /** The claims this shard got at `shard` for `tenant` at `priority` since it started (`granted`). */

@@ -69,29 +69,6 @@ describe("a shard's copy of the rest of the pool", () => {
     expect(heard).toBe(1);
   });
 
-  it("a forward's lease that emptied a queue entry takes it off that shard's count until its next entry", () => {
-    const copy = new SummaryCopy();
-    copy.apply(reply([shardEntry(2, 1), classEntry(2, cls("a", 2, 10)), classEntry(2, cls("b", 1))]), 0);
-    const counts = () => copy.classes(5).map((c) => [c.key, c.levels[0]!.fresh]);
-    copy.granted(10, "t", 1, 2, "a");
-    expect(counts()).toEqual([
-      ["a", 1],
-      ["b", 1],
-    ]);
-    copy.granted(10, "t", 1, 2); // a replica of a task still wanting more: the queue did not shrink
-    copy.granted(10, "t", 1, 2, "a");
-    copy.granted(10, "t", 1, 2, "a"); // never below 0
-    expect(counts()).toEqual([
-      ["a", 0],
-      ["b", 1],
-    ]);
-    copy.apply(reply([classEntry(2, cls("a", 4, 10))]), 6); // the shard's own count replaces the home's
-    expect(counts()).toEqual([
-      ["a", 4],
-      ["b", 1],
-    ]);
-  });
-
   it("the listeners hear of a shard's new digest version though its counts stay (a task requeued after a lease)", () => {
     const copy = new SummaryCopy();
     let heard = 0;
