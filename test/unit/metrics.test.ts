@@ -98,8 +98,13 @@ describe("metrics of a sharded pool", () => {
       results: { valid: 2, invalid: 1 },
       events: { LEASE_CLAIMED: 5 },
       demand: { classes: [{ class_id: 1, pending: 1, needs: "1 GPU" }], unservable_classes: 1, unservable_tasks: 1 },
+      links: { summaryAgeMs: 250, forwardedClaims: 7, outboxRows: 2 },
     }),
-    sample({ storageBytes: 40, load: { requests: 30, busyMs: 20 } }),
+    sample({
+      storageBytes: 40,
+      load: { requests: 30, busyMs: 20 },
+      links: { summaryAgeMs: null, forwardedClaims: 0, outboxRows: 0 },
+    }),
     sample({
       tasks: { PENDING: 2 },
       storageBytes: 70,
@@ -153,6 +158,10 @@ describe("metrics of a sharded pool", () => {
     'flashedge_summary_requests_total{pool="p",kind="poke"} 1',
     'flashedge_summary_requests_total{pool="p",kind="other"} 2',
     'flashedge_summary_busy_seconds_total{pool="p"} 0.005',
+    'flashedge_summary_age_seconds{pool="p",shard="0"} 0.25',
+    'flashedge_forwarded_claims_total{pool="p",shard="0"} 7',
+    'flashedge_forwarded_claims_total{pool="p",shard="1"} 0',
+    'flashedge_outbox_rows{pool="p",shard="0"} 2',
   ])("has the sample %s", (line) => {
     expect(lines).toContain(line);
   });
@@ -166,6 +175,10 @@ describe("metrics of a sharded pool", () => {
       "flashedge_storage_bytes",
       ...Array(3).fill("flashedge_requests_served_total"),
       ...Array(3).fill("flashedge_object_busy_seconds_total"),
+      // A shard with no summary reply yet has no age.
+      "flashedge_summary_age_seconds",
+      ...Array(3).fill("flashedge_forwarded_claims_total"),
+      ...Array(3).fill("flashedge_outbox_rows"),
     ]);
     expect(renderMetrics("p", shards[0]!)).not.toContain("shard=");
     expect(renderMetrics("p", shards[0]!)).toContain('flashedge_requests_served_total{pool="p"} 900');
