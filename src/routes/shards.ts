@@ -4,9 +4,10 @@
 // a node's to its home, enrolment to shard 0, pool-wide reads to every shard.
 // At one shard every answer is the pool's one object, as before sharding.
 //
-// Jobs spread over the shards (two choices, docs/sharding.md §7.4); until
-// nodes spread too (§16 step 7) every node's home is shard 0, and a claim
-// whose work is elsewhere is forwarded from there.
+// Until work and nodes spread (docs/sharding.md §16, steps 6-7) a pool of
+// any count is pinned: everything lives in shard 0, which is a correct pool,
+// and raising the count later moves nothing. So the pool-wide reads (lists,
+// dashboard, metrics, fleet) read shard 0 until they fan out (step 9).
 
 import { shardStub } from "../pool/address";
 import type { CredentialProof } from "../pool/enrolment";
@@ -18,6 +19,9 @@ import type { Settings } from "../rules/settings";
 import { placeSubmission, twoDistinct } from "../rules/shard-choice";
 import { mintShardHex, shardOfId } from "../rules/shard-ids";
 import type { PoolCalls } from "./context";
+
+/** Whether jobs are placed over the shards yet (docs/sharding.md §16 step 6), or all land in shard 0. */
+const WORK_SPREADS = false;
 
 export interface PoolShards {
   /** S, the pool's configured shard count. */
@@ -53,7 +57,7 @@ export interface PoolShards {
    * The shard a new job of `tasks` tasks is submitted to, and its
    * reservation there (docs/sharding.md §7.4): the lighter of two drawn at
    * random, each asked for a slot. One shard takes every job of a one-shard
-   * pool.
+   * pool, and of a pinned one.
    */
   place(tasks: number): Promise<{ shard: number; reservation?: string }>;
   /**
@@ -109,7 +113,7 @@ export function poolShards(env: Env, settings: Settings, pool: string, proof: Cr
       return shard(0); // device codes stay in shard 0 once nodes spread too
     },
     place: async (tasks) => {
-      if (count === 1) return { shard: home };
+      if (count === 1 || !WORK_SPREADS) return { shard: home };
       const drawn = twoDistinct(count, Math.random);
       const slots = await Promise.allSettled(
         drawn.map(async (k) => ({ shard: k, ...(await (await visit(k)).reserveSlot(tasks)) })),
