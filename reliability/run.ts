@@ -12,7 +12,7 @@ import { jobSpec } from "../test/fixtures/jobspec";
 import { replayHolds, violations } from "../test/invariants/check";
 import { coordinator, freePort, ok, sleep, startWrangler, type Wrangler } from "../test/support/index.mjs";
 import { type FleetStats, fleetMember, newStats, percentile, runFleet } from "./fleet";
-import { shardViolations, snapshotFromDisk } from "./state";
+import { shardViolations, snapshotsFromDisk } from "./state";
 
 export interface RunOptions {
   nodes: number;
@@ -178,14 +178,19 @@ export async function reliabilityRun(options: RunOptions): Promise<RunReport> {
     await fleet;
     await server.stop();
 
-    const snapshot = snapshotFromDisk(persistTo, jobIds[0]!);
-    const states = snapshot.tasks.map((t) => t.state);
+    // Every shard the run's jobs landed in, read whole; their rows together are the pool's.
+    const { snapshots, homeNodes } = snapshotsFromDisk(persistTo, jobIds);
+    const allTasks = snapshots.flatMap((s) => s.tasks);
+    const allLeases = snapshots.flatMap((s) => s.leases);
+    const allEvents = snapshots.flatMap((s) => s.events);
+    const states = allTasks.map((t) => t.state);
     const { claimMs, commitMs, ...counts } = stats;
-    const queues = new Map((snapshot.counters?.job_queues ?? []).map((q) => [q.job_id as string, q]));
+    const queues = new Map(snapshots.flatMap((s) => s.counters?.job_queues ?? []).map((q) => [q.job_id as string, q]));
+    const jobRows = snapshots.flatMap((s) => s.jobs);
     const jobs = jobIds.map((jobId): JobReport => {
-      const tasks = snapshot.tasks.filter((t) => t.job_id === jobId);
+      const tasks = allTasks.filter((t) => t.job_id === jobId);
       const queue = queues.get(jobId);
-      const finishedMs = snapshot.jobs.find((j) => j.job_id === jobId)?.finished_ms;
+      const finishedMs = jobRows.find((j) => j.job_id === jobId)?.finished_ms;
       return {
         job_id: jobId,
         tenant: String(queue?.tenant),
@@ -204,20 +209,23 @@ export async function reliabilityRun(options: RunOptions): Promise<RunReport> {
       completed: states.filter((s) => s === "COMPLETED").length,
       failed: states.filter((s) => s === "FAILED").length,
       unfinished: states.filter((s) => s !== "COMPLETED" && s !== "FAILED").length,
-      acceptedCommits: snapshot.leases.filter((l) => l.status === "completed").length,
+      acceptedCommits: allLeases.filter((l) => l.status === "completed").length,
       jobs,
-      workerLosses: snapshot.tasks.reduce((sum, t) => sum + Number(t.worker_losses), 0),
-      leaseExpiries: snapshot.events.filter((e) => e.type === "LEASE_EXPIRED").length,
+      workerLosses: allTasks.reduce((sum, t) => sum + Number(t.worker_losses), 0),
+      leaseExpiries: allEvents.filter((e) => e.type === "LEASE_EXPIRED").length,
       heldBackSeen: [...heldBackSeen].sort(),
-      heldBackInLedger: Object.fromEntries(replayHolds(snapshot.events).held),
-      brokenAtEnd: snapshot.nodes
+      heldBackInLedger: Object.fromEntries(snapshots.flatMap((s) => [...replayHolds(s.events).held])),
+      brokenAtEnd: homeNodes
         .filter((n) => broken.has(n.node_id as string))
         .map((n) => ({
           node_id: n.node_id as string,
           consecutive_failures: Number(n.consecutive_failures),
           held_until_ms: Number(n.held_until_ms),
         })),
-      violations: [...violations(snapshot), ...shardViolations(persistTo, shards, jobIds, layoutOf(options))],
+      violations: [
+        ...snapshots.flatMap((s) => violations(s)),
+        ...shardViolations(persistTo, shards, jobIds, layoutOf(options)),
+      ],
       stats: counts,
       claim_p50_ms: percentile(claimMs, 50),
       claim_p99_ms: percentile(claimMs, 99),

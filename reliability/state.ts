@@ -13,18 +13,35 @@ function query(file: string, sql: string): Array<Record<string, string | number 
   return out.trim() === "" ? [] : (JSON.parse(out) as Array<Record<string, string | number | null>>);
 }
 
-/** The snapshot of the pool object whose jobs table holds `jobId`. */
-export function snapshotFromDisk(persistTo: string, jobId: string): PoolSnapshot {
+/**
+ * The snapshots of the pool's objects that hold any of `jobIds` (one at one
+ * shard; each shard its jobs landed in, over several), and the node rows of
+ * every object (a node's record lives at its home). A shard judges a lease by
+ * the node's registration it held: its own row, or the passport a forward
+ * brought, so passports count as nodes there (as test/worker/invariants.ts).
+ * Over several shards the hold replay is skipped: a node's failures are
+ * spread over the shards' ledgers.
+ */
+export function snapshotsFromDisk(
+  persistTo: string,
+  jobIds: string[],
+): { snapshots: PoolSnapshot[]; homeNodes: Array<Record<string, string | number | null>> } {
   const dir = join(persistTo, "v3", "do", "flashedge-PoolObject");
-  for (const name of readdirSync(dir)) {
-    if (!name.endsWith(".sqlite") || name === "metadata.sqlite") continue;
+  const ids = jobIds.map((id) => `'${id.replace(/[^0-9a-f]/g, "")}'`).join(",");
+  const snapshots: PoolSnapshot[] = [];
+  const homeNodes: Array<Record<string, string | number | null>> = [];
+  const files = readdirSync(dir).filter((name) => name.endsWith(".sqlite") && name !== "metadata.sqlite");
+  for (const name of files) {
     const file = join(dir, name);
-    const hasJob =
-      query(file, `SELECT name FROM sqlite_master WHERE name = 'jobs'`).length > 0 &&
-      query(file, `SELECT 1 FROM jobs WHERE job_id = '${jobId.replace(/[^0-9a-f]/g, "")}'`).length > 0;
-    if (!hasJob) continue;
-    return {
-      nodes: query(file, "SELECT * FROM nodes ORDER BY node_id"),
+    if (query(file, `SELECT name FROM sqlite_master WHERE name = 'jobs'`).length === 0) continue;
+    homeNodes.push(...query(file, "SELECT * FROM nodes ORDER BY node_id"));
+    if (query(file, `SELECT 1 FROM jobs WHERE job_id IN (${ids})`).length === 0) continue;
+    const passports =
+      query(file, `SELECT name FROM sqlite_master WHERE name = 'passports'`).length > 0
+        ? query(file, "SELECT node_id, registration FROM passports")
+        : [];
+    snapshots.push({
+      nodes: [...query(file, "SELECT * FROM nodes ORDER BY node_id"), ...passports],
       jobs: query(file, "SELECT * FROM jobs ORDER BY seq"),
       tasks: query(file, "SELECT * FROM tasks ORDER BY seq"),
       leases: query(file, "SELECT * FROM leases ORDER BY issued_ms, lease_id"),
@@ -41,9 +58,11 @@ export function snapshotFromDisk(persistTo: string, jobId: string): PoolSnapshot
       // The drivers never release a node; an archived job's events are gone (retention is a week here).
       released: false,
       archived: Number(query(file, "SELECT COUNT(*) AS n FROM archived_jobs")[0]?.n ?? 0),
-    };
+    });
   }
-  throw new Error(`no pool object under ${dir} holds job ${jobId}`);
+  if (snapshots.length === 0) throw new Error(`no pool object under ${dir} holds any of the run's jobs`);
+  if (snapshots.length > 1) for (const snapshot of snapshots) snapshot.released = true;
+  return { snapshots, homeNodes };
 }
 
 /**
