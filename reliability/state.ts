@@ -34,14 +34,15 @@ export function snapshotsFromDisk(
   for (const name of files) {
     const file = join(dir, name);
     if (query(file, `SELECT name FROM sqlite_master WHERE name = 'jobs'`).length === 0) continue;
-    homeNodes.push(...query(file, "SELECT * FROM nodes ORDER BY node_id"));
+    const nodes = query(file, "SELECT * FROM nodes ORDER BY node_id");
+    homeNodes.push(...nodes);
     if (query(file, `SELECT 1 FROM jobs WHERE job_id IN (${ids})`).length === 0) continue;
     const passports =
       query(file, `SELECT name FROM sqlite_master WHERE name = 'passports'`).length > 0
         ? query(file, "SELECT node_id, registration FROM passports")
         : [];
     snapshots.push({
-      nodes: [...query(file, "SELECT * FROM nodes ORDER BY node_id"), ...passports],
+      nodes: [...nodes, ...passports],
       jobs: query(file, "SELECT * FROM jobs ORDER BY seq"),
       tasks: query(file, "SELECT * FROM tasks ORDER BY seq"),
       leases: query(file, "SELECT * FROM leases ORDER BY issued_ms, lease_id"),
