@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "vitest";
 import { jobSpec } from "../test/fixtures/jobspec";
-import { replayHolds, violations } from "../test/invariants/check";
+import { type PoolSnapshot, replayHolds, violations } from "../test/invariants/check";
 import { coordinator, freePort, ok, sleep, startWrangler, type Wrangler } from "../test/support/index.mjs";
 import { type FleetStats, fleetMember, newStats, percentile, runFleet } from "./fleet";
 import { shardViolations, snapshotsFromDisk } from "./state";
@@ -214,7 +214,7 @@ export async function reliabilityRun(options: RunOptions): Promise<RunReport> {
       workerLosses: allTasks.reduce((sum, t) => sum + Number(t.worker_losses), 0),
       leaseExpiries: allEvents.filter((e) => e.type === "LEASE_EXPIRED").length,
       heldBackSeen: [...heldBackSeen].sort(),
-      heldBackInLedger: Object.fromEntries(snapshots.flatMap((s) => [...replayHolds(s.events).held])),
+      heldBackInLedger: Object.fromEntries(replayHolds(poolLedger(snapshots)).held),
       brokenAtEnd: homeNodes
         .filter((n) => broken.has(n.node_id as string))
         .map((n) => ({
@@ -281,6 +281,19 @@ export function jobPlans(tasks: number): Array<{ tenant: string; priority: numbe
     }
   }
   return plans;
+}
+
+/**
+ * The pool's ledger as one: every shard's events in time order, renumbered.
+ * A node's failures on several shards all reach its home's run of failures
+ * (docs/sharding.md §8.2), so its holds replay over them together.
+ */
+function poolLedger(snapshots: readonly PoolSnapshot[]): PoolSnapshot["events"] {
+  if (snapshots.length === 1) return snapshots[0]!.events;
+  return snapshots
+    .flatMap((s) => s.events)
+    .sort((a, b) => (a.ts_ms as number) - (b.ts_ms as number) || (a.seq as number) - (b.seq as number))
+    .map((e, k) => ({ ...e, seq: k + 1 }));
 }
 
 /**
