@@ -34,7 +34,10 @@ api.use(async (c, next) => {
     return c.json({ detail: invalidPoolDetail(pool) }, 404);
   }
   c.set("pool", pool);
-  c.set("shards", poolShards(c.env, c.var.settings, pool, null));
+  c.set(
+    "shards",
+    poolShards(c.env, c.var.settings, pool, null, (work) => c.executionCtx.waitUntil(work)),
+  );
   await next();
 });
 // A machine asking to join has no credential yet (docs/protocol.md §9): before identify.

@@ -250,6 +250,11 @@ export class PoolObject extends DurableObject<Env> {
     return reserveSlot(this.#pool, tasks);
   }
 
+  /** The job route chose the other shard: the slot stops counting now, not when it lapses. */
+  releaseSlot(reservation: string) {
+    this.#pool.reservations.consume(reservation);
+  }
+
   submitJob(jobId: string, spec: JobSpec, tasks: TaskSpec[], pool: string, place: JobPlace, reservation?: string) {
     if (reservation !== undefined) this.#pool.reservations.consume(reservation);
     return jobs.submitJob(this.#pool, jobId, spec, tasks, pool, place);

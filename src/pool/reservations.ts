@@ -29,7 +29,7 @@ export class Reservations {
     return id;
   }
 
-  /** The job has landed: its tasks now count as pending. */
+  /** The job has landed (its tasks now count as pending), or went to the other shard drawn. */
   consume(id: string): void {
     this.#held.delete(id);
   }

@@ -34,7 +34,10 @@ export const identify: MiddlewareHandler<AppEnv> = async (c, next) => {
     // stubs when the request ends (a streamed events answer still uses it).
     const proof = { nodeId: credential.nodeId, tokenSha256: await sha256Hex(credential.token) };
     c.set("caller", { kind: "node", nodeId: credential.nodeId });
-    c.set("shards", poolShards(c.env, c.var.settings, c.var.pool, proof));
+    c.set(
+      "shards",
+      poolShards(c.env, c.var.settings, c.var.pool, proof, (work) => c.executionCtx.waitUntil(work)),
+    );
     return next();
   }
   const delegated = delegation(c.req.header("x-flashml-on-behalf-of") ?? null);

@@ -4,10 +4,9 @@
 // a node's to its home, enrolment to shard 0, pool-wide reads to every shard.
 // At one shard every answer is the pool's one object, as before sharding.
 //
-// Until work and nodes spread (docs/sharding.md §16, steps 6-7) a pool of
-// any count is pinned: everything lives in shard 0, which is a correct pool,
-// and raising the count later moves nothing. So the pool-wide reads (lists,
-// dashboard, metrics, fleet) read shard 0 until they fan out (step 9).
+// Jobs spread over the shards (two choices, docs/sharding.md §7.4); until
+// nodes spread too (§16 step 7) every node's home is shard 0, and a claim
+// whose work is elsewhere is forwarded from there.
 
 import { shardStub } from "../pool/address";
 import type { CredentialProof } from "../pool/enrolment";
@@ -19,9 +18,6 @@ import type { Settings } from "../rules/settings";
 import { placeSubmission, twoDistinct } from "../rules/shard-choice";
 import { mintShardHex, shardOfId } from "../rules/shard-ids";
 import type { PoolCalls } from "./context";
-
-/** Whether jobs are placed over the shards yet (docs/sharding.md §16 step 6), or all land in shard 0. */
-const WORK_SPREADS = false;
 
 export interface PoolShards {
   /** S, the pool's configured shard count. */
@@ -57,7 +53,7 @@ export interface PoolShards {
    * The shard a new job of `tasks` tasks is submitted to, and its
    * reservation there (docs/sharding.md §7.4): the lighter of two drawn at
    * random, each asked for a slot. One shard takes every job of a one-shard
-   * pool, and of a pinned one.
+   * pool.
    */
   place(tasks: number): Promise<{ shard: number; reservation?: string }>;
   /**
@@ -72,7 +68,13 @@ export interface PoolShards {
  * for an enrolled node as its sessions on them (each call checks `proof`).
  * Stubs are made on first use and kept for the request.
  */
-export function poolShards(env: Env, settings: Settings, pool: string, proof: CredentialProof | null): PoolShards {
+export function poolShards(
+  env: Env,
+  settings: Settings,
+  pool: string,
+  proof: CredentialProof | null,
+  later: (work: Promise<unknown>) => void,
+): PoolShards {
   const count = shardCount(settings.poolShards, pool);
   const made = new Map<number, PoolCalls>();
   const stub = (k: number) => {
@@ -113,7 +115,7 @@ export function poolShards(env: Env, settings: Settings, pool: string, proof: Cr
       return shard(0); // device codes stay in shard 0 once nodes spread too
     },
     place: async (tasks) => {
-      if (count === 1 || !WORK_SPREADS) return { shard: home };
+      if (count === 1) return { shard: home };
       const drawn = twoDistinct(count, Math.random);
       const slots = await Promise.allSettled(
         drawn.map(async (k) => ({ shard: k, ...(await (await visit(k)).reserveSlot(tasks)) })),
@@ -121,10 +123,17 @@ export function poolShards(env: Env, settings: Settings, pool: string, proof: Cr
       const offered = slots.flatMap((slot) => (slot.status === "fulfilled" ? [slot.value] : []));
       // A shard that cannot answer takes no job; with neither answering the submission fails as any call would.
       if (offered.length === 0) throw (slots[0] as PromiseRejectedResult).reason;
-      const chosen =
-        offered.length === 1
-          ? offered[0]!
-          : offered.find((o) => o.shard === placeSubmission(offered[0]!, offered[1]!))!;
+      const [a, b] = offered;
+      const chosen = b === undefined || placeSubmission(a!, b, Math.random) === a!.shard ? a! : b;
+      // Unreleased, the loser's slot would count for 2 s: every submission would weigh on both its draws.
+      // A release that fails costs only that: the slot lapses.
+      const other = offered.find((o) => o !== chosen);
+      if (other !== undefined)
+        later(
+          visit(other.shard)
+            .then((calls) => calls.releaseSlot(other.reservation))
+            .catch(() => {}),
+        );
       return { shard: chosen.shard, reservation: chosen.reservation };
     },
     newId: (k) => (count === 1 ? randomHex12() : mintShardHex(pool, k, randomHex8())),

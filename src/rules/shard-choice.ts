@@ -160,8 +160,17 @@ export function twoDistinct(shards: number, random: () => number): [number, numb
   return [a, b >= a ? b + 1 : b];
 }
 
-/** Where a submission goes (§7.4): the candidate with the lower load (pending + reserved); ties to the lower shard. */
-export function placeSubmission(a: { shard: number; load: number }, b: { shard: number; load: number }): number {
+/**
+ * Where a submission goes (§7.4): the candidate with the lower load (pending
+ * + reserved). A tie is a coin toss: sending every tie to the lower shard
+ * would favour shard 0, which already carries the most (device codes, and
+ * every node while homes are pinned).
+ */
+export function placeSubmission(
+  a: { shard: number; load: number },
+  b: { shard: number; load: number },
+  random: () => number,
+): number {
   if (a.load !== b.load) return a.load < b.load ? a.shard : b.shard;
-  return Math.min(a.shard, b.shard);
+  return random() < 0.5 ? a.shard : b.shard;
 }

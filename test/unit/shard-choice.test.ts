@@ -192,11 +192,22 @@ describe("placing a submission", () => {
   it.each([
     [{ shard: 3, load: 2 }, { shard: 1, load: 5 }, 3],
     [{ shard: 3, load: 5 }, { shard: 1, load: 2 }, 1],
-    [{ shard: 3, load: 4 }, { shard: 1, load: 4 }, 1],
-    [{ shard: 0, load: 0 }, { shard: 9, load: 0 }, 0],
   ])("%o against %o goes to shard %i", (a, b, shard) => {
-    expect(placeSubmission(a, b)).toBe(shard);
-    expect(placeSubmission(b, a)).toBe(shard);
+    for (const coin of [0, 0.999]) {
+      expect(placeSubmission(a, b, draws(coin))).toBe(shard);
+      expect(placeSubmission(b, a, draws(coin))).toBe(shard);
+    }
+  });
+
+  it("tosses a coin between equal loads, so shard 0 wins no more than its share of ties", () => {
+    const a = { shard: 0, load: 4 };
+    const b = { shard: 9, load: 4 };
+    expect(placeSubmission(a, b, draws(0.2))).toBe(0);
+    expect(placeSubmission(a, b, draws(0.7))).toBe(9);
+    const random = seeded(5);
+    let zero = 0;
+    for (let i = 0; i < 10_000; i++) if (placeSubmission(a, b, random) === 0) zero++;
+    expect(Math.abs(zero - 5_000)).toBeLessThan(300);
   });
 
   it("draws two distinct shards, every pair about equally often", () => {
@@ -236,7 +247,7 @@ describe("placing a submission", () => {
   }
   const twoChoices = (loads: number[], random: () => number) => {
     const [a, b] = twoDistinct(loads.length, random);
-    return placeSubmission({ shard: a, load: loads[a]! }, { shard: b, load: loads[b]! });
+    return placeSubmission({ shard: a, load: loads[a]! }, { shard: b, load: loads[b]! }, random);
   };
 
   it.each([4, 16, 64])("1,000 one-task jobs over %i shards: none holds more than 1.25 × N/S + 2", (shards) => {

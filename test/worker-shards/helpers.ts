@@ -1,6 +1,6 @@
 // What the 4-shard tests share: a shard's stub, and a job put straight on a
 // shard through the shard's own call, with an id minted for it, as the job
-// route does once work spreads (docs/sharding.md §7.4).
+// route does after choosing the shard (docs/sharding.md §7.4).
 
 import { env } from "cloudflare:workers";
 import { shardStub } from "../../src/pool/address";
