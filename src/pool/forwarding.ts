@@ -140,6 +140,8 @@ async function forwardAdmitted(pool: Pool, k: number, nodeId: string, jobId: str
 export function forwardHeld(pool: Pool, changed?: string | null): void {
   const now = Date.now();
   const budget = new Map<number, number>();
+  // One stub per shard: calls on one stub arrive in the order they were made, so K serves these oldest first.
+  const stubs = new Map<number, ShardStub>();
   for (const held of pool.held.waiting()) {
     if (changed === null || changed === held.nodeId) held.refused.clear();
     if (held.jobId !== null || held.endsAt - now < MIN_FORWARD_MS) continue;
@@ -152,8 +154,11 @@ export function forwardHeld(pool: Pool, changed?: string | null): void {
     if (choice.kind !== "forward") continue;
     const offered = offers.find((o) => o.shard === choice.shard)!;
     budget.set(choice.shard, (budget.get(choice.shard) ?? offered.eligible) - 1);
+    const stub = stubs.get(choice.shard) ?? shardOf(pool, choice.shard);
+    stubs.set(choice.shard, stub);
     const forwarding = forward(pool, choice.shard, held.nodeId, null, held.endsAt + NOT_AFTER_SLACK_MS, {
       turn: turnOf(offered),
+      stub,
     });
     pool.held.forward(held, forwarding, choice.shard, pool.summary.version(choice.shard));
   }
@@ -215,7 +220,7 @@ async function forward(
   nodeId: string,
   jobId: string | null,
   notAfter: number,
-  { holdMs, turn }: { holdMs?: number; turn?: Turn } = {},
+  { holdMs, turn, stub = shardOf(pool, k) }: { holdMs?: number; turn?: Turn; stub?: ShardStub } = {},
 ): Promise<ClaimResult> {
   const passport = passportOf(pool.sql, nodeId, pool.settings.owners);
   if (passport === null) return { ok: false, reason: "unregistered" };
@@ -227,7 +232,6 @@ async function forward(
     ...(holdMs ? { holdMs } : {}),
     ...(turn ? { turn } : {}),
   };
-  const stub = shardStub(pool.env, pool.settings.poolLocations, pool.poolName, k);
   pool.forwardedClaims += 1;
   let result: ForwardedClaimResult;
   try {
@@ -248,6 +252,11 @@ async function forward(
   pool.transaction(() => seen(pool.sql, Date.now(), nodeId, deadline));
   return { ok: true, lease: result.lease };
 }
+
+type ShardStub = ReturnType<typeof shardStub>;
+
+const shardOf = (pool: Pool, k: number): ShardStub =>
+  shardStub(pool.env, pool.settings.poolLocations, pool.poolName, k);
 
 /** 16 random hex: a forwarded claim's id (§5.1). */
 function claimId(): string {
