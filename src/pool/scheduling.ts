@@ -351,9 +351,10 @@ export function anotherCouldTake(
 /**
  * Whether another shard may have an idle node for the task, in a pool of
  * shards: this shard cannot see those nodes' gates, so it assumes one could
- * take the task while the pool has more idle nodes (the other shards'
- * online nodes less the leases out, here and there) than nodes that failed
- * it within the window, the failing node among them. Errs toward waiting:
+ * take the task while the other shards have more idle nodes (their online
+ * nodes less the leases out, there and, to their nodes, here) than their
+ * nodes that failed it within the window. A node homed here is in neither
+ * count: `anotherCouldTake` judges it by its gate. Errs toward waiting:
  * at worst the node that failed it retries once the window ends, as when no
  * one else could take it; a broken node does not burn a task's attempts
  * while the pool has idle nodes.
@@ -362,8 +363,10 @@ function mayBeElsewhere(sql: SqlStorage, taskSeq: number, since: number, idleEls
   if (idleElsewhere <= 0) return false;
   const { failed, leased } = sql
     .exec<{ failed: number; leased: number }>(
-      `SELECT (SELECT COUNT(*) FROM task_failures WHERE task_seq = ? AND failed_ms > ?) AS failed,
-        (SELECT COUNT(*) FROM leases WHERE status = 'live') AS leased`,
+      `SELECT (SELECT COUNT(*) FROM task_failures f WHERE task_seq = ? AND failed_ms > ?
+          AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.node_id = f.node_id)) AS failed,
+        (SELECT COUNT(*) FROM leases l WHERE status = 'live'
+          AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.node_id = l.node_id)) AS leased`,
       taskSeq,
       since,
     )
