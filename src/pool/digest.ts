@@ -52,9 +52,9 @@ const LOAD_SQL = `SELECT (SELECT COUNT(*) FROM leases WHERE status = 'live') AS 
     (SELECT COUNT(*) FROM nodes WHERE ${onlineSql("", "?1")}) AS online`;
 
 /**
- * What this shard's digest says now. Every node is a home node while homes
- * are pinned; `heldClaims` is the claims held open here; `requests` is not
- * counted yet and stays 0.
+ * What this shard's digest says now: its nodes are the ones homed here;
+ * `heldClaims` is the claims held open here; `requests` is not counted yet
+ * and stays 0.
  */
 export function digestContents(sql: SqlStorage, now: number, heldClaims: number, grants: Grants): DigestContents {
   const { classes, tenants } = pendingHere(sql);

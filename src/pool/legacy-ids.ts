@@ -36,7 +36,7 @@ const ADDRESSED: Readonly<Record<string, Addressed>> = {
 function holds(sql: SqlStorage, kind: Addressed["kind"], id: string): boolean {
   const job = kind === "key" ? /^jobs\/([^/]+)\//.exec(id)?.[1] : id;
   if (kind === "lease") return sql.exec("SELECT 1 FROM leases WHERE lease_id = ?", id).toArray().length > 0;
-  // A key outside jobs/ is bound in shard 0 while keys are pinned (src/routes/shards.ts).
+  // A key outside jobs/ is bound in shard 0 (src/routes/shards.ts).
   if (job === undefined) return true;
   return (
     sql

@@ -26,6 +26,7 @@ import { fleetSummary, nodeAnswers, type PendingClass, pendingClasses } from "./
 import { type ClaimTicket, claimForwarded, type ForwardedClaimResult } from "./forwarded-claims";
 import { forwardHeld } from "./forwarding";
 import { claimOrHold, cutOffHere } from "./held-claims";
+import { guardHomes, Homes, holdsNode } from "./homes";
 import { alarm } from "./housekeeping";
 import * as jobs from "./job-calls";
 import type { JobPlace } from "./jobs";
@@ -84,6 +85,15 @@ export class PoolObject extends DurableObject<Env> {
         shardStub(this.env, poolLocations, pool, 0) as unknown as Record<string, (...args: unknown[]) => unknown>,
     };
   }
+
+  // A node-routed call for a node that lives on another shard is refused with
+  // that shard, for the Worker to call instead (src/pool/homes.ts). Installed
+  // before the layout check, so that check still runs first.
+  static {
+    guardHomes(PoolObject.prototype, (object: PoolObject) => ({ pool: object.#pool, homes: object.#homes }));
+  }
+
+  readonly #homes = new Homes();
 
   // Every call but the two layout calls first passes the layout check: a pool
   // its layout refuses refuses them all (docs/sharding.md §11, src/pool/layout.ts).
@@ -222,6 +232,11 @@ export class PoolObject extends DurableObject<Env> {
   }
 
   // -- shard to shard (docs/sharding.md §5.1, §8.2): no route calls these, no session offers them
+
+  /** Whether node `nodeId` lives here (src/pool/homes.ts): asked by a shard that does not hold it. */
+  holdsNode(nodeId: string): boolean {
+    return holdsNode(this.#pool.sql, nodeId);
+  }
 
   /** A claim the node's home forwarded here, with the node's passport (src/pool/forwarded-claims.ts). */
   claimForwarded(ticket: ClaimTicket): Promise<ForwardedClaimResult> {
@@ -422,6 +437,7 @@ export class PoolObject extends DurableObject<Env> {
 type Lifecycle =
   | "session"
   | "vouch"
+  | "holdsNode"
   | "alarm"
   | "layout"
   | "emptiness"
@@ -435,6 +451,7 @@ type Lifecycle =
 const NodeSession = sessionClass<PoolObject, Lifecycle>(PoolObject.prototype, [
   "session",
   "vouch",
+  "holdsNode",
   "alarm",
   "layout",
   "emptiness",

@@ -4,19 +4,21 @@
 // a node's to its home, enrolment to shard 0, pool-wide reads to every shard.
 // At one shard every answer is the pool's one object, as before sharding.
 //
-// Jobs spread over the shards (two choices, docs/sharding.md §7.4); until
-// nodes spread too (§16 step 7) every node's home is shard 0, and a claim
-// whose work is elsewhere is forwarded from there.
+// Jobs spread over the shards (two choices, docs/sharding.md §7.4), and so
+// do nodes: a node's home is its registry shard, jump(node_id, S), unless a
+// NOT_HOME answer names another (src/pool/homes.ts), which the isolate keeps.
+// An enrolled node lives in shard 0, where its credential is issued (§16).
 
 import { shardStub } from "../pool/address";
 import type { CredentialProof } from "../pool/enrolment";
+import { notHomeShard } from "../pool/homes";
 import { CREDENTIAL_REFUSED } from "../pool/session";
 import { randomHex8, randomHex12 } from "../protocol/ids";
 import { jobOfKey } from "../protocol/keys";
 import { shardCount } from "../rules/pool-shards";
 import type { Settings } from "../rules/settings";
 import { placeSubmission, twoDistinct } from "../rules/shard-choice";
-import { mintShardHex, shardOfId } from "../rules/shard-ids";
+import { mintShardHex, registryShard, shardOfId } from "../rules/shard-ids";
 import type { PoolCalls } from "./context";
 
 export interface PoolShards {
@@ -24,8 +26,8 @@ export interface PoolShards {
   readonly count: number;
   /**
    * Shard k's calls, k in [0, S), where the caller's credential is checked
-   * with each call: any shard for an unenrolled caller, the home (shard 0
-   * while pinned) for an enrolled node. Throws for another shard of an
+   * with each call: any shard for an unenrolled caller, the home for an
+   * enrolled node. Throws for another shard of an
    * enrolled node, which holds no credentials: use `visit`.
    */
   shard(k: number): PoolCalls;
@@ -43,9 +45,13 @@ export interface PoolShards {
   job(jobId: string): Promise<PoolCalls>;
   /** The shard that issued a lease, by its id, visited. */
   lease(leaseId: string): Promise<PoolCalls>;
-  /** The shard that binds an artifact key: its job's for `jobs/{id}/…`, else shard 0 (nodes and keys are pinned). */
+  /** The shard that binds an artifact key: its job's for `jobs/{id}/…`, else shard 0 (where such keys are bound). */
   key(key: string): Promise<PoolCalls>;
-  /** A node's home shard: its registration, hold, drain, credential and claims. */
+  /**
+   * A node's home shard: its registration, hold, drain, credential and
+   * claims. Each call goes where the node is thought to live, and once more
+   * where a NOT_HOME answer says it does.
+   */
   home(nodeId: string): PoolCalls;
   /** Device codes and approvals (docs/sharding.md §8.4). */
   readonly enrolment: PoolCalls;
@@ -61,6 +67,20 @@ export interface PoolShards {
    * random id at one shard, else one whose tag names k.
    */
   newId(k: number): string;
+}
+
+/**
+ * Homes this isolate has learnt from NOT_HOME answers, by pool and node: a
+ * node's home never changes while it is registered, and a stale entry costs
+ * one more NOT_HOME. Forgotten all at once when full.
+ */
+const learnt = new Map<string, number>();
+type Call = (...args: unknown[]) => Promise<unknown>;
+const LEARNT = 100_000;
+
+function learn(pool: string, nodeId: string, shard: number): void {
+  if (learnt.size >= LEARNT) learnt.clear();
+  learnt.set(`${pool}\n${nodeId}`, shard);
 }
 
 /**
@@ -81,9 +101,14 @@ export function poolShards(
     if (!(Number.isInteger(k) && k >= 0 && k < count)) throw new RangeError(`pool '${pool}' has no shard ${k}`);
     return shardStub(env, settings.poolLocations, pool, k);
   };
-  const home = 0; // pinned: every node's home
+  // An enrolled node's credential is issued in shard 0, so it lives there (src/pool/homes.ts).
+  const homeOf = (nodeId: string) =>
+    count === 1
+      ? 0
+      : (learnt.get(`${pool}\n${nodeId}`) ?? (proof?.nodeId === nodeId ? 0 : registryShard(nodeId, count)));
+  const callerHome = () => (proof === null ? null : homeOf(proof.nodeId));
   const shard = (k: number): PoolCalls => {
-    if (proof !== null && k !== home) throw new Error(`an enrolled node's calls at shard ${k} must visit it`);
+    if (proof !== null && k !== callerHome()) throw new Error(`an enrolled node's calls at shard ${k} must visit it`);
     let calls = made.get(k);
     if (calls === undefined) {
       calls = proof === null ? stub(k) : stub(k).session(proof);
@@ -91,14 +116,37 @@ export function poolShards(
     }
     return calls;
   };
+  /** `call` at node `nodeId`'s home: where it is thought to be, and once more where a NOT_HOME answer says. */
+  const routed = async <T>(nodeId: string, call: (k: number) => Promise<T>): Promise<T> => {
+    const at = homeOf(nodeId);
+    try {
+      return await call(at);
+    } catch (error) {
+      const moved = notHomeShard(error);
+      if (moved === null || moved === at) throw error;
+      learn(pool, nodeId, moved);
+      made.delete(at); // a session there rejected, and stays rejected
+      return await call(moved);
+    }
+  };
+  const home = (nodeId: string): PoolCalls =>
+    count === 1
+      ? shard(0)
+      : (new Proxy({} as Record<string, unknown>, {
+          // Not a thenable: awaiting the calls themselves must not call one.
+          get: (_, name) =>
+            typeof name !== "string" || name === "then"
+              ? undefined
+              : (...args: unknown[]) =>
+                  routed(nodeId, (k) => (shard(k) as unknown as Record<string, Call>)[name]!(...args)),
+        }) as unknown as PoolCalls);
   let vouched: Promise<boolean> | null = null;
   const visit = async (k: number): Promise<PoolCalls> => {
-    if (proof === null || k === home) return shard(k);
-    vouched ??= stub(home).vouch(proof);
+    if (proof === null || k === callerHome()) return shard(k);
+    vouched ??= routed(proof.nodeId, (at) => stub(at).vouch(proof));
     if (!(await vouched)) throw new Error(CREDENTIAL_REFUSED);
     return stub(k);
   };
-  const pinned = () => shard(home);
   const ofJob = (jobId: string) => shardOfId(pool, jobId, "", count).shard;
   return {
     count,
@@ -110,12 +158,12 @@ export function poolShards(
       const jobId = jobOfKey(key);
       return visit(jobId === null ? 0 : ofJob(jobId));
     },
-    home: pinned,
+    home,
     get enrolment() {
       return shard(0); // device codes stay in shard 0 once nodes spread too
     },
     place: async (tasks) => {
-      if (count === 1) return { shard: home };
+      if (count === 1) return { shard: 0 };
       const drawn = twoDistinct(count, Math.random);
       const slots = await Promise.allSettled(
         drawn.map(async (k) => ({ shard: k, ...(await (await visit(k)).reserveSlot(tasks)) })),

@@ -164,7 +164,7 @@ export function twoDistinct(shards: number, random: () => number): [number, numb
  * Where a submission goes (§7.4): the candidate with the lower load (pending
  * + reserved). A tie is a coin toss: sending every tie to the lower shard
  * would favour shard 0, which already carries the most (device codes, and
- * every node while homes are pinned).
+ * every enrolled node).
  */
 export function placeSubmission(
   a: { shard: number; load: number },

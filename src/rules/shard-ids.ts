@@ -52,6 +52,26 @@ export function registryShard(nodeId: string, shards: number): number {
 }
 
 /**
+ * Where node `nodeId` may already live when its registry shard today does
+ * not hold it (§4.2), newest first, each once: its registry shard in each
+ * earlier layout (jump hash moved it only into shards a raise added), then
+ * shard 0, which held every node of a pool's one-shard days and, before
+ * homes spread, every node of any pool. A shard the layout has since
+ * removed is empty and left out. `counts`: the layout's shard counts,
+ * oldest first, the last one today's.
+ */
+export function homeCandidates(nodeId: string, counts: readonly number[]): number[] {
+  const now = counts.at(-1) ?? 1;
+  const found: number[] = [];
+  for (const s of [...counts].reverse().slice(1)) {
+    const k = jump(nodeId, s);
+    if (k < now && !found.includes(k)) found.push(k);
+  }
+  if (!found.includes(0)) found.push(0);
+  return found.filter((k) => k !== jump(nodeId, now));
+}
+
+/**
  * The tag binding a shard byte to its pool: FNV-1a-32 over pool and the
  * first 10 hex, its four bytes folded into one. (FNV's low byte alone
  * depends only on the low byte of its state, so every byte is folded in.)

@@ -1,6 +1,15 @@
 import { describe, expect, it } from "vitest";
 import { randomHex12 } from "../../src/protocol/ids";
-import { fnv1a32, fnv1a64, jump, mintShardHex, registryShard, shardOfHex, shardOfId } from "../../src/rules/shard-ids";
+import {
+  fnv1a32,
+  fnv1a64,
+  homeCandidates,
+  jump,
+  mintShardHex,
+  registryShard,
+  shardOfHex,
+  shardOfId,
+} from "../../src/rules/shard-ids";
 import { Rng } from "../fixtures/rng";
 
 const hex = (rng: Rng, n: number) => Array.from({ length: n }, () => rng.below(16).toString(16)).join("");
@@ -95,5 +104,37 @@ describe("jump consistent hash (docs/sharding.md §4.2)", () => {
 
   it("refuses a bucket count below 1", () => {
     expect(() => jump("x", 0)).toThrow(RangeError);
+  });
+});
+
+describe("where a node may already live (docs/sharding.md §4.2)", () => {
+  /** A node id whose registry shard is `k` in a pool of `shards`. */
+  const nodeAt = (k: number, shards: number) => {
+    for (let i = 0; ; i++) if (registryShard(`n-${i}`, shards) === k) return `n-${i}`;
+  };
+
+  it("a pool that never changed its count asks shard 0 only, and nobody when it is shard 0", () => {
+    expect(homeCandidates(nodeAt(3, 4), [4])).toEqual([0]);
+    expect(homeCandidates(nodeAt(0, 4), [4])).toEqual([]);
+    expect(homeCandidates("anything", [1])).toEqual([]);
+  });
+
+  it("after raises, each earlier registry shard newest first, then shard 0, each once", () => {
+    for (let i = 0; i < 2_000; i++) {
+      const node = `box-${i}`;
+      const chain = homeCandidates(node, [1, 4, 16, 64]);
+      const expected = [jump(node, 16), jump(node, 4), 0].filter((k, j, all) => all.indexOf(k) === j);
+      expect(chain).toEqual(expected.filter((k) => k !== jump(node, 64)));
+      expect(chain.length).toBeLessThanOrEqual(3);
+    }
+  });
+
+  it("leaves out shards a lowering removed: they were empty", () => {
+    for (let i = 0; i < 2_000; i++) {
+      const chain = homeCandidates(`box-${i}`, [16, 4]);
+      expect(chain.every((k) => k < 4)).toBe(true);
+      // Jump hash keeps a key below the new count where it was: nothing but shard 0 to ask.
+      expect(chain).toEqual(jump(`box-${i}`, 4) === 0 ? [] : [0]);
+    }
   });
 });

@@ -12,11 +12,11 @@ import {
   delivered,
   expireLeases,
   freshPool,
+  homeStub,
   jobStub,
   json,
   sha256,
   storedObjects,
-  stub,
   trialsJob,
 } from "../worker/helpers";
 import { violations } from "../worker/invariants";
@@ -62,8 +62,8 @@ async function finish(pool: string, lease: Lease, bytes: string) {
 }
 
 /** Gives a node a record of verified results long enough to run tasks alone. */
-function trust(pool: string, nodeId: string, consecutive = TRUST_AFTER_VALID) {
-  return runInDurableObject(stub(pool), (_o, state) => {
+async function trust(pool: string, nodeId: string, consecutive = TRUST_AFTER_VALID) {
+  return runInDurableObject(await homeStub(pool, nodeId), (_o, state) => {
     state.storage.sql.exec("UPDATE nodes SET consecutive_valid = ? WHERE node_id = ?", consecutive, nodeId);
   });
 }
@@ -75,10 +75,10 @@ async function claimWithDraw(pool: string, job: string, nodeId: string, draw: nu
   return r.lease as WireLease as unknown as Lease;
 }
 
-/** The node's record at its home (shard 0), once every shard has delivered what its work there did to it. */
+/** The node's record at its home, once every shard has delivered what its work there did to it. */
 async function node(pool: string, nodeId: string) {
   await delivered(pool);
-  return runInDurableObject(stub(pool), (_o, state) =>
+  return runInDurableObject(await homeStub(pool, nodeId), (_o, state) =>
     state.storage.sql
       .exec<{ consecutive_valid: number; distrusted: string | null; held_until_ms: number; verdicts: string }>(
         "SELECT consecutive_valid, distrusted, held_until_ms, verdicts FROM nodes WHERE node_id = ?",
@@ -259,7 +259,7 @@ describe("the lie threshold", () => {
     expect(dashboard.nodes.items.find((n) => n.node_id === "cheat")?.distrusted).toBe("lost 3 of its last 3 verdicts");
 
     // Past its hold it works again, but with a long record it still never runs alone.
-    await runInDurableObject(stub(pool), (_o, state) => {
+    await runInDurableObject(await homeStub(pool, "cheat"), (_o, state) => {
       state.storage.sql.exec("UPDATE nodes SET held_until_ms = 0, consecutive_valid = 1000 WHERE node_id = 'cheat'");
     });
     await claimWithDraw(pool, last, "cheat", 0.99);

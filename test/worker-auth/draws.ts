@@ -8,12 +8,12 @@ import { seen } from "../../src/pool/nodes";
 import { passportOf, upsertPassport } from "../../src/pool/passports";
 import { readSettings } from "../../src/rules/settings";
 import { mintShardHex } from "../../src/rules/shard-ids";
-import { jobStub, shardOfJob, shardsOf, stub } from "../worker/helpers";
+import { homeShardOf, jobStub, shardOfJob, shardStubs, shardsOf } from "../worker/helpers";
 
 /**
  * The pool's claim transaction run by hand with the spot check's draw fixed, in the shard of `job`
  * (the one its id names), as a claim forwarded there runs it: the node's passport copied from its
- * home (shard 0) first, a lease id that names the shard, and the home told of the lease.
+ * home first, a lease id that names the shard, and the home told of the lease.
  */
 export async function claimWithDraw(pool: string, job: string, nodeId: string, draw: number): Promise<ClaimResult> {
   const read = readSettings(env);
@@ -21,8 +21,12 @@ export async function claimWithDraw(pool: string, job: string, nodeId: string, d
   const { owners, tenantWeights, retryElsewhereMs, membership } = read.settings;
   const k = shardOfJob(pool, job);
   const mint = () => mintShardHex(pool, k, crypto.randomUUID().replaceAll("-", "").slice(0, 8));
+  const home = await homeShardOf(pool, nodeId);
+  const homeObject = shardStubs(pool)[home]!;
   const passport =
-    k === 0 ? null : await runInDurableObject(stub(pool), (_o, state) => passportOf(state.storage.sql, nodeId, owners));
+    k === home
+      ? null
+      : await runInDurableObject(homeObject, (_o, state) => passportOf(state.storage.sql, nodeId, owners));
   const r = await runInDurableObject(jobStub(pool, job), (_o, state) =>
     state.storage.transactionSync(() => {
       const now = Date.now();
@@ -41,9 +45,9 @@ export async function claimWithDraw(pool: string, job: string, nodeId: string, d
       );
     }),
   );
-  if (r.ok && k !== 0) {
+  if (r.ok && k !== home) {
     const deadline = Date.parse(r.lease.deadline);
-    await runInDurableObject(stub(pool), (_o, state) =>
+    await runInDurableObject(homeObject, (_o, state) =>
       state.storage.transactionSync(() => seen(state.storage.sql, Date.now(), nodeId, deadline)),
     );
   }

@@ -584,6 +584,7 @@ describe("an enrolled node's session", () => {
         "constructor",
         "session",
         "vouch",
+        "holdsNode",
         "alarm",
         "layout",
         "emptiness",

@@ -9,7 +9,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Lease } from "../../src/protocol/tasks";
 import { TRUST_AFTER_VALID } from "../../src/rules/verification";
-import { delivered, freshPool, jobStub, json, sha256, stub, trialsJob } from "../worker/helpers";
+import { delivered, freshPool, homeStub, jobStub, json, sha256, trialsJob } from "../worker/helpers";
 import { violations } from "../worker/invariants";
 import { claimWithDraw } from "./draws";
 import { call, claim, register, submitJob, upload } from "./nodes";
@@ -82,8 +82,8 @@ async function records(pool: string): Promise<Record<string, NodeRecord>> {
 }
 
 /** Gives a node a record of verified results long enough to run tasks alone. */
-function trust(pool: string, nodeId: string) {
-  return runInDurableObject(stub(pool), (_o, state) => {
+async function trust(pool: string, nodeId: string) {
+  return runInDurableObject(await homeStub(pool, nodeId), (_o, state) => {
     state.storage.sql.exec("UPDATE nodes SET consecutive_valid = ? WHERE node_id = ?", TRUST_AFTER_VALID, nodeId);
   });
 }

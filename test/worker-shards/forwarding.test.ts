@@ -21,6 +21,7 @@ import {
   claim,
   commandJob,
   freshPool,
+  homeStub,
   register,
   registration,
   sha256,
@@ -38,15 +39,17 @@ declare global {
 
 const K = 2;
 
-/** The node's passport as its home (shard 0) builds it. */
-function passportAtHome(pool: string, nodeId: string): Promise<Passport | null> {
-  return runInDurableObject(shard(pool, 0), (_o, state) => passportOf(state.storage.sql, nodeId, new Map()));
+/** The node's passport as its home builds it. */
+async function passportAtHome(pool: string, nodeId: string): Promise<Passport | null> {
+  return runInDurableObject(await homeStub(pool, nodeId), (_o, state) =>
+    passportOf(state.storage.sql, nodeId, new Map()),
+  );
 }
 
 /** A ticket for `nodeId`'s claim, built at its home as the home will (docs/sharding.md §5.1). */
 async function ticketFor(pool: string, nodeId: string, extra: Partial<ClaimTicket> = {}): Promise<ClaimTicket> {
   const passport = await passportAtHome(pool, nodeId);
-  if (passport === null) throw new Error(`${nodeId} is not registered at shard 0`);
+  if (passport === null) throw new Error(`${nodeId} is not registered at its home`);
   const claimId = crypto.randomUUID().replaceAll("-", "").slice(0, 16);
   return { claimId, passport, jobId: null, notAfter: Date.now() + 10_000, ...extra };
 }
@@ -89,8 +92,8 @@ type HomeRecord = {
 };
 
 /** The node's record at its home. */
-function recordAtHome(pool: string, nodeId: string): Promise<HomeRecord> {
-  return runInDurableObject(shard(pool, 0), (_o, state) =>
+async function recordAtHome(pool: string, nodeId: string): Promise<HomeRecord> {
+  return runInDurableObject(await homeStub(pool, nodeId), (_o, state) =>
     state.storage.sql
       .exec<HomeRecord>(
         "SELECT accepted_tasks, consecutive_failures, held_until_ms, distrusted, passport_version FROM nodes WHERE node_id = ?",
@@ -143,20 +146,23 @@ describe("a forwarded claim", () => {
 
   it("honours the gate with the passport's registration: a 1-GPU task is refused a 0-GPU node and leased to a 1-GPU one", async () => {
     const pool = freshPool();
-    await register(pool, "cpu");
+    await register(pool, "cpu-0");
     await register(pool, "gpu", {}, 1);
     await submitTo(pool, K, trialsJob(1, {}, { resources: { gpuPerTask: 1 } }));
-    expect(await shard(pool, K).claimForwarded(await ticketFor(pool, "cpu"))).toEqual({ ok: false, reason: "nothing" });
+    expect(await shard(pool, K).claimForwarded(await ticketFor(pool, "cpu-0"))).toEqual({
+      ok: false,
+      reason: "nothing",
+    });
     expect(await leaseAtK(pool, "gpu")).toMatchObject({ node_id: "gpu", task_id: "trial-000" });
   });
 
   it("honours gate 6: a team pool's task is refused a node not in the team and leased to one that is", async () => {
     const pool = freshPool();
-    await register(pool, "outsider");
+    await register(pool, "outsider-1");
     // Open mode: a node's own report makes it a member (docs/protocol.md §9).
     await register(pool, "member", { capabilities: { ...registration("member").capabilities, pools: ["team-a"] } });
     await submitTo(pool, K, trialsJob(1, {}, { placement: { pool: "team-a" } }));
-    expect(await shard(pool, K).claimForwarded(await ticketFor(pool, "outsider"))).toEqual({
+    expect(await shard(pool, K).claimForwarded(await ticketFor(pool, "outsider-1"))).toEqual({
       ok: false,
       reason: "nothing",
     });
@@ -165,10 +171,10 @@ describe("a forwarded claim", () => {
 
   it("honours the isolation gate: a sandboxed argv task is refused a node without a sandbox and leased to one with", async () => {
     const pool = freshPool();
-    await register(pool, "plain");
+    await register(pool, "plain1");
     await register(pool, "sandboxed", ARGV_NODE);
     await submitTo(pool, K, commandJob());
-    expect(await shard(pool, K).claimForwarded(await ticketFor(pool, "plain"))).toEqual({
+    expect(await shard(pool, K).claimForwarded(await ticketFor(pool, "plain1"))).toEqual({
       ok: false,
       reason: "nothing",
     });

@@ -1,19 +1,30 @@
 // A claim at the node's home in a pool of 4 shards (docs/sharding.md §5.1,
 // §5.3, §7.1): served where the summary says the best work for the node is,
-// through the same HTTP routes a one-shard pool has. Nodes live at shard 0
-// (their home, while homes are pinned); the tests place jobs on other shards
-// through the shards' own calls, as two-choice placement will.
+// through the same HTTP routes a one-shard pool has. Each node lives at its
+// home (n1's is shard 0, by jump hash at 4 shards); the tests place jobs on
+// other shards through the shards' own calls, as two-choice placement does.
 
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import { shardOfHex } from "../../src/rules/shard-ids";
-import { call, claim, commandJob, freshPool, json, register, sha256, trialsJob, upload } from "../worker/helpers";
+import {
+  call,
+  claim,
+  commandJob,
+  freshPool,
+  homeStub,
+  json,
+  register,
+  sha256,
+  trialsJob,
+  upload,
+} from "../worker/helpers";
 import { shard, submitTo } from "./helpers";
 
 type Lease = { lease_id: string; job_id: string; task_id: string; node_id: string };
 
-const homeRecord = (pool: string, nodeId: string) =>
-  runInDurableObject(shard(pool, 0), (_o, state) =>
+const homeRecord = async (pool: string, nodeId: string) =>
+  runInDurableObject(await homeStub(pool, nodeId), (_o, state) =>
     state.storage.sql
       .exec<{ accepted_tasks: number; live_until_ms: number }>(
         "SELECT accepted_tasks, live_until_ms FROM nodes WHERE node_id = ?",

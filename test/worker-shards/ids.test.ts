@@ -8,9 +8,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { NodeRegistrationSchema } from "../../src/protocol/nodes";
-import { mintShardHex, shardOfHex } from "../../src/rules/shard-ids";
-import { call, freshPool, register, registration, submitJob, trialsJob } from "../worker/helpers";
+import { mintShardHex, registryShard, shardOfHex } from "../../src/rules/shard-ids";
+import { call, freshPool, register, submitJob, trialsJob } from "../worker/helpers";
 import { shard, submitTo } from "./helpers";
 
 const SHARDS = 4;
@@ -98,13 +97,13 @@ describe("lists walked over 4 shards", () => {
     expect(pages.at(-1)!.next).toBeNull();
   });
 
-  it("nodes registered at two shards are each listed once, by node id within each shard", async () => {
+  it("nodes at their homes on three shards are each listed once, shard by shard, by node id within each", async () => {
     const pool = freshPool();
-    for (const id of ["b", "d", "a"]) await register(pool, id);
-    for (const id of ["c", "e"])
-      await shard(pool, 2).register(NodeRegistrationSchema.parse({ ...registration(id), pool }));
+    // Homes by jump hash at 4 shards: a, e at 2; b at 3; c, d at 0.
+    expect(["a", "b", "c", "d", "e"].map((id) => registryShard(id, 4))).toEqual([2, 3, 0, 0, 2]);
+    for (const id of ["b", "d", "a", "e", "c"]) await register(pool, id);
     const pages = await pagesOf(listUrl(pool, "nodes", "?limit=2"));
-    expect(pages.flatMap((p) => p.items.map((n) => n.node_id))).toEqual(["a", "b", "d", "c", "e"]);
+    expect(pages.flatMap((p) => p.items.map((n) => n.node_id))).toEqual(["c", "d", "a", "e", "b"]);
     expect(pages.map((p) => p.items.length)).toEqual([2, 2, 1]);
   });
 

@@ -1,8 +1,8 @@
 // The pool-wide reads of a pool of 4 shards (docs/sharding.md §10): the
 // dashboard, metrics and the fleet read every shard and merge, and each
 // shard's own series (its summary's age, its forwards, its outbox). Nodes live
-// at shard 0 (their home, while homes are pinned); the tests place jobs on
-// other shards through the shards' own calls, as two-choice placement will.
+// at their homes (by jump hash); the tests place jobs on other shards through
+// the shards' own calls, as two-choice placement does.
 // A task is stuck, a class unservable, only if no node of any shard takes it.
 
 import { describe, expect, it } from "vitest";

@@ -11,7 +11,7 @@ import { NodeRegistrationSchema } from "../../src/protocol/nodes";
 import type { PlacementReport } from "../../src/protocol/responses";
 import { gateFor } from "../../src/rules/placement";
 import { summarizePlacement } from "../../src/rules/placement-summary";
-import { shardOfHex } from "../../src/rules/shard-ids";
+import { registryShard, shardOfHex } from "../../src/rules/shard-ids";
 import { call, freshPool, json, register, registration, trialsJob } from "../worker/helpers";
 import { shard, submitTo } from "./helpers";
 
@@ -70,9 +70,11 @@ describe("the placement report at 4 shards", () => {
   it("counts nodes registered at every shard, listed by node_id across them", async () => {
     const pool = freshPool();
     const { jobId, taskId } = await submitOne(pool, 1, trialsJob(1, {}, ONE_GPU));
+    // Homed at shards 2, 3 and 1 (jump hash at 4 shards).
+    expect(["b-cpu", "a-gpu", "c-cpu"].map((id) => registryShard(id, 4))).toEqual([2, 3, 1]);
     await register(pool, "b-cpu");
-    await shard(pool, 3).register(NodeRegistrationSchema.parse({ ...registration("a-gpu", {}, 1), pool }));
-    await shard(pool, 3).register(NodeRegistrationSchema.parse({ ...registration("c-cpu"), pool }));
+    await register(pool, "a-gpu", {}, 1);
+    await register(pool, "c-cpu");
     const report = await reportOf(pool, jobId, taskId);
     expect(report.nodes.map((n) => [n.node_id, n.eligible])).toEqual([
       ["a-gpu", true],

@@ -12,7 +12,7 @@ import { joinedShard } from "../../src/pool/exchange";
 import type { Pool } from "../../src/pool/pool";
 import { NodeRegistrationSchema } from "../../src/protocol/nodes";
 import { summaryStub } from "../../src/summary/address";
-import { freshPool, registration, trialsJob } from "../worker/helpers";
+import { freshPool, nodeIdAt, registration, trialsJob } from "../worker/helpers";
 import { shard, submitTo } from "./helpers";
 
 const summary = (pool: string) => summaryStub(env, [], pool);
@@ -72,10 +72,11 @@ describe("the pool summary at 4 shards", () => {
 
   it("a class whose last pending task is leased leaves the copies, and the grant reaches Σ's passes", async () => {
     const pool = freshPool();
+    const n1 = nodeIdAt(pool, "n1", 2); // homed at shard 2
     await submitTo(pool, 2, trialsJob(1));
-    await shard(pool, 2).register(NodeRegistrationSchema.parse({ ...registration("n1"), pool }));
+    await shard(pool, 2).register(NodeRegistrationSchema.parse({ ...registration(n1), pool }));
     expect(await copyAt(pool, 0)).toEqual([{ shard: 2, fresh: 1 }]);
-    const claimed = await shard(pool, 2).claim("n1", null, 0);
+    const claimed = await shard(pool, 2).claim(n1, null, 0);
     expect(claimed.ok).toBe(true);
     const granted = await inShard(pool, 2, (s) => [...s.grants.values()]);
     expect(granted).toEqual([{ priority: 0, tenant: "default", granted: 1 }]);
@@ -102,11 +103,13 @@ describe("the pool summary at 4 shards", () => {
 
   it("the summary's snapshot of the tenant passes survives its restart", async () => {
     const pool = freshPool();
+    const n1 = nodeIdAt(pool, "n1", 2); // homed at shard 2
+    const n2 = nodeIdAt(pool, "n2", 2); // homed at shard 2
     await submitTo(pool, 2, trialsJob(3));
-    await shard(pool, 2).register(NodeRegistrationSchema.parse({ ...registration("n1"), pool }));
-    await shard(pool, 2).register(NodeRegistrationSchema.parse({ ...registration("n2"), pool }));
-    expect((await shard(pool, 2).claim("n1", null, 0)).ok).toBe(true);
-    expect((await shard(pool, 2).claim("n2", null, 0)).ok).toBe(true);
+    await shard(pool, 2).register(NodeRegistrationSchema.parse({ ...registration(n1), pool }));
+    await shard(pool, 2).register(NodeRegistrationSchema.parse({ ...registration(n2), pool }));
+    expect((await shard(pool, 2).claim(n1, null, 0)).ok).toBe(true);
+    expect((await shard(pool, 2).claim(n2, null, 0)).ok).toBe(true);
     await shard(pool, 2).summaryChanged();
     await shard(pool, 0).summaryChanged();
     expect(await inShard(pool, 0, (s) => s.summary.pass(0, "default"))).toBe(2);
@@ -126,8 +129,9 @@ describe("the pool summary at 4 shards", () => {
 
   it("a class newly pending at one shard pokes a shard holding a claim, which then sees it", async () => {
     const pool = freshPool();
-    await shard(pool, 1).register(NodeRegistrationSchema.parse({ ...registration("n1"), pool }));
-    const held = shard(pool, 1).claim("n1", null, 3_000);
+    const n1 = nodeIdAt(pool, "n1", 1); // homed at shard 1
+    await shard(pool, 1).register(NodeRegistrationSchema.parse({ ...registration(n1), pool }));
+    const held = shard(pool, 1).claim(n1, null, 3_000);
     await vi.waitFor(async () => expect(await inShard(pool, 1, (s) => s.held.size)).toBe(1));
     await shard(pool, 1).summaryChanged(); // Σ learns that shard 1 holds a claim
     const pokes = () => runInDurableObject(summary(pool), (instance) => instance.pokes);

@@ -7,7 +7,7 @@ import { shardStub } from "../../src/pool/address";
 import { addTasks as queueTasks } from "../../src/pool/tasks";
 import type { TaskSpec } from "../../src/protocol/tasks";
 import { parsePoolShards, shardCount } from "../../src/rules/pool-shards";
-import { shardOfId } from "../../src/rules/shard-ids";
+import { registryShard, shardOfId } from "../../src/rules/shard-ids";
 import { registration } from "../fixtures/registration";
 
 /** A fresh pool name per test, so tests never share state. */
@@ -30,6 +30,41 @@ export function shardsOf(pool: string): number {
 /** Every shard of `pool`, shard 0 first. */
 export function shardStubs(pool: string) {
   return Array.from({ length: shardsOf(pool) }, (_, k) => shardStub(env, [], pool, k));
+}
+
+/**
+ * Which shard is node `nodeId`'s home (docs/sharding.md §4.2): the one that
+ * holds its registration or enrolled credential, else where it would
+ * register, its registry shard.
+ */
+export async function homeShardOf(pool: string, nodeId: string): Promise<number> {
+  const shards = shardStubs(pool);
+  if (shards.length === 1) return 0;
+  const k = (await Promise.all(shards.map((s) => s.holdsNode(nodeId)))).indexOf(true);
+  return k === -1 ? registryShard(nodeId, shards.length) : k;
+}
+
+/** Node `nodeId`'s home shard's stub. */
+export async function homeStub(pool: string, nodeId: string) {
+  return shardStubs(pool)[await homeShardOf(pool, nodeId)]!;
+}
+
+/**
+ * `nodeIds` in the order GET /nodes lists them: by node_id at one shard; in
+ * a pool of shards home by home, shard 0 first, by node_id within each
+ * (docs/sharding.md §9), for nodes homed at their registry shards.
+ */
+export function inListOrder(pool: string, nodeIds: readonly string[]): string[] {
+  const shards = shardsOf(pool);
+  const keyed = nodeIds.map((id) => [shards === 1 ? 0 : registryShard(id, shards), id] as const);
+  return keyed.sort(([a, x], [b, y]) => a - b || (x < y ? -1 : x > y ? 1 : 0)).map(([, id]) => id);
+}
+
+/** `name`, or `name-i` for the first i that makes it, a node id whose registry shard in `pool` is k. */
+export function nodeIdAt(pool: string, name: string, k: number): string {
+  const shards = shardsOf(pool);
+  if (registryShard(name, shards) === k) return name;
+  for (let i = 0; ; i++) if (registryShard(`${name}-${i}`, shards) === k) return `${name}-${i}`;
 }
 
 /** The shard that holds a job, its tasks, leases and events: the one its id names. */

@@ -16,6 +16,7 @@ import {
   delivered,
   expireLeases,
   freshPool,
+  homeStub,
   json,
   register,
   sha256,
@@ -34,7 +35,7 @@ type NodeRow = { node_id: string; online: boolean; last_heartbeat_age_s: number 
 /** Moves everything the pool knows about `nodeId`'s requests and leases `ms` into the past. */
 async function age(pool: string, nodeId: string, ms: number) {
   await delivered(pool); // what the node did at other shards is in its home's record first
-  await runInDurableObject(stub(pool), (_o, state) => {
+  await runInDurableObject(await homeStub(pool, nodeId), (_o, state) => {
     state.storage.sql.exec(
       "UPDATE nodes SET last_heartbeat_ms = last_heartbeat_ms - ?, live_until_ms = live_until_ms - ? WHERE node_id = ?",
       ms,

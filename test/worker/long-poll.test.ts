@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import app from "../../src/index";
 import type { Lease } from "../../src/protocol/tasks";
 import { jobSpec } from "../fixtures/jobspec";
-import { expireLeases, freshPool, json, registration, shardStubs, sleep, stub } from "./helpers";
+import { expireLeases, freshPool, homeStub, json, nodeIdAt, registration, shardStubs, sleep, stub } from "./helpers";
 import { violations } from "./invariants";
 
 /** A request to the pool through the real Worker, with claims held up to `holdSeconds`. */
@@ -96,17 +96,19 @@ describe("long-poll claims", () => {
     expect(await violations(pool)).toEqual([]);
   });
 
+  // Arrival order is each home's: in a pool of shards the three nodes share one (shard 0's), as "a", "b", "c" do at one shard.
   it("held claims are answered in the order they arrived, and those left over wait on", async () => {
-    const { pool, submit, claim } = await setUp(["a", "b", "c"]);
-    const heldA = claim("a", 10);
+    const [a, b, c] = ["a", "b", "c"].map((name) => nodeIdAt(freshPool(), name, 0)) as [string, string, string];
+    const { pool, submit, claim } = await setUp([a, b, c]);
+    const heldA = claim(a, 10);
     await sleep(30);
-    const heldB = claim("b", 10);
+    const heldB = claim(b, 10);
     await sleep(30);
-    const heldC = claim("c", 1);
+    const heldC = claim(c, 1);
     await sleep(50);
     await submit(searchJob(2));
-    expect(await json<Lease>(await heldA)).toMatchObject({ node_id: "a", task_id: "trial-000" });
-    expect(await json<Lease>(await heldB)).toMatchObject({ node_id: "b", task_id: "trial-001" });
+    expect(await json<Lease>(await heldA)).toMatchObject({ node_id: a, task_id: "trial-000" });
+    expect(await json<Lease>(await heldB)).toMatchObject({ node_id: b, task_id: "trial-001" });
     expect((await heldC).status).toBe(204);
     expect(await violations(pool)).toEqual([]);
   });
@@ -239,7 +241,7 @@ describe("long-poll claims", () => {
   it("a held-back node's held claim gets the task the moment an operator releases it", async () => {
     const { pool, submit, claim } = await setUp(["n1"]);
     await submit(searchJob(1));
-    await runInDurableObject(stub(pool), (_o, state) => {
+    await runInDurableObject(await homeStub(pool, "n1"), (_o, state) => {
       state.storage.sql.exec("UPDATE nodes SET consecutive_failures = 5, held_until_ms = ?", Date.now() + 60_000);
     });
     const started = Date.now();

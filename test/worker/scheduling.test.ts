@@ -15,6 +15,8 @@ import {
   claim,
   expireLeases,
   freshPool,
+  homeShardOf,
+  homeStub,
   jobStub,
   json,
   moveDeadlines,
@@ -23,7 +25,6 @@ import {
   sha256,
   shardOfJob,
   shardStubs,
-  stub,
   submitJob,
   summarized,
   trialsJob,
@@ -45,7 +46,7 @@ async function lease(pool: string, nodeId: string, jobId?: string): Promise<Leas
 
 /** A claim through the object's RPC, as the claim route makes it: the job leased. */
 async function rpcClaim(pool: string, nodeId: string): Promise<string> {
-  const result = await stub(pool).claim(nodeId, null);
+  const result = await (await homeStub(pool, nodeId)).claim(nodeId, null);
   if (!result.ok) throw new Error(`claim by ${nodeId}: ${result.reason}`);
   return result.lease.job_id;
 }
@@ -297,7 +298,7 @@ describe("failing nodes are held back", () => {
     for (let i = 0; i < 5; i++) await fail(pool, await lease(pool, "flaky"));
     expect((await claim(pool, "flaky")).status).toBe(204);
     // The first hold runs out (moved into the past, as time passing would); the next failure doubles it.
-    await runInDurableObject(stub(pool), (_o, state) => {
+    await runInDurableObject(await homeStub(pool, "flaky"), (_o, state) => {
       state.storage.sql.exec("UPDATE nodes SET held_until_ms = ? WHERE node_id = 'flaky'", Date.now() - 1);
     });
     await fail(pool, await lease(pool, "flaky"));
@@ -305,7 +306,7 @@ describe("failing nodes are held back", () => {
     expect(sixth).toBeGreaterThan(2 * FIRST_HOLD_MS - 2000);
     expect(sixth).toBeLessThanOrEqual(2 * FIRST_HOLD_MS);
 
-    await stub(pool).releaseNode("flaky");
+    await (await homeStub(pool, "flaky")).releaseNode("flaky");
     for (let i = 0; i < 4; i++) await fail(pool, await lease(pool, "flaky"));
     await commit(pool, await lease(pool, "flaky"));
     for (let i = 0; i < 4; i++) await fail(pool, await lease(pool, "flaky"));
@@ -382,7 +383,7 @@ describe("retry elsewhere", () => {
     // cpu is online but the gate refuses it: gpu retries its own failure. A shard that cannot see cpu's gate (it is
     // at another shard) waits the window for it first (docs/sharding.md §7.3), once the summary tells it of cpu.
     await summarized(pool);
-    if (SHARDED && shardOfJob(pool, failed.job_id) !== 0) {
+    if (SHARDED && shardOfJob(pool, failed.job_id) !== (await homeShardOf(pool, "cpu"))) {
       expect((await claim(pool, "gpu")).status).toBe(204);
       await runInDurableObject(jobStub(pool, failed.job_id), (_o, state) => {
         state.storage.sql.exec("UPDATE task_failures SET failed_ms = failed_ms - 60000");
@@ -415,7 +416,7 @@ describe("retry elsewhere", () => {
     const failed = await lease(pool, "flaky");
     expect((await fail(pool, failed)).status).toBe(200);
     // 16 s pass; flaky claims (and so stays online), done says nothing: at its home, and at every shard it was last seen at.
-    await runInDurableObject(stub(pool), (_o, state) => {
+    await runInDurableObject(await homeStub(pool, "done"), (_o, state) => {
       state.storage.sql.exec(
         "UPDATE nodes SET last_heartbeat_ms = last_heartbeat_ms - 16000, live_until_ms = live_until_ms - 16000 WHERE node_id = 'done'",
       );

@@ -1,0 +1,139 @@
+// Node homes (docs/sharding.md §4.2): a node lives in one shard, found from
+// its id without a lookup: its registry shard jump(node_id, S). A node homed
+// before that shard could know it (before a raise, in the pool's one-shard
+// days, before homes spread, or enrolled: an enrolled credential is issued
+// in shard 0) lives where homeCandidates says, and a shard asked about such
+// a node answers NOT_HOME with the shard that holds it; the Worker calls
+// that shard instead and remembers it. A shard learns a home once, in
+// memory: the fact never changes while the node is registered.
+//
+// At S = 1 nothing here runs.
+
+import { homeCandidates, registryShard } from "../rules/shard-ids";
+import { shardStub } from "./address";
+import type { Pool } from "./pool";
+
+/** The message of the error a call addressed to another shard's node rejects with (only a message survives RPC). */
+export const NOT_HOME = "not this node's home shard:";
+
+/** The shard a NOT_HOME rejection names, or null for any other error. */
+export function notHomeShard(error: unknown): number | null {
+  if (!(error instanceof Error) || !error.message.startsWith(NOT_HOME)) return null;
+  const shard = Number(error.message.slice(NOT_HOME.length));
+  return Number.isInteger(shard) && shard >= 0 ? shard : null;
+}
+
+/** How long a shard remembers that no shard holds a node, so a node that claims before it registers asks once a minute. */
+const UNKNOWN_MS = 60_000;
+
+/** Whether this shard is the home of `nodeId`: it holds its registration or its enrolled credential. */
+export function holdsNode(sql: SqlStorage, nodeId: string): boolean {
+  return (
+    sql
+      .exec(
+        "SELECT 1 FROM nodes WHERE node_id = ? UNION ALL SELECT 1 FROM node_credentials WHERE node_id = ? LIMIT 1",
+        nodeId,
+        nodeId,
+      )
+      .toArray().length > 0
+  );
+}
+
+/** How many nodes a shard remembers either way; past it, it forgets them all and asks again. */
+const REMEMBERED = 10_000;
+
+/** What one shard has learnt of other shards' nodes, in memory. */
+export class Homes {
+  readonly #known = new Map<string, number>();
+  readonly #unknown = new Map<string, number>();
+
+  /**
+   * Rejects with NOT_HOME when `nodeId` lives on another shard; resolves
+   * when it lives here or nowhere. A node nowhere is homed here by a
+   * registration (`registering`) when this shard is its registry shard or
+   * one of its candidates (a released node registering again where it
+   * lived), and is otherwise sent to its registry shard.
+   */
+  async check(pool: Pool, nodeId: string, registering: boolean): Promise<void> {
+    if (pool.shards === 1 || holdsNode(pool.sql, nodeId)) return;
+    const known = this.#known.get(nodeId);
+    if (known !== undefined && known !== pool.shard) throw new Error(`${NOT_HOME}${known}`);
+    const now = Date.now();
+    const counts = layoutCounts(pool.sql, pool.shards);
+    // Its registry shard first: a call reaches another shard only from a Worker that learnt otherwise, or by hand.
+    const registry = registryShard(nodeId, pool.shards);
+    const candidates = [registry, ...homeCandidates(nodeId, counts)].filter((k) => k !== pool.shard);
+    if (registering) this.#unknown.delete(nodeId);
+    else if ((this.#unknown.get(nodeId) ?? 0) > now) return;
+    const { poolLocations } = pool.settings;
+    const held = await Promise.all(
+      candidates.map((k) => shardStub(pool.env, poolLocations, pool.poolName, k).holdsNode(nodeId)),
+    );
+    const home = candidates.find((_, j) => held[j]);
+    if (home !== undefined) {
+      if (this.#known.size >= REMEMBERED) this.#known.clear();
+      this.#known.set(nodeId, home);
+      throw new Error(`${NOT_HOME}${home}`);
+    }
+    if (!registering) {
+      if (this.#unknown.size >= REMEMBERED) this.#unknown.clear();
+      this.#unknown.set(nodeId, now + UNKNOWN_MS);
+      return;
+    }
+    const mayHome = registry === pool.shard || homeCandidates(nodeId, counts).includes(pool.shard);
+    if (!mayHome) throw new Error(`${NOT_HOME}${registry}`);
+  }
+}
+
+/** The layout's shard counts, oldest first, ending with today's (this object's configured count). */
+function layoutCounts(sql: SqlStorage, configured: number): number[] {
+  const counts = sql
+    .exec<{ shards: number }>("SELECT shards FROM pool_layout ORDER BY epoch")
+    .toArray()
+    .map((e) => e.shards);
+  if (counts.at(-1) !== configured) counts.push(configured);
+  return counts;
+}
+
+/** Which argument of a call names the node it is about, and whether the call may home it. */
+type NodeAddressed = { nodeOf: (args: unknown[]) => unknown; registering: boolean };
+
+const FIRST: NodeAddressed = { nodeOf: (args) => args[0], registering: false };
+const PROOF: NodeAddressed = {
+  nodeOf: (args) => (args[0] as { nodeId?: unknown } | undefined)?.nodeId,
+  registering: false,
+};
+const HOME_ROUTED: Readonly<Record<string, NodeAddressed>> = {
+  register: { nodeOf: (args) => (args[0] as { node_id?: unknown } | undefined)?.node_id, registering: true },
+  heartbeatNode: FIRST,
+  assignNodePools: FIRST,
+  releaseNode: FIRST,
+  claim: FIRST,
+  revokeCredential: FIRST,
+  session: PROOF,
+  vouch: PROOF,
+};
+
+/** The home-routed call names, for the test that every one is covered. */
+export const HOME_ROUTED_CALLS = Object.keys(HOME_ROUTED);
+
+/**
+ * Wraps the home-routed calls of `prototype` (the ones the Worker sends to
+ * a node's home) so that, in a pool of shards, each first checks that the
+ * node lives here (`Homes.check`) and rejects with NOT_HOME otherwise.
+ */
+export function guardHomes<T extends object>(prototype: T, homesOf: (object: T) => { pool: Pool; homes: Homes }): void {
+  for (const [name, addressed] of Object.entries(HOME_ROUTED)) {
+    const method = Object.getOwnPropertyDescriptor(prototype, name)?.value as (...args: unknown[]) => unknown;
+    Object.defineProperty(prototype, name, {
+      configurable: true,
+      writable: true,
+      value(this: T, ...args: unknown[]): unknown {
+        const { pool, homes } = homesOf(this);
+        const nodeId = addressed.nodeOf(args);
+        if (pool.shards === 1 || typeof nodeId !== "string") return method.apply(this, args);
+        return homes.check(pool, nodeId, addressed.registering).then(() => method.apply(this, args));
+      },
+    });
+  }
+}
