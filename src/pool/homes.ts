@@ -51,8 +51,9 @@ export class Homes {
    * Rejects with NOT_HOME when `nodeId` lives on another shard; resolves
    * when it lives here or nowhere. A node nowhere is homed here by a
    * registration (`registering`) when this shard is its registry shard or
-   * one of its candidates (a released node registering again where it
-   * lived), and is otherwise sent to its registry shard.
+   * one of its candidates (a Worker still on the layout before a raise
+   * registers it at that layout's registry shard, where the others look),
+   * and is otherwise sent to its registry shard.
    */
   async check(pool: Pool, nodeId: string, registering: boolean): Promise<void> {
     if (pool.shards === 1 || holdsNode(pool.sql, nodeId)) return;
