@@ -63,7 +63,8 @@ export class Homes {
     const counts = layoutCounts(pool.sql, pool.shards);
     // Its registry shard first: a call reaches another shard only from a Worker that learnt otherwise, or by hand.
     const registry = registryShard(nodeId, pool.shards);
-    const candidates = [registry, ...homeCandidates(nodeId, counts)].filter((k) => k !== pool.shard);
+    const earlier = homeCandidates(nodeId, counts);
+    const candidates = [registry, ...earlier].filter((k) => k !== pool.shard);
     if (registering) this.#unknown.delete(nodeId);
     else if ((this.#unknown.get(nodeId) ?? 0) > now) return;
     const { poolLocations } = pool.settings;
@@ -81,7 +82,7 @@ export class Homes {
       this.#unknown.set(nodeId, now + UNKNOWN_MS);
       return;
     }
-    const mayHome = registry === pool.shard || homeCandidates(nodeId, counts).includes(pool.shard);
+    const mayHome = registry === pool.shard || earlier.includes(pool.shard);
     if (!mayHome) throw new Error(`${NOT_HOME}${registry}`);
   }
 }
