@@ -10,6 +10,7 @@
 
 import { shardStub } from "./address";
 import { claimAcrossShards, holdElsewhere, jobElsewhere, type LocalClaim, releaseElsewhere } from "./forwarding";
+import { arm } from "./housekeeping";
 import { poolTaskCounts } from "./jobs";
 import { type ClaimResult, claim, endLeasesOf } from "./leases";
 import type { Pool } from "./pool";
@@ -47,7 +48,13 @@ export async function claimOrHold(
   if (result.ok || !worthWaiting(result) || waitMs <= 0) return result;
   // A claim for a job of another shard waits there, where the job's work and its close are.
   const elsewhere = jobId === null ? null : jobElsewhere(pool, jobId);
-  if (elsewhere === null) return pool.held.hold(nodeId, jobId, Date.now(), waitMs, refused);
+  if (elsewhere === null) {
+    const held = pool.held.hold(nodeId, jobId, Date.now(), waitMs, refused);
+    // A shard holding a claim ticks busy (nextTick): an alarm set while it was quiet, up to 5 s off, comes forward,
+    // so the summary learns of the claim in one tick and pokes this shard when work appears elsewhere.
+    if (pool.shards > 1 && pool.held.size === 1) void arm(pool);
+    return held;
+  }
   return pool.held.holdForwarded(nodeId, jobId, Date.now(), waitMs, elsewhere, () =>
     holdElsewhere(pool, elsewhere, nodeId, jobId!, waitMs),
   );

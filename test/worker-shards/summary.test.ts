@@ -8,7 +8,8 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import { joinedShard } from "../../src/pool/exchange";
+import { joinedShard, TICK_BUSY_MS } from "../../src/pool/exchange";
+import { arm } from "../../src/pool/housekeeping";
 import type { Pool } from "../../src/pool/pool";
 import { NodeRegistrationSchema } from "../../src/protocol/nodes";
 import { summaryStub } from "../../src/summary/address";
@@ -125,6 +126,27 @@ describe("the pool summary at 4 shards", () => {
     await shard(pool, 0).summaryChanged();
     // The new instance's full copy names the passes it read back (shard 2's grants since add to them).
     expect(await inShard(pool, 0, (s) => s.summary.pass(0, "default"))).toBe(2);
+  });
+
+  it("a quiet shard that starts holding a claim brings its alarm forward to a busy tick", async () => {
+    const pool = freshPool();
+    const n1 = nodeIdAt(pool, "n1", 1); // homed at shard 1
+    await shard(pool, 1).register(NodeRegistrationSchema.parse({ ...registration(n1), pool }));
+    // Its copy fresh, so the claim below needs no refresh (whose exchange would re-arm the alarm itself).
+    await shard(pool, 1).summaryChanged();
+    // Quiet: nothing changed for a while, nothing pending, nothing held; the alarm at the quiet tick.
+    await inShard(pool, 1, async (s) => {
+      s.link.changedMs = 0;
+      s.link.startedMs = Date.now();
+      await arm(s);
+    });
+    const alarmAt = () => runInDurableObject(shard(pool, 1), (_o, state) => state.storage.getAlarm());
+    expect(await alarmAt()).toBeGreaterThan(Date.now() + TICK_BUSY_MS);
+    const held = shard(pool, 1).claim(n1, null, 2_000);
+    await vi.waitFor(async () => expect(await inShard(pool, 1, (s) => s.held.size)).toBe(1));
+    // Within one busy tick the summary hears that it holds a claim, and so pokes it when work appears elsewhere.
+    expect(await alarmAt()).toBeLessThanOrEqual(Date.now() + TICK_BUSY_MS);
+    expect((await held).ok).toBe(false);
   });
 
   it("a class newly pending at one shard pokes a shard holding a claim, which then sees it", async () => {
