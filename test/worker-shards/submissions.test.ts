@@ -25,7 +25,9 @@ describe("placing submissions over 4 shards", () => {
         while (next < 64) {
           next++;
           const { job_id } = await submitJob(pool, trialsJob(1));
-          perShard[shardOfHex(pool, job_id) ?? -1]! += 1;
+          const k = shardOfHex(pool, job_id);
+          if (k === null) throw new Error(`job id ${job_id} names no shard`);
+          perShard[k]! += 1;
         }
       }),
     );
