@@ -4,18 +4,22 @@
 // revoke it. Hashing happens before each transaction (it awaits); the
 // records are in src/pool/enrolment.ts, one synchronous transaction each.
 
-import type { DeviceCodeRequest } from "../protocol/device";
+import type { DeviceCodeRequest, PendingEnrolment } from "../protocol/device";
 import { base64url, DEVICE_CODE_TTL_MS, enrolledToken, sha256Hex, userCodeFrom } from "../rules/enrolment";
+import { shardStub } from "./address";
 import {
-  approvedNode,
+  approvedCode,
   decideCode,
   denyAllCodes,
+  type IssuedCredential,
+  installCredentialRow,
+  markRedeemed,
   pendingCodes,
-  redeemCode,
   requestCode,
   revokeCredential as revokeRecord,
 } from "./enrolment";
 import { cutOff, cutOffElsewhere } from "./held-claims";
+import { atHome, enrolledHome, otherCandidates } from "./homes";
 import type { Pool } from "./pool";
 
 /** A new device code for a machine asking to join; "full" / "source_full" past the pool's / the source's pending limit. */
@@ -52,30 +56,78 @@ export async function requestDeviceCode(
   throw new Error("no unused user code in 5 draws");
 }
 
-/** The token an approved code enrols, exactly once; null for every other code alike. */
+/**
+ * Device codes whose credential is being installed at a node's home on
+ * another shard: a second redeem of one loses, as a concurrent redeem here
+ * loses in its transaction. In memory: a restart ends the redeems too.
+ */
+const redeeming = new Set<string>();
+
+/**
+ * The token an approved code enrols, exactly once; null for every other
+ * code alike. The code is redeemed here (device codes live in shard 0);
+ * the credential is installed at the node's home (docs/sharding.md §8.4),
+ * here in the same transaction, or at another shard first and the code
+ * marked after: a restart between the two leaves the code approved, and
+ * the agent's next poll installs a new credential over the one never
+ * delivered.
+ */
 export async function redeemDeviceCode(
   pool: Pool,
   deviceCode: string,
 ): Promise<{ token: string; node_id: string } | null> {
   const deviceCodeSha256 = await sha256Hex(deviceCode);
-  const nodeId = approvedNode(pool.sql, Date.now(), deviceCodeSha256);
-  if (nodeId === null) return null;
-  const token = enrolledToken(nodeId, crypto.getRandomValues(new Uint8Array(32)));
-  const tokenSha256 = await sha256Hex(token);
-  // Checked again in the transaction: a concurrent redeem of the same code loses here.
-  // Pools named at approval become the node's assignment here: its held claim, if any, tries again.
-  const redeemed = await pool.change(
+  const read = Date.now();
+  const code = approvedCode(pool.sql, read, deviceCodeSha256);
+  if (code === null || redeeming.has(deviceCodeSha256)) return null;
+  const { nodeId, approval } = code;
+  const home = enrolledHome(pool, nodeId);
+  if (home !== pool.shard) redeeming.add(deviceCodeSha256);
+  try {
+    const token = enrolledToken(nodeId, crypto.getRandomValues(new Uint8Array(32)));
+    const credential = { ...approval, tokenSha256: await sha256Hex(token) };
+    let installed: { replaced: boolean } | null;
+    if (home === pool.shard) {
+      // Checked again in the transaction: a concurrent redeem of the same code loses here.
+      const redeem = (now: number) => markRedeemed(pool.sql, now, deviceCodeSha256, nodeId) !== null;
+      installed = await installCredential(pool, nodeId, credential, redeem);
+    } else {
+      installed = await atHome(pool, home, (shard) => shard.installCredential(nodeId, credential));
+      // Unexpired as of the read: the credential is installed by now.
+      if (pool.transaction(() => markRedeemed(pool.sql, read, deviceCodeSha256, nodeId)) === null) return null;
+    }
+    if (installed === null) return null;
+    pool.log({ event: "CREDENTIAL_ISSUED", node_id: nodeId, replaced: installed.replaced });
+    return { token, node_id: nodeId };
+  } finally {
+    redeeming.delete(deviceCodeSha256);
+  }
+}
+
+/**
+ * Installs a node's credential here, its home, in one change with
+ * `redeem` (the code's mark, when the code is redeemed here too; false:
+ * nothing installed, null answered). A credential it replaces is cut off
+ * here and on every shard. Pools named at approval become the node's
+ * assignment: its held claim, if any, tries again.
+ */
+export async function installCredential(
+  pool: Pool,
+  nodeId: string,
+  credential: IssuedCredential,
+  redeem: (now: number) => boolean = () => true,
+): Promise<{ replaced: boolean } | null> {
+  const installed = await pool.change(
     (now) => {
-      const result = redeemCode(pool.sql, now, deviceCodeSha256, nodeId, tokenSha256);
-      if (result?.replaced) cutOff(pool, now, nodeId, `the credential of ${nodeId} was replaced`);
+      if (!redeem(now)) return null;
+      const result = installCredentialRow(pool.sql, now, nodeId, credential);
+      if (result.replaced) cutOff(pool, now, nodeId, `the credential of ${nodeId} was replaced`);
       return result;
     },
     { wakesNode: nodeId },
   );
-  if (!redeemed) return null;
-  if (redeemed.replaced) await cutOffElsewhere(pool, nodeId, `the credential of ${nodeId} was replaced`);
-  pool.log({ event: "CREDENTIAL_ISSUED", node_id: nodeId, replaced: redeemed.replaced });
-  return { token, node_id: nodeId };
+  if (installed?.replaced) await cutOffElsewhere(pool, nodeId, `the credential of ${nodeId} was replaced`);
+  return installed;
 }
 
 /**
@@ -108,9 +160,24 @@ export function denyAllDeviceCodes(pool: Pool, operator: string): string[] {
   return nodeIds;
 }
 
-/** The codes waiting for an operator. */
-export function pendingDeviceCodes(pool: Pool) {
-  return pendingCodes(pool.sql, Date.now());
+/**
+ * The codes waiting for an operator, each saying whether its approval would
+ * replace an enrolled credential: in a pool of shards the credential is at
+ * the node's home, so the shards each node could live on are asked.
+ */
+export async function pendingDeviceCodes(pool: Pool): Promise<PendingEnrolment[]> {
+  const codes = pendingCodes(pool.sql, Date.now());
+  if (pool.shards === 1) return codes;
+  const asked = new Map<number, string[]>();
+  for (const code of codes)
+    if (!code.replaces_credential)
+      for (const k of otherCandidates(pool, code.node_id)) asked.set(k, [...(asked.get(k) ?? []), code.node_id]);
+  const { poolLocations } = pool.settings;
+  const answers = await Promise.all(
+    [...asked].map(([k, nodeIds]) => shardStub(pool.env, poolLocations, pool.poolName, k).enrolledAmong(nodeIds)),
+  );
+  const enrolled = new Set(answers.flat());
+  return codes.map((code) => (enrolled.has(code.node_id) ? { ...code, replaces_credential: true } : code));
 }
 
 /**

@@ -80,50 +80,91 @@ export function requestCode(sql: SqlStorage, now: number, r: CodeRequest): "ok" 
   return "ok";
 }
 
-/** The node an approved, unexpired, unredeemed code enrols; null for every other code alike. */
-export function approvedNode(sql: SqlStorage, now: number, deviceCodeSha256: string): string | null {
+/** What a credential is issued with: its token's hash and the approval of the code it redeems. */
+export type IssuedCredential = {
+  tokenSha256: string;
+  hostname: string;
+  platform: string;
+  approvedBy: string;
+  approvedMs: number;
+  /** The owner the approval named (docs/protocol.md §14); null: the node itself. */
+  owner: string | null;
+  /** The team pools the approval named (docs/protocol.md §9); null: none named. */
+  pools: string[] | null;
+};
+
+/** An approved code's approval, as its credential keeps it. */
+export type Approval = Omit<IssuedCredential, "tokenSha256">;
+
+type ApprovalRow = {
+  node_id: string;
+  hostname: string;
+  platform: string;
+  decided_by: string;
+  decided_ms: number;
+  owner: string | null;
+  pools: string | null;
+};
+
+const APPROVAL = "node_id, hostname, platform, decided_by, decided_ms, owner, pools";
+
+function approvalOf(row: ApprovalRow): Approval {
+  return {
+    hostname: row.hostname,
+    platform: row.platform,
+    approvedBy: row.decided_by,
+    approvedMs: row.decided_ms,
+    owner: row.owner,
+    pools: row.pools === null ? null : (JSON.parse(row.pools) as string[]),
+  };
+}
+
+/** The node an approved, unexpired, unredeemed code enrols, and its approval; null for every other code alike. */
+export function approvedCode(
+  sql: SqlStorage,
+  now: number,
+  deviceCodeSha256: string,
+): { nodeId: string; approval: Approval } | null {
   const row = sql
-    .exec<{ node_id: string }>(
-      "SELECT node_id FROM device_codes WHERE device_code_sha256 = ? AND state = 'approved' AND expires_ms > ?",
+    .exec<ApprovalRow>(
+      `SELECT ${APPROVAL} FROM device_codes WHERE device_code_sha256 = ? AND state = 'approved' AND expires_ms > ?`,
       deviceCodeSha256,
       now,
     )
     .toArray()[0];
-  return row?.node_id ?? null;
+  return row ? { nodeId: row.node_id, approval: approvalOf(row) } : null;
 }
 
 /**
- * Redeems an approved code for the credential whose hash is given (minted
- * by the caller for `nodeId`): once only, and only while the code is still
- * approved, unexpired and for that node. The credential replaces the node's
- * earlier one, revoked or not; `replaced` says an unrevoked one stops here.
- * Null: not redeemed.
+ * Marks an approved code redeemed: once only, and only while it is still
+ * approved, unexpired at `now` and for `nodeId`. Null: not redeemed.
  */
-export function redeemCode(
-  sql: SqlStorage,
-  now: number,
-  deviceCodeSha256: string,
-  nodeId: string,
-  tokenSha256: string,
-): { replaced: boolean } | null {
-  const code = sql
-    .exec<{
-      hostname: string;
-      platform: string;
-      decided_by: string;
-      decided_ms: number;
-      owner: string | null;
-      pools: string | null;
-    }>(
+export function markRedeemed(sql: SqlStorage, now: number, deviceCodeSha256: string, nodeId: string): Approval | null {
+  const row = sql
+    .exec<ApprovalRow>(
       `UPDATE device_codes SET state = 'redeemed'
        WHERE device_code_sha256 = ? AND state = 'approved' AND expires_ms > ? AND node_id = ?
-       RETURNING hostname, platform, decided_by, decided_ms, owner, pools`,
+       RETURNING ${APPROVAL}`,
       deviceCodeSha256,
       now,
       nodeId,
     )
     .toArray()[0];
-  if (!code) return null;
+  return row ? approvalOf(row) : null;
+}
+
+/**
+ * Installs a node's credential at its home. It replaces the node's earlier
+ * one, revoked or not; `replaced` says an unrevoked one stops here. The
+ * pools the approval named become the approving operator's assignment, as
+ * of the approval.
+ */
+export function installCredentialRow(
+  sql: SqlStorage,
+  now: number,
+  nodeId: string,
+  credential: IssuedCredential,
+): { replaced: boolean } {
   const replaced =
     sql.exec("SELECT 1 FROM node_credentials WHERE node_id = ? AND revoked_ms IS NULL", nodeId).toArray().length > 0;
   sql.exec(
@@ -133,17 +174,16 @@ export function redeemCode(
        platform = excluded.platform, approved_by = excluded.approved_by, approved_ms = excluded.approved_ms,
        issued_ms = excluded.issued_ms, owner = excluded.owner, revoked_by = NULL, revoked_ms = NULL`,
     nodeId,
-    tokenSha256,
-    code.hostname,
-    code.platform,
-    code.decided_by,
-    code.decided_ms,
+    credential.tokenSha256,
+    credential.hostname,
+    credential.platform,
+    credential.approvedBy,
+    credential.approvedMs,
     now,
-    code.owner,
+    credential.owner,
   );
-  // The pools the approval named are the approving operator's assignment, as of the approval.
-  if (code.pools !== null)
-    assignPools(sql, code.decided_ms, nodeId, JSON.parse(code.pools) as string[], code.decided_by);
+  if (credential.pools !== null)
+    assignPools(sql, credential.approvedMs, nodeId, credential.pools, credential.approvedBy);
   return { replaced };
 }
 
@@ -214,6 +254,17 @@ export function pendingCodes(sql: SqlStorage, now: number): PendingEnrolment[] {
       expires_at: iso(r.expires_ms),
       replaces_credential: r.enrolled === 1,
     }));
+}
+
+/** Those of `nodeIds` with an enrolled, unrevoked credential here, their home. */
+export function enrolledAmong(sql: SqlStorage, nodeIds: readonly string[]): string[] {
+  return sql
+    .exec<{ node_id: string }>(
+      "SELECT node_id FROM node_credentials WHERE node_id IN (SELECT value FROM json_each(?)) AND revoked_ms IS NULL",
+      JSON.stringify(nodeIds),
+    )
+    .toArray()
+    .map((r) => r.node_id);
 }
 
 /** The owner a node's enrolled, unrevoked credential was approved with (docs/protocol.md §14); null without one. */

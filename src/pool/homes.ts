@@ -11,6 +11,7 @@
 
 import { homeCandidates, registryShard } from "../rules/shard-ids";
 import { shardStub } from "./address";
+import type { PoolObject } from "./object";
 import type { Pool } from "./pool";
 
 /** The message of the error a call addressed to another shard's node rejects with (only a message survives RPC). */
@@ -39,6 +40,31 @@ export function holdsNode(sql: SqlStorage, nodeId: string): boolean {
   );
 }
 
+/**
+ * Where a credential issued here (shard 0, which redeems every code) is
+ * installed: here when this shard holds the node, else at its registry
+ * shard, which holds it, knows who does, or homes it (docs/sharding.md §8.4).
+ */
+export function enrolledHome(pool: Pool, nodeId: string): number {
+  return pool.shards === 1 || holdsNode(pool.sql, nodeId) ? pool.shard : registryShard(nodeId, pool.shards);
+}
+
+/** `call` at shard `at`, thought to be the home of the node the call names, and once more where a NOT_HOME answer says it is. */
+export async function atHome<T>(
+  pool: Pool,
+  at: number,
+  call: (shard: DurableObjectStub<PoolObject>) => Promise<T>,
+): Promise<T> {
+  const shard = (k: number) => shardStub(pool.env, pool.settings.poolLocations, pool.poolName, k);
+  try {
+    return await call(shard(at));
+  } catch (error) {
+    const moved = notHomeShard(error);
+    if (moved === null || moved === at) throw error;
+    return await call(shard(moved));
+  }
+}
+
 /** How many nodes a shard remembers either way; past it, it forgets them all and asks again. */
 const REMEMBERED = 10_000;
 
@@ -60,11 +86,9 @@ export class Homes {
     const known = this.#known.get(nodeId);
     if (known !== undefined && known !== pool.shard) throw new Error(`${NOT_HOME}${known}`);
     const now = Date.now();
-    const counts = layoutCounts(pool.sql, pool.shards);
-    // Its registry shard first: a call reaches another shard only from a Worker that learnt otherwise, or by hand.
     const registry = registryShard(nodeId, pool.shards);
-    const earlier = homeCandidates(nodeId, counts);
-    const candidates = [registry, ...earlier].filter((k) => k !== pool.shard);
+    const earlier = homeCandidates(nodeId, layoutCounts(pool.sql, pool.shards));
+    const candidates = otherCandidates(pool, nodeId, earlier);
     if (registering) this.#unknown.delete(nodeId);
     else if ((this.#unknown.get(nodeId) ?? 0) > now) return;
     const { poolLocations } = pool.settings;
@@ -87,6 +111,19 @@ export class Homes {
   }
 }
 
+/**
+ * The shards other than this one that node `nodeId` could live on: its
+ * registry shard first (a call reaches another shard only from a Worker
+ * that learnt otherwise, or by hand), then its earlier candidates.
+ */
+export function otherCandidates(
+  pool: Pool,
+  nodeId: string,
+  earlier = homeCandidates(nodeId, layoutCounts(pool.sql, pool.shards)),
+): number[] {
+  return [registryShard(nodeId, pool.shards), ...earlier].filter((k) => k !== pool.shard);
+}
+
 /** The layout's shard counts, oldest first, ending with today's (this object's configured count). */
 function layoutCounts(sql: SqlStorage, configured: number): number[] {
   const counts = sql
@@ -107,6 +144,7 @@ const PROOF: NodeAddressed = {
 };
 const HOME_ROUTED: Readonly<Record<string, NodeAddressed>> = {
   register: { nodeOf: (args) => (args[0] as { node_id?: unknown } | undefined)?.node_id, registering: true },
+  installCredential: { nodeOf: (args) => args[0], registering: true },
   heartbeatNode: FIRST,
   assignNodePools: FIRST,
   releaseNode: FIRST,

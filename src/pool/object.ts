@@ -19,7 +19,7 @@ import type { NodeAnswers } from "../rules/shard-merge";
 import { shardOfName, shardStub } from "./address";
 import type { StoredObject, Writer } from "./artifacts";
 import { dashboardSummary, liveLeasesByNode, STUCK_CLASSES_CHECKED } from "./dashboard";
-import { type CredentialProof, credentialValid } from "./enrolment";
+import { type CredentialProof, credentialValid, enrolledAmong, type IssuedCredential } from "./enrolment";
 import * as enrolment from "./enrolment-flows";
 import { exchangeNow, joinSummary } from "./exchange";
 import { fleetSummary, nodeAnswers, type PendingClass, pendingClasses } from "./fleet";
@@ -238,6 +238,16 @@ export class PoolObject extends DurableObject<Env> {
     return holdsNode(this.#pool.sql, nodeId);
   }
 
+  /** A credential shard 0 issued, installed here at the node's home (src/pool/enrolment-flows.ts). */
+  installCredential(nodeId: string, credential: IssuedCredential) {
+    return enrolment.installCredential(this.#pool, nodeId, credential);
+  }
+
+  /** Those of `nodeIds` enrolled here, asked by shard 0 as it lists pending codes (src/pool/enrolment-flows.ts). */
+  enrolledAmong(nodeIds: string[]): string[] {
+    return enrolledAmong(this.#pool.sql, nodeIds);
+  }
+
   /** A claim the node's home forwarded here, with the node's passport (src/pool/forwarded-claims.ts). */
   claimForwarded(ticket: ClaimTicket): Promise<ForwardedClaimResult> {
     return claimForwarded(this.#pool, ticket);
@@ -438,6 +448,8 @@ type Lifecycle =
   | "session"
   | "vouch"
   | "holdsNode"
+  | "installCredential"
+  | "enrolledAmong"
   | "alarm"
   | "layout"
   | "emptiness"
@@ -452,6 +464,8 @@ const NodeSession = sessionClass<PoolObject, Lifecycle>(PoolObject.prototype, [
   "session",
   "vouch",
   "holdsNode",
+  "installCredential",
+  "enrolledAmong",
   "alarm",
   "layout",
   "emptiness",

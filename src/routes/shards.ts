@@ -7,7 +7,8 @@
 // Jobs spread over the shards (two choices, docs/sharding.md §7.4), and so
 // do nodes: a node's home is its registry shard, jump(node_id, S), unless a
 // NOT_HOME answer names another (src/pool/homes.ts), which the isolate keeps.
-// An enrolled node lives in shard 0, where its credential is issued (§16).
+// An enrolled node's credential is installed at its home when its code is
+// redeemed (§8.4); one enrolled before that lives in shard 0.
 
 import { shardStub } from "../pool/address";
 import type { CredentialProof } from "../pool/enrolment";
@@ -101,17 +102,20 @@ export function poolShards(
     if (!(Number.isInteger(k) && k >= 0 && k < count)) throw new RangeError(`pool '${pool}' has no shard ${k}`);
     return shardStub(env, settings.poolLocations, pool, k);
   };
-  // An enrolled node's credential is issued in shard 0, so it lives there (src/pool/homes.ts).
   const homeOf = (nodeId: string) =>
-    count === 1
-      ? 0
-      : (learnt.get(`${pool}\n${nodeId}`) ?? (proof?.nodeId === nodeId ? 0 : registryShard(nodeId, count)));
+    count === 1 ? 0 : (learnt.get(`${pool}\n${nodeId}`) ?? registryShard(nodeId, count));
   const callerHome = () => (proof === null ? null : homeOf(proof.nodeId));
   const shard = (k: number): PoolCalls => {
     if (proof !== null && k !== callerHome()) throw new Error(`an enrolled node's calls at shard ${k} must visit it`);
     let calls = made.get(k);
     if (calls === undefined) {
-      calls = proof === null ? stub(k) : stub(k).session(proof);
+      if (proof === null) calls = stub(k);
+      else {
+        const session = stub(k).session(proof);
+        // Its refusal (NOT_HOME) reaches the caller through each call made on it, not as an unhandled rejection.
+        session.catch(() => {});
+        calls = session;
+      }
       made.set(k, calls);
     }
     return calls;
@@ -129,23 +133,28 @@ export function poolShards(
       return await call(moved);
     }
   };
+  /** Calls that each run `call` with the call's name and arguments. */
+  const calls = (call: (name: string, args: unknown[]) => Promise<unknown>): PoolCalls =>
+    new Proxy({} as Record<string, unknown>, {
+      // Not a thenable: awaiting the calls themselves must not call one.
+      get: (_, name) =>
+        typeof name !== "string" || name === "then" ? undefined : (...args: unknown[]) => call(name, args),
+    }) as unknown as PoolCalls;
+  const at = (calls: unknown, name: string, args: unknown[]) => (calls as Record<string, Call>)[name]!(...args);
   const home = (nodeId: string): PoolCalls =>
-    count === 1
-      ? shard(0)
-      : (new Proxy({} as Record<string, unknown>, {
-          // Not a thenable: awaiting the calls themselves must not call one.
-          get: (_, name) =>
-            typeof name !== "string" || name === "then"
-              ? undefined
-              : (...args: unknown[]) =>
-                  routed(nodeId, (k) => (shard(k) as unknown as Record<string, Call>)[name]!(...args)),
-        }) as unknown as PoolCalls);
+    count === 1 ? shard(0) : calls((name, args) => routed(nodeId, (k) => at(shard(k), name, args)));
   let vouched: Promise<boolean> | null = null;
   const visit = async (k: number): Promise<PoolCalls> => {
-    if (proof === null || k === callerHome()) return shard(k);
-    vouched ??= routed(proof.nodeId, (at) => stub(at).vouch(proof));
-    if (!(await vouched)) throw new Error(CREDENTIAL_REFUSED);
-    return stub(k);
+    if (proof === null || count === 1) return shard(k);
+    if (k !== callerHome()) {
+      vouched ??= routed(proof.nodeId, (h) => stub(h).vouch(proof));
+      if (!(await vouched)) throw new Error(CREDENTIAL_REFUSED);
+      return stub(k);
+    }
+    // Thought to be the caller's home: its session there, or, where a NOT_HOME answer says it lives elsewhere, a visit.
+    return calls((name, args) =>
+      routed(proof.nodeId, async (h) => at(h === k ? shard(k) : await visit(k), name, args)),
+    );
   };
   const ofJob = (jobId: string) => shardOfId(pool, jobId, "", count).shard;
   return {

@@ -12,7 +12,7 @@ import { CREDENTIAL_REFUSED } from "../../src/pool/session";
 import type { DashboardSummary } from "../../src/protocol/dashboard";
 import type { Lease } from "../../src/protocol/tasks";
 import { CODE_RECORD_MS, MAX_PENDING_CODES, MAX_PENDING_CODES_PER_SOURCE } from "../../src/rules/enrolment";
-import { freshPool, jobStub, registration, sha256, shardStubs, stub, trialsJob } from "../worker/helpers";
+import { freshPool, homeStub, jobStub, registration, sha256, shardStubs, stub, trialsJob } from "../worker/helpers";
 import { bearer, call } from "./helpers";
 
 const OPS = { authorization: "Bearer tok-ops" };
@@ -240,7 +240,7 @@ describe("what the dashboard shows", () => {
     const pool = freshPool();
     const old = await enrol(pool);
     expect((await call(pool, "DELETE", "/nodes/laptop-7/credential", OPS)).status).toBe(200);
-    const row = await runInDurableObject(stub(pool), (_o, state) =>
+    const row = await runInDurableObject(await homeStub(pool, "laptop-7"), (_o, state) =>
       state.storage.sql.exec("SELECT token_sha256, revoked_by FROM node_credentials").one(),
     );
     expect(row).toEqual({ token_sha256: "", revoked_by: "ops" });
@@ -265,7 +265,7 @@ describe("what a credential is good for", () => {
     expect((await call(pool, "POST", "/nodes/register", bearer(token), registration("laptop-7"))).status).toBe(200);
     // The object's own call, as an enrolled node's claim makes it, held for up to 10 s.
     const proof = { nodeId: "laptop-7", tokenSha256: await sha256(token) };
-    const session = await stub(pool).session(proof);
+    const session = await (await homeStub(pool, "laptop-7")).session(proof);
     const held = session.claim("laptop-7", null, 10_000);
     await session.listNodes(null, 1); // calls on one stub arrive in order: the claim is held now
     expect((await call(pool, "DELETE", "/nodes/laptop-7/credential", OPS)).status).toBe(200);
@@ -324,7 +324,7 @@ describe("what a credential is good for", () => {
     const lease = await (await call(pool, "POST", "/leases/claim", bearer(old), { node_id: "laptop-7" })).json<Lease>();
     // The old machine waits for more work, as the agent's loop does.
     const proof = { nodeId: "laptop-7", tokenSha256: await sha256(old) };
-    const session = await stub(pool).session(proof);
+    const session = await (await homeStub(pool, "laptop-7")).session(proof);
     const held = session.claim("laptop-7", null, 10_000);
     await session.listNodes(null, 1); // calls on one stub arrive in order: the claim is held now
     const started = Date.now();
@@ -391,7 +391,7 @@ describe("what a credential is good for", () => {
     expect(pending.map((p) => p.user_code)).toEqual([code.user_code]);
     expect(await jobState()).toBe(before);
     expect(before).not.toBe("CANCELLED");
-    const assigned = await runInDurableObject(stub(pool), (_o, state) =>
+    const assigned = await runInDurableObject(await homeStub(pool, "laptop-7"), (_o, state) =>
       state.storage.sql.exec("SELECT COUNT(*) AS n FROM node_pools").one(),
     );
     expect(assigned.n).toBe(0);
@@ -402,12 +402,16 @@ describe("what a credential is good for", () => {
     const code = await requestCode(pool);
     await decide(pool, "approve", code.user_code);
     const { token } = await (await poll(pool, code)).json<{ token: string }>();
-    const rows = await runInDurableObject(stub(pool), (_o, state) =>
-      JSON.stringify([
-        state.storage.sql.exec("SELECT * FROM device_codes").toArray(),
-        state.storage.sql.exec("SELECT * FROM node_credentials").toArray(),
-      ]),
+    // Every shard: the codes are shard 0's, the credential its node's home's.
+    const shards = await Promise.all(
+      shardStubs(pool).map((shard) =>
+        runInDurableObject(shard, (_o, state) => [
+          state.storage.sql.exec("SELECT * FROM device_codes").toArray(),
+          state.storage.sql.exec("SELECT * FROM node_credentials").toArray(),
+        ]),
+      ),
     );
+    const rows = JSON.stringify(shards);
     expect(rows).not.toContain(code.device_code);
     expect(rows).not.toContain(token);
     expect(rows).not.toContain(token.split(".")[2]);
@@ -585,6 +589,8 @@ describe("an enrolled node's session", () => {
         "session",
         "vouch",
         "holdsNode",
+        "installCredential",
+        "enrolledAmong",
         "alarm",
         "layout",
         "emptiness",
@@ -599,10 +605,11 @@ describe("an enrolled node's session", () => {
   it("offers every call of the pool object, each refusing a credential the pool does not hold", async () => {
     const pool = freshPool();
     await enrol(pool);
+    const home = await homeStub(pool, "laptop-7");
     const proof = { nodeId: "laptop-7", tokenSha256: "0".repeat(64) };
     expect(CALLS.length).toBeGreaterThan(30);
     for (const name of CALLS) {
-      const session = stub(pool).session(proof) as unknown as Record<string, () => Promise<unknown>>;
+      const session = home.session(proof) as unknown as Record<string, () => Promise<unknown>>;
       // Refused by the session's own check: the call exists there and checks first.
       expect(await outcome(session[name]!()), name).toBe(CREDENTIAL_REFUSED);
     }
@@ -612,12 +619,13 @@ describe("an enrolled node's session", () => {
     const pool = freshPool();
     const token = await enrol(pool);
     const proof = { nodeId: "laptop-7", tokenSha256: await sha256(token) };
+    const home = await homeStub(pool, "laptop-7");
     // Not awaited: the call pipelines on the session's promise (one round trip).
-    const session = stub(pool).session(proof);
+    const session = home.session(proof);
     expect(await session.listNodes(null, 10)).toMatchObject({ items: [] });
     expect((await call(pool, "DELETE", "/nodes/laptop-7/credential", OPS)).status).toBe(200);
     expect(await outcome(session.listNodes(null, 10))).toBe(CREDENTIAL_REFUSED);
-    expect(await outcome(stub(pool).session(proof).listNodes(null, 10))).toBe(CREDENTIAL_REFUSED);
+    expect(await outcome(home.session(proof).listNodes(null, 10))).toBe(CREDENTIAL_REFUSED);
   });
 
   it("a refused call leaves the object running: a claim another node holds open still gets its lease", async () => {
@@ -626,7 +634,7 @@ describe("an enrolled node's session", () => {
     expect((await call(pool, "POST", "/nodes/register", bearer("tok-n1"), registration("n1"))).status).toBe(200);
     const held = stub(pool).claim("n1", null, 10_000);
     const forged = { nodeId: "laptop-7", tokenSha256: await sha256(`${token}x`) };
-    expect(await outcome(stub(pool).session(forged).listNodes(null, 10))).toBe(CREDENTIAL_REFUSED);
+    expect(await outcome((await homeStub(pool, "laptop-7")).session(forged).listNodes(null, 10))).toBe(CREDENTIAL_REFUSED);
     expect((await call(pool, "POST", "/jobs", OPS, trialsJob(1))).status).toBe(201);
     expect(await held).toMatchObject({ ok: true, lease: { node_id: "n1" } });
   });

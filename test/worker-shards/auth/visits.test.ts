@@ -5,7 +5,7 @@
 // sending a cursor that starts the walk at another shard.
 
 import { describe, expect, it } from "vitest";
-import { freshPool } from "../../worker/helpers";
+import { freshPool, nodeIdAt } from "../../worker/helpers";
 import { bearer, call, enrol } from "../../worker-auth/helpers";
 
 const OPS = bearer("tok-ops");
@@ -16,12 +16,13 @@ const atShard = (k: number) => btoa(`jobs@${k}`).replace(/=+$/, "");
 describe("an enrolled node visiting other shards", () => {
   it("reads a list that starts at another shard while its credential holds, and gets 401 once it is revoked", async () => {
     const pool = freshPool();
-    const token = await enrol(pool, "laptop-7");
+    const laptop = nodeIdAt(pool, "laptop", 1); // homed at shard 1: shards 2 and 3 are visits
+    const token = await enrol(pool, laptop);
     const before = await call(pool, "GET", `/jobs?cursor=${atShard(2)}`, bearer(token));
     expect(before.status).toBe(200);
     expect(await before.json()).toEqual([]);
 
-    expect((await call(pool, "DELETE", "/nodes/laptop-7/credential", OPS)).status).toBe(200);
+    expect((await call(pool, "DELETE", `/nodes/${laptop}/credential`, OPS)).status).toBe(200);
     for (const path of [`/jobs?cursor=${atShard(2)}`, `/jobs?cursor=${atShard(3)}`, "/jobs", "/nodes"]) {
       const after = await call(pool, "GET", path, bearer(token));
       expect(after.status, path).toBe(401);
@@ -31,9 +32,10 @@ describe("an enrolled node visiting other shards", () => {
 
   it("a token of the right shape that no home holds is refused at every shard", async () => {
     const pool = freshPool();
-    await enrol(pool, "laptop-7");
-    const forged = `fe1.${btoa("laptop-7").replace(/=+$/, "")}.${"A".repeat(43)}`; // its shape, not its bytes
-    const r = await call(pool, "GET", `/jobs?cursor=${atShard(1)}`, bearer(forged));
+    const laptop = nodeIdAt(pool, "laptop", 1);
+    await enrol(pool, laptop);
+    const forged = `fe1.${btoa(laptop).replace(/=+$/, "")}.${"A".repeat(43)}`; // its shape, not its bytes
+    const r = await call(pool, "GET", `/jobs?cursor=${atShard(2)}`, bearer(forged));
     expect(r.status).toBe(401);
   });
 });
