@@ -697,7 +697,8 @@ function gpuClassesSection(g) {
  * @typedef {{ nodes: number, seconds: number, shards: ShardLoad[], shard_requests_per_s: number,
  *   per_node_per_s: number, per_node_less_ticks_per_s: number, max_over_mean: number | null,
  *   claims_per_s: number, summary: SummaryWindow | null, workerd_cpu_fraction: number,
- *   client: { per_node_per_s: number, by_kind: Record<string, number>, timeouts: number, error_count: number } }} ShardsWindow
+ *   client: { per_node_per_s: number, by_kind: Record<string, number>, timeouts: number, error_count: number },
+ *   homes_max_over_mean?: number | null }} ShardsWindow
  * @typedef {{ jobs: number, submitters: number, per_shard: number[], max: number, bound: number, within: boolean }} Burst
  * @typedef {{ shards: number, idle: ShardsWindow, mixed: ShardsWindow & { idle_nodes: number, busy_nodes: number },
  *   busy: ShardsWindow, busy_job_shards: number[],
@@ -769,7 +770,7 @@ function shardsSection(r, agents) {
   out.push(
     "The agents are section 7's loop (`test/support` `runAgent`): a node heartbeat every 5 s between tasks, a claim held " +
       "by the coordinator, 1 s of sleep after an empty one; while a task runs, attempt heartbeats every lease/3, then an " +
-      "upload and a commit. Per S, one pool: the idle fleet alone, then the busy fleet (GPU tasks in 2·S jobs, so placement " +
+      "upload and a commit. Per S, one pool: the idle fleet alone, then the busy fleet (GPU tasks in 8·S jobs, so placement " +
       "spreads them; only the busy nodes have a GPU) beside part of the idle fleet (mixed), then the busy fleet alone. " +
       "Each object's requests/s are deltas of its own `flashedge_requests_served_total{shard}` (every call that enters " +
       "it: HTTP-driven calls, alarms, calls from other shards), less what the bench's two metrics reads cost (measured in " +
@@ -779,9 +780,9 @@ function shardsSection(r, agents) {
   );
   out.push("");
   out.push(
-    "| S | window | nodes | requests/s per shard (0 / 1 / …) | max/mean | object req/s per node | client req/s per node | claims/s | busiest shard busy | workerd CPU | Σ req/s: ticks / on-demand / pokes |",
+    "| S | window | nodes | requests/s per shard (0 / 1 / …) | max/mean | nodes homed per shard, max/mean | object req/s per node | client req/s per node | claims/s | busiest shard busy | workerd CPU | Σ req/s: ticks / on-demand / pokes |",
   );
-  out.push("|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---|");
+  out.push("|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|");
   for (const run of r.runs) {
     for (const [name, w] of /** @type {Array<[string, ShardsWindow]>} */ ([
       ["idle", run.idle],
@@ -792,7 +793,7 @@ function shardsSection(r, agents) {
         ? `${w.summary.requests_per_s}: ${w.summary.ticks_per_s} / ${w.summary.on_demand_per_s} / ${w.summary.pokes_per_s}`
         : "— (no summary at S = 1)";
       out.push(
-        `| ${run.shards} | ${name} | ${w.nodes} | ${w.shards.map((x) => x.requests_per_s).join(" / ")} | ${w.max_over_mean ?? "—"} | ` +
+        `| ${run.shards} | ${name} | ${w.nodes} | ${w.shards.map((x) => x.requests_per_s).join(" / ")} | ${w.max_over_mean ?? "—"} | ${w.homes_max_over_mean ?? "—"} | ` +
           `${w.per_node_per_s} | ${w.client.per_node_per_s} | ${w.claims_per_s} | ${round(Math.max(...w.shards.map((x) => x.busy_fraction)) * 100, 2)}% | ` +
           `${pct(w.workerd_cpu_fraction)} | ${sigma} |`,
       );
@@ -801,15 +802,20 @@ function shardsSection(r, agents) {
   out.push("");
   const sharded = r.runs.filter((x) => x.shards > 1);
   const worst = Math.max(...sharded.flatMap((x) => [x.idle, x.mixed, x.busy].map((w) => w.max_over_mean ?? 0)));
+  /** @param {ShardsRun} run */
+  const jobsPerShard = (run) => {
+    const n = Array.from({ length: run.shards }, () => 0);
+    for (const k of run.busy_job_shards) n[k] = (n[k] ?? 0) + 1;
+    return n.join(" / ");
+  };
   out.push(
-    `**Why max/mean is above ${BALANCE} here:** each node lives at its home, jump(node_id, S), and serves its heartbeats, ` +
-      "claims and holds there; the work spreads by two-choice placement, the busy jobs' shards being " +
-      `${sharded.map((x) => `S = ${x.shards}: ${x.busy_job_shards.join(", ")}`).join("; ")}. ` +
-      "A fleet of 200 is 12.5 nodes a shard at S = 16, and chance alone leaves the fullest shard well above the mean: " +
-      "jump hash puts the bench's 200 idle ids 57 / 48 / 51 / 44 over 4 shards (1.14×) and at most 19 on one of 16 (1.52×), " +
-      "and its 50 busy ids at most 8 on one of 16. Spread over 100,000 ids and 256 shards, jump hash keeps every shard " +
-      `within ${BALANCE}× (test/unit/shard-ids.test.ts). The worst ratio measured is ${worst}. An enrolled fleet would ` +
-      "still all live in shard 0 (docs/sharding.md §16).",
+    `**Where max/mean comes from:** each node lives at its home, jump(node_id, S), and serves its heartbeats, ` +
+      "claims and holds there; the work spreads by two-choice placement, the busy jobs per shard being " +
+      `${sharded.map((x) => `${jobsPerShard(x)} at S = ${x.shards}`).join("; ")}. ` +
+      "How a window's own fleet is homed (its column) is chance: a few hundred ids over 16 shards leave the fullest " +
+      "one well above the mean, and the busy fleet of a few nodes a shard more so. Spread over 100,000 ids and 256 " +
+      `shards, jump hash keeps every shard within ${BALANCE}× (test/unit/shard-ids.test.ts). The worst request ratio ` +
+      `measured is ${worst}.`,
   );
   out.push("");
   out.push(

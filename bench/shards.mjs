@@ -6,7 +6,7 @@
 // and flashedge_object_busy_seconds_total per shard, and the summary's
 // requests by kind).
 //
-//   node bench/shards.mjs [--shards 1,4,16] [--idle-nodes 200] [--mixed-idle 150] [--busy-nodes 50]
+//   node bench/shards.mjs [--shards 1,4,16] [--idle-nodes 500] [--mixed-idle 500] [--busy-nodes 50]
 //                         [--seconds 60] [--task-seconds 6] [--lease-seconds 9] [--hold 12.5]
 //                         [--samples 20] [--burst 1000] [--quick]
 //
@@ -20,7 +20,8 @@
 // two metrics reads cost (measured at the start, in an empty pool). Every
 // loop is bounded; every server is stopped at the end. Each node lives at its
 // home, jump(node_id, S), so with a fleet this small the max/mean figures
-// carry chance: bench/render.mjs says how much.
+// carry chance: each window reports how its own fleet is homed
+// (flashedge_nodes_homed{shard}) beside them.
 // Writes bench/results/shards.json (bench/render.mjs renders section 13), but
 // not with --quick (S = 1 and 4, 40 nodes, 15 s windows: about 3 minutes), which CI runs.
 
@@ -43,8 +44,8 @@ const QUICK = flag("quick");
 const SHARDS = option("shards", QUICK ? "1,4" : "1,4,16")
   .split(",")
   .map(Number);
-const IDLE_NODES = Number(option("idle-nodes", QUICK ? "30" : "200"));
-const MIXED_IDLE = Math.min(IDLE_NODES, Number(option("mixed-idle", QUICK ? "30" : "150")));
+const IDLE_NODES = Number(option("idle-nodes", QUICK ? "30" : "500"));
+const MIXED_IDLE = Math.min(IDLE_NODES, Number(option("mixed-idle", String(IDLE_NODES))));
 const BUSY_NODES = Number(option("busy-nodes", QUICK ? "10" : "50"));
 const SECONDS = Number(option("seconds", QUICK ? "15" : "60"));
 const TASK_SECONDS = Number(option("task-seconds", "6"));
@@ -67,7 +68,7 @@ const GPU = { index: 0, name: "NVIDIA A10G", memory_total_mb: 22731 };
 /**
  * One read of a pool's counters: per shard (index k; a one-shard pool's
  * series carry no shard label) and the summary's, null at S = 1.
- * @typedef {{ shards: Array<{ requests: number, busy_s: number }>, claims: number,
+ * @typedef {{ shards: Array<{ requests: number, busy_s: number, homed: number | null }>, claims: number,
  *   summary: { tick: number, on_demand: number, poke: number, other: number, busy_s: number } | null }} Counters
  */
 
@@ -93,6 +94,7 @@ async function counters(url, pool, s) {
     shards: Array.from({ length: s }, (_, k) => ({
       requests: value("flashedge_requests_served_total", shardLabel(k)),
       busy_s: value("flashedge_object_busy_seconds_total", shardLabel(k)),
+      homed: s === 1 ? null : value("flashedge_nodes_homed", shardLabel(k)),
     })),
     claims: value("flashedge_claims_total", ""),
     summary:
@@ -354,7 +356,22 @@ async function measureWindow(server, pool, s, cost, nodes, box) {
     ...load(before, after, cost, seconds, nodes),
     workerd_cpu_fraction: round(cpu / seconds, 3),
     client: clientSide(box.tally, seconds, nodes),
+    /** Registered nodes per home shard at the window's end (S > 1). */
+    registered: after.shards.map((x) => x.homed),
   };
+}
+
+/**
+ * How a window's own fleet is homed: nodes per shard (`registered` at its
+ * end less `others`, the homes of registered nodes not in it) and their
+ * max/mean, the spread that jump hash alone gives the window's load.
+ * @param {Array<number | null>} registered @param {Array<number | null>} others
+ */
+function homes(registered, others) {
+  if (registered.some((x) => x === null)) return { homes: null, homes_max_over_mean: null };
+  const per = registered.map((x, k) => Number(x) - Number(others[k] ?? 0));
+  const mean = per.reduce((x, y) => x + y, 0) / per.length;
+  return { homes: per, homes_max_over_mean: mean > 0 ? round(Math.max(...per) / mean, 2) : null };
 }
 
 /** The fleets' windows and submit → first claim, in one pool. @param {{ url: string, pid: number }} server @param {number} s */
@@ -409,8 +426,10 @@ async function fleets(server, s) {
   idleFleet.stop(IDLE_NODES - MIXED_IDLE);
   const windows = 2 * SECONDS + TASK_SECONDS + 20;
   const tasks = Math.ceil(((BUSY_NODES * windows) / TASK_SECONDS) * 1.2);
-  // In 2·S jobs, so that placement spreads them as it spreads a pool's many jobs (a job is wholly in one shard).
-  const busyJobs = Math.max(2, 2 * s);
+  // In 8·S jobs, so that placement spreads them as it spreads a pool's many jobs (a job is wholly in one
+  // shard): with 2·S, one shard in two got half as many jobs, its nodes ran out of work at home and the
+  // other shards served them.
+  const busyJobs = 8 * s;
   /** @type {number[]} */
   const busyShards = [];
   for (let j = 0; j < busyJobs; j++) {
@@ -446,9 +465,15 @@ async function fleets(server, s) {
     pool,
     read_cost: cost,
     busy_job_shards: busyShards,
-    idle,
-    mixed: { ...mixed, idle_nodes: MIXED_IDLE, busy_nodes: BUSY_NODES },
-    busy,
+    idle: { ...idle, ...homes(idle.registered, []) },
+    mixed: {
+      ...mixed,
+      // The stopped idle nodes are still registered, and which of them are homed where is not read.
+      ...(MIXED_IDLE === IDLE_NODES ? homes(mixed.registered, []) : { homes: null, homes_max_over_mean: null }),
+      idle_nodes: MIXED_IDLE,
+      busy_nodes: BUSY_NODES,
+    },
+    busy: { ...busy, ...homes(busy.registered, idle.registered) },
     dispatch: { all: latency(dispatch.map((d) => d.ms)), other_shard: latency(cross) },
   };
 }

@@ -79,6 +79,14 @@ export function renderMetrics(
       [`${p},online="false"`, s.nodesRegistered - s.nodesOnline],
     ],
   );
+  // Where nodes live, so an operator sees a shard that homes more than its share.
+  if (shards !== undefined)
+    metric(
+      "flashedge_nodes_homed",
+      "gauge",
+      "Registered nodes whose home is the shard (a pool of shards only).",
+      perShard((sample, labels): Array<[string, number]> => [[labels, sample.nodesRegistered]]),
+    );
   metric(
     "flashedge_nodes_held_back",
     "gauge",

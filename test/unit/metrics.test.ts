@@ -48,6 +48,10 @@ describe("metrics text", () => {
     expect(text.split("\n")).toContain(line);
   });
 
+  it("has no per-shard node gauge at one shard", () => {
+    expect(text).not.toContain("flashedge_nodes_homed");
+  });
+
   it("declares every metric's type once, before its samples", () => {
     const types = text.split("\n").filter((l) => l.startsWith("# TYPE "));
     expect(new Set(types).size).toBe(types.length);
@@ -143,6 +147,8 @@ describe("metrics of a sharded pool", () => {
     'flashedge_events_total{pool="p",type="LEASE_CLAIMED"} 6',
     'flashedge_nodes{pool="p",online="false"} 1',
     'flashedge_unservable_pending_tasks{pool="p"} 1',
+    'flashedge_nodes_homed{pool="p",shard="0"} 3',
+    'flashedge_nodes_homed{pool="p",shard="1"} 0',
     'flashedge_storage_bytes{pool="p",shard="0"} 100',
     'flashedge_storage_bytes{pool="p",shard="1"} 40',
     'flashedge_storage_bytes{pool="p",shard="2"} 70',
@@ -168,6 +174,7 @@ describe("metrics of a sharded pool", () => {
 
   it("labels no pool-wide series by shard, and omits the label without shards", () => {
     expect(lines.filter((l) => l.includes("shard=")).map((l) => l.split("{")[0])).toEqual([
+      ...Array(3).fill("flashedge_nodes_homed"),
       "flashedge_pending_tasks_by_class",
       "flashedge_pending_tasks_by_class",
       "flashedge_storage_bytes",

@@ -13,6 +13,7 @@ import {
   claim,
   delivered,
   freshPool,
+  homeShardOf,
   json,
   register,
   sha256,
@@ -145,6 +146,10 @@ describe("the metrics of a sharded pool", () => {
       [0, 1, 2, 3].map((k) => `flashedge_storage_bytes{${p},shard="${k}"}`),
     );
     expect(lines).toContain(`flashedge_nodes{${p},online="true"} 1`);
+    // n1 lives at its home alone.
+    const homed = lines.filter((l) => l.startsWith("flashedge_nodes_homed{"));
+    const home = await homeShardOf(pool, "n1");
+    expect(homed).toEqual([0, 1, 2, 3].map((k) => `flashedge_nodes_homed{${p},shard="${k}"} ${k === home ? 1 : 0}`));
     expect(lines).toContain(`flashedge_unservable_pending_tasks{${p}} 0`);
   });
 
