@@ -596,13 +596,13 @@ async function measure(s) {
   }
 }
 
-/** @param {string} what @param {ReturnType<typeof load> & { client: ReturnType<typeof clientSide> }} w */
+/** @param {string} what @param {ReturnType<typeof load> & { client: ReturnType<typeof clientSide>, homes_max_over_mean: number | null }} w */
 function line(what, w) {
   const summary = w.summary
     ? `, Σ ${w.summary.requests_per_s}/s (ticks ${w.summary.ticks_per_s}, on-demand ${w.summary.on_demand_per_s}, pokes ${w.summary.pokes_per_s})`
     : "";
   return (
-    `  ${what}: shards ${w.shards.map((x) => x.requests_per_s).join(" / ")} req/s (max/mean ${w.max_over_mean}), ` +
+    `  ${what}: shards ${w.shards.map((x) => x.requests_per_s).join(" / ")} req/s (max/mean ${w.max_over_mean}; homes ${w.homes_max_over_mean ?? "—"}), ` +
     `${w.per_node_per_s} req/s/node (client ${w.client.per_node_per_s}), claims ${w.claims_per_s}/s, ` +
     `busy ${w.shards.map((x) => x.busy_fraction).join(" / ")}${summary}`
   );
