@@ -634,7 +634,9 @@ describe("an enrolled node's session", () => {
     expect((await call(pool, "POST", "/nodes/register", bearer("tok-n1"), registration("n1"))).status).toBe(200);
     const held = stub(pool).claim("n1", null, 10_000);
     const forged = { nodeId: "laptop-7", tokenSha256: await sha256(`${token}x`) };
-    expect(await outcome((await homeStub(pool, "laptop-7")).session(forged).listNodes(null, 10))).toBe(CREDENTIAL_REFUSED);
+    expect(await outcome((await homeStub(pool, "laptop-7")).session(forged).listNodes(null, 10))).toBe(
+      CREDENTIAL_REFUSED,
+    );
     expect((await call(pool, "POST", "/jobs", OPS, trialsJob(1))).status).toBe(201);
     expect(await held).toMatchObject({ ok: true, lease: { node_id: "n1" } });
   });

@@ -498,7 +498,7 @@ describe("outcomes of a forwarded lease go home", () => {
 });
 
 describe("shard-to-shard calls are out of every caller's reach", () => {
-  it("no route of the Worker calls claimForwarded or deliver", () => {
+  it("no route of the Worker calls claimForwarded, deliver, or a credential's install", () => {
     const sources = import.meta.glob(["../../src/index.ts", "../../src/routes/*.ts"], {
       query: "?raw",
       import: "default",
@@ -506,7 +506,9 @@ describe("shard-to-shard calls are out of every caller's reach", () => {
     }) as Record<string, string>;
     expect(Object.keys(sources).length).toBeGreaterThan(10);
     for (const [file, text] of Object.entries(sources)) {
-      expect(text, file).not.toMatch(/claimForwarded|releaseForwarded|cutOffHere|\.deliver\(/);
+      expect(text, file).not.toMatch(
+        /claimForwarded|releaseForwarded|cutOffHere|\.deliver\(|installCredential|enrolledAmong/,
+      );
     }
   });
 
@@ -516,6 +518,8 @@ describe("shard-to-shard calls are out of every caller's reach", () => {
       deliver(from: number, batch: unknown[]): Promise<unknown>;
       releaseForwarded(nodeId: string): Promise<unknown>;
       cutOffHere(nodeId: string, why: string): Promise<unknown>;
+      installCredential(nodeId: string, credential: unknown): Promise<unknown>;
+      enrolledAmong(nodeIds: string[]): Promise<unknown>;
     };
     const refusal = (p: Promise<unknown>) =>
       p.then(
@@ -527,5 +531,11 @@ describe("shard-to-shard calls are out of every caller's reach", () => {
     // Nor the calls by which a home releases a claim held elsewhere or cuts a revoked machine off everywhere.
     expect(await refusal(session.releaseForwarded("n2"))).toMatch(/does not implement/);
     expect(await refusal(session.cutOffHere("n2", "forged"))).toMatch(/does not implement/);
+    // Nor the install by which shard 0 puts a redeemed credential at a node's home: a node would mint its own.
+    const forged = { tokenSha256: "0".repeat(64), hostname: "h", platform: "p", approvedBy: "ops", approvedMs: 0 };
+    expect(await refusal(session.installCredential("n2", { ...forged, owner: null, pools: null }))).toMatch(
+      /does not implement/,
+    );
+    expect(await refusal(session.enrolledAmong(["n2"]))).toMatch(/does not implement/);
   });
 });

@@ -39,8 +39,7 @@ async function approvedCode(pool: string, nodeId: string): Promise<string> {
   return code.device_code;
 }
 
-const poll = (pool: string, deviceCode: string) =>
-  call(pool, "POST", "/device/token", {}, { device_code: deviceCode });
+const poll = (pool: string, deviceCode: string) => call(pool, "POST", "/device/token", {}, { device_code: deviceCode });
 
 /** A credential as one installed in shard 0 before credentials went home: its token. */
 async function enrolledInShard0(pool: string, nodeId: string): Promise<string> {
@@ -136,7 +135,14 @@ describe("redeeming at shard 0 for a home elsewhere", () => {
     const deviceCode = await approvedCode(pool, rig);
     // What shard 0 installed before it restarted, and never answered.
     const lost = enrolledToken(rig, crypto.getRandomValues(new Uint8Array(32)));
-    const approval = { hostname: "h", platform: "p", approvedBy: "ops", approvedMs: Date.now(), owner: null, pools: null };
+    const approval = {
+      hostname: "h",
+      platform: "p",
+      approvedBy: "ops",
+      approvedMs: Date.now(),
+      owner: null,
+      pools: null,
+    };
     await shard(pool, 1).installCredential(rig, { ...approval, tokenSha256: await sha256(lost) });
     const r = await poll(pool, deviceCode);
     expect(r.status).toBe(200);
@@ -148,7 +154,14 @@ describe("redeeming at shard 0 for a home elsewhere", () => {
   it("an install sent by hand to a shard that is not the node's home installs nothing there", async () => {
     const pool = freshPool();
     const rig = nodeIdAt(pool, "rig", 1);
-    const approval = { hostname: "h", platform: "p", approvedBy: "ops", approvedMs: Date.now(), owner: null, pools: null };
+    const approval = {
+      hostname: "h",
+      platform: "p",
+      approvedBy: "ops",
+      approvedMs: Date.now(),
+      owner: null,
+      pools: null,
+    };
     const refusal = await shard(pool, 2)
       .installCredential(rig, { ...approval, tokenSha256: "0".repeat(64) })
       .then(
