@@ -30,7 +30,7 @@ export function shardStub(
   pool: string,
   shard: number,
 ): DurableObjectStub<PoolObject> {
-  const { jurisdiction, locationHint } = poolLocation(rules, pool);
+  const { jurisdiction, locationHint } = poolLocation(rules, pool, shard);
   const namespace = jurisdiction ? env.POOL.jurisdiction(jurisdiction) : env.POOL;
   return namespace.get(namespace.idFromName(shardName(pool, shard)), locationHint ? { locationHint } : undefined);
 }

@@ -13,12 +13,16 @@ export const LOCATION_HINTS = ["wnam", "enam", "sam", "weur", "eeur", "apac", "o
 export type Jurisdiction = (typeof JURISDICTIONS)[number];
 export type LocationHint = (typeof LOCATION_HINTS)[number];
 export type PoolLocation = { jurisdiction?: Jurisdiction; locationHint?: LocationHint };
-export type PoolLocationRule = { pattern: string; location: PoolLocation };
+/** A rule's shards, from and to (inclusive); a rule without one holds every shard of its pools. */
+export type ShardRange = { from: number; to: number };
+export type PoolLocationRule = { pattern: string; shards?: ShardRange; location: PoolLocation };
 
 /**
- * `pattern=place[+place],…` → rules, or a message naming what is wrong. A
- * pattern is a pool name where `*` stands for any run of characters; a place
- * is a jurisdiction or a location hint (at most one of each). Empty or unset
+ * `pattern[/shards]=place[+place],…` → rules, or a message naming what is
+ * wrong. A pattern is a pool name where `*` stands for any run of
+ * characters; `/shards` (`/k` or `/from-to`, 0–255) narrows the rule to
+ * those shards of a pool of shards (docs/protocol.md §15); a place is a
+ * jurisdiction or a location hint (at most one of each). Empty or unset
  * means no rules: every pool lives near its first caller.
  */
 export function parsePoolLocations(raw: string | undefined): PoolLocationRule[] | string {
@@ -29,7 +33,7 @@ export function parsePoolLocations(raw: string | undefined): PoolLocationRule[] 
     const where = `FLASHML_POOL_LOCATIONS entry ${i + 1}`;
     const entry = entries[i]!.trim();
     const eq = entry.indexOf("=");
-    const pattern = eq < 0 ? "" : entry.slice(0, eq).trim();
+    const [pattern = "", range] = (eq < 0 ? "" : entry.slice(0, eq).trim()).split("/", 2);
     const places =
       eq < 0
         ? []
@@ -40,6 +44,10 @@ export function parsePoolLocations(raw: string | undefined): PoolLocationRule[] 
     if (!/^[a-z0-9*-]{1,63}$/.test(pattern) || places.length === 0) {
       return `${where} is not pattern=place (a pool name pattern with '*', then a jurisdiction or location hint)`;
     }
+    const shards = range === undefined ? undefined : shardRange(range);
+    if (shards === null) {
+      return `${where} has shards '${range}': use /k or /from-to, from 0 to 255, from no later than to`;
+    }
     const location: PoolLocation = {};
     for (const place of places) {
       if (isOneOf(JURISDICTIONS, place) && location.jurisdiction === undefined) location.jurisdiction = place;
@@ -48,14 +56,30 @@ export function parsePoolLocations(raw: string | undefined): PoolLocationRule[] 
         return `${where} names '${place}': use at most one jurisdiction (${JURISDICTIONS.join(", ")}) and one location hint (${LOCATION_HINTS.join(", ")})`;
       }
     }
-    rules.push({ pattern, location });
+    rules.push(shards === undefined ? { pattern, location } : { pattern, shards, location });
   }
   return rules;
 }
 
-/** The location of the first rule whose pattern matches the whole pool name; {} when none does. */
-export function poolLocation(rules: readonly PoolLocationRule[], pool: string): PoolLocation {
-  return rules.find((rule) => globMatches(rule.pattern, pool))?.location ?? {};
+/** `k` or `from-to` as a shard range, or null. */
+function shardRange(text: string): ShardRange | null {
+  const m = /^(\d{1,3})(?:-(\d{1,3}))?$/.exec(text);
+  if (m === null) return null;
+  const from = Number(m[1]);
+  const to = m[2] === undefined ? from : Number(m[2]);
+  return from <= to && to <= 255 ? { from, to } : null;
+}
+
+/**
+ * The location of shard `shard` of `pool` (0 for a pool of one object, and
+ * for what lives with shard 0): the first rule whose pattern matches the
+ * whole pool name and whose shards, if it names any, hold the shard; {}
+ * when none does.
+ */
+export function poolLocation(rules: readonly PoolLocationRule[], pool: string, shard = 0): PoolLocation {
+  const holds = (rule: PoolLocationRule) =>
+    rule.shards === undefined || (rule.shards.from <= shard && shard <= rule.shards.to);
+  return rules.find((rule) => globMatches(rule.pattern, pool) && holds(rule))?.location ?? {};
 }
 
 /** Whether a `[a-z0-9*-]` pattern matches the whole name, `*` standing for any run. */

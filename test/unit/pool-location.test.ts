@@ -14,6 +14,29 @@ describe("parsePoolLocations", () => {
     ]);
   });
 
+  it("reads a shard range after the pattern, one shard or from-to", () => {
+    expect(parsePoolLocations("big/0-63=enam, big/64=weur+eu, big=apac")).toEqual([
+      { pattern: "big", shards: { from: 0, to: 63 }, location: { locationHint: "enam" } },
+      { pattern: "big", shards: { from: 64, to: 64 }, location: { jurisdiction: "eu", locationHint: "weur" } },
+      { pattern: "big", location: { locationHint: "apac" } },
+    ]);
+  });
+
+  it.each([
+    ["big/=enam", "has shards ''"],
+    ["big/9-3=enam", "has shards '9-3'"],
+    ["big/0-256=enam", "has shards '0-256'"],
+    ["big/-1=enam", "has shards '-1'"],
+    ["big/1-2-3=enam", "has shards '1-2-3'"],
+    ["big/a=enam", "has shards 'a'"],
+    ["big/ 1=enam", "has shards ' 1'"],
+    ["/0-3=enam", "is not pattern=place"],
+  ])("refuses the shard range of %j (%s)", (raw, problem) => {
+    const result = parsePoolLocations(raw);
+    expect(typeof result).toBe("string");
+    expect(result).toContain(problem);
+  });
+
   it.each([
     ["eu-*", "is not pattern=place"],
     ["=eu", "is not pattern=place"],
@@ -47,6 +70,23 @@ describe("poolLocation", () => {
     ["local", { locationHint: "oc" }],
   ])("%s → %j", (pool, location) => {
     expect(poolLocation(rules, pool)).toEqual(location);
+  });
+
+  it("places each shard by the first rule that holds it; shard 0 by default", () => {
+    const spread = parsePoolLocations("big/0-1=enam,big/2=weur+eu,big=apac,*=oc") as Exclude<
+      ReturnType<typeof parsePoolLocations>,
+      string
+    >;
+    expect([0, 1, 2, 3, 200].map((k) => poolLocation(spread, "big", k))).toEqual([
+      { locationHint: "enam" },
+      { locationHint: "enam" },
+      { jurisdiction: "eu", locationHint: "weur" },
+      { locationHint: "apac" },
+      { locationHint: "apac" },
+    ]);
+    expect(poolLocation(spread, "big")).toEqual({ locationHint: "enam" });
+    // A range narrows its own rule only: another pool's shards fall through to the rules after it.
+    expect(poolLocation(spread, "small", 1)).toEqual({ locationHint: "oc" });
   });
 
   it("a pool no rule names has no placement", () => {
