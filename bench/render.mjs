@@ -748,8 +748,11 @@ function shardCapacity(s, run) {
   };
 }
 
-/** @param {ShardsResult} r @param {AgentsResult | null} agents */
-function shardsSection(r, agents) {
+/**
+ * @param {ShardsResult} r @param {AgentsResult | null} agents
+ * @param {GpuClassesResult | null} s1 bench/shards-s1.mjs's pairing (the same shape as gpu-classes')
+ */
+function shardsSection(r, agents, s1) {
   /** @type {string[]} */
   const out = [];
   const largest = r.runs.reduce((a, b) => (b.shards > a.shards ? b : a));
@@ -901,8 +904,25 @@ function shardsSection(r, agents) {
     `- ≥ ${fmt(GOAL_CLAIMS)} claims/s at S = ${RECOMMENDED_SHARDS}: ${fmt(at.claims)}: ${verdict(at.claims !== null && at.claims >= GOAL_CLAIMS)} ` +
       "(balance assumed).",
   );
+  const windows = sharded.flatMap((x) =>
+    /** @type {Array<[string, ShardsWindow]>} */ ([
+      ["idle", x.idle],
+      ["mixed", x.mixed],
+      ["busy", x.busy],
+    ]).map(([name, w]) => ({ name: `S = ${x.shards} ${name}`, w })),
+  );
+  const over = windows.filter(({ w }) => (w.max_over_mean ?? 0) > BALANCE);
   out.push(
-    `- max/mean ≤ ${BALANCE} at every S > 1 measured: worst ${worst}: ${verdict(worst <= BALANCE)} (a fleet of 200, above).`,
+    `- max/mean ≤ ${BALANCE} at every S > 1 measured: worst ${worst}: ${verdict(worst <= BALANCE)}` +
+      (over.length === 0
+        ? "."
+        : ` (${over.map(({ name, w }) => `${name}: ${w.max_over_mean}, its fleet homed ${w.homes_max_over_mean ?? "—"}× the mean on its fullest shard`).join("; ")}).`),
+  );
+  const ownSpread = windows.filter(({ w }) => w.homes_max_over_mean != null);
+  out.push(
+    `- A diagnosis, not the goal: every window's load spread within the larger of ${BALANCE}× and its own fleet's homes ` +
+      `spread (so what is left over ${BALANCE} is where jump hash put the nodes), in the ${ownSpread.length} windows whose homes were read: ` +
+      `${verdict(ownSpread.length > 0 && ownSpread.every(({ w }) => (w.max_over_mean ?? 0) <= Math.max(BALANCE, w.homes_max_over_mean ?? 0)))}.`,
   );
   out.push(
     `- Σ ≤ ${SUMMARY_CAP} requests/s with ticks ≤ 2·S + 5% in every window: ${verdict(sigmaOk)} ` +
@@ -917,6 +937,13 @@ function shardsSection(r, agents) {
       `- S = 1 request counts as section 7's (idle, ${r.hold_s} s hold): ${one.idle.client.per_node_per_s} requests/s per node sent ` +
         `here against ${reference ?? "—"} there${ratio === null ? "" : ` (${round(ratio, 2)}×)`}, and the object counted ` +
         `${one.idle.per_node_per_s} per node: ${verdict(ratio !== null && Math.abs(ratio - 1) <= 0.1 && Math.abs(one.idle.per_node_per_s / one.idle.client.per_node_per_s - 1) <= 0.1)} (within 10%).`,
+    );
+  }
+  if (s1) {
+    out.push(
+      `- S = 1 within ${s1.bar.max_ratio}× of the code before sharding (\`${s1.command}\`, ${s1.date}, base \`${s1.base_commit ?? "?"}\`, ` +
+        `head \`${s1.head}\`, ${s1.pairs.length} pairs at ${fmt(s1.depth)} pending): CPU claim ${s1.ratio.cpu_claim}×, ` +
+        `GPU claim ${s1.ratio.gpu_claim}×, bind+commit ${s1.ratio.commit}×: ${verdict(s1.bar.met)}.`,
     );
   }
   out.push("");
@@ -1166,7 +1193,8 @@ function render() {
   if (migrations) out.push(...migrationsSection(migrations));
   if (inObject?.replicas) out.push(...replicasSection(inObject));
   if (gpuClasses) out.push(...gpuClassesSection(gpuClasses));
-  if (shards) out.push(...shardsSection(shards, agents));
+  if (shards)
+    out.push(...shardsSection(shards, agents, /** @type {GpuClassesResult | null} */ (readResult("shards-s1"))));
 
   out.push("## Changes made for these numbers");
   out.push("");
