@@ -19,6 +19,8 @@ const RAW_CSS = { include: [/\.css\?raw$/] };
 const BOUNDS = { testTimeout: 30_000, hookTimeout: 30_000 };
 // Every pool over 4 shards (docs/protocol.md §15): the same files, run again.
 const SHARDS4 = { FLASHML_POOL_SHARDS: "*=4" };
+// Shards 0 and 1 of every pool in eastern North America, 2 and 3 in western Europe.
+const TWO_LOCATIONS = { FLASHML_POOL_LOCATIONS: "*/0-1=enam,*/2-3=weur" };
 // The tokens of the enforcing projects.
 const TOKENS = {
   FLASHML_NODE_TOKENS: "n1:tok-n1, n2:tok-n2, m1:tok-m1, m2:tok-m2",
@@ -103,6 +105,16 @@ export default defineConfig({
           }),
         ],
         test: { ...BOUNDS, name: "worker-auth-shards", include: SHARDED_AUTH, css: RAW_CSS },
+      },
+      {
+        // A pool of 4 shards over two locations (docs/protocol.md §15): nodes homed near their first request.
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: { bindings: { ...QUIET, ...TOKENS, ...SHARDS4, ...TWO_LOCATIONS } },
+          }),
+        ],
+        test: { ...BOUNDS, name: "worker-locations", include: ["test/worker-locations/*.test.ts"], css: RAW_CSS },
       },
     ],
   },

@@ -943,7 +943,10 @@ function shardsSection(r, agents, s1) {
     out.push(
       `- S = 1 within ${s1.bar.max_ratio}× of the code before sharding (\`${s1.command}\`, ${s1.date}, base \`${s1.base_commit ?? "?"}\`, ` +
         `head \`${s1.head}\`, ${s1.pairs.length} pairs at ${fmt(s1.depth)} pending): CPU claim ${s1.ratio.cpu_claim}×, ` +
-        `GPU claim ${s1.ratio.gpu_claim}×, bind+commit ${s1.ratio.commit}×: ${verdict(s1.bar.met)}.`,
+        `GPU claim ${s1.ratio.gpu_claim}×, bind+commit ${s1.ratio.commit}×: ${verdict(s1.bar.met)}. Per pair (now / base), ` +
+        `CPU claim ${s1.pairs.map((p) => round(p.now.cpu_claim_us / p.base.cpu_claim_us, 2)).join(", ")}; bind+commit ` +
+        `${s1.pairs.map((p) => round(p.now.commit_us / p.base.commit_us, 2)).join(", ")}: figures near 150 µs move by ` +
+        "±20% between runs here (section 1), so five pairs do not settle a 5% bar.",
     );
   }
   out.push("");

@@ -6,6 +6,7 @@
 
 import type { DeviceCodeRequest, PendingEnrolment } from "../protocol/device";
 import { base64url, DEVICE_CODE_TTL_MS, enrolledToken, sha256Hex, userCodeFrom } from "../rules/enrolment";
+import type { Locale } from "../rules/homing";
 import { shardStub } from "./address";
 import {
   approvedCode,
@@ -75,13 +76,14 @@ const redeeming = new Set<string>();
 export async function redeemDeviceCode(
   pool: Pool,
   deviceCode: string,
+  locale: Locale | null = null,
 ): Promise<{ token: string; node_id: string } | null> {
   const deviceCodeSha256 = await sha256Hex(deviceCode);
   const read = Date.now();
   const code = approvedCode(pool.sql, read, deviceCodeSha256);
   if (code === null || redeeming.has(deviceCodeSha256)) return null;
   const { nodeId, approval } = code;
-  const home = enrolledHome(pool, nodeId);
+  const home = enrolledHome(pool, nodeId, locale);
   if (home !== pool.shard) redeeming.add(deviceCodeSha256);
   try {
     const token = enrolledToken(nodeId, crypto.getRandomValues(new Uint8Array(32)));
@@ -92,7 +94,7 @@ export async function redeemDeviceCode(
       const redeem = (now: number) => markRedeemed(pool.sql, now, deviceCodeSha256, nodeId) !== null;
       installed = await installCredential(pool, nodeId, credential, redeem);
     } else {
-      installed = await atHome(pool, home, (shard) => shard.installCredential(nodeId, credential));
+      installed = await atHome(pool, home, (shard) => shard.installCredential(nodeId, credential, locale));
       // Unexpired as of the read: the credential is installed by now.
       if (pool.transaction(() => markRedeemed(pool.sql, read, deviceCodeSha256, nodeId)) === null) return null;
     }

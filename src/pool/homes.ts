@@ -1,14 +1,18 @@
 // Node homes (docs/sharding.md §4.2): a node lives in one shard, found from
 // its id without a lookup: its registry shard jump(node_id, S). A node homed
 // before that shard could know it (before a raise, in the pool's one-shard
-// days, before homes spread, or enrolled: an enrolled credential is issued
-// in shard 0) lives where homeCandidates says, and a shard asked about such
-// a node answers NOT_HOME with the shard that holds it; the Worker calls
-// that shard instead and remembers it. A shard learns a home once, in
-// memory: the fact never changes while the node is registered.
+// days, before homes spread, or enrolled while credentials lived in shard
+// 0) lives where homeCandidates says, and a shard asked about such a node
+// answers NOT_HOME with the shard that holds it; the Worker calls that
+// shard instead and remembers it. In a pool spread over locations the
+// registry shard homes a new node in the group nearest its first request
+// and keeps a pointer to it (`homes`), which it answers the same way. A
+// shard learns a home once, in memory: the fact never changes while the
+// node is registered.
 //
 // At S = 1 nothing here runs.
 
+import { type Locale, locationGroups, nearestHome } from "../rules/homing";
 import { homeCandidates, registryShard } from "../rules/shard-ids";
 import { shardStub } from "./address";
 import type { PoolObject } from "./object";
@@ -40,13 +44,52 @@ export function holdsNode(sql: SqlStorage, nodeId: string): boolean {
   );
 }
 
+/** The home this shard's pointer names for `nodeId`: one it homed elsewhere, by location, as its registry shard. */
+function pointer(sql: SqlStorage, nodeId: string): number | null {
+  return (
+    sql.exec<{ home: number }>("SELECT home FROM homes WHERE kind = 'node' AND name = ?", nodeId).toArray()[0]?.home ??
+    null
+  );
+}
+
+/** Where this shard knows node `nodeId` lives: here, or where its pointer says; null: it does not know. */
+export function whereIs(sql: SqlStorage, self: number, nodeId: string): number | null {
+  return holdsNode(sql, nodeId) ? self : pointer(sql, nodeId);
+}
+
+/**
+ * The home of a node no shard holds, chosen here, its registry shard, by
+ * where its first request came from: a shard of the location group
+ * nearest it (src/rules/homing.ts), recorded as a pointer when it is
+ * another shard, so that every later call here is sent there; this shard
+ * when the pool has no groups or the request no place. The first
+ * request's choice stands.
+ */
+function homeByLocation(pool: Pool, nodeId: string, locale: Locale | null): number {
+  const groups = locationGroups(pool.settings.poolLocations, pool.poolName, pool.shards);
+  const nearest = nearestHome(nodeId, locale, groups);
+  if (nearest === null || nearest === pool.shard) return pool.shard;
+  pool.sql.exec(
+    "INSERT OR IGNORE INTO homes (kind, name, home, recorded_ms) VALUES ('node', ?, ?, ?)",
+    nodeId,
+    nearest,
+    Date.now(),
+  );
+  return pointer(pool.sql, nodeId) ?? nearest;
+}
+
 /**
  * Where a credential issued here (shard 0, which redeems every code) is
- * installed: here when this shard holds the node, else at its registry
- * shard, which holds it, knows who does, or homes it (docs/sharding.md §8.4).
+ * installed: here when this shard holds the node; where its pointer says;
+ * else at its registry shard, which holds it, knows who does, or homes it
+ * (docs/sharding.md §8.4), by `locale` when that shard is this one.
  */
-export function enrolledHome(pool: Pool, nodeId: string): number {
-  return pool.shards === 1 || holdsNode(pool.sql, nodeId) ? pool.shard : registryShard(nodeId, pool.shards);
+export function enrolledHome(pool: Pool, nodeId: string, locale: Locale | null): number {
+  if (pool.shards === 1 || holdsNode(pool.sql, nodeId)) return pool.shard;
+  const pointed = pointer(pool.sql, nodeId);
+  if (pointed !== null) return pointed;
+  const registry = registryShard(nodeId, pool.shards);
+  return registry === pool.shard ? homeByLocation(pool, nodeId, locale) : registry;
 }
 
 /** `call` at shard `at`, thought to be the home of the node the call names, and once more where a NOT_HOME answer says it is. */
@@ -79,11 +122,13 @@ export class Homes {
    * registration (`registering`) when this shard is its registry shard or
    * one of its candidates (a Worker still on the layout before a raise
    * registers it at that layout's registry shard, where the others look),
-   * and is otherwise sent to its registry shard.
+   * or when a candidate's pointer names this shard, and is otherwise sent
+   * to its registry shard. The registry shard itself sends it on to the
+   * shard `locale` makes nearest, if another (`homeByLocation`).
    */
-  async check(pool: Pool, nodeId: string, registering: boolean): Promise<void> {
+  async check(pool: Pool, nodeId: string, registering: boolean, locale: Locale | null = null): Promise<void> {
     if (pool.shards === 1 || holdsNode(pool.sql, nodeId)) return;
-    const known = this.#known.get(nodeId);
+    const known = this.#known.get(nodeId) ?? pointer(pool.sql, nodeId) ?? undefined;
     if (known !== undefined && known !== pool.shard) throw new Error(`${NOT_HOME}${known}`);
     const now = Date.now();
     const registry = registryShard(nodeId, pool.shards);
@@ -92,11 +137,13 @@ export class Homes {
     if (registering) this.#unknown.delete(nodeId);
     else if ((this.#unknown.get(nodeId) ?? 0) > now) return;
     const { poolLocations } = pool.settings;
-    const held = await Promise.all(
-      candidates.map((k) => shardStub(pool.env, poolLocations, pool.poolName, k).holdsNode(nodeId)),
+    const answers = await Promise.all(
+      candidates.map((k) => shardStub(pool.env, poolLocations, pool.poolName, k).whereIs(nodeId)),
     );
-    const home = candidates.find((_, j) => held[j]);
-    if (home !== undefined) {
+    const home = answers.find((h) => h !== null);
+    // Another shard's pointer naming this one: the node is being homed here, by its location.
+    if (home === pool.shard) return;
+    if (home !== undefined && home !== null) {
       if (this.#known.size >= REMEMBERED) this.#known.clear();
       this.#known.set(nodeId, home);
       throw new Error(`${NOT_HOME}${home}`);
@@ -108,6 +155,9 @@ export class Homes {
     }
     const mayHome = registry === pool.shard || earlier.includes(pool.shard);
     if (!mayHome) throw new Error(`${NOT_HOME}${registry}`);
+    if (registry !== pool.shard) return;
+    const chosen = homeByLocation(pool, nodeId, locale);
+    if (chosen !== pool.shard) throw new Error(`${NOT_HOME}${chosen}`);
   }
 }
 
@@ -134,8 +184,12 @@ function layoutCounts(sql: SqlStorage, configured: number): number[] {
   return counts;
 }
 
-/** Which argument of a call names the node it is about, and whether the call may home it. */
-type NodeAddressed = { nodeOf: (args: unknown[]) => unknown; registering: boolean };
+/** Which argument of a call names the node it is about, whether the call may home it, and where it came from. */
+type NodeAddressed = {
+  nodeOf: (args: unknown[]) => unknown;
+  registering: boolean;
+  localeOf?: (args: unknown[]) => unknown;
+};
 
 const FIRST: NodeAddressed = { nodeOf: (args) => args[0], registering: false };
 const PROOF: NodeAddressed = {
@@ -143,8 +197,12 @@ const PROOF: NodeAddressed = {
   registering: false,
 };
 const HOME_ROUTED: Readonly<Record<string, NodeAddressed>> = {
-  register: { nodeOf: (args) => (args[0] as { node_id?: unknown } | undefined)?.node_id, registering: true },
-  installCredential: { nodeOf: (args) => args[0], registering: true },
+  register: {
+    nodeOf: (args) => (args[0] as { node_id?: unknown } | undefined)?.node_id,
+    registering: true,
+    localeOf: (args) => args[2],
+  },
+  installCredential: { nodeOf: (args) => args[0], registering: true, localeOf: (args) => args[2] },
   heartbeatNode: FIRST,
   assignNodePools: FIRST,
   releaseNode: FIRST,
@@ -172,8 +230,17 @@ export function guardHomes<T extends object>(prototype: T, homesOf: (object: T) 
         const { pool, homes } = homesOf(this);
         const nodeId = addressed.nodeOf(args);
         if (pool.shards === 1 || typeof nodeId !== "string") return method.apply(this, args);
-        return homes.check(pool, nodeId, addressed.registering).then(() => method.apply(this, args));
+        const locale = asLocale(addressed.localeOf?.(args));
+        return homes.check(pool, nodeId, addressed.registering, locale).then(() => method.apply(this, args));
       },
     });
   }
+}
+
+/** A call's locale argument as a Locale, or null for anything else. */
+function asLocale(value: unknown): Locale | null {
+  if (typeof value !== "object" || value === null) return null;
+  const { continent, longitude } = value as { continent?: unknown; longitude?: unknown };
+  if (typeof continent !== "string") return null;
+  return { continent, longitude: typeof longitude === "number" && Number.isFinite(longitude) ? longitude : null };
 }

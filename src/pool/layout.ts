@@ -154,10 +154,11 @@ export function emptiness(sql: SqlStorage, shard: number): Emptiness {
   const counts = sql
     .exec<Omit<Emptiness, "shard" | "empty">>(
       `SELECT (SELECT COUNT(*) FROM jobs) AS jobs, (SELECT COUNT(*) FROM archived_jobs) AS archivedJobs,
-         (SELECT COUNT(*) FROM nodes) AS nodes, (SELECT COUNT(*) FROM leases WHERE status = 'live') AS liveLeases`,
+         (SELECT COUNT(*) FROM nodes) AS nodes, (SELECT COUNT(*) FROM leases WHERE status = 'live') AS liveLeases,
+         (SELECT COUNT(*) FROM homes WHERE kind = 'node') AS pointers`,
     )
     .one();
-  const empty = counts.jobs + counts.archivedJobs + counts.nodes + counts.liveLeases === 0;
+  const empty = counts.jobs + counts.archivedJobs + counts.nodes + counts.liveLeases + counts.pointers === 0;
   return { shard, empty, ...counts };
 }
 

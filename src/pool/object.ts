@@ -13,6 +13,7 @@ import type { JobSpec } from "../protocol/jobs";
 import type { NodeHeartbeat, NodeRegistration } from "../protocol/nodes";
 import type { ReplicaItem } from "../protocol/responses";
 import type { TaskSpec } from "../protocol/tasks";
+import type { Locale } from "../rules/homing";
 import { noLoad } from "../rules/object-load";
 import { shardCount } from "../rules/pool-shards";
 import type { NodeAnswers } from "../rules/shard-merge";
@@ -26,7 +27,7 @@ import { fleetSummary, nodeAnswers, type PendingClass, pendingClasses } from "./
 import { type ClaimTicket, claimForwarded, type ForwardedClaimResult } from "./forwarded-claims";
 import { forwardHeld } from "./forwarding";
 import { claimOrHold, cutOffHere } from "./held-claims";
-import { guardHomes, Homes, holdsNode } from "./homes";
+import { guardHomes, Homes, holdsNode, whereIs } from "./homes";
 import { alarm } from "./housekeeping";
 import * as jobs from "./job-calls";
 import type { JobPlace } from "./jobs";
@@ -165,8 +166,8 @@ export class PoolObject extends DurableObject<Env> {
     return enrolment.requestDeviceCode(this.#pool, request, from);
   }
 
-  redeemDeviceCode(deviceCode: string) {
-    return enrolment.redeemDeviceCode(this.#pool, deviceCode);
+  redeemDeviceCode(deviceCode: string, locale: Locale | null = null) {
+    return enrolment.redeemDeviceCode(this.#pool, deviceCode, locale);
   }
 
   decideDeviceCode(
@@ -193,7 +194,8 @@ export class PoolObject extends DurableObject<Env> {
 
   // -- nodes (src/pool/node-calls.ts) ------------------------------------------
 
-  register(registration: NodeRegistration, assignedBy: string | null = null) {
+  /** `locale`: where the request came from, by which a pool spread over locations homes a new node (src/pool/homes.ts). */
+  register(registration: NodeRegistration, assignedBy: string | null = null, _locale: Locale | null = null) {
     return nodes.register(this.#pool, registration, assignedBy);
   }
 
@@ -238,8 +240,13 @@ export class PoolObject extends DurableObject<Env> {
     return holdsNode(this.#pool.sql, nodeId);
   }
 
+  /** Where this shard knows node `nodeId` lives, itself or by its pointer (src/pool/homes.ts); null: it does not know. */
+  whereIs(nodeId: string): number | null {
+    return whereIs(this.#pool.sql, this.#pool.shard, nodeId);
+  }
+
   /** A credential shard 0 issued, installed here at the node's home (src/pool/enrolment-flows.ts). */
-  installCredential(nodeId: string, credential: IssuedCredential) {
+  installCredential(nodeId: string, credential: IssuedCredential, _locale: Locale | null = null) {
     return enrolment.installCredential(this.#pool, nodeId, credential);
   }
 
@@ -448,6 +455,7 @@ type Lifecycle =
   | "session"
   | "vouch"
   | "holdsNode"
+  | "whereIs"
   | "installCredential"
   | "enrolledAmong"
   | "alarm"
@@ -464,6 +472,7 @@ const NodeSession = sessionClass<PoolObject, Lifecycle>(PoolObject.prototype, [
   "session",
   "vouch",
   "holdsNode",
+  "whereIs",
   "installCredential",
   "enrolledAmong",
   "alarm",

@@ -9,6 +9,7 @@ import { jsonShapeProblem } from "../protocol/json";
 import { LIST_PAGE_DEFAULT, LIST_PAGE_MAX, LIST_PAGE_MAX_BYTES, MAX_JSON_BODY_BYTES } from "../protocol/limits";
 import { type DecodedCursor, nextLink, type ShardCursor, type ShardKey } from "../protocol/paging";
 import type { Caller } from "../rules/auth";
+import type { Locale } from "../rules/homing";
 import type { Settings } from "../rules/settings";
 import { utf8Length } from "../rules/text";
 import type { PoolShards } from "./shards";
@@ -196,4 +197,19 @@ async function readLimited(request: Request, limit: number): Promise<string> {
     offset += chunk.byteLength;
   }
   return new TextDecoder().decode(all);
+}
+
+/**
+ * Where the request came from, as Cloudflare tells the Worker
+ * (`request.cf`): a pool spread over locations homes a new node by it
+ * (src/rules/homing.ts). Null when the platform says nothing (wrangler dev).
+ */
+export function localeOf(c: AppContext): Locale | null {
+  const cf = c.req.raw.cf as { continent?: unknown; longitude?: unknown } | undefined;
+  if (typeof cf?.continent !== "string") return null;
+  const longitude = Number(cf.longitude);
+  return {
+    continent: cf.continent,
+    longitude: typeof cf.longitude === "string" && Number.isFinite(longitude) ? longitude : null,
+  };
 }

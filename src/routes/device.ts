@@ -24,7 +24,7 @@ import {
   validation,
 } from "../protocol/openapi-operations";
 import { normalizeUserCode, POLL_INTERVAL_S } from "../rules/enrolment";
-import { type AppContext, type AppEnv, readJson } from "./context";
+import { type AppContext, type AppEnv, localeOf, readJson } from "./context";
 import { requireOperator } from "./identity";
 
 const OPEN_POOL =
@@ -125,7 +125,7 @@ export const deviceAgent = new Hono<AppEnv>()
       if (open) return open;
       const body = await readJson(c, DeviceTokenRequestSchema);
       if (!body.ok) return body.response;
-      const issued = await c.var.shards.enrolment.redeemDeviceCode(body.value.device_code);
+      const issued = await c.var.shards.enrolment.redeemDeviceCode(body.value.device_code, localeOf(c));
       c.header("cache-control", "no-store");
       if (issued === null) return c.json({ error: "authorization_pending", interval: POLL_INTERVAL_S }, 400);
       return c.json(issued);

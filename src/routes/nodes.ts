@@ -30,7 +30,7 @@ import {
 } from "../protocol/openapi-operations";
 import { nodeShardCursor } from "../protocol/paging";
 import { mergeFleets } from "../rules/shard-merge";
-import { type AppContext, type AppEnv, queryInt, readJson, shardedList } from "./context";
+import { type AppContext, type AppEnv, localeOf, queryInt, readJson, shardedList } from "./context";
 import { enrolmentOperator } from "./device";
 import { everyShard, poolNodeAnswers } from "./every-shard";
 import { actingNode, requireOperator, viewerOf } from "./identity";
@@ -83,7 +83,7 @@ export const nodes = new Hono<AppEnv>()
       const registration = { ...body.value, node_id: acting.value, pool: c.var.pool };
       // The body fits, but defaults can grow it (docs/protocol.md §12): measured as stored.
       if (!registrationFits(registration)) return c.json({ detail: REGISTRATION_TOO_LARGE }, 413);
-      await c.var.shards.home(registration.node_id).register(registration, assigningOperator(c));
+      await c.var.shards.home(registration.node_id).register(registration, assigningOperator(c), localeOf(c));
       return c.json({ node_id: registration.node_id, status: "registered" });
     },
   )

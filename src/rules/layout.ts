@@ -16,6 +16,8 @@ export type Emptiness = {
   archivedJobs: number;
   nodes: number;
   liveLeases: number;
+  /** Pointers to nodes homed on other shards by location (src/pool/homes.ts): found only here. */
+  pointers: number;
 };
 
 export type LayoutDecision =
@@ -81,6 +83,7 @@ function holding(e: Emptiness): string {
     [e.archivedJobs, "archived job"],
     [e.nodes, "node"],
     [e.liveLeases, "live lease"],
+    [e.pointers, "node pointer"],
   ];
   const held = counts.filter(([n]) => n > 0).map(([n, what]) => `${n} ${what}${n === 1 ? "" : "s"}`);
   return `shard ${e.shard}: ${held.length > 0 ? held.join(", ") : "not empty"}`;

@@ -17,7 +17,15 @@ const epoch = (n: number, shards: number, lowered_from: number | null = null): L
   since_ms: 1_700_000_000_000 + n,
   lowered_from,
 });
-const empty = (shard: number): Emptiness => ({ shard, empty: true, jobs: 0, archivedJobs: 0, nodes: 0, liveLeases: 0 });
+const empty = (shard: number): Emptiness => ({
+  shard,
+  empty: true,
+  jobs: 0,
+  archivedJobs: 0,
+  nodes: 0,
+  liveLeases: 0,
+  pointers: 0,
+});
 const emptyRange = (from: number, to: number) => Array.from({ length: to - from }, (_v, i) => empty(from + i));
 
 describe("layoutDecision", () => {
@@ -92,6 +100,12 @@ describe("layoutDecision", () => {
       kind: "refuse",
       detail:
         "pool 'p' cannot run on 1 shard: FLASHML_POOL_SHARDS lowers it from 2, and shard 1 is not empty (shard 1: 1 node)",
+    });
+    // A pointer to a node homed elsewhere by location is found only at the shard that keeps it.
+    expect(layoutDecision("p", [epoch(0, 2)], 1, NOW, [{ ...empty(1), empty: false, pointers: 3 }])).toEqual({
+      kind: "refuse",
+      detail:
+        "pool 'p' cannot run on 1 shard: FLASHML_POOL_SHARDS lowers it from 2, and shard 1 is not empty (shard 1: 3 node pointers)",
     });
   });
 

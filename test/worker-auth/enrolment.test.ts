@@ -589,6 +589,7 @@ describe("an enrolled node's session", () => {
         "session",
         "vouch",
         "holdsNode",
+        "whereIs",
         "installCredential",
         "enrolledAmong",
         "alarm",

@@ -232,6 +232,7 @@ describe("lowering a pool's shard count", () => {
       archivedJobs: 0,
       nodes: 0,
       liveLeases: 0,
+      pointers: 0,
     });
     expect(await refusal(removed.listNodes(null, 10))).toBe(
       `PoolLayoutRefused: coordinator refuses to serve pool '${pool}': FLASHML_POOL_SHARDS gives it 1 shard, and shard 3 answers only shard 0's emptiness check`,
