@@ -5,13 +5,14 @@
 // group, and stays there. Its registry shard keeps a pointer, so every
 // later call finds it without a lookup the Worker keeps.
 
-import { runInDurableObject } from "cloudflare:test";
-import { exports } from "cloudflare:workers";
+import { createExecutionContext, runInDurableObject } from "cloudflare:test";
+import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import app from "../../src/index";
 import { NOT_HOME } from "../../src/pool/homes";
 import { NodeRegistrationSchema } from "../../src/protocol/nodes";
 import { jump, registryShard } from "../../src/rules/shard-ids";
-import { freshPool, registration, trialsJob } from "../worker/helpers";
+import { type Addressed, freshPool, recordingNamespace, registration, trialsJob } from "../worker/helpers";
 import { bearer } from "../worker-auth/helpers";
 import { shard, submitTo } from "../worker-shards/helpers";
 
@@ -62,6 +63,25 @@ const inEurope = (id: string) => [2, 3][jump(id, 2)]!;
 const inAmerica = (id: string) => [0, 1][jump(id, 2)]!;
 
 describe("a pool spread over two locations", () => {
+  it("addresses each shard near the location its rule names", async () => {
+    const pool = freshPool();
+    const addressed: Addressed[] = [];
+    // GET /jobs walks every shard of an empty pool, in order.
+    const r = await app.fetch(
+      new Request(`http://x/pools/${pool}/v1alpha1/jobs`, { headers: OPS }),
+      { ...env, POOL: recordingNamespace(addressed) },
+      createExecutionContext(),
+    );
+    expect(r.status).toBe(200);
+    const hints = new Map(addressed.map((a) => [a.name, a.locationHint]));
+    expect(Object.fromEntries(hints)).toEqual({
+      [pool]: "enam",
+      [`${pool}/1`]: "enam",
+      [`${pool}/2`]: "weur",
+      [`${pool}/3`]: "weur",
+    });
+  });
+
   it("homes a node from Paris in the European group, at its id's shard there, and serves it there", async () => {
     const pool = freshPool();
     const id = idWith(0); // registry shard 0, in North America

@@ -4,6 +4,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { shardStub } from "../../src/pool/address";
+import type { PoolObject } from "../../src/pool/object";
 import { addTasks as queueTasks } from "../../src/pool/tasks";
 import type { TaskSpec } from "../../src/protocol/tasks";
 import { parsePoolShards, shardCount } from "../../src/rules/pool-shards";
@@ -264,3 +265,23 @@ export async function ledger(
 
 export { commandJob, jobSpec, trialsJob } from "../fixtures/jobspec";
 export { ARGV_NODE, registration } from "../fixtures/registration";
+
+/** How the Worker addressed one pool object: its jurisdiction, name and location hint. */
+export type Addressed = { jurisdiction: string | null; name: string; locationHint: string | null };
+
+/** The real POOL namespace, recording how the Worker addresses it (jurisdictions are not run in workerd: recorded, then served plainly). */
+export function recordingNamespace(addressed: Addressed[]) {
+  const real = env.POOL;
+  const within = (jurisdiction: string | null) => ({
+    idFromName(name: string) {
+      const id = real.idFromName(name);
+      addressed.push({ jurisdiction, name, locationHint: null });
+      return id;
+    },
+    get(id: DurableObjectId, options?: DurableObjectNamespaceGetDurableObjectOptions) {
+      addressed.at(-1)!.locationHint = options?.locationHint ?? null;
+      return real.get(id, options);
+    },
+  });
+  return { ...within(null), jurisdiction: (j: string) => within(j) } as unknown as DurableObjectNamespace<PoolObject>;
+}

@@ -8,27 +8,7 @@ import { createExecutionContext, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import app from "../../src/index";
-import type { PoolObject } from "../../src/pool/object";
-import { freshPool, json, registration } from "./helpers";
-
-type Addressed = { jurisdiction: string | null; name: string; locationHint: string | null };
-
-/** The real POOL namespace, recording how the Worker addresses it. */
-function recordingNamespace(addressed: Addressed[]) {
-  const real = env.POOL;
-  const within = (jurisdiction: string | null) => ({
-    idFromName(name: string) {
-      const id = real.idFromName(name);
-      addressed.push({ jurisdiction, name, locationHint: null });
-      return id;
-    },
-    get(id: DurableObjectId, options?: DurableObjectNamespaceGetDurableObjectOptions) {
-      addressed.at(-1)!.locationHint = options?.locationHint ?? null;
-      return real.get(id, options);
-    },
-  });
-  return { ...within(null), jurisdiction: (j: string) => within(j) } as unknown as DurableObjectNamespace<PoolObject>;
-}
+import { type Addressed, freshPool, json, recordingNamespace, registration } from "./helpers";
 
 function send(settings: Record<string, unknown>, path: string, body?: unknown) {
   const init: RequestInit =
