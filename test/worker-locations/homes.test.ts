@@ -5,7 +5,7 @@
 // group, and stays there. Its registry shard keeps a pointer, so every
 // later call finds it without a lookup the Worker keeps.
 
-import { createExecutionContext, runInDurableObject } from "cloudflare:test";
+import { createExecutionContext } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import app from "../../src/index";
@@ -14,11 +14,10 @@ import { NodeRegistrationSchema } from "../../src/protocol/nodes";
 import { jump, registryShard } from "../../src/rules/shard-ids";
 import { type Addressed, freshPool, recordingNamespace, registration, trialsJob } from "../worker/helpers";
 import { bearer } from "../worker-auth/helpers";
-import { shard, submitTo } from "../worker-shards/helpers";
+import { shard, shardsHolding, submitTo } from "../worker-shards/helpers";
 
 const PARIS = { continent: "EU", longitude: "2.35", country: "FR" };
 const NEW_YORK = { continent: "NA", longitude: "-74.0", country: "US" };
-const SHARDS = [0, 1, 2, 3];
 const OPS = bearer("tok-ops");
 /** The operator acting for node `id` (docs/protocol.md §9): the tokens configured name other nodes. */
 const forNode = (id: string) => ({ ...OPS, "x-flashml-on-behalf-of": id });
@@ -42,16 +41,7 @@ function callFrom(
 }
 
 /** The shards that hold `nodeId`'s registration. */
-async function registeredAt(pool: string, nodeId: string): Promise<number[]> {
-  const rows = await Promise.all(
-    SHARDS.map((k) =>
-      runInDurableObject(shard(pool, k), (_o, state) =>
-        state.storage.sql.exec("SELECT 1 FROM nodes WHERE node_id = ?", nodeId).toArray(),
-      ),
-    ),
-  );
-  return SHARDS.filter((k) => rows[k]!.length > 0);
-}
+const registeredAt = (pool: string, nodeId: string) => shardsHolding(pool, "nodes", nodeId);
 
 /** An id whose registry shard is `registry` (the first of `prefix`'s). */
 function idWith(registry: number, prefix = "n"): string {
@@ -139,14 +129,7 @@ describe("a pool spread over two locations", () => {
     const polled = await callFrom(PARIS, pool, "POST", "/device/token", {}, { device_code: code.device_code });
     expect(polled.status).toBe(200);
     const { token } = await polled.json<{ token: string }>();
-    const credentials = await Promise.all(
-      SHARDS.map((k) =>
-        runInDurableObject(shard(pool, k), (_o, state) =>
-          state.storage.sql.exec("SELECT 1 FROM node_credentials WHERE node_id = ?", id).toArray(),
-        ),
-      ),
-    );
-    expect(SHARDS.filter((k) => credentials[k]!.length > 0)).toEqual([inEurope(id)]);
+    expect(await shardsHolding(pool, "node_credentials", id)).toEqual([inEurope(id)]);
     expect(await shard(pool, 0).whereIs(id)).toBe(inEurope(id));
     // Wherever it registers from, it lives where its credential does.
     expect((await callFrom(NEW_YORK, pool, "POST", "/nodes/register", bearer(token), registration(id))).status).toBe(

@@ -2,6 +2,7 @@
 // shard through the shard's own call, with an id minted for it, as the job
 // route does after choosing the shard (docs/sharding.md §7.4).
 
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { shardStub } from "../../src/pool/address";
 import { JobSpecSchema } from "../../src/protocol/jobs";
@@ -40,4 +41,17 @@ export async function submitTo(
   const submitted = await shard(pool, k).submitJob(jobId, spec, expansion.tasks, pool, place);
   if (!submitted.ok) throw new Error(`shard ${k} refused the job`);
   return jobId;
+}
+
+/** The shards (of 4) whose `table` holds a row for node `nodeId`: where its registration or its credential lives. */
+export async function shardsHolding(pool: string, table: "nodes" | "node_credentials", nodeId: string) {
+  const shards = [0, 1, 2, 3];
+  const rows = await Promise.all(
+    shards.map((k) =>
+      runInDurableObject(shard(pool, k), (_o, state) =>
+        state.storage.sql.exec(`SELECT 1 FROM ${table} WHERE node_id = ?`, nodeId).toArray(),
+      ),
+    ),
+  );
+  return shards.filter((k) => rows[k]!.length > 0);
 }

@@ -14,22 +14,16 @@ import type { Lease } from "../../../src/protocol/tasks";
 import { enrolledToken } from "../../../src/rules/enrolment";
 import { freshPool, nodeIdAt, registration, sha256, trialsJob } from "../../worker/helpers";
 import { bearer, call, enrol } from "../../worker-auth/helpers";
-import { shard, submitTo } from "../helpers";
+import { shard, shardsHolding, submitTo } from "../helpers";
 
 const OPS = bearer("tok-ops");
 const SHARDS = [0, 1, 2, 3];
 
 /** The shards that hold a credential row for `nodeId`, revoked or not. */
-async function credentialShards(pool: string, nodeId: string): Promise<number[]> {
-  const held = await Promise.all(
-    SHARDS.map((k) =>
-      runInDurableObject(shard(pool, k), (_o, state) =>
-        state.storage.sql.exec("SELECT 1 FROM node_credentials WHERE node_id = ?", nodeId).toArray(),
-      ),
-    ),
-  );
-  return SHARDS.filter((k) => held[k]!.length > 0);
-}
+const credentialShards = (pool: string, nodeId: string) => shardsHolding(pool, "node_credentials", nodeId);
+
+/** An approval as shard 0 passes it with a credential to install. */
+const APPROVAL = { hostname: "h", platform: "p", approvedBy: "ops", approvedMs: 0, owner: null, pools: null };
 
 /** Asks for a code for `nodeId` and has an operator approve it; the device code. */
 async function approvedCode(pool: string, nodeId: string): Promise<string> {
@@ -135,15 +129,7 @@ describe("redeeming at shard 0 for a home elsewhere", () => {
     const deviceCode = await approvedCode(pool, rig);
     // What shard 0 installed before it restarted, and never answered.
     const lost = enrolledToken(rig, crypto.getRandomValues(new Uint8Array(32)));
-    const approval = {
-      hostname: "h",
-      platform: "p",
-      approvedBy: "ops",
-      approvedMs: Date.now(),
-      owner: null,
-      pools: null,
-    };
-    await shard(pool, 1).installCredential(rig, { ...approval, tokenSha256: await sha256(lost) });
+    await shard(pool, 1).installCredential(rig, { ...APPROVAL, tokenSha256: await sha256(lost) });
     const r = await poll(pool, deviceCode);
     expect(r.status).toBe(200);
     const { token } = await r.json<{ token: string }>();
@@ -154,16 +140,8 @@ describe("redeeming at shard 0 for a home elsewhere", () => {
   it("an install sent by hand to a shard that is not the node's home installs nothing there", async () => {
     const pool = freshPool();
     const rig = nodeIdAt(pool, "rig", 1);
-    const approval = {
-      hostname: "h",
-      platform: "p",
-      approvedBy: "ops",
-      approvedMs: Date.now(),
-      owner: null,
-      pools: null,
-    };
     const refusal = await shard(pool, 2)
-      .installCredential(rig, { ...approval, tokenSha256: "0".repeat(64) })
+      .installCredential(rig, { ...APPROVAL, tokenSha256: "0".repeat(64) })
       .then(
         () => "installed",
         (e: Error) => e.message,
