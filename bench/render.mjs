@@ -946,7 +946,7 @@ function shardsSection(r, agents, s1) {
         `GPU claim ${s1.ratio.gpu_claim}×, bind+commit ${s1.ratio.commit}×: ${verdict(s1.bar.met)}. Per pair (now / base), ` +
         `CPU claim ${s1.pairs.map((p) => round(p.now.cpu_claim_us / p.base.cpu_claim_us, 2)).join(", ")}; bind+commit ` +
         `${s1.pairs.map((p) => round(p.now.commit_us / p.base.commit_us, 2)).join(", ")}: figures near 150 µs move by ` +
-        "±20% between runs here (section 1), so five pairs do not settle a 5% bar.",
+        `±20% between runs here (section 1), so ${s1.pairs.length} pairs do not settle a 5% bar.`,
     );
   }
   out.push("");
