@@ -6,13 +6,16 @@
 // and flashedge_object_busy_seconds_total per shard, and the summary's
 // requests by kind).
 //
-//   node bench/shards.mjs [--shards 1,4,16] [--idle-nodes 500] [--mixed-idle 500] [--busy-nodes 50]
+//   node bench/shards.mjs [--shards 1,4,16] [--idle-nodes 500] [--mixed-idle 500] [--busy-nodes N]
 //                         [--seconds 60] [--task-seconds 6] [--lease-seconds 9] [--hold 12.5]
 //                         [--samples 20] [--burst 1000] [--quick]
 //
 // Per S, in one pool: an idle fleet (its window, then submit → first claim
 // with it waiting), then the busy fleet on GPU tasks only it can take, beside
 // `mixed-idle` of the idle nodes (the mixed window), then the busy fleet alone.
+// The busy fleet is 12 nodes a shard (at least 50) unless --busy-nodes says:
+// with 50 over 16 shards, about 3 a shard, one shard drew 8 by chance and
+// the busy window's spread measured the hash, not the pool.
 // In a second pool: one node whose home (shard 0) is empty claims work that
 // waits on another shard, unheld (claim RTT) and held (submit → lease). In a
 // third (S > 1): a placement burst of one-task jobs from 16 submitters.
@@ -46,7 +49,9 @@ const SHARDS = option("shards", QUICK ? "1,4" : "1,4,16")
   .map(Number);
 const IDLE_NODES = Number(option("idle-nodes", QUICK ? "30" : "500"));
 const MIXED_IDLE = Math.min(IDLE_NODES, Number(option("mixed-idle", String(IDLE_NODES))));
-const BUSY_NODES = Number(option("busy-nodes", QUICK ? "10" : "50"));
+const BUSY_OPTION = option("busy-nodes", QUICK ? "10" : "");
+/** The busy fleet's size at S = `s`. @param {number} s */
+const busyNodesAt = (s) => (BUSY_OPTION ? Number(BUSY_OPTION) : Math.max(50, 12 * s));
 const SECONDS = Number(option("seconds", QUICK ? "15" : "60"));
 const TASK_SECONDS = Number(option("task-seconds", "6"));
 const LEASE_SECONDS = Number(option("lease-seconds", "9"));
@@ -425,7 +430,8 @@ async function fleets(server, s) {
   // Busy nodes on GPU tasks (only they have a GPU), beside MIXED_IDLE of the idle ones.
   idleFleet.stop(IDLE_NODES - MIXED_IDLE);
   const windows = 2 * SECONDS + TASK_SECONDS + 20;
-  const tasks = Math.ceil(((BUSY_NODES * windows) / TASK_SECONDS) * 1.2);
+  const busyNodes = busyNodesAt(s);
+  const tasks = Math.ceil(((busyNodes * windows) / TASK_SECONDS) * 1.2);
   // In 8·S jobs, so that placement spreads them as it spreads a pool's many jobs (a job is wholly in one
   // shard): with 2·S, one shard in two got half as many jobs, its nodes ran out of work at home and the
   // other shards served them.
@@ -440,7 +446,7 @@ async function fleets(server, s) {
     url: server.url,
     pool,
     tally: () => box.tally,
-    names: Array.from({ length: BUSY_NODES }, (_, i) => `busy-${String(i).padStart(4, "0")}`),
+    names: Array.from({ length: busyNodes }, (_, i) => `busy-${String(i).padStart(4, "0")}`),
     gpu: true,
     spreadMs: TASK_SECONDS * 1000,
     onLease: async (lease, client) => {
@@ -454,11 +460,11 @@ async function fleets(server, s) {
   });
   await sleep(TASK_SECONDS * 1000 + (QUICK ? 2000 : 5000));
   progress("busy fleet started");
-  const mixed = await measureWindow(server, pool, s, cost, MIXED_IDLE + BUSY_NODES, box);
+  const mixed = await measureWindow(server, pool, s, cost, MIXED_IDLE + busyNodes, box);
   // The idle nodes stop; a claim they hold was counted when it came in, so the next window starts now.
   idleFleet.stop();
   await sleep(1000);
-  const busy = await measureWindow(server, pool, s, cost, BUSY_NODES, box);
+  const busy = await measureWindow(server, pool, s, cost, busyNodes, box);
   await Promise.all([idleFleet.end(), busyFleet.end()]);
   const cross = dispatch.filter((d) => d.shard !== 0).map((d) => d.ms);
   return {
@@ -471,7 +477,7 @@ async function fleets(server, s) {
       // The stopped idle nodes are still registered, and which of them are homed where is not read.
       ...(MIXED_IDLE === IDLE_NODES ? homes(mixed.registered, []) : { homes: null, homes_max_over_mean: null }),
       idle_nodes: MIXED_IDLE,
-      busy_nodes: BUSY_NODES,
+      busy_nodes: busyNodes,
     },
     busy: { ...busy, ...homes(busy.registered, idle.registered) },
     dispatch: { all: latency(dispatch.map((d) => d.ms)), other_shard: latency(cross) },
@@ -612,7 +618,7 @@ async function main() {
   const runs = [];
   for (const s of SHARDS) {
     console.log(
-      `S = ${s}: ${IDLE_NODES} idle nodes, then ${MIXED_IDLE} idle + ${BUSY_NODES} busy, then ${BUSY_NODES} busy, ${SECONDS} s each …`,
+      `S = ${s}: ${IDLE_NODES} idle nodes, then ${MIXED_IDLE} idle + ${busyNodesAt(s)} busy, then ${busyNodesAt(s)} busy, ${SECONDS} s each …`,
     );
     const run = await measure(s);
     console.log(line("idle", run.idle));
