@@ -7,7 +7,7 @@
 // it: at S = 1 nothing here runs, and `Grants` counts nothing.
 
 import { type DigestContents, digestTenants } from "../rules/digest";
-import type { ClassLevel, DigestClass } from "../rules/summary";
+import type { ClassLevel, DigestClass, ShardHeld } from "../rules/summary";
 import { poolTaskCounts } from "./jobs";
 import { onlineSql } from "./node-states";
 
@@ -53,16 +53,16 @@ const LOAD_SQL = `SELECT (SELECT COUNT(*) FROM leases WHERE status = 'live') AS 
 
 /**
  * What this shard's digest says now: its nodes are the ones homed here;
- * `heldClaims` is the claims held open here; `requests` is not counted yet
- * and stays 0.
+ * `held` is the claims held open here; `requests` is not counted yet and
+ * stays 0.
  */
-export function digestContents(sql: SqlStorage, now: number, heldClaims: number, grants: Grants): DigestContents {
+export function digestContents(sql: SqlStorage, now: number, held: ShardHeld, grants: Grants): DigestContents {
   const { classes, tenants } = pendingHere(sql);
   const load = sql.exec<{ leased: number; jobs: number; homeNodes: number; online: number }>(LOAD_SQL, now).one();
   return {
     classes,
     tenants: digestTenants(tenants, grants.values()),
-    held: { claims: heldClaims },
+    held,
     load: { requests: 0, pending: poolTaskCounts(sql).PENDING, ...load },
   };
 }

@@ -16,6 +16,7 @@ import type { ExchangeReason } from "../rules/object-load";
 import { type ExchangeReply, onDemandAllowance, type ShardDigest } from "../rules/summary";
 import { summaryStub } from "../summary/address";
 import { digestContents } from "./digest";
+import { heldByClass } from "./held-gates";
 import type { Pool } from "./pool";
 import { countTurns } from "./scheduling";
 
@@ -82,6 +83,8 @@ export class SummaryLink {
   sent = 0;
   wholeSent = 0;
   failing = false;
+  /** The held claims per class last counted for the digest (`held.nodesByClass`), and when. */
+  heldCounted: { at: number; byClass: Record<string, number> } | null = null;
 
   /** The digest now; a change of its contents is a change for the ticks. */
   read(contents: DigestContents, shard: number, now: number): ShardDigest {
@@ -210,7 +213,11 @@ export function nextTick(pool: Pool, now: number): number | null {
 }
 
 function contentsOf(pool: Pool, now: number): DigestContents {
-  return digestContents(pool.sql, now, pool.held.size, pool.grants);
+  const link = pool.link;
+  // The per-class counts cost a gate per held claim and class: counted at most once a busy tick.
+  if (link.heldCounted === null || now - link.heldCounted.at >= TICK_BUSY_MS)
+    link.heldCounted = { at: now, byClass: heldByClass(pool, now) };
+  return digestContents(pool.sql, now, { claims: pool.held.size, nodesByClass: link.heldCounted.byClass }, pool.grants);
 }
 
 async function run(pool: Pool, reason: ExchangeReason): Promise<ExchangeReply | null> {

@@ -11,17 +11,19 @@ import { hex } from "../protocol/ids";
 import { isObjectReset } from "../rules/object-errors";
 import { chooseShard, type Offer, shardOffers } from "../rules/shard-choice";
 import { shardOfId } from "../rules/shard-ids";
+import { allotment } from "../rules/summary";
 import { shardStub } from "./address";
 import { pendingHere } from "./digest";
 import { refresh } from "./exchange";
 import { type ClaimTicket, type ForwardedClaimResult, NOT_AFTER_SLACK_MS } from "./forwarded-claims";
 import type { Refusals } from "./held-claims";
+import { gateOf, type NodeGate } from "./held-gates";
 import { admit, type ClaimResult } from "./leases";
 import { hadOneShard } from "./legacy-ids";
-import { claimant, seen, storedNodeView } from "./nodes";
+import { seen } from "./nodes";
 import { passportOf } from "./passports";
 import type { Pool } from "./pool";
-import { classGate, type Turn } from "./scheduling";
+import type { Turn } from "./scheduling";
 
 /** At most this many shards are asked per claim (§5.1). */
 export const MAX_FORWARDS = 2;
@@ -130,30 +132,38 @@ async function forwardAdmitted(pool: Pool, k: number, nodeId: string, jobId: str
 
 /**
  * Gives the held claims, oldest first, a forward to a shard whose
- * advertised work their node may take: at most as many per shard as it
- * offers, so a burst of held claims does not descend on one task, and not
- * to a shard that had nothing for the claim at the digest version the copy
- * still holds (§6.3). A claim is answered by its forward's lease, or stays held.
- * After a change to a node (`changed`: its id, or null for every node) its
- * claims' refusals are forgotten: a shard may have refused the node as it was.
+ * advertised work their node may take, within this home's allotment there
+ * (§6.3: its share of that shard's pending work by the held claims that
+ * accept it, per version of that shard's digest), so a burst of work does
+ * not draw every held claim in the pool; and not to a shard that had
+ * nothing for the claim at the digest version the copy still holds. A
+ * claim is answered by its forward's lease, or stays held. After a change
+ * to a node (`changed`: its id, or null for every node) its claims'
+ * refusals are forgotten: a shard may have refused the node as it was.
  */
 export function forwardHeld(pool: Pool, changed?: string | null): void {
   const now = Date.now();
-  const budget = new Map<number, number>();
+  const waiting = pool.held.waiting();
+  for (const held of waiting) if (changed === null || changed === held.nodeId) held.refused.clear();
+  // A node that changed may take what its allotment had no share for.
+  if (changed !== undefined) pool.allotments.clear();
+  const gates = new Map(
+    waiting
+      .filter((held) => held.jobId === null && held.endsAt - now >= MIN_FORWARD_MS)
+      .map((held) => [held, gateOf(pool, held.nodeId)]),
+  );
+  const left = (k: number) => allottedAt(pool, k, [...gates.values()], now);
   // One stub per shard: calls on one stub arrive in the order they were made, so K serves these oldest first.
   const stubs = new Map<number, ShardStub>();
-  for (const held of pool.held.waiting()) {
-    if (changed === null || changed === held.nodeId) held.refused.clear();
-    if (held.jobId !== null || held.endsAt - now < MIN_FORWARD_MS) continue;
-    const node = gateOf(pool, held.nodeId);
+  for (const [held, node] of gates) {
     if (node === null) continue;
     const offers = offersFor(pool, node).filter(
-      (o) => (budget.get(o.shard) ?? o.eligible) > 0 && held.refused.get(o.shard) !== pool.summary.version(o.shard),
+      (o) => left(o.shard).left > 0 && held.refused.get(o.shard) !== pool.summary.version(o.shard),
     );
     const choice = chooseShard(offers, pool.shard, null, new Set(), Math.random);
     if (choice.kind !== "forward") continue;
     const offered = offers.find((o) => o.shard === choice.shard)!;
-    budget.set(choice.shard, (budget.get(choice.shard) ?? offered.eligible) - 1);
+    left(choice.shard).left -= 1;
     const stub = stubs.get(choice.shard) ?? shardOf(pool, choice.shard);
     stubs.set(choice.shard, stub);
     const forwarding = forward(pool, choice.shard, held.nodeId, null, held.endsAt + NOT_AFTER_SLACK_MS, {
@@ -164,15 +174,35 @@ export function forwardHeld(pool: Pool, changed?: string | null): void {
   }
 }
 
-/** Whether this node passes the gate of a class's requirement, or null for a node unknown here. */
-type NodeGate = ((requirement: string) => boolean) | null;
-
-function gateOf(pool: Pool, nodeId: string): NodeGate {
-  const { membership, owners } = pool.settings;
-  const node = claimant(pool.sql, nodeId, owners);
-  if (node === undefined) return null;
-  const view = storedNodeView(node.registration, membership, node.assigned_pools);
-  return (requirement) => classGate(requirement).eligible(view);
+/**
+ * What is left of this home's allotment at shard k for the digest version
+ * of k its copy holds: set when first asked at that version, from each
+ * class pending at k (§6.3): `gates` are the held claims here; the other
+ * homes' counts are their digests' `held.nodesByClass`, or, for a class a
+ * home has not counted yet (new to it), all its held claims, so a new class
+ * draws too few forwards for a tick rather than too many.
+ */
+function allottedAt(pool: Pool, k: number, gates: NodeGate[], now: number): { version: number; left: number } {
+  const version = pool.summary.version(k);
+  const known = pool.allotments.get(k);
+  if (known?.version === version) return known;
+  let left = 0;
+  for (const c of pool.summary.classes(now)) {
+    if (c.shard !== k) continue;
+    const pending = c.levels.reduce((n, l) => n + l.fresh + l.replicating, 0);
+    const mine = gates.filter((accepts) => accepts?.(c.requirement)).length;
+    if (mine === 0) continue;
+    let others = 0;
+    for (let h = 0; h < pool.shards; h++) {
+      if (h === pool.shard || h === k) continue;
+      const held = pool.summary.shard(h, now)?.held;
+      if (held) others += held.nodesByClass?.[c.key] ?? held.claims;
+    }
+    left += allotment(pending, mine, mine + others);
+  }
+  const fresh = { version, left };
+  pool.allotments.set(k, fresh);
+  return fresh;
 }
 
 /** Each other shard's best offer for this node, by the home's copy of the summary. */

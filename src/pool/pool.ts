@@ -41,6 +41,8 @@ export class Pool {
   readonly summary = new SummaryCopy();
   readonly grants = new Grants();
   readonly link = new SummaryLink();
+  /** Per shard: what is left of this home's allotment for held claims there at a digest version (docs/sharding.md §6.3). */
+  readonly allotments = new Map<number, { version: number; left: number }>();
   /** Claims sent to another shard since the object started (flashedge_forwarded_claims_total). */
   forwardedClaims = 0;
 

@@ -6,6 +6,9 @@
 
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
+import { joinedShard } from "../../src/pool/exchange";
+import type { ClaimResult } from "../../src/pool/leases";
+import type { Pool } from "../../src/pool/pool";
 import { shardOfHex } from "../../src/rules/shard-ids";
 import {
   call,
@@ -14,6 +17,7 @@ import {
   freshPool,
   homeStub,
   json,
+  nodeIdAt,
   register,
   sha256,
   trialsJob,
@@ -166,6 +170,81 @@ describe("a held claim", () => {
       state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM leases").one(),
     );
     expect(rows.n).toBe(1);
+  });
+});
+
+/** Reads shard k's side of the summary in the object itself. */
+function inShard<T>(pool: string, k: number, read: (shard: Pool) => T): Promise<T> {
+  return runInDurableObject(shard(pool, k), (_o, state) => read(joinedShard(state.storage.sql)!));
+}
+
+/**
+ * `fleet` nodes of each home (shard → [count, GPUs each]) registered and
+ * holding claims there for 30 s, until each home's copy shows the other
+ * homes' held claims, as a burst into a waiting fleet finds them. The
+ * claims' answers collect in `answers` as they come.
+ */
+async function heldFleet(pool: string, fleet: Record<number, [number, number]>) {
+  const homes = Object.keys(fleet).map(Number);
+  const nodes = homes.flatMap((k) =>
+    Array.from({ length: fleet[k]![0] }, (_, i) => ({ k, id: nodeIdAt(pool, `held-${k}-${i}`, k) })),
+  );
+  for (const { k, id } of nodes) await register(pool, id, {}, fleet[k]![1]);
+  const answers: ClaimResult[] = [];
+  const held = nodes.map(({ k, id }) =>
+    shard(pool, k)
+      .claim(id, null, 30_000)
+      .then((a) => answers.push(a)),
+  );
+  await vi.waitFor(
+    async () => {
+      for (const k of homes) {
+        await shard(pool, k).summaryChanged();
+        const seen = await inShard(pool, k, (s) =>
+          homes.filter((h) => h !== k).map((h) => s.summary.shard(h, Date.now())?.held.claims),
+        );
+        expect(seen).toEqual(homes.filter((h) => h !== k).map((h) => fleet[h]![0]));
+      }
+    },
+    { timeout: 10_000, interval: 100 },
+  );
+  /** Claims again for every node with no wait, which answers the claims still held; answers the leases the fleet got. */
+  const end = async () => {
+    const again = await Promise.all(nodes.map(({ k, id }) => shard(pool, k).claim(id, null, 0)));
+    expect(again.filter((a) => a.ok)).toEqual([]);
+    await Promise.all(held);
+    return answers.flatMap((a) => (a.ok ? [a.lease] : []));
+  };
+  const forwards = async () => Promise.all(homes.map((k) => inShard(pool, k, (s) => s.forwardedClaims)));
+  return { answers, end, forwards };
+}
+
+describe("held claims across the pool meeting a burst of work (docs/sharding.md §6.3)", () => {
+  it("draw each home's share of it, about n + S forwards in all, not one per held claim; every task is leased once", async () => {
+    const pool = freshPool();
+    const TASKS = 12;
+    const fleet = await heldFleet(pool, { 1: [12, 0], 2: [12, 0], 3: [12, 0] });
+    const jobId = await submitTo(pool, 0, trialsJob(TASKS));
+    await vi.waitFor(() => expect(fleet.answers.filter((a) => a.ok)).toHaveLength(TASKS), { timeout: 10_000 });
+    const forwards = await fleet.forwards();
+    const sum = forwards.reduce((a, b) => a + b, 0);
+    // Each home's share is ceil(12 × 12/36) + 1 = 5 per version of shard 0; one per held claim would be 36.
+    expect(sum).toBeGreaterThanOrEqual(TASKS);
+    expect(sum).toBeLessThanOrEqual(TASKS + 3 * 4);
+    for (const f of forwards) expect(f).toBeGreaterThan(0);
+    const leases = await fleet.end();
+    expect(leases.every((l) => l.job_id === jobId)).toBe(true);
+    expect(new Set(leases.map((l) => l.task_id)).size).toBe(TASKS);
+  });
+
+  it("a class only one home's claims accept is leased in full there, though the pool holds many more claims", async () => {
+    const pool = freshPool();
+    const fleet = await heldFleet(pool, { 1: [4, 1], 2: [12, 0], 3: [12, 0] });
+    // New to every home: until they count it, shard 1 takes the others' 24 held claims as competing.
+    const jobId = await submitTo(pool, 0, trialsJob(4, {}, { resources: { gpuPerTask: 1 } }));
+    await vi.waitFor(() => expect(fleet.answers.filter((a) => a.ok)).toHaveLength(4), { timeout: 10_000 });
+    const leases = await fleet.end();
+    expect(leases.map((l) => [l.job_id, l.node_id.startsWith("held-1-")])).toEqual(Array(4).fill([jobId, true]));
   });
 });
 
