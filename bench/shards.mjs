@@ -198,11 +198,19 @@ function load(a, b, cost, seconds, nodes) {
 
 /**
  * The requests a window's agents sent, by kind, and what went wrong.
- * @typedef {{ sent: Record<string, number>, timeouts: number, errors: string[] }} Tally
+ * @typedef {{ sent: Record<string, number>, timeouts: number, errors: string[], devProxy: number }} Tally
  */
 
 /** @returns {Tally} */
-const newTally = () => ({ sent: {}, timeouts: 0, errors: [] });
+const newTally = () => ({ sent: {}, timeouts: 0, errors: [], devProxy: 0 });
+
+/**
+ * wrangler dev's own proxy answers this 503 when its hop to the Worker
+ * fails (cloudflare/workers-sdk#14641: a steady 5 s cadence meets its 5 s
+ * keep-alive; the Worker never restarted). It is not the coordinator's
+ * answer, and a deployed pool has no such hop: counted apart, not an error.
+ */
+const DEV_PROXY_503 = "Your worker restarted mid-request";
 
 /** @param {string} method @param {string} path */
 function kindOf(method, path) {
@@ -230,7 +238,8 @@ function tallied(url, pool, tally) {
       tally().sent[kind] = (tally().sent[kind] ?? 0) + 1;
       try {
         const answer = await call();
-        if (answer.status >= 500) tally().errors.push(`${kind} ${answer.status} ${answer.text.slice(0, 200)}`);
+        if (answer.status === 503 && answer.text.startsWith(DEV_PROXY_503)) tally().devProxy++;
+        else if (answer.status >= 500) tally().errors.push(`${kind} ${answer.status} ${answer.text.slice(0, 200)}`);
         return answer;
       } catch (e) {
         if (e instanceof Error && e.name === "TimeoutError") tally().timeouts++;
@@ -251,6 +260,7 @@ function clientSide(tally, seconds, nodes) {
     timeouts: tally.timeouts,
     errors: tally.errors.slice(0, 5),
     error_count: tally.errors.length,
+    dev_proxy_503: tally.devProxy,
   };
 }
 
