@@ -139,26 +139,27 @@ async function forwardAdmitted(pool: Pool, k: number, nodeId: string, jobId: str
  * nothing for the claim at the digest version the copy still holds. A
  * claim is answered by its forward's lease, or stays held. After a change
  * to a node (`changed`: its id, or null for every node) its claims'
- * refusals are forgotten: a shard may have refused the node as it was.
+ * refusals are forgotten: a shard may have refused the node as it was; and
+ * one node's claim forwards outside the allotment, as a new claim would.
  */
 export function forwardHeld(pool: Pool, changed?: string | null): void {
   const now = Date.now();
   const waiting = pool.held.waiting();
   for (const held of waiting) if (changed === null || changed === held.nodeId) held.refused.clear();
-  // A node that changed may take what its allotment had no share for.
-  if (changed !== undefined) pool.allotments.clear();
   const gates = new Map(
     waiting
       .filter((held) => held.jobId === null && held.endsAt - now >= MIN_FORWARD_MS)
       .map((held) => [held, gateOf(pool, held.nodeId)]),
   );
-  const left = (k: number) => allottedAt(pool, k, [...gates.values()], now);
+  const all = [...gates.values()];
+  const left = (k: number) => allottedAt(pool, k, all, now);
   // One stub per shard: calls on one stub arrive in the order they were made, so K serves these oldest first.
   const stubs = new Map<number, ShardStub>();
   for (const [held, node] of gates) {
     if (node === null) continue;
+    const own = held.nodeId === changed;
     const offers = offersFor(pool, node).filter(
-      (o) => left(o.shard).left > 0 && held.refused.get(o.shard) !== pool.summary.version(o.shard),
+      (o) => (own || left(o.shard).left > 0) && held.refused.get(o.shard) !== pool.summary.version(o.shard),
     );
     const choice = chooseShard(offers, pool.shard, null, new Set(), Math.random);
     if (choice.kind !== "forward") continue;

@@ -55,7 +55,7 @@ function logAssignment(pool: Pool, nodeId: string, pools: readonly string[], ope
 
 /** Lets a held-back node claim again (docs/protocol.md §13); its waiting claim tries at once. False: unknown node. */
 export function releaseNode(pool: Pool, nodeId: string): Promise<boolean> {
-  return pool.change(() => endHoldBack(pool.sql, nodeId), { wakesClaims: true });
+  return pool.change(() => endHoldBack(pool.sql, nodeId), { wakesNode: nodeId });
 }
 
 /**

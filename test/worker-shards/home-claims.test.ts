@@ -246,6 +246,32 @@ describe("held claims across the pool meeting a burst of work (docs/sharding.md 
     const leases = await fleet.end();
     expect(leases.map((l) => [l.job_id, l.node_id.startsWith("held-1-")])).toEqual(Array(4).fill([jobId, true]));
   });
+
+  it("a home's digest counts its held claims for the 16 classes most pending elsewhere, zeros included", async () => {
+    const pool = freshPool();
+    const fleet = await heldFleet(pool, { 1: [1, 0], 2: [1, 0] });
+    // 20 classes at shard 3 by the GPUs a task needs, 1 to 20, with as many tasks: the nodes have none.
+    for (let gpus = 1; gpus <= 20; gpus++)
+      await submitTo(pool, 3, trialsJob(gpus, {}, { resources: { gpuPerTask: gpus } }));
+    await vi.waitFor(
+      async () => {
+        await shard(pool, 1).summaryChanged();
+        const counted = await inShard(pool, 1, (s) => s.link.built?.held.nodesByClass ?? {});
+        const classes = await inShard(pool, 3, (s) => s.link.built?.classes ?? []);
+        const most = classes
+          .map((c) => ({ key: c.key, n: c.levels.reduce((sum, l) => sum + l.fresh, 0) }))
+          .sort((a, b) => b.n - a.n)
+          .slice(0, 16)
+          .map((c) => c.key)
+          .sort();
+        // The 16 classes with the most tasks (5 to 20 GPUs), none of which the held claims accept.
+        expect(classes).toHaveLength(20);
+        expect(counted).toEqual(Object.fromEntries(most.map((key) => [key, 0])));
+      },
+      { timeout: 10_000, interval: 200 },
+    );
+    await fleet.end();
+  });
 });
 
 async function jobsOf(pool: string): Promise<string[]> {
