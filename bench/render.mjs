@@ -697,7 +697,8 @@ function gpuClassesSection(g) {
  * @typedef {{ nodes: number, seconds: number, shards: ShardLoad[], shard_requests_per_s: number,
  *   per_node_per_s: number, per_node_less_ticks_per_s: number, max_over_mean: number | null,
  *   claims_per_s: number, summary: SummaryWindow | null, workerd_cpu_fraction: number,
- *   client: { per_node_per_s: number, by_kind: Record<string, number>, timeouts: number, error_count: number },
+ *   client: { per_node_per_s: number, by_kind: Record<string, number>, timeouts: number, error_count: number,
+ *     dev_proxy_503?: number },
  *   homes_max_over_mean?: number | null }} ShardsWindow
  * @typedef {{ jobs: number, submitters: number, per_shard: number[], max: number, bound: number, within: boolean }} Burst
  * @typedef {{ shards: number, idle: ShardsWindow, mixed: ShardsWindow & { idle_nodes: number, busy_nodes: number },
@@ -819,6 +820,14 @@ function shardsSection(r, agents, s1) {
       "one well above the mean, and the busy fleet of a few nodes a shard more so. Spread over 100,000 ids and 256 " +
       `shards, jump hash keeps every shard within ${BALANCE}× (test/unit/shard-ids.test.ts). The worst request ratio ` +
       `measured is ${worst}.`,
+  );
+  out.push("");
+  const allWindows = r.runs.flatMap((x) => [x.idle, x.mixed, x.busy]);
+  const total = (/** @type {(w: ShardsWindow) => number} */ f) => allWindows.reduce((n, w) => n + f(w), 0);
+  out.push(
+    `Client timeouts / 5xx over every window: ${total((w) => w.client.timeouts)} / ${total((w) => w.client.error_count)}` +
+      `, besides ${total((w) => w.client.dev_proxy_503 ?? 0)} 503s of wrangler dev's own proxy ("Your worker restarted ` +
+      'mid-request": its hop to the Worker failed, workers-sdk#14641; a deployed pool has no such hop).',
   );
   out.push("");
   out.push(
