@@ -875,8 +875,10 @@ function shardsSection(r, agents, s1) {
       `requests/s at S = 1 and S × ${fmt(SOFT_LIMIT)} / ${BALANCE} at S > 1; nodes are the budget over a node's measured ` +
       "object requests/s (the shards' ticks, at most 2 a second each whatever the nodes do, taken out), claims/s the " +
       "budget over the measured object requests per claim of the busy fleet. Each row uses the rates measured at the " +
-      "largest S measured not above it. It assumes the load spreads as §14 models (homes spread too), which the " +
-      "max/mean above does not yet show.",
+      "largest S measured not above it. It assumes the load spreads as §14 models (homes spread too): " +
+      (worst <= BALANCE
+        ? `the max/mean above (worst ${worst}) is within the ${BALANCE} it plans for.`
+        : `the max/mean above (worst ${worst}) does not yet show it.`),
   );
   out.push("");
   out.push(
