@@ -180,8 +180,8 @@ export function forwardHeld(pool: Pool, changed?: string | null): void {
  * of k its copy holds: set when first asked at that version, from each
  * class pending at k (§6.3): `gates` are the held claims here; the other
  * homes' counts are their digests' `held.nodesByClass`, or, for a class a
- * home has not counted yet (new to it), all its held claims, so a new class
- * draws too few forwards for a tick rather than too many.
+ * home has not counted (new to it, or not among its 16), all its held
+ * claims: such a class draws too few forwards rather than too many.
  */
 function allottedAt(pool: Pool, k: number, gates: NodeGate[], now: number): { version: number; left: number } {
   const version = pool.summary.version(k);

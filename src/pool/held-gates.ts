@@ -3,6 +3,7 @@
 // held claims (src/pool/forwarding.ts) and for the counts the digest tells
 // the other homes (src/pool/exchange.ts).
 
+import { mostPending } from "../rules/summary";
 import { claimant, storedNodeView } from "./nodes";
 import type { Pool } from "./pool";
 import { classGate } from "./scheduling";
@@ -35,22 +36,12 @@ export const COUNTED_CLASSES = 16;
 export function heldByClass(pool: Pool, now: number): Record<string, number> {
   // With no claims held, a missing count and a zero say the same: nothing.
   if (pool.held.size === 0) return {};
-  const pending = new Map<string, { requirement: string; n: number }>();
-  for (const c of pool.summary.classes(now)) {
-    const n = c.levels.reduce((sum, l) => sum + l.fresh + l.replicating, 0);
-    const known = pending.get(c.key);
-    if (known) known.n += n;
-    else pending.set(c.key, { requirement: c.requirement, n });
-  }
-  const counted = [...pending]
-    .sort(([a, x], [b, y]) => y.n - x.n || (a < b ? -1 : 1))
-    .slice(0, COUNTED_CLASSES)
-    .sort(([a], [b]) => (a < b ? -1 : 1));
+  const counted = mostPending(pool.summary.classes(now), COUNTED_CLASSES);
   const gates = pool.held
     .waiting()
     .filter((held) => held.jobId === null)
     .map((held) => gateOf(pool, held.nodeId));
   const counts: Record<string, number> = {};
-  for (const [key, { requirement }] of counted) counts[key] = gates.filter((accepts) => accepts?.(requirement)).length;
+  for (const { key, requirement } of counted) counts[key] = gates.filter((accepts) => accepts?.(requirement)).length;
   return counts;
 }

@@ -352,6 +352,31 @@ export function onDemandAllowance(shards: number): number {
 }
 
 /**
+ * Of the classes pending at other shards (one entry per shard and class),
+ * the `limit` with the most pending tasks pool-wide, each once, in key
+ * order: the classes a home counts its held claims for (§6.1
+ * `held.nodesByClass`), where a burst draws the most forwards.
+ */
+export function mostPending(
+  classes: Iterable<Pick<DigestClass, "key" | "requirement" | "levels">>,
+  limit: number,
+): Array<{ key: string; requirement: string }> {
+  const pending = new Map<string, { key: string; requirement: string; n: number }>();
+  for (const c of classes) {
+    const n = c.levels.reduce((sum, l) => sum + l.fresh + l.replicating, 0);
+    const known = pending.get(c.key);
+    if (known) known.n += n;
+    else pending.set(c.key, { key: c.key, requirement: c.requirement, n });
+  }
+  const byKey = (a: { key: string }, b: { key: string }) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
+  return [...pending.values()]
+    .sort((a, b) => b.n - a.n || byKey(a, b))
+    .slice(0, limit)
+    .sort(byKey)
+    .map(({ key, requirement }) => ({ key, requirement }));
+}
+
+/**
  * How many held claims for a class one home forwards to a shard that
  * advertised `n` newly pending tasks of it, per version of that shard
  * (§6.3): its share of the pool's held claims, plus one. The pool's count

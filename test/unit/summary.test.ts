@@ -11,6 +11,7 @@ import {
   type ExchangeReply,
   freshSummary,
   type GlobalPass,
+  mostPending,
   onDemandAllowance,
   passesSnapshot,
   type ShardDigest,
@@ -346,5 +347,28 @@ describe("the allotment", () => {
     const total = held.reduce((sum, mine) => sum + allotment(20, mine, pool), 0);
     expect(total).toBeLessThanOrEqual(20 + 2 * held.length);
     expect(total).toBeLessThan(pool);
+  });
+});
+
+describe("the classes a home counts its held claims for", () => {
+  const at = (key: string, fresh: number, replicating = 0) => ({
+    key,
+    requirement: `r-${key}`,
+    levels: [{ priority: 0, fresh, replicating }],
+  });
+
+  it("are the ones with the most tasks pending pool-wide, each once, in key order", () => {
+    // b is pending at two shards (3 + 4 = 7), more than c's 6 at one; d's replicas count too.
+    const classes = [at("a", 1), at("b", 3), at("c", 6), at("b", 4), at("d", 0, 5)];
+    expect(mostPending(classes, 3)).toEqual([
+      { key: "b", requirement: "r-b" },
+      { key: "c", requirement: "r-c" },
+      { key: "d", requirement: "r-d" },
+    ]);
+  });
+
+  it("break a tie by key, so every home counts the same classes from the same copy", () => {
+    expect(mostPending([at("z", 2), at("y", 2), at("x", 2)], 2).map((c) => c.key)).toEqual(["x", "y"]);
+    expect(mostPending([], 16)).toEqual([]);
   });
 });
