@@ -6,14 +6,17 @@
 // most 1.05× on the CPU claim, the GPU claim and bind+commit. Writes
 // bench/results/shards-s1.json; BENCHMARKS.md section 13 renders it.
 //
-//   node bench/shards-s1.mjs --base DIR [--now DIR] [--base-commit SHA] [--pairs 5] [--depth 10000]
+//   node bench/shards-s1.mjs --base DIR [--now DIR] [--base-commit SHA] [--pairs 5] [--depth 10000] [--depth-only]
+//
+// --depth-only: each side runs the in-object bench's depth test alone
+// (bench/paired.mjs), the same claim and commit figures in less time.
 //
 // DIR: a checkout of the commit before sharding (f4e0c65, whose in-object
 // bench files are this checkout's) with its own node_modules.
 // @ts-check
 
 import { resolve } from "node:path";
-import { machine, option, ROOT, today, writeResult } from "./lib.mjs";
+import { flag, machine, option, ROOT, today, writeResult } from "./lib.mjs";
 import { load, pairedRuns } from "./paired.mjs";
 
 const BASE = option("base", "");
@@ -30,10 +33,17 @@ if (!BASE) {
   process.exit(2);
 }
 
-const { load_at_start, ...paired } = pairedRuns({ base: resolve(BASE), now: NOW, pairs: PAIRS, depth: DEPTH });
+const DEPTH_ONLY = flag("depth-only");
+const { load_at_start, ...paired } = await pairedRuns({
+  base: resolve(BASE),
+  now: NOW,
+  pairs: PAIRS,
+  depth: DEPTH,
+  depthOnly: DEPTH_ONLY,
+});
 const { cpu_claim, gpu_claim, commit } = paired.ratio;
 const result = {
-  command: `node bench/shards-s1.mjs --base ${BASE}${NOW === ROOT ? "" : ` --now ${NOW}`}${BASE_COMMIT ? ` --base-commit ${BASE_COMMIT}` : ""} --pairs ${PAIRS} --depth ${DEPTH}`,
+  command: `node bench/shards-s1.mjs --base ${BASE}${NOW === ROOT ? "" : ` --now ${NOW}`}${BASE_COMMIT ? ` --base-commit ${BASE_COMMIT}` : ""} --pairs ${PAIRS} --depth ${DEPTH}${DEPTH_ONLY ? " --depth-only" : ""}`,
   date: today(),
   machine: { ...machine(), load_at_start, load_at_end: load() },
   base_commit: BASE_COMMIT || null,
