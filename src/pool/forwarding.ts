@@ -11,7 +11,7 @@ import { hex } from "../protocol/ids";
 import { isObjectReset } from "../rules/object-errors";
 import { chooseShard, type Offer, shardOffers } from "../rules/shard-choice";
 import { shardOfId } from "../rules/shard-ids";
-import { allotment } from "../rules/summary";
+import { allotment, pendingOf } from "../rules/summary";
 import { shardStub } from "./address";
 import { pendingHere } from "./digest";
 import { refresh } from "./exchange";
@@ -190,7 +190,7 @@ function allottedAt(pool: Pool, k: number, gates: NodeGate[], now: number): { ve
   let left = 0;
   for (const c of pool.summary.classes(now)) {
     if (c.shard !== k) continue;
-    const pending = c.levels.reduce((n, l) => n + l.fresh + l.replicating, 0);
+    const pending = pendingOf(c.levels);
     const mine = gates.filter((accepts) => accepts?.(c.requirement)).length;
     if (mine === 0) continue;
     let others = 0;

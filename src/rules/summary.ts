@@ -351,6 +351,11 @@ export function onDemandAllowance(shards: number): number {
   return (SUMMARY_BUDGET - 2 * shards) / shards;
 }
 
+/** A class's pending tasks at one shard, over its priorities: fresh and replicating alike. */
+export function pendingOf(levels: readonly ClassLevel[]): number {
+  return levels.reduce((n, l) => n + l.fresh + l.replicating, 0);
+}
+
 /**
  * Of the classes pending at other shards (one entry per shard and class),
  * the `limit` with the most pending tasks pool-wide, each once, in key
@@ -363,7 +368,7 @@ export function mostPending(
 ): Array<{ key: string; requirement: string }> {
   const pending = new Map<string, { key: string; requirement: string; n: number }>();
   for (const c of classes) {
-    const n = c.levels.reduce((sum, l) => sum + l.fresh + l.replicating, 0);
+    const n = pendingOf(c.levels);
     const known = pending.get(c.key);
     if (known) known.n += n;
     else pending.set(c.key, { key: c.key, requirement: c.requirement, n });
