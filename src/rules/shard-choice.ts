@@ -88,6 +88,9 @@ export function shardOffers(
   });
 }
 
+/** Passes this close are equal: they are sums of 1/weight, and 3 × 1/3 need not be 1 in floating point. */
+const PASS_EPSILON = 1e-9;
+
 export type ShardChoice = { kind: "local" } | { kind: "forward"; shard: number } | { kind: "none" };
 
 /**
@@ -98,9 +101,12 @@ export type ShardChoice = { kind: "local" } | { kind: "forward"; shard: number }
  * one claim's worth ahead of the lowest other pass there, unless a shard at
  * p* offers a tenant no further ahead that this home has served less there
  * than here (so one tenant's jobs in several shards take turns). Otherwise
- * it samples two other shards at p*, weighted by eligible count, and
- * forwards to the one whose tenant is further behind; ties go to the one
- * this home served less, then the larger count, then the lower shard.
+ * it forwards to a shard whose tenant is furthest behind at p* (fair share
+ * first, as stride scheduling does at one shard: a sample that missed that
+ * tenant would let the others run ahead of it without bound); when several
+ * offer tenants that far behind, it samples two of them, weighted by
+ * eligible count, to spread the claims, and takes the one this home served
+ * less, then the larger count, then the lower shard.
  */
 export function chooseShard(
   offers: readonly Offer[],
@@ -117,19 +123,19 @@ export function chooseShard(
   for (const o of others) top = Math.max(top, o.priority);
   if (top === Number.NEGATIVE_INFINITY) return { kind: "none" };
   const atTop = others.filter((o) => o.priority === top);
+  const lowest = Math.min(...atTop.map((o) => o.tenantPass));
   if (local !== null && local.priority === top) {
-    const lowest = Math.min(...atTop.map((o) => o.tenantPass));
     const owed = atTop.some((o) => o.tenantPass <= local.tenantPass && (o.served ?? 0) < (local.served ?? 0));
     if (atTop.length === 0 || (local.tenantPass <= lowest + 1 / local.weight && !owed)) return { kind: "local" };
   }
-  if (atTop.length === 1) return { kind: "forward", shard: atTop[0]!.shard };
-  const [a, b] = weightedPair(atTop, random);
+  const behind = atTop.filter((o) => o.tenantPass <= lowest + PASS_EPSILON);
+  if (behind.length === 1) return { kind: "forward", shard: behind[0]!.shard };
+  const [a, b] = weightedPair(behind, random);
   return { kind: "forward", shard: better(a!, b!).shard };
 }
 
-/** The offer whose tenant is further behind; then the larger count; then the lower shard. */
+/** Of two offers whose tenants are equally far behind, the one served less; then the larger count; then the lower shard. */
 function better(a: Offer, b: Offer): Offer {
-  if (a.tenantPass !== b.tenantPass) return a.tenantPass < b.tenantPass ? a : b;
   if ((a.served ?? 0) !== (b.served ?? 0)) return (a.served ?? 0) < (b.served ?? 0) ? a : b;
   if (a.eligible !== b.eligible) return a.eligible > b.eligible ? a : b;
   return a.shard < b.shard ? a : b;

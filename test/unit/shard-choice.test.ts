@@ -1,7 +1,8 @@
 // Which shard serves a claim and which takes a submission (docs/sharding.md
-// §7.1, §7.4, §15.1): strict priority, the local preference, two weighted
-// choices and their tie-breaks, the `tried` exclusion, tenants' passes, and
-// the two-choice placement bound of docs/protocol.md §15.
+// §7.1, §7.4, §15.1): strict priority, the local preference, the tenant
+// furthest behind first, two weighted choices among equals and their
+// tie-breaks, the `tried` exclusion, tenants' passes, and the two-choice
+// placement bound of docs/protocol.md §15.
 
 import { describe, expect, it } from "vitest";
 import { chooseShard, type Offer, placeSubmission, shardOffers, twoDistinct } from "../../src/rules/shard-choice";
@@ -111,14 +112,18 @@ describe("the local preference", () => {
 });
 
 describe("two weighted choices", () => {
-  it("forwards to the drawn shard whose tenant is further behind, in either draw order", () => {
+  it("forwards to the shard whose tenant is furthest behind, with no draw when only one is", () => {
     const offers = [offer(1, 0, 3), offer(2, 0, 1), offer(3, 0, 2)];
-    // Weights 1:1:1. First draw 0.1 → shard 1; second over {2, 3}: 0.9 → shard 3.
-    expect(chooseShard(offers, 0, null, NONE_TRIED, draws(0.1, 0.9))).toEqual({ kind: "forward", shard: 3 });
-    // First 0.9 → shard 3; second over {1, 2}: 0.1 → shard 1.
-    expect(chooseShard(offers, 0, null, NONE_TRIED, draws(0.9, 0.1))).toEqual({ kind: "forward", shard: 3 });
-    // Shards 1 and 2 drawn: shard 2's tenant is further behind.
-    expect(chooseShard(offers, 0, null, NONE_TRIED, draws(0.1, 0.1))).toEqual({ kind: "forward", shard: 2 });
+    expect(chooseShard(offers, 0, null, NONE_TRIED, draws())).toEqual({ kind: "forward", shard: 2 });
+  });
+
+  it("draws only among the shards whose tenants are furthest behind, so no sample lets a tenant run ahead", () => {
+    // Shards 1 and 2 hold the tenant ahead, 5 and 6 the one behind; weighted draws 0, 0 would take shards 1 and 2.
+    const offers = [offer(1, 0, 4, 100), offer(2, 0, 4, 100), offer(5, 0, 1, 1), offer(6, 0, 1, 1)];
+    expect(chooseShard(offers, 0, null, NONE_TRIED, draws(0, 0))).toEqual({ kind: "forward", shard: 5 });
+    // Sums of 1/weight that are equal in arithmetic are equal here, though not in floating point.
+    const thirds = [offer(1, 0, 1 / 3 + 1 / 3 + 1 / 3, 1), offer(2, 0, 1, 5)];
+    expect(chooseShard(thirds, 0, null, NONE_TRIED, draws(0, 0))).toEqual({ kind: "forward", shard: 2 });
   });
 
   it("at equal passes goes to the larger eligible count, then to the lower shard", () => {
@@ -176,10 +181,11 @@ describe("tenants' passes decide", () => {
     { local: 2, passes: [2, 2, 2], expected: "local" },
     { local: 3, passes: [2, 5, 5], expected: "local" }, // one claim ahead of shard 1's tenant
     { local: 3.5, passes: [2, 5, 5], expected: 1 },
-    { local: 9, passes: [7, 1, 8], expected: 2 }, // of the drawn 1 and 2, shard 2's tenant is behind
+    { local: 9, passes: [7, 1, 8], expected: 2 }, // shard 2's tenant is furthest behind
     { local: 9, passes: [1, 7, 8], expected: 1 },
-    { local: null, passes: [4, 4, 1], expected: 1 }, // shard 3 was not drawn: two choices, not the best of all
-    { local: null, passes: [4, 3, 1], expected: 2 },
+    { local: null, passes: [4, 4, 1], expected: 3 }, // the draws would take shards 1 and 2: fair share comes first
+    { local: null, passes: [4, 3, 1], expected: 3 },
+    { local: null, passes: [1, 3, 1], expected: 1 }, // two equally behind: drawn, then the lower shard
   ])("home at $local, others at $passes: $expected", ({ local, passes, expected }) => {
     const offers = passes.map((pass, i) => offer(i + 1, 0, pass));
     const home = local === null ? null : offer(0, 0, local);
