@@ -2,13 +2,13 @@
 // live lease deadlines, the next collection and the next archiving due, and
 // in a pool of more than one shard the next exchange with the pool summary
 // (docs/sharding.md §6.2). When it fires it sweeps expired leases, exchanges
-// when a tick is due, deletes unreferenced R2 objects and archives jobs past
+// when a tick is due (or tells the summary of the tasks an expiry requeued), deletes unreferenced R2 objects and archives jobs past
 // retention. Alarms are at-least-once: every step is idempotent. The two
 // fields here are a cache and a backoff, never state.
 
 import { ARCHIVE_BATCH_TASKS, archiveObjects, finishArchive, nextArchive, startArchive } from "./archive";
 import { collected, nextCollection, takeForCollection } from "./collection";
-import { exchange, nextTick } from "./exchange";
+import { afterNewWork, exchange, nextTick } from "./exchange";
 import { earliestDeadline, sweep } from "./leases";
 import { logLine } from "./log";
 import { deliverOutbox, outboxDue } from "./outbox";
@@ -37,10 +37,13 @@ export async function alarm(pool: Pool): Promise<void> {
   const tick = nextTick(pool, now) === now;
   // Timed from now, so the sweep's re-arm already counts the next tick from this one.
   if (tick) pool.link.startedMs = now;
-  await pool.change((now) => sweep(pool.sql, now));
+  const expired = await pool.change((now) => sweep(pool.sql, now));
   if (tick) {
     await exchange(pool);
     await arm(pool);
+  } else if (expired > 0) {
+    // A requeued task is work that came back, as after a fail: Σ hears of it now, not at the next tick.
+    await afterNewWork(pool);
   }
   await collect(pool);
   await archive(pool);

@@ -11,8 +11,8 @@ import { nodeOutcome } from "./outcomes";
 import { attemptFailed } from "./scheduling";
 import { abandonReplicas, endedReplicas } from "./verification";
 
-/** Expires every live lease whose deadline has passed. */
-export function sweep(sql: SqlStorage, now: number): void {
+/** Expires every live lease whose deadline has passed; answers how many. */
+export function sweep(sql: SqlStorage, now: number): number {
   const due = sql
     .exec<{ lease_id: string }>("SELECT lease_id FROM leases WHERE status = 'live' AND deadline_ms <= ?", now)
     .toArray();
@@ -20,6 +20,7 @@ export function sweep(sql: SqlStorage, now: number): void {
     const row = findLease(sql, lease_id)!;
     endAttempt(sql, now, row, "expired", "LEASE_EXPIRED", `lease ${lease_id} expired`);
   }
+  return due.length;
 }
 
 /** What emit() needs to seal a lease's events with its task (docs/protocol.md §14). */

@@ -13,7 +13,7 @@ import { arm } from "../../src/pool/housekeeping";
 import type { Pool } from "../../src/pool/pool";
 import { NodeRegistrationSchema } from "../../src/protocol/nodes";
 import { summaryStub } from "../../src/summary/address";
-import { freshPool, nodeIdAt, registration, trialsJob } from "../worker/helpers";
+import { freshPool, moveDeadlines, nodeIdAt, registration, trialsJob } from "../worker/helpers";
 import { shard, submitTo } from "./helpers";
 
 const summary = (pool: string) => summaryStub(env, [], pool);
@@ -83,6 +83,23 @@ describe("the pool summary at 4 shards", () => {
     expect(granted).toEqual([{ priority: 0, tenant: "default", granted: 1 }]);
     await shard(pool, 2).summaryChanged();
     expect(await copyAt(pool, 0)).toEqual([]);
+  });
+
+  it("a task an expiry requeues between ticks is in the other shards' copies when the alarm ends", async () => {
+    const pool = freshPool();
+    const n1 = nodeIdAt(pool, "n1", 2);
+    await submitTo(pool, 2, trialsJob(1));
+    await shard(pool, 2).register(NodeRegistrationSchema.parse({ ...registration(n1), pool }));
+    expect((await shard(pool, 2).claim(n1, null, 0)).ok).toBe(true);
+    await shard(pool, 2).summaryChanged();
+    expect(await copyAt(pool, 0)).toEqual([]);
+    await moveDeadlines(pool);
+    // No tick is due at this alarm: only the expiry itself may tell Σ of the task it put back.
+    await inShard(pool, 2, (s) => {
+      s.link.startedMs = Date.now();
+    });
+    await runDurableObjectAlarm(shard(pool, 2));
+    expect(await copyAt(pool, 0)).toEqual([{ shard: 2, fresh: 1 }]);
   });
 
   it("a restarted summary gets a whole digest at a shard's next tick, and the copies recover", async () => {
