@@ -173,6 +173,44 @@ describe("a held claim", () => {
   });
 });
 
+describe("a hostile node's held claim", () => {
+  it("buys at most one forward per heartbeat, and none by waiting, at a shard that refuses it", async () => {
+    const pool = freshPool();
+    await register(pool, "n1"); // homed at shard 0
+    const n2 = nodeIdAt(pool, "n2", 1);
+    await register(pool, n2);
+    const jobId = await submitTo(pool, 1, trialsJob(1, {}, { retryPolicy: { maxTaskAttempts: 3 } }));
+    // n1 fails the task: shard 1 keeps its retry for n2, idle there (retry elsewhere, docs/protocol.md §13).
+    const first = await shard(pool, 0).claim("n1", null, 0);
+    expect(first.ok && first.lease.job_id).toBe(jobId);
+    const lease = first.ok ? first.lease : null;
+    expect((await call(pool, "POST", `/attempts/${lease!.lease_id}/fail`, { reason: "nope" })).status).toBe(200);
+    await shard(pool, 1).summaryChanged();
+
+    const forwarded = () => inShard(pool, 0, (s) => s.forwardedClaims);
+    const before = await forwarded();
+    const held = shard(pool, 0).claim("n1", null, 20_000);
+    // Its one forward is refused, and the claim stays held at home.
+    await vi.waitFor(async () => expect(await forwarded()).toBe(before + 1), { timeout: 5_000 });
+    await new Promise((resolve) => setTimeout(resolve, 1_200)); // two busy ticks: the refusal stands at that version
+    expect(await forwarded()).toBe(before + 1);
+
+    const BEATS = 5;
+    for (let i = 0; i < BEATS; i++) {
+      expect((await call(pool, "POST", "/nodes/n1/heartbeat", { node_id: "n1" })).status).toBe(200);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const bought = (await forwarded()) - before - 1;
+    expect(bought).toBeGreaterThanOrEqual(1); // a changed node is asked about again, as a new claim would be
+    expect(bought).toBeLessThanOrEqual(BEATS);
+    // However often it asks, the task is n2's: n1's claim ends with nothing, and n2 leases the retry.
+    expect((await shard(pool, 0).claim("n1", null, 0)).ok).toBe(false);
+    expect(await held).toEqual({ ok: false, reason: "nothing" });
+    const retry = await shard(pool, 1).claim(n2, null, 0);
+    expect(retry.ok && retry.lease.task_id).toBe(lease!.task_id);
+  });
+});
+
 /** Reads shard k's side of the summary in the object itself. */
 function inShard<T>(pool: string, k: number, read: (shard: Pool) => T): Promise<T> {
   return runInDurableObject(shard(pool, k), (_o, state) => read(joinedShard(state.storage.sql)!));
