@@ -31,7 +31,7 @@ if (!BASE) {
   process.exit(2);
 }
 
-const { load_at_start, ...paired } = await pairedRuns({ base: resolve(BASE), now: NOW, pairs: PAIRS, depth: DEPTH });
+const { load_at_start, ...paired } = pairedRuns({ base: resolve(BASE), now: NOW, pairs: PAIRS, depth: DEPTH });
 const { cpu_claim: cpuRatio, gpu_claim: gpuRatio, commit: commitRatio } = paired.ratio;
 const result = {
   command: `node bench/gpu-classes.mjs --base ${BASE}${NOW === ROOT ? "" : ` --now ${NOW}`}${BASE_COMMIT ? ` --base-commit ${BASE_COMMIT}` : ""} --pairs ${PAIRS} --depth ${DEPTH}`,

@@ -61,3 +61,45 @@ export function trialTask(jobId: string, i: number, gpus = 0): TaskSpec {
     max_worker_losses: 0,
   };
 }
+
+export type Kind = "plain" | "gpu" | "gpu-memory" | "local";
+export const KIND_OF_SLOT: readonly Kind[] = [
+  "plain",
+  "plain",
+  "plain",
+  "plain",
+  "plain",
+  "plain",
+  "plain",
+  "gpu",
+  "gpu-memory",
+  "local",
+];
+
+export function kindOf(payload: Record<string, unknown>): Kind {
+  if (payload.gpus === 1) return payload.gpu_memory_mb === undefined ? "gpu" : "gpu-memory";
+  return payload.local_inputs ? "local" : "plain";
+}
+
+/**
+ * The issue's mix: 70% plain, 20% `gpus: 1`, 10% `local_inputs: ["ds-a"]`,
+ * interleaved. Of the GPU tasks (issue 26), half need compute capability
+ * 8.0, half 16 GB, capability 8.0 and driver 535 on each GPU: two classes
+ * the bench's A10G serves.
+ */
+export function mixedTask(jobId: string, i: number, kind: Kind = KIND_OF_SLOT[i % 10]!): TaskSpec {
+  const task = trialTask(jobId, i, kind === "gpu" || kind === "gpu-memory" ? 1 : 0);
+  if (kind === "gpu") task.payload.gpu_compute_capability = "8.0";
+  if (kind === "gpu-memory") {
+    Object.assign(task.payload, { gpu_memory_mb: 16384, gpu_compute_capability: "8.0", gpu_driver_version: "535" });
+  }
+  if (kind === "local") task.payload.local_inputs = ["ds-a"];
+  return task;
+}
+
+/** Mean µs per call of `op` over `n` calls, timed as one batch. */
+export function timeBatch(n: number, op: (i: number) => void): number {
+  const t0 = alignToClockStep();
+  for (let i = 0; i < n; i++) op(i);
+  return ((performance.now() - t0) * 1000) / n;
+}

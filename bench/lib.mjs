@@ -181,11 +181,17 @@ export function flag(name) {
  * @param {string} file  e.g. "bench/in-object.bench.test.ts"
  * @param {Record<string, string>} vars  environment for the bench config's bindings
  * @param {number} timeoutMs
- * @param {{ root?: string, testName?: string }} [where]  another checkout to run it in (its own
- *   node_modules and bench config), and one test of the file to run (vitest -t, a regular expression)
+ * @param {{ root?: string, testName?: string, config?: string }} [where]  another checkout to run it in (its own
+ *   node_modules and bench config), one test of the file to run (vitest -t, a regular expression), and
+ *   another vitest config than the benches'
  * @returns {Promise<any[]>}
  */
-export function runBenchFile(file, vars, timeoutMs, { root = ROOT, testName } = {}) {
+export function runBenchFile(
+  file,
+  vars,
+  timeoutMs,
+  { root = ROOT, testName, config = "bench/vitest.bench.config.ts" } = {},
+) {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
@@ -193,7 +199,7 @@ export function runBenchFile(file, vars, timeoutMs, { root = ROOT, testName } = 
         join(root, "node_modules/vitest/vitest.mjs"),
         "run",
         "--config",
-        "bench/vitest.bench.config.ts",
+        config,
         file,
         ...(testName === undefined ? [] : ["-t", testName]),
       ],

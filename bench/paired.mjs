@@ -5,16 +5,13 @@
 // pair, then the median over pairs, so load that changes between pairs
 // cancels out. Each side's own bench/results/in-object.json is restored
 // after its runs. Used by bench/gpu-classes.mjs (issue 26) and
-// bench/shards-s1.mjs (issue 27). With `depthOnly`, a side is one vitest
-// process of the depth test alone (no tenants, classes or replicas
-// scenarios): the claim and commit figures the same, in a fraction of the
-// time, so more pairs fit in an hour.
+// bench/shards-s1.mjs (issue 27).
 // @ts-check
 
 import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { median, ROOT, round, runBenchFile } from "./lib.mjs";
+import { median, ROOT, round } from "./lib.mjs";
 
 /**
  * One in-object run at `depth` in `dir`: its figures at that depth.
@@ -44,34 +41,6 @@ function runIn(dir, depth) {
   }
 }
 
-/** The in-object bench's depth test, by name (vitest -t takes a regular expression). */
-const DEPTH_TEST = "claim\\+commit cycles inside one pool object";
-
-/**
- * The depth test alone at `depth` in `dir`, one vitest process: the same
- * figures as runIn's, from its one BENCH record (medians of its batches).
- * @param {string} dir @param {number} depth
- * @returns {Promise<Side>}
- */
-async function depthTestIn(dir, depth) {
-  const records = await runBenchFile("bench/in-object.bench.test.ts", { BENCH_DEPTHS: String(depth) }, 900_000, {
-    root: dir,
-    testName: DEPTH_TEST,
-  });
-  const r = records.find((x) => x.bench === "in-object" && x.depth === depth);
-  if (r === undefined) throw new Error(`no in-object record at depth ${depth} from ${dir}`);
-  const cycles = (/** @type {number[]} */ xs) => Math.round(/** @type {number} */ (median(xs)));
-  return {
-    classes: r.classes,
-    cpu_claim_us: round(/** @type {number} */ (median(r.cpu.claim_us))),
-    gpu_claim_us: round(/** @type {number} */ (median(r.gpu.claim_us))),
-    cpu_cycles_per_s: cycles(r.cpu.cycles_per_s),
-    gpu_cycles_per_s: cycles(r.gpu.cycles_per_s),
-    commit_us: round(/** @type {number} */ (median(r.cpu.commit_us))),
-    idle_claim_us: round(/** @type {number} */ (median(r.requests.idle_claim))),
-  };
-}
-
 /** @typedef {ReturnType<typeof runIn>} Side */
 
 /** The 1-minute load average. */
@@ -80,9 +49,9 @@ export const load = () => round(Number(readFileSync("/proc/loadavg", "utf8").spl
 /**
  * `pairs` pairs of runs at `depth`, in `now` and `base`; the pairs and the
  * median ratios now / base of the CPU and GPU claim and of bind+commit.
- * @param {{ base: string, now: string, pairs: number, depth: number, depthOnly?: boolean }} o
+ * @param {{ base: string, now: string, pairs: number, depth: number }} o
  */
-export async function pairedRuns({ base, now, pairs: count, depth, depthOnly = false }) {
+export function pairedRuns({ base, now, pairs: count, depth }) {
   const started = Date.now();
   const loadAtStart = load();
   /** @type {{ first: string, now: Side, base: Side }[]} */
@@ -92,8 +61,7 @@ export async function pairedRuns({ base, now, pairs: count, depth, depthOnly = f
     /** @type {Partial<Record<"now" | "base", Side>>} */
     const pair = {};
     for (const side of baseFirst ? ["base", "now"] : ["now", "base"]) {
-      const dir = side === "base" ? base : now;
-      pair[/** @type {"now" | "base"} */ (side)] = depthOnly ? await depthTestIn(dir, depth) : runIn(dir, depth);
+      pair[/** @type {"now" | "base"} */ (side)] = runIn(side === "base" ? base : now, depth);
     }
     const done = /** @type {{ now: Side, base: Side }} */ (pair);
     pairs.push({ first: baseFirst ? "base" : "now", ...done });
@@ -108,7 +76,6 @@ export async function pairedRuns({ base, now, pairs: count, depth, depthOnly = f
     wall_s: Math.round((Date.now() - started) / 1000),
     load_at_start: loadAtStart,
     depth,
-    depth_only: depthOnly,
     // NOW may be an export of a commit (no .git): then HEAD of this checkout is what was exported.
     head: execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: ROOT, encoding: "utf8" }).trim(),
     pairs,

@@ -622,6 +622,16 @@ function migrationsSection(m) {
  */
 
 /**
+ * bench/shards-s1.mjs's results file: interleaved rounds in one process (bench/ab/s1.ab.test.ts).
+ * @typedef {{ cpu_claim_us: number, gpu_claim_us: number, commit_us: number }} S1Side
+ * @typedef {{ cpu_claim: number, gpu_claim: number, commit: number }} S1Ratio
+ * @typedef {{ command: string, date: string, head: string, base_commit: string, depth: number, batch: number,
+ *   rounds: number, median: { now: S1Side, base: S1Side }, schema_version: { now: number, base: number },
+ *   ratio: S1Ratio, ratio_of_totals: S1Ratio, per_round: { now: S1Side, base: S1Side }[],
+ *   bar: { max_ratio: number, met: boolean } }} S1Result
+ */
+
+/**
  * The pairs whose control (bind+commit) stayed within 10% of 1×, where load
  * hit both sides alike, and the claim ratios in them: the figure least
  * blurred by load.
@@ -751,7 +761,7 @@ function shardCapacity(s, run) {
 
 /**
  * @param {ShardsResult} r @param {AgentsResult | null} agents
- * @param {GpuClassesResult | null} s1 bench/shards-s1.mjs's pairing (the same shape as gpu-classes')
+ * @param {S1Result | null} s1 bench/shards-s1.mjs's interleaved rounds
  */
 function shardsSection(r, agents, s1) {
   /** @type {string[]} */
@@ -951,15 +961,19 @@ function shardsSection(r, agents, s1) {
     );
   }
   if (s1) {
+    const x = (/** @type {number} */ r) => `${r.toFixed(3)}×`;
+    const spread = (/** @type {"now" | "base"} */ side) =>
+      `${Math.min(...s1.per_round.map((x) => x[side].cpu_claim_us))}–${Math.max(...s1.per_round.map((x) => x[side].cpu_claim_us))}`;
     out.push(
-      `- S = 1 within ${s1.bar.max_ratio}× of the code before sharding (\`${s1.command}\`, ${s1.date}, base \`${s1.base_commit ?? "?"}\`, ` +
-        `head \`${s1.head}\`, ${s1.pairs.length} pairs at ${fmt(s1.depth)} pending): CPU claim ${s1.ratio.cpu_claim}×, ` +
-        `GPU claim ${s1.ratio.gpu_claim}×, bind+commit ${s1.ratio.commit}×: ${verdict(s1.bar.met)}. Per pair (now / base), ` +
-        `CPU claim ${s1.pairs.map((p) => round(p.now.cpu_claim_us / p.base.cpu_claim_us, 2)).join(", ")}; bind+commit ` +
-        `${s1.pairs.map((p) => round(p.now.commit_us / p.base.commit_us, 2)).join(", ")}. The base's own CPU claim ` +
-        `ran from ${Math.min(...s1.pairs.map((p) => p.base.cpu_claim_us))} to ` +
-        `${Math.max(...s1.pairs.map((p) => p.base.cpu_claim_us))} µs across its ${s1.pairs.length} runs on this machine, ` +
-        `so the median ratio carries noise of that order${s1.bar.met ? "" : ": the bar is not shown either way"}.`,
+      `- S = 1 within ${s1.bar.max_ratio}× of the code before sharding (\`${s1.command}\`, ${s1.date}, base \`${s1.base_commit}\`, ` +
+        `head \`${s1.head}\`, ${s1.rounds} rounds of ${fmt(s1.batch)} cycles at ${fmt(s1.depth)} pending, both sides in one ` +
+        `workerd process, alternating): CPU claim ${x(s1.ratio.cpu_claim)}, GPU claim ${x(s1.ratio.gpu_claim)}, ` +
+        `bind+commit ${x(s1.ratio.commit)} by the median of the rounds' ratios (${x(s1.ratio_of_totals.cpu_claim)}, ` +
+        `${x(s1.ratio_of_totals.gpu_claim)}, ${x(s1.ratio_of_totals.commit)} by their totals): ${verdict(s1.bar.met)}. ` +
+        `Medians: CPU claim ${s1.median.now.cpu_claim_us} / ${s1.median.base.cpu_claim_us} µs, GPU claim ` +
+        `${s1.median.now.gpu_claim_us} / ${s1.median.base.gpu_claim_us} µs, bind+commit ${s1.median.now.commit_us} / ` +
+        `${s1.median.base.commit_us} µs (now / base; schema versions ${s1.schema_version.now} / ${s1.schema_version.base}). ` +
+        `A round's CPU claim ran ${spread("now")} µs now and ${spread("base")} µs base: the load moved both together.`,
     );
   }
   out.push("");
@@ -989,7 +1003,7 @@ function render() {
       "(about 15 minutes) reruns only section 8; `npm run bench:verification` (about 2 minutes) only section 9; " +
       "`npm run bench:migrations` (about 3 minutes) only section 10; `node bench/gpu-classes.mjs --base DIR` " +
       "(about 20 minutes; DIR a copy of this checkout with the code before issue 26 in src/) only section 11; " +
-      "`npm run bench:shards` (about 20 minutes; `--quick` about 4) only section 13; `npm run bench:quick` is the " +
+      "`npm run bench:shards` (about 20 minutes; `--quick` about 4) only section 13; `npm run bench:shards-s1` (about 2 minutes) only its S = 1 cost line; `npm run bench:quick` is the " +
       "small version CI runs.",
   );
   out.push("");
@@ -1209,8 +1223,7 @@ function render() {
   if (migrations) out.push(...migrationsSection(migrations));
   if (inObject?.replicas) out.push(...replicasSection(inObject));
   if (gpuClasses) out.push(...gpuClassesSection(gpuClasses));
-  if (shards)
-    out.push(...shardsSection(shards, agents, /** @type {GpuClassesResult | null} */ (readResult("shards-s1"))));
+  if (shards) out.push(...shardsSection(shards, agents, /** @type {S1Result | null} */ (readResult("shards-s1"))));
 
   out.push("## Changes made for these numbers");
   out.push("");
