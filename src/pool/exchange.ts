@@ -2,10 +2,10 @@
 // sends Σ its digest (a delta against what Σ acknowledged) and applies Σ's
 // reply to its copy of the rest of the pool (src/pool/summary-copy.ts). The
 // ticks run in the alarm (src/pool/housekeeping.ts); a claim may refresh the
-// copy, and a submission (or a fail, expiry or commit that puts work back) that brings
-// a class Σ does not know tells Σ before it answers, both drawing on the
-// on-demand allowance. Concurrent callers
-// share one exchange in flight. An exchange never throws into a request: Σ
+// copy, and a submission (or a fail, expiry or commit that puts work back)
+// that brings a class Σ does not know tells Σ before it answers, both
+// drawing on the on-demand allowance. Concurrent callers share one exchange
+// in flight. An exchange never throws into a request: Σ
 // unreachable keeps the copy (it ages out) and is logged once.
 //
 // At S = 1 none of this runs: every entry point answers at once, and
@@ -158,8 +158,8 @@ export function refresh(pool: Pool, maxAgeMs = REFRESH_AGE_MS): Promise<Exchange
 
 /**
  * After a change that may bring work (§6.2: a submission; a fail, an
- * expiry or a commit that requeues a task or issues a replica): when it made a class
- * pending that Σ does not know of here, or raised a class's top priority,
+ * expiry or a commit that requeues a task or issues a replica): when it
+ * made a class pending that Σ does not know of here, or raised a class's top priority,
  * one exchange from the allowance tells Σ, so a claim anywhere after the
  * answer can see the work. Waits at most SUBMISSION_WAIT_MS; without
  * allowance the next tick tells Σ.

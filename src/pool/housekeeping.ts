@@ -2,9 +2,10 @@
 // live lease deadlines, the next collection and the next archiving due, and
 // in a pool of more than one shard the next exchange with the pool summary
 // (docs/sharding.md §6.2). When it fires it sweeps expired leases, exchanges
-// when a tick is due (or tells the summary of the tasks an expiry requeued), deletes unreferenced R2 objects and archives jobs past
-// retention. Alarms are at-least-once: every step is idempotent. The two
-// fields here are a cache and a backoff, never state.
+// when a tick is due (or tells the summary of the tasks an expiry requeued),
+// deletes unreferenced R2 objects and archives jobs past retention. Alarms
+// are at-least-once: every step is idempotent. The two fields here are a
+// cache and a backoff, never state.
 
 import { ARCHIVE_BATCH_TASKS, archiveObjects, finishArchive, nextArchive, startArchive } from "./archive";
 import { collected, nextCollection, takeForCollection } from "./collection";
