@@ -1,7 +1,8 @@
 // The counts behind GET /metrics, read in one go: the counters the schema's
 // triggers keep and the running event tally kept by emit(), never a scan of
-// the tasks or the ledger. The object's calls served and busy time are the
-// object's own, in memory (src/rules/object-load.ts), passed in.
+// the tasks or the ledger. The object's calls served and busy time
+// (src/rules/object-load.ts) and the claims it holds open are the object's
+// own, in memory, passed in.
 
 import type { MetricsSample } from "../rules/metrics";
 import type { ObjectLoad } from "../rules/object-load";
@@ -19,6 +20,7 @@ export function metricsSample(
   sql: SqlStorage,
   now: number,
   load: ObjectLoad,
+  claimsHeld: number,
   viewer: Viewer = null,
   membership: Membership = "assigned",
   answers?: NodeAnswers,
@@ -31,6 +33,7 @@ export function metricsSample(
   const count = (query: string, ...args: number[]) => sql.exec<{ n: number }>(query, ...args).one().n;
   return {
     load,
+    claimsHeld,
     tasks,
     events,
     storageBytes: sql.databaseSize,

@@ -10,6 +10,7 @@ export interface MetricsSample {
   load: ObjectLoad; // calls the object served and their busy time, since it last started
   tasks: Record<string, number>; // by state
   leasesLive: number;
+  claimsHeld: number; // claims held open waiting for work (long-poll, docs/protocol.md §5), at their nodes' homes
   storageBytes: number; // the object's SQLite size
   nodesRegistered: number;
   nodesOnline: number;
@@ -63,6 +64,12 @@ export function renderMetrics(
     [p, ev("LEASE_EXPIRED")],
   ]);
   metric("flashedge_claims_total", "counter", "Claims that leased a task.", [[p, ev("LEASE_CLAIMED")]]);
+  metric(
+    "flashedge_claims_held",
+    "gauge",
+    "Claims held open waiting for work their node may take (long-poll): idle machines; in memory, so 0 after the object restarts.",
+    [[p, s.claimsHeld]],
+  );
   metric("flashedge_commits_total", "counter", "Commits judged, by outcome.", [
     [`${p},result="accepted"`, ev("TASK_COMMIT_ACCEPTED")],
     [`${p},result="rejected"`, ev("TASK_COMMIT_REJECTED")],
@@ -211,6 +218,7 @@ export function mergeMetrics(samples: readonly MetricsSample[]): MetricsSample {
     load: addLoads(samples.map((s) => s.load)),
     tasks: add(samples.map((s) => s.tasks)),
     leasesLive: sum((s) => s.leasesLive),
+    claimsHeld: sum((s) => s.claimsHeld),
     storageBytes: sum((s) => s.storageBytes),
     nodesRegistered: sum((s) => s.nodesRegistered),
     nodesOnline: sum((s) => s.nodesOnline),

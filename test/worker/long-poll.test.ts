@@ -4,7 +4,7 @@
 
 import { abortAllDurableObjects, createExecutionContext, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import app from "../../src/index";
 import type { Lease } from "../../src/protocol/tasks";
 import { jobSpec } from "../fixtures/jobspec";
@@ -45,6 +45,17 @@ async function setUp(nodes: string[], gpus = 0) {
   const claim = (node: string, holdSeconds: number, jobId?: string) =>
     send(pool, holdSeconds, "POST", "/leases/claim", jobId ? { node_id: node, job_id: jobId } : { node_id: node });
   return { pool, submit, claim };
+}
+
+/** Until the pool's metrics count `n` claims held open: a sleep cannot promise a claim on a busy machine is. */
+async function untilHeld(pool: string, n: number) {
+  await vi.waitFor(
+    async () => {
+      const text = await (await send(pool, 0, "GET", "/metrics")).text();
+      expect(text).toContain(`flashedge_claims_held{pool="${pool}"} ${n}\n`);
+    },
+    { timeout: 5000, interval: 20 },
+  );
 }
 
 describe("long-poll claims", () => {
@@ -101,11 +112,11 @@ describe("long-poll claims", () => {
     const [a, b, c] = ["a", "b", "c"].map((name) => nodeIdAt(freshPool(), name, 0)) as [string, string, string];
     const { pool, submit, claim } = await setUp([a, b, c]);
     const heldA = claim(a, 10);
-    await sleep(30);
+    await untilHeld(pool, 1);
     const heldB = claim(b, 10);
-    await sleep(30);
-    const heldC = claim(c, 1);
-    await sleep(50);
+    await untilHeld(pool, 2);
+    const heldC = claim(c, 2);
+    await untilHeld(pool, 3);
     await submit(searchJob(2));
     expect(await json<Lease>(await heldA)).toMatchObject({ node_id: a, task_id: "trial-000" });
     expect(await json<Lease>(await heldB)).toMatchObject({ node_id: b, task_id: "trial-001" });
