@@ -68,6 +68,16 @@ export async function claimForwarded(pool: Pool, ticket: ClaimTicket): Promise<F
   return pool.held.hold(ticket.passport.nodeId, ticket.jobId, now, waitMs);
 }
 
+/**
+ * A home's held claims forwarded here in one call (docs/sharding.md §5.3),
+ * served in the order given, each in its own change: its oldest claims
+ * first, as one call per claim could not promise. Claims for one job wait
+ * at the job's shard one by one, so these are never held here.
+ */
+export function claimsForwarded(pool: Pool, tickets: readonly ClaimTicket[]): Promise<ForwardedClaimResult[]> {
+  return Promise.all(tickets.map((ticket) => claimForwarded(pool, { ...ticket, jobId: null, holdMs: undefined })));
+}
+
 /** How long past the home's answer this shard may still lease (docs/sharding.md §5.3): clock skew between objects. */
 export const NOT_AFTER_SLACK_MS = 1_000;
 

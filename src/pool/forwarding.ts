@@ -16,7 +16,7 @@ import { shardStub } from "./address";
 import { pendingHere } from "./digest";
 import { refresh } from "./exchange";
 import { type ClaimTicket, type ForwardedClaimResult, NOT_AFTER_SLACK_MS } from "./forwarded-claims";
-import type { Refusals } from "./held-claims";
+import type { HeldClaim, Refusals } from "./held-claims";
 import { gateOf, type NodeGate } from "./held-gates";
 import { admit, type ClaimResult } from "./leases";
 import { hadOneShard } from "./legacy-ids";
@@ -153,8 +153,9 @@ export function forwardHeld(pool: Pool, changed?: string | null): void {
   );
   const all = [...gates.values()];
   const left = (k: number) => allottedAt(pool, k, all, now);
-  // One stub per shard: calls on one stub arrive in the order they were made, so K serves these oldest first.
-  const stubs = new Map<number, ShardStub>();
+  // One call per shard with its tickets in this order, so K serves them oldest first: calls on one
+  // stub reach their object in no promised order (seen locally: a younger claim served first).
+  const batches = new Map<number, Array<{ held: HeldClaim; ticket: ClaimTicket }>>();
   for (const [held, node] of gates) {
     if (node === null) continue;
     const own = held.nodeId === changed;
@@ -164,14 +165,27 @@ export function forwardHeld(pool: Pool, changed?: string | null): void {
     const choice = chooseShard(offers, pool.shard, null, new Set(), Math.random);
     if (choice.kind !== "forward") continue;
     const offered = offers.find((o) => o.shard === choice.shard)!;
+    const ticket = ticketFor(pool, held.nodeId, null, held.endsAt + NOT_AFTER_SLACK_MS, { turn: turnOf(offered) });
+    if (ticket === null) continue;
     left(choice.shard).left -= 1;
-    const stub = stubs.get(choice.shard) ?? shardOf(pool, choice.shard);
-    stubs.set(choice.shard, stub);
-    const forwarding = forward(pool, choice.shard, held.nodeId, null, held.endsAt + NOT_AFTER_SLACK_MS, {
-      turn: turnOf(offered),
-      stub,
+    const batch = batches.get(choice.shard) ?? [];
+    batches.set(choice.shard, batch);
+    batch.push({ held, ticket });
+  }
+  for (const [k, batch] of batches) {
+    const version = pool.summary.version(k);
+    const tickets = batch.map((b) => b.ticket);
+    const notAfter = Math.min(...tickets.map((t) => t.notAfter));
+    pool.forwardedClaims += tickets.length;
+    const answers = ask<ForwardedClaimResult[]>(
+      async () => await shardOf(pool, k).claimsForwarded(tickets),
+      notAfter,
+      tickets.map(() => NOTHING),
+    );
+    batch.forEach(({ held, ticket }, i) => {
+      const forwarding = answers.then((results) => received(pool, k, ticket.passport.nodeId, results[i] ?? NOTHING));
+      pool.held.forward(held, forwarding, k, version);
     });
-    pool.held.forward(held, forwarding, choice.shard, pool.summary.version(choice.shard));
   }
 }
 
@@ -251,30 +265,53 @@ async function forward(
   nodeId: string,
   jobId: string | null,
   notAfter: number,
-  { holdMs, turn, stub = shardOf(pool, k) }: { holdMs?: number; turn?: Turn; stub?: ShardStub } = {},
+  options: { holdMs?: number; turn?: Turn } = {},
 ): Promise<ClaimResult> {
-  const passport = passportOf(pool.sql, nodeId, pool.settings.owners);
-  if (passport === null) return { ok: false, reason: "unregistered" };
-  const ticket: ClaimTicket = {
-    claimId: claimId(),
-    passport,
-    jobId,
-    notAfter,
-    ...(holdMs ? { holdMs } : {}),
-    ...(turn ? { turn } : {}),
-  };
+  const ticket = ticketFor(pool, nodeId, jobId, notAfter, options);
+  if (ticket === null) return { ok: false, reason: "unregistered" };
   pool.forwardedClaims += 1;
-  let result: ForwardedClaimResult;
+  const result = await ask<ForwardedClaimResult>(
+    async () => await shardOf(pool, k).claimForwarded(ticket),
+    notAfter,
+    NOTHING,
+  );
+  return received(pool, k, nodeId, result);
+}
+
+/** A forward's ticket: a fresh claim id and the node's passport; null for a node no longer registered here. */
+function ticketFor(
+  pool: Pool,
+  nodeId: string,
+  jobId: string | null,
+  notAfter: number,
+  { holdMs, turn }: { holdMs?: number; turn?: Turn },
+): ClaimTicket | null {
+  const passport = passportOf(pool.sql, nodeId, pool.settings.owners);
+  if (passport === null) return null;
+  return { claimId: claimId(), passport, jobId, notAfter, ...(holdMs ? { holdMs } : {}), ...(turn ? { turn } : {}) };
+}
+
+/**
+ * A call to another shard, asked once more on a fresh stub (a reset breaks
+ * the old one for good) when the shard reset mid-call before `notAfter`;
+ * `none` when it fails otherwise. Tickets keep their claim ids, so asking
+ * again never leases twice.
+ */
+async function ask<T>(call: () => Promise<T>, notAfter: number, none: T): Promise<T> {
   try {
-    result = await stub.claimForwarded(ticket);
+    return await call();
   } catch (e) {
-    if (!isObjectReset(e) || Date.now() >= notAfter) return NOTHING;
+    if (!isObjectReset(e) || Date.now() >= notAfter) return none;
     try {
-      result = await stub.claimForwarded(ticket);
+      return await call();
     } catch {
-      return NOTHING;
+      return none;
     }
   }
+}
+
+/** Shard k's answer to a forward of `nodeId`'s claim, taken in at home: its grant counted, its lease's deadline seen. */
+function received(pool: Pool, k: number, nodeId: string, result: ForwardedClaimResult): ClaimResult {
   // The ticket carries the passport whole, so a stale one cannot come back; it would be nothing.
   if (!result.ok) return result.reason === "stale_passport" ? NOTHING : result;
   if (result.tenant !== undefined && result.priority !== undefined)

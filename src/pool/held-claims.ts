@@ -33,6 +33,8 @@ export async function claimOrHold(
   jobId: string | null,
   waitMs: number,
 ): Promise<ClaimResult> {
+  // Its place among the held claims is its arrival here, not the end of its search, whose exchange may be slow.
+  const arrived = pool.held.arrive();
   // A node that claims again has given up on its earlier claim (its client
   // timed out): answer that one now, so no lease goes to a closed connection.
   // A lease a forward of it still brings is the node's, and comes here.
@@ -49,14 +51,20 @@ export async function claimOrHold(
   // A claim for a job of another shard waits there, where the job's work and its close are.
   const elsewhere = jobId === null ? null : jobElsewhere(pool, jobId);
   if (elsewhere === null) {
-    const held = pool.held.hold(nodeId, jobId, Date.now(), waitMs, refused);
+    const held = pool.held.hold(nodeId, jobId, Date.now(), waitMs, refused, arrived);
     // A shard holding a claim ticks busy (nextTick): an alarm set while it was quiet, up to 5 s off, comes forward,
     // so the summary learns of the claim in one tick and pokes this shard when work appears elsewhere.
     if (pool.shards > 1 && pool.held.size === 1) void arm(pool);
     return held;
   }
-  return pool.held.holdForwarded(nodeId, jobId, Date.now(), waitMs, elsewhere, () =>
-    holdElsewhere(pool, elsewhere, nodeId, jobId!, waitMs),
+  return pool.held.holdForwarded(
+    nodeId,
+    jobId,
+    Date.now(),
+    waitMs,
+    elsewhere,
+    () => holdElsewhere(pool, elsewhere, nodeId, jobId!, waitMs),
+    arrived,
   );
 }
 
@@ -133,6 +141,8 @@ export function cutOffHere(pool: Pool, nodeId: string, why: string): Promise<voi
 
 /** A claim waiting for work. */
 export type HeldClaim = {
+  /** Its place in arrival order (`HeldClaims.arrive`). */
+  readonly arrived: number;
   readonly nodeId: string;
   readonly jobId: string | null;
   /** The hold's end on the object's clock: no lease to this claim at or after it. */
@@ -173,6 +183,7 @@ export function worthWaiting(result: ClaimResult & { ok: false }): boolean {
 
 export class HeldClaims {
   private readonly list: HeldClaim[] = [];
+  private arrivals = 0;
 
   get size(): number {
     return this.list.length;
@@ -183,9 +194,24 @@ export class HeldClaims {
     return this.list.some((held) => held.nodeId === nodeId);
   }
 
-  /** Holds a claim from `now` for `waitMs`; its timer answers nothing when the hold ends. */
-  hold(nodeId: string, jobId: string | null, now: number, waitMs: number, refused?: Refusals): Promise<ClaimResult> {
-    return new Promise((resolve) => this.list.push(this.newHeld(nodeId, jobId, now, waitMs, resolve, refused)));
+  /** A claim's place in arrival order, taken when it arrives, before anything it awaits. */
+  arrive(): number {
+    return this.arrivals++;
+  }
+
+  /**
+   * Holds a claim from `now` for `waitMs`, in its place by `arrived` (now,
+   * unless given); its timer answers nothing when the hold ends.
+   */
+  hold(
+    nodeId: string,
+    jobId: string | null,
+    now: number,
+    waitMs: number,
+    refused?: Refusals,
+    arrived = this.arrive(),
+  ): Promise<ClaimResult> {
+    return new Promise((resolve) => this.insert(this.newHeld(arrived, nodeId, jobId, now, waitMs, resolve, refused)));
   }
 
   /**
@@ -199,15 +225,24 @@ export class HeldClaims {
     waitMs: number,
     k: number,
     start: () => Promise<ClaimResult>,
+    arrived = this.arrive(),
   ): Promise<ClaimResult> {
     return new Promise((resolve) => {
-      const held = this.newHeld(nodeId, jobId, now, waitMs, resolve);
-      this.list.push(held);
+      const held = this.newHeld(arrived, nodeId, jobId, now, waitMs, resolve);
+      this.insert(held);
       this.forward(held, start(), k, null);
     });
   }
 
+  /** Into the list after every claim that arrived before it. */
+  private insert(held: HeldClaim): void {
+    let i = this.list.length;
+    while (i > 0 && this.list[i - 1]!.arrived > held.arrived) i--;
+    this.list.splice(i, 0, held);
+  }
+
   private newHeld(
+    arrived: number,
     nodeId: string,
     jobId: string | null,
     now: number,
@@ -216,6 +251,7 @@ export class HeldClaims {
     refused: Refusals = new Map(),
   ): HeldClaim {
     const held: HeldClaim = {
+      arrived,
       nodeId,
       jobId,
       endsAt: now + waitMs,

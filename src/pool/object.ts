@@ -24,7 +24,7 @@ import { type CredentialProof, credentialValid, enrolledAmong, type IssuedCreden
 import * as enrolment from "./enrolment-flows";
 import { exchangeNow, joinSummary } from "./exchange";
 import { fleetSummary, nodeAnswers, type PendingClass, pendingClasses } from "./fleet";
-import { type ClaimTicket, claimForwarded, type ForwardedClaimResult } from "./forwarded-claims";
+import { type ClaimTicket, claimForwarded, claimsForwarded, type ForwardedClaimResult } from "./forwarded-claims";
 import { forwardHeld } from "./forwarding";
 import { claimOrHold, cutOffHere } from "./held-claims";
 import { guardHomes, Homes, holdsNode, whereIs } from "./homes";
@@ -260,6 +260,11 @@ export class PoolObject extends DurableObject<Env> {
     return claimForwarded(this.#pool, ticket);
   }
 
+  /** A home's held claims forwarded here at once, served in the order given (src/pool/forwarded-claims.ts). */
+  claimsForwarded(tickets: ClaimTicket[]): Promise<ForwardedClaimResult[]> {
+    return claimsForwarded(this.#pool, tickets);
+  }
+
   /** At a shard other than the node's home: its credential was revoked or replaced there (src/pool/held-claims.ts). */
   cutOffHere(nodeId: string, why: string): Promise<void> {
     return cutOffHere(this.#pool, nodeId, why);
@@ -392,7 +397,14 @@ export class PoolObject extends DurableObject<Env> {
 
   /** Counts for GET /metrics. */
   metrics(viewer: Viewer) {
-    return metricsSample(this.#pool.sql, Date.now(), { ...this.#load }, viewer, this.#pool.settings.membership);
+    return metricsSample(
+      this.#pool.sql,
+      Date.now(),
+      { ...this.#load },
+      this.#pool.held.size,
+      viewer,
+      this.#pool.settings.membership,
+    );
   }
 
   // A sharded pool's reads of every shard (docs/sharding.md §10): the Worker
@@ -425,7 +437,15 @@ export class PoolObject extends DurableObject<Env> {
   shardMetrics(viewer: Viewer, answers: NodeAnswers) {
     const { membership } = this.#pool.settings;
     const now = Date.now();
-    const sample = metricsSample(this.#pool.sql, now, { ...this.#load }, viewer, membership, answers);
+    const sample = metricsSample(
+      this.#pool.sql,
+      now,
+      { ...this.#load },
+      this.#pool.held.size,
+      viewer,
+      membership,
+      answers,
+    );
     const outboxRows = this.#pool.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM outbox").one().n;
     const links = {
       summaryAgeMs: this.#pool.summary.age(now),
@@ -462,6 +482,7 @@ type Lifecycle =
   | "layout"
   | "emptiness"
   | "claimForwarded"
+  | "claimsForwarded"
   | "releaseForwarded"
   | "cutOffHere"
   | "deliver"
@@ -479,6 +500,7 @@ const NodeSession = sessionClass<PoolObject, Lifecycle>(PoolObject.prototype, [
   "layout",
   "emptiness",
   "claimForwarded",
+  "claimsForwarded",
   "releaseForwarded",
   "cutOffHere",
   "deliver",

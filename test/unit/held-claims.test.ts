@@ -61,6 +61,25 @@ describe("held claims", () => {
     expect(tried).toEqual(["b"]);
   });
 
+  it("claims are tried in the order they arrived, not the order their searches ended", () => {
+    const held = new HeldClaims();
+    const a = held.arrive(); // a's search is slow: b arrives and is held first
+    void held.hold("b", null, 0, 10_000);
+    void held.hold("a", null, 0, 10_000, undefined, a);
+    void held.hold("c", null, 0, 10_000);
+    const tried: string[] = [];
+    held.retry(
+      1,
+      (h) => {
+        tried.push(h.nodeId);
+        return NOTHING;
+      },
+      () => true,
+    );
+    expect(tried).toEqual(["a", "b", "c"]);
+    expect(held.waiting().map((h) => h.nodeId)).toEqual(["a", "b", "c"]);
+  });
+
   it("a node's claims are answered with nothing when it is released (claimed again, revoked, replaced)", async () => {
     const held = new HeldClaims();
     const answer = held.hold("n1", null, 0, 10_000);

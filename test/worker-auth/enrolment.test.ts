@@ -596,6 +596,7 @@ describe("an enrolled node's session", () => {
         "layout",
         "emptiness",
         "claimForwarded",
+        "claimsForwarded",
         "releaseForwarded",
         "cutOffHere",
         "deliver",

@@ -211,6 +211,28 @@ describe("a forwarded claim", () => {
     expect(await leased({ turn: { priority: 0, tenant: "b" } })).toBe(urgent);
   });
 
+  it("a batch of a home's held claims is served in the order given, and holds none of them", async () => {
+    const pool = freshPool();
+    for (const n of ["first", "second", "third", "fourth"]) await register(pool, n);
+    const job = await submitTo(pool, K, trialsJob(2));
+    const tickets = [
+      await ticketFor(pool, "first"),
+      await ticketFor(pool, "second"),
+      await ticketFor(pool, "third"),
+      // A batch never holds: a ticket for one job, with a hold, is answered at once.
+      await ticketFor(pool, "fourth", { jobId: job, holdMs: 8_000 }),
+    ];
+    const started = Date.now();
+    const answers = await shard(pool, K).claimsForwarded(tickets);
+    expect(answers.map((a) => (a.ok ? `${a.lease.node_id}:${a.lease.task_id}` : a.reason))).toEqual([
+      "first:trial-000",
+      "second:trial-001",
+      "nothing",
+      "nothing",
+    ]);
+    expect(Date.now() - started).toBeLessThan(6_000); // a hold would be 8 s
+  });
+
   it("with the same claim id twice answers the same lease, and issues one", async () => {
     const pool = freshPool();
     await register(pool, "n1");
