@@ -65,7 +65,7 @@ export async function claimForwarded(pool: Pool, ticket: ClaimTicket): Promise<F
   const waitMs = Math.min(ticket.holdMs ?? 0, ticket.notAfter - NOT_AFTER_SLACK_MS - now);
   if (result.ok || result.reason === "stale_passport" || !worthWaiting(result) || ticket.jobId === null || waitMs <= 0)
     return result;
-  return pool.held.hold(ticket.passport.nodeId, ticket.jobId, now, waitMs);
+  return pool.held.hold(ticket.passport.nodeId, ticket.jobId, now, waitMs, { forAnotherHome: true });
 }
 
 /**

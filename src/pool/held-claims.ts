@@ -51,7 +51,7 @@ export async function claimOrHold(
   // A claim for a job of another shard waits there, where the job's work and its close are.
   const elsewhere = jobId === null ? null : jobElsewhere(pool, jobId);
   if (elsewhere === null) {
-    const held = pool.held.hold(nodeId, jobId, Date.now(), waitMs, refused, arrived);
+    const held = pool.held.hold(nodeId, jobId, Date.now(), waitMs, { refused, arrived });
     // A shard holding a claim ticks busy (nextTick): an alarm set while it was quiet, up to 5 s off, comes forward,
     // so the summary learns of the claim in one tick and pokes this shard when work appears elsewhere.
     if (pool.shards > 1 && pool.held.size === 1) void arm(pool);
@@ -143,6 +143,8 @@ export function cutOffHere(pool: Pool, nodeId: string, why: string): Promise<voi
 export type HeldClaim = {
   /** Its place in arrival order (`HeldClaims.arrive`). */
   readonly arrived: number;
+  /** Held here for a job of this shard on behalf of the node's home, which holds the claim too. */
+  readonly forAnotherHome: boolean;
   readonly nodeId: string;
   readonly jobId: string | null;
   /** The hold's end on the object's clock: no lease to this claim at or after it. */
@@ -170,6 +172,9 @@ export type HeldClaim = {
  * moves, since work that came back (a requeue) can leave its counts as they were.
  */
 export type Refusals = Map<number, number>;
+
+/** How a claim is held: the shards that refused it, its place by arrival, whose claim it is. */
+export type HoldOptions = { refused?: Refusals; arrived?: number; forAnotherHome?: boolean };
 
 /** Claims answered by one try, to be taken off the list and answered once the change is durable. */
 export type Answered = Array<[HeldClaim, ClaimResult]>;
@@ -199,19 +204,27 @@ export class HeldClaims {
     return this.arrivals++;
   }
 
+  /** The claims held for this shard's own nodes: not those held here for a job on behalf of their home. */
+  get ownSize(): number {
+    return this.list.filter((held) => !held.forAnotherHome).length;
+  }
+
   /**
    * Holds a claim from `now` for `waitMs`, in its place by `arrived` (now,
    * unless given); its timer answers nothing when the hold ends.
+   * `forAnotherHome`: a claim for one of this shard's jobs that the node's
+   * home forwarded (src/pool/forwarded-claims.ts), which the home holds too.
    */
   hold(
     nodeId: string,
     jobId: string | null,
     now: number,
     waitMs: number,
-    refused?: Refusals,
-    arrived = this.arrive(),
+    { refused, arrived = this.arrive(), forAnotherHome = false }: HoldOptions = {},
   ): Promise<ClaimResult> {
-    return new Promise((resolve) => this.insert(this.newHeld(arrived, nodeId, jobId, now, waitMs, resolve, refused)));
+    return new Promise((resolve) =>
+      this.insert(this.newHeld(arrived, nodeId, jobId, now, waitMs, resolve, refused, forAnotherHome)),
+    );
   }
 
   /**
@@ -249,9 +262,11 @@ export class HeldClaims {
     waitMs: number,
     resolve: (result: ClaimResult) => void,
     refused: Refusals = new Map(),
+    forAnotherHome = false,
   ): HeldClaim {
     const held: HeldClaim = {
       arrived,
+      forAnotherHome,
       nodeId,
       jobId,
       endsAt: now + waitMs,

@@ -401,7 +401,7 @@ export class PoolObject extends DurableObject<Env> {
       this.#pool.sql,
       Date.now(),
       { ...this.#load },
-      this.#pool.held.size,
+      this.#pool.held.ownSize,
       viewer,
       this.#pool.settings.membership,
     );
@@ -441,7 +441,7 @@ export class PoolObject extends DurableObject<Env> {
       this.#pool.sql,
       now,
       { ...this.#load },
-      this.#pool.held.size,
+      this.#pool.held.ownSize,
       viewer,
       membership,
       answers,

@@ -10,7 +10,7 @@ export interface MetricsSample {
   load: ObjectLoad; // calls the object served and their busy time, since it last started
   tasks: Record<string, number>; // by state
   leasesLive: number;
-  claimsHeld: number; // claims held open waiting for work (long-poll, docs/protocol.md §5), at their nodes' homes
+  claimsHeld: number; // claims held open waiting for work (long-poll, docs/protocol.md §5), counted at their nodes' homes
   storageBytes: number; // the object's SQLite size
   nodesRegistered: number;
   nodesOnline: number;

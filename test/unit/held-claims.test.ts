@@ -65,7 +65,7 @@ describe("held claims", () => {
     const held = new HeldClaims();
     const a = held.arrive(); // a's search is slow: b arrives and is held first
     void held.hold("b", null, 0, 10_000);
-    void held.hold("a", null, 0, 10_000, undefined, a);
+    void held.hold("a", null, 0, 10_000, { arrived: a });
     void held.hold("c", null, 0, 10_000);
     const tried: string[] = [];
     held.retry(

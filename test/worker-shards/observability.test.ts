@@ -5,7 +5,7 @@
 // the shards' own calls, as two-choice placement does.
 // A task is stuck, a class unservable, only if no node of any shard takes it.
 
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { DashboardSummary } from "../../src/protocol/dashboard";
 import type { FleetSummary } from "../../src/protocol/responses";
 import {
@@ -14,9 +14,11 @@ import {
   delivered,
   freshPool,
   homeShardOf,
+  homeStub,
   json,
   register,
   sha256,
+  sleep,
   summarized,
   trialsJob,
   upload,
@@ -189,6 +191,22 @@ describe("the metrics of a sharded pool", () => {
     // The first read asked Σ once (kind "other"), counted after it answered.
     expect(summary(after, "other")).toBeGreaterThanOrEqual(summary(before, "other") + 1);
     expect(value(after, `flashedge_summary_busy_seconds_total{${p}}`)).toBeGreaterThanOrEqual(0);
+  });
+
+  it("counts a claim held for a job on another shard once, though its home and the job's shard both hold it", async () => {
+    const pool = freshPool();
+    await register(pool, "n1"); // home: shard 0
+    await register(pool, "n2");
+    const job = await submitTo(pool, 2, trialsJob(1));
+    expect((await claim(pool, "n2", job)).status).toBe(200); // the job's one task is out: n1's claim waits at shard 2
+    const held = (await homeStub(pool, "n1")).claim("n1", job, 3_000);
+    const claimsHeld = async () =>
+      (await metrics(pool)).find((l) => l.startsWith("flashedge_claims_held{"))?.split(" ")[1];
+    await vi.waitFor(async () => expect(await claimsHeld()).toBe("1"), { timeout: 2_000, interval: 20 });
+    await sleep(300); // the forward has reached shard 2 and is held there too
+    expect(await claimsHeld()).toBe("1");
+    expect(await held).toEqual({ ok: false, reason: "nothing" });
+    expect(await claimsHeld()).toBe("0");
   });
 
   it("says per shard how old its summary is, how many claims it forwarded, and the outcomes it still owes", async () => {
