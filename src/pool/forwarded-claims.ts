@@ -71,11 +71,12 @@ export async function claimForwarded(pool: Pool, ticket: ClaimTicket): Promise<F
 /**
  * A home's held claims forwarded here in one call (docs/sharding.md §5.3),
  * served in the order given, each in its own change: its oldest claims
- * first, as one call per claim could not promise. Claims for one job wait
- * at the job's shard one by one, so these are never held here.
+ * first, as one call per claim could not promise. None is held here (a
+ * claim for one job waits at the job's shard one by one), so a ticket's
+ * hold is dropped, never its job.
  */
 export function claimsForwarded(pool: Pool, tickets: readonly ClaimTicket[]): Promise<ForwardedClaimResult[]> {
-  return Promise.all(tickets.map((ticket) => claimForwarded(pool, { ...ticket, jobId: null, holdMs: undefined })));
+  return Promise.all(tickets.map(({ holdMs: _, ...ticket }) => claimForwarded(pool, ticket)));
 }
 
 /** How long past the home's answer this shard may still lease (docs/sharding.md §5.3): clock skew between objects. */

@@ -617,6 +617,33 @@ describe("an enrolled node's session", () => {
     }
   });
 
+  it("does not offer the calls between shards: an enrolled node cannot forward itself a claim with a passport it wrote", async () => {
+    const pool = freshPool();
+    const token = await enrol(pool);
+    expect((await call(pool, "POST", "/jobs", OPS, trialsJob(1))).status).toBe(201);
+    const home = await homeStub(pool, "laptop-7");
+    const session = home.session({ nodeId: "laptop-7", tokenSha256: await sha256(token) }) as unknown as Record<
+      string,
+      (...args: unknown[]) => Promise<unknown>
+    >;
+    // The passport a home would never write: 8 GPUs, every dataset, trusted.
+    const forged = {
+      claimId: "0".repeat(16),
+      passport: { nodeId: "laptop-7", version: 99, registration: { gpus: 8 }, trusted: true },
+      jobId: null,
+      notAfter: Date.now() + 10_000,
+    };
+    // With a valid credential: the refusal is the session's missing call, not its credential check.
+    const missing = (name: string) => `The RPC receiver does not implement the method "${name}".`;
+    expect(await outcome(session.claimForwarded!(forged))).toBe(missing("claimForwarded"));
+    expect(await outcome(session.claimsForwarded!([forged]))).toBe(missing("claimsForwarded"));
+    expect(await session.listNodes!(null, 10)).toMatchObject({ items: [] }); // the session itself works
+    const leases = await runInDurableObject(home, (_o, state) =>
+      state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM leases").one(),
+    );
+    expect(leases.n).toBe(0);
+  });
+
   it("checks the credential at each call: one revoked after a call refuses the next call on the same session", async () => {
     const pool = freshPool();
     const token = await enrol(pool);

@@ -213,24 +213,26 @@ describe("a forwarded claim", () => {
 
   it("a batch of a home's held claims is served in the order given, and holds none of them", async () => {
     const pool = freshPool();
-    for (const n of ["first", "second", "third", "fourth"]) await register(pool, n);
-    const job = await submitTo(pool, K, trialsJob(2));
+    for (const n of ["zero", "first", "second", "third", "fourth"]) await register(pool, n);
+    const a = await submitTo(pool, K, trialsJob(1));
+    const b = await submitTo(pool, K, trialsJob(2));
+    expect(await shard(pool, K).claimForwarded(await ticketFor(pool, "zero", { jobId: a }))).toMatchObject({
+      ok: true,
+    });
     const tickets = [
       await ticketFor(pool, "first"),
+      // A batch never holds: a ticket for job a, whose one task is out, is answered at once, and never with b's task.
+      await ticketFor(pool, "fourth", { jobId: a, holdMs: 8_000 }),
       await ticketFor(pool, "second"),
       await ticketFor(pool, "third"),
-      // A batch never holds: a ticket for one job, with a hold, is answered at once.
-      await ticketFor(pool, "fourth", { jobId: job, holdMs: 8_000 }),
     ];
     const started = Date.now();
     const answers = await shard(pool, K).claimsForwarded(tickets);
-    expect(answers.map((a) => (a.ok ? `${a.lease.node_id}:${a.lease.task_id}` : a.reason))).toEqual([
-      "first:trial-000",
-      "second:trial-001",
-      "nothing",
-      "nothing",
-    ]);
+    expect(
+      answers.map((r) => (r.ok ? `${r.lease.node_id}:${r.lease.job_id === b}:${r.lease.task_id}` : r.reason)),
+    ).toEqual(["first:true:trial-000", "nothing", "second:true:trial-001", "nothing"]);
     expect(Date.now() - started).toBeLessThan(6_000); // a hold would be 8 s
+    expect(await rowsAt(pool, K, "SELECT lease_id FROM leases")).toHaveLength(3);
   });
 
   it("with the same claim id twice answers the same lease, and issues one", async () => {
