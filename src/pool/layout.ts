@@ -149,16 +149,18 @@ export function guardCalls<T extends object>(
   }
 }
 
-/** What this shard holds: a lower that removes it must find all of it zero (docs/sharding.md §11). */
+/** What this shard holds that a lower removing it must find all zero (`Emptiness` says what counts and why). */
 export function emptiness(sql: SqlStorage, shard: number): Emptiness {
   const counts = sql
     .exec<Omit<Emptiness, "shard" | "empty">>(
       `SELECT (SELECT COUNT(*) FROM jobs) AS jobs, (SELECT COUNT(*) FROM archived_jobs) AS archivedJobs,
-         (SELECT COUNT(*) FROM nodes) AS nodes, (SELECT COUNT(*) FROM leases WHERE status = 'live') AS liveLeases,
-         (SELECT COUNT(*) FROM homes WHERE kind = 'node') AS pointers`,
+         (SELECT COUNT(*) FROM nodes) AS nodes, (SELECT COUNT(*) FROM node_credentials) AS credentials,
+         (SELECT COUNT(*) FROM leases WHERE status = 'live') AS liveLeases,
+         (SELECT COUNT(*) FROM homes WHERE kind = 'node') AS pointers,
+         (SELECT COUNT(*) FROM artifacts) AS artifacts, (SELECT COUNT(*) FROM unreferenced) AS unreferenced`,
     )
     .one();
-  const empty = counts.jobs + counts.archivedJobs + counts.nodes + counts.liveLeases + counts.pointers === 0;
+  const empty = Object.values(counts).every((n) => n === 0);
   return { shard, empty, ...counts };
 }
 

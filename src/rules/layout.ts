@@ -2,22 +2,49 @@
 // history of a pool's shard counts and the count configured now, whether
 // the pool runs as before, records a new epoch, must first ask the shards
 // a lower would remove whether they are empty, or is refused. A lower is
-// refused while any removed shard holds anything: a removed shard's jobs,
-// nodes and leases would be unreachable, and must never be.
+// refused while any removed shard holds what it must not lose (`Emptiness`
+// states the rule): after it nothing routes there, so that would be
+// unreachable, and must never be.
 
 /** One change of FLASHML_POOL_SHARDS seen at shard 0's start (a pool_layout row). */
 export type LayoutEpoch = { epoch: number; shards: number; since_ms: number; lowered_from: number | null };
 
-/** What a shard holds, as its emptiness() answers (src/pool/layout.ts). */
+/**
+ * The rule of a lower (docs/sharding.md §11): it is refused unless every
+ * shard it removes is empty of everything a client can still use there,
+ * and of every object only that shard would collect, since after it
+ * nothing routes to a removed shard. This is what a shard's emptiness()
+ * counts (src/pool/layout.ts); it is empty when every count is 0. All
+ * else a shard keeps lives beside one of these or is a copy: tasks,
+ * events, checkpoints and verdicts belong to a job (live or archived); a
+ * team-pool assignment, passport holders and outbox rows to a job, a
+ * registration or a credential, none of which leaves its shard; a
+ * passport is another home's node, sent again by vouch; device codes and
+ * keys outside `jobs/` live in shard 0, which is never removed.
+ */
 export type Emptiness = {
   shard: number;
   empty: boolean;
+  /** Jobs, live or finished, with their tasks, events, checkpoints and verdicts. */
   jobs: number;
+  /** Archived jobs: their ids stay readable. */
   archivedJobs: number;
+  /** Registered nodes homed here. */
   nodes: number;
+  /**
+   * Enrolled credentials: a machine that logged in and has not registered
+   * is homed here by its credential alone (src/pool/homes.ts), and its
+   * token is checked only here. A revoked one counts too: it still names
+   * the node's home, and the operator's enrolment list shows it.
+   */
+  credentials: number;
   liveLeases: number;
   /** Pointers to nodes homed on other shards by location (src/pool/homes.ts): found only here. */
   pointers: number;
+  /** Artifacts bound here, also under `jobs/{id}/` for a job that never existed. */
+  artifacts: number;
+  /** Stored objects no key refers to, waiting for this shard's collection (docs/protocol.md §12). */
+  unreferenced: number;
 };
 
 export type LayoutDecision =
@@ -82,8 +109,11 @@ function holding(e: Emptiness): string {
     [e.jobs, "job"],
     [e.archivedJobs, "archived job"],
     [e.nodes, "node"],
+    [e.credentials, "enrolled credential"],
     [e.liveLeases, "live lease"],
     [e.pointers, "node pointer"],
+    [e.artifacts, "artifact"],
+    [e.unreferenced, "uncollected object"],
   ];
   const held = counts.filter(([n]) => n > 0).map(([n, what]) => `${n} ${what}${n === 1 ? "" : "s"}`);
   return `shard ${e.shard}: ${held.length > 0 ? held.join(", ") : "not empty"}`;

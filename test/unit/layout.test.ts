@@ -23,8 +23,11 @@ const empty = (shard: number): Emptiness => ({
   jobs: 0,
   archivedJobs: 0,
   nodes: 0,
+  credentials: 0,
   liveLeases: 0,
   pointers: 0,
+  artifacts: 0,
+  unreferenced: 0,
 });
 const emptyRange = (from: number, to: number) => Array.from({ length: to - from }, (_v, i) => empty(from + i));
 
@@ -106,6 +109,18 @@ describe("layoutDecision", () => {
       kind: "refuse",
       detail:
         "pool 'p' cannot run on 1 shard: FLASHML_POOL_SHARDS lowers it from 2, and shard 1 is not empty (shard 1: 3 node pointers)",
+    });
+  });
+
+  it.each<[Partial<Emptiness>, string]>([
+    [{ credentials: 1 }, "1 enrolled credential"],
+    [{ artifacts: 2 }, "2 artifacts"],
+    [{ unreferenced: 1 }, "1 uncollected object"],
+    [{ credentials: 1, artifacts: 1, unreferenced: 3 }, "1 enrolled credential, 1 artifact, 3 uncollected objects"],
+  ])("a removed shard holding no job or node but %j refuses the lower, naming it", (held, named) => {
+    expect(layoutDecision("p", [epoch(0, 2)], 1, NOW, [{ ...empty(1), empty: false, ...held }])).toEqual({
+      kind: "refuse",
+      detail: `pool 'p' cannot run on 1 shard: FLASHML_POOL_SHARDS lowers it from 2, and shard 1 is not empty (shard 1: ${named})`,
     });
   });
 

@@ -231,8 +231,11 @@ describe("lowering a pool's shard count", () => {
       jobs: 0,
       archivedJobs: 0,
       nodes: 0,
+      credentials: 0,
       liveLeases: 0,
       pointers: 0,
+      artifacts: 0,
+      unreferenced: 0,
     });
     expect(await refusal(removed.listNodes(null, 10))).toBe(
       `PoolLayoutRefused: coordinator refuses to serve pool '${pool}': FLASHML_POOL_SHARDS gives it 1 shard, and shard 3 answers only shard 0's emptiness check`,
@@ -243,6 +246,39 @@ describe("lowering a pool's shard count", () => {
       epochs: state.storage.sql.exec("SELECT COUNT(*) AS n FROM pool_layout").one().n,
     }));
     expect(self).toEqual({ self: [{ pool, shard: 3 }], epochs: 0 });
+  });
+
+  it.each<[string, string, string]>([
+    [
+      "an enrolled credential of a machine not yet registered",
+      `INSERT INTO node_credentials (node_id, token_sha256, hostname, platform, approved_by, approved_ms, issued_ms)
+       VALUES ('rig', '${"0".repeat(64)}', 'rig.local', 'linux-x86_64', 'ops', 0, 0)`,
+      "credentials",
+    ],
+    [
+      "an artifact under the key of a job that never existed",
+      `INSERT INTO artifacts (key, object, sha256, size_bytes, etag, created_ms)
+       VALUES ('jobs/0123456789ab/input.txt', 'pools/p/objects/x', '${"0".repeat(64)}', 1, 'e', 0)`,
+      "artifacts",
+    ],
+    [
+      "an uploaded object waiting to be collected",
+      "INSERT INTO unreferenced (object, collect_after_ms) VALUES ('pools/p/objects/y', 0)",
+      "unreferenced",
+    ],
+  ])("a removed shard holding only %s is not empty", async (_what, insert, counted) => {
+    const pool = freshPool();
+    const removed = stub(`${pool}/3`);
+    await runInDurableObject(removed, (_o, state) => void state.storage.sql.exec(insert));
+    expect(await removed.emptiness()).toMatchObject({ shard: 3, empty: false, [counted]: 1 });
+
+    await storedLayout(pool, 4);
+    const epochs = await runInDurableObject(stub(pool), async (_o, state) => {
+      await layoutAtStart(state.storage.sql, pool, 0, 3, Date.now(), shardPeers(env, [], pool));
+      return state.storage.sql.exec("SELECT shards FROM pool_layout").toArray();
+    });
+    expect(epochs).toEqual([{ shards: 4 }]);
+    expect((await call(pool, "GET", "/jobs")).status).toBe(503);
   });
 
   it("an enrolled node's session offers neither layout call", async () => {
