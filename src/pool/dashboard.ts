@@ -31,7 +31,7 @@ import { iso } from "./events";
 import { demand, gpuGroups } from "./fleet";
 import { poolTaskCounts, taskCounts } from "./jobs";
 import { acceptingSql, heldBackSql, isHeldBack, isOnline, onlineSql } from "./node-states";
-import { ASSIGNED_POOLS, ONLINE_WINDOW_MS } from "./nodes";
+import { ASSIGNED_POOLS, memberPools, ONLINE_WINDOW_MS } from "./nodes";
 import { REGISTERED_NODE_COLUMNS, type RegisteredNode } from "./placement-report";
 import { asSeenByNodes, SEALED_EVENT, sealedPending, type Viewer } from "./sealing";
 import { stuckTasks } from "./stuck";
@@ -164,7 +164,7 @@ function nodesPage(
       gpu_count: gpus.length,
       local_datasets: datasets.slice(0, CLIP_ENTRIES).map(clip),
       local_dataset_count: datasets.length,
-      pools: teamPools(caps.pools, membership, row.assigned_pools).slice(0, CLIP_ENTRIES).map(clip),
+      pools: memberPools(caps.pools, membership, row.assigned_pools).slice(0, CLIP_ENTRIES).map(clip),
       pool_assignment:
         membership === "assigned" && row.assigned_by !== null
           ? { assigned_by: clip(row.assigned_by), assigned_at: iso(row.assigned_ms ?? 0) }
@@ -184,12 +184,6 @@ function nodesPage(
     };
   });
   return { items, more: total - items.length };
-}
-
-/** The pools the gate counts: the node's report, or what an operator assigned (none: none). */
-function teamPools(reported: string[] | undefined, membership: Membership, assigned: string | null): string[] {
-  if (membership === "reported") return reported ?? [];
-  return assigned === null ? [] : (JSON.parse(assigned) as string[]);
 }
 
 type JobRow = {

@@ -64,5 +64,6 @@ export function releaseNode(pool: Pool, nodeId: string): Promise<boolean> {
  * (src/routes/context.ts).
  */
 export function listNodes(pool: Pool, after: string | null, limit: number, maxBytes = LIST_PAGE_MAX_BYTES) {
-  return nodesPage(pool.sql, Date.now(), after, limit, Math.min(maxBytes, LIST_PAGE_MAX_BYTES), pool.settings.owners);
+  const { owners, membership } = pool.settings;
+  return nodesPage(pool.sql, Date.now(), after, limit, Math.min(maxBytes, LIST_PAGE_MAX_BYTES), owners, membership);
 }

@@ -234,12 +234,29 @@ export function storedNodeView(
 export const ASSIGNED_POOLS = "LEFT JOIN node_pools ap ON ap.node_id = n.node_id";
 
 /**
+ * The team pools a node is a member of (docs/protocol.md §9, gate 6), as
+ * GET /nodes and the dashboard show them: those it reports on an open
+ * coordinator; when tokens are enforced, the operator's assignment
+ * (`assignedJson`: node_pools.pools), none when there is none, whatever
+ * the node reports.
+ */
+export function memberPools(
+  reported: readonly string[] | undefined,
+  membership: Membership,
+  assignedJson: string | null,
+): string[] {
+  if (membership === "reported") return [...(reported ?? [])];
+  return assignedJson === null ? [] : (JSON.parse(assignedJson) as string[]);
+}
+
+/**
  * One page of GET /nodes: registration fields plus liveness, sorted by
  * node_id, after the node `after` (from the first when null), at most
  * `limit` of them and fewer once the page's body passes `maxBytes`. `next`
  * is the node to continue after, null on the last page. Rows are read one
  * at a time through the primary key and stop being read once the page is full.
- * Each row names the node's owner (docs/protocol.md §14; `owners` are the configured ones).
+ * Each row names the node's owner (docs/protocol.md §14; `owners` are the configured ones),
+ * and its `capabilities.pools` are the pools it is a member of as `membership` says (`memberPools`).
  */
 export function listNodes(
   sql: SqlStorage,
@@ -248,10 +265,11 @@ export function listNodes(
   limit: number,
   maxBytes: number,
   owners: ReadonlyMap<string, string> = new Map(),
+  membership: Membership = "reported",
 ) {
-  const withOwner = `SELECT n.*, c.owner AS enrolled_owner FROM nodes n
-    LEFT JOIN node_credentials c ON c.node_id = n.node_id AND c.revoked_ms IS NULL`;
-  type Row = NodeRow & { enrolled_owner: string | null };
+  const withOwner = `SELECT n.*, c.owner AS enrolled_owner, ap.pools AS assigned_pools FROM nodes n
+    LEFT JOIN node_credentials c ON c.node_id = n.node_id AND c.revoked_ms IS NULL ${ASSIGNED_POOLS}`;
+  type Row = NodeRow & { enrolled_owner: string | null; assigned_pools: string | null };
   // No text sorts before '', but a node_id may be '': the first page has no bound.
   const rows =
     after === null
@@ -259,8 +277,11 @@ export function listNodes(
       : sql.exec<Row>(`${withOwner} WHERE n.node_id > ? ORDER BY n.node_id LIMIT ?`, after, limit);
   const { items, last } = fillPage(rows, maxBytes, (row) => {
     const age = Math.max(0, now - row.last_heartbeat_ms);
+    const registration = JSON.parse(row.registration) as NodeRegistration;
+    const pools = memberPools(registration.capabilities.pools, membership, row.assigned_pools);
     return {
-      ...(JSON.parse(row.registration) as NodeRegistration),
+      ...registration,
+      capabilities: { ...registration.capabilities, pools },
       status: row.status,
       online: isOnline(row, now),
       last_heartbeat_age_s: Math.round(age / 100) / 10,

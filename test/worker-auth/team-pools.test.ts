@@ -172,6 +172,31 @@ describe("team-pool membership with tokens enforced", () => {
     expect(after.pools).toEqual(["team-a"]);
     expect(after.pool_assignment).toMatchObject({ assigned_by: "ops" });
   });
+
+  it("GET /nodes shows the pools a node is a member of, the operator's assignment, never the ones it reports", async () => {
+    const pool = freshPool();
+    const reg = registration("n1", { capabilities: { pools: ["team-a"] } });
+    expect((await call(pool, "POST", "/nodes/register", N1, reg)).status).toBe(200);
+    const listed = async () => {
+      const r = await call(pool, "GET", "/nodes", OPS);
+      expect(r.status).toBe(200);
+      const nodes = await r.json<Array<{ node_id: string; capabilities: { pools: string[] } }>>();
+      return nodes.find((n) => n.node_id === "n1")!.capabilities.pools;
+    };
+    // Reported, never assigned: a member of none, as the dashboard and the claim see it.
+    expect(await listed()).toEqual([]);
+    expect((await assign(pool, "n1", ["team-b", "team-c"])).status).toBe(200);
+    expect(await listed()).toEqual(["team-b", "team-c"]);
+    // The node reports again; the list still shows the assignment.
+    expect((await call(pool, "POST", "/nodes/n1/heartbeat", N1, { node_id: "n1", pools: ["team-a"] })).status).toBe(
+      200,
+    );
+    expect(await listed()).toEqual(["team-b", "team-c"]);
+    expect((await assign(pool, "n1", [])).status).toBe(200);
+    expect(await listed()).toEqual([]);
+    const dashboard = await (await call(pool, "GET", "/dashboard", OPS)).json<DashboardSummary>();
+    expect(dashboard.nodes.items.find((n) => n.node_id === "n1")!.pools).toEqual([]);
+  });
 });
 
 describe("team pools named at the approval of an enrolment", () => {

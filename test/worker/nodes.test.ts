@@ -61,6 +61,9 @@ describe("the node registry", () => {
     await call(pool, "POST", "/nodes/n1/heartbeat", { node_id: "n1", pools: ["team-a"] });
     await call(pool, "POST", "/nodes/n1/heartbeat", { node_id: "n1", pools: null });
     expect(await json(await claim(pool, "n1"))).toMatchObject({ job_id: job.job_id, payload: { pool: "team-a" } });
+    // Open, the pools a node reports make it a member, and the list shows them.
+    const [node] = await json<NodeRow[]>(await call(pool, "GET", "/nodes"));
+    expect(node).toMatchObject({ capabilities: { pools: ["team-a"] } });
   });
 
   it("re-registering replaces the registration and keeps the accepted-task count", async () => {
