@@ -278,6 +278,23 @@ export function enrolledOwner(sql: SqlStorage, nodeId: string): string | null {
   return row?.owner ?? null;
 }
 
+/**
+ * The hash of the node's enrolled, unrevoked credential; null without one
+ * (configured tokens, open mode, revoked). A claim at S > 1 reads it when
+ * its session is checked and again before it leases or holds, since it
+ * awaits between the two (docs/sharding.md §8.4).
+ */
+export function liveCredential(sql: SqlStorage, nodeId: string): string | null {
+  return (
+    sql
+      .exec<{ token_sha256: string }>(
+        "SELECT token_sha256 FROM node_credentials WHERE node_id = ? AND revoked_ms IS NULL",
+        nodeId,
+      )
+      .toArray()[0]?.token_sha256 ?? null
+  );
+}
+
 /** Whether the proof matches the node's enrolled, unrevoked credential (compared in constant time). */
 export function credentialValid(sql: SqlStorage, proof: CredentialProof): boolean {
   const row = sql

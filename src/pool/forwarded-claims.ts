@@ -79,6 +79,21 @@ export function claimsForwarded(pool: Pool, tickets: readonly ClaimTicket[]): Pr
   return Promise.all(tickets.map(({ holdMs: _, ...ticket }) => claimForwarded(pool, ticket)));
 }
 
+/**
+ * The node's home changed it while a forward of its claim is here
+ * (src/pool/sent-passports.ts): the new passport is kept, and the node's
+ * claims parked here are tried again by it at once (answered if it may no
+ * longer claim at all). Newer-wins, like a ticket's.
+ */
+export function passportChanged(pool: Pool, passport: Passport): Promise<void> {
+  return pool.change(
+    (now) => {
+      upsertPassport(pool.sql, passport, now);
+    },
+    { wakesNode: passport.nodeId },
+  );
+}
+
 /** How long past the home's answer this shard may still lease (docs/sharding.md §5.3): clock skew between objects. */
 export const NOT_AFTER_SLACK_MS = 1_000;
 

@@ -56,14 +56,15 @@ export async function claimAcrossShards(
   nodeId: string,
   jobId: string | null,
   local: LocalClaim,
+  credential: Credential,
   refused: Refusals = new Map(),
 ): Promise<ClaimResult> {
   if (jobId !== null) {
     const k = jobElsewhere(pool, jobId) ?? pool.shard;
-    const there = k === pool.shard ? await local() : await forwardAdmitted(pool, k, nodeId, jobId);
+    const there = k === pool.shard ? await local() : await forwardAdmitted(pool, k, nodeId, jobId, credential);
     // An id from the pool's one-shard days names a shard by chance and lives in shard 0 (src/pool/legacy-ids.ts).
     if (there.ok || there.reason !== "job_closed" || k === 0 || !hadOneShard(pool.sql)) return there;
-    return pool.shard === 0 ? local() : forwardAdmitted(pool, 0, nodeId, jobId);
+    return pool.shard === 0 ? local() : forwardAdmitted(pool, 0, nodeId, jobId, credential);
   }
   await refresh(pool);
   const node = gateOf(pool, nodeId);
@@ -86,6 +87,7 @@ export async function claimAcrossShards(
     const version = pool.summary.version(choice.shard);
     const result = await forward(pool, choice.shard, nodeId, null, Date.now() + UNHELD_NOT_AFTER_MS, {
       turn: turnOf(offered),
+      credential,
     });
     if (result.ok) return result;
     tried.add(choice.shard);
@@ -110,8 +112,15 @@ export function jobElsewhere(pool: Pool, jobId: string): number | null {
  * claim waiting on the answer: a lease, nothing at the hold's end, or the
  * job's close.
  */
-export function holdElsewhere(pool: Pool, k: number, nodeId: string, jobId: string, holdMs: number) {
-  return forward(pool, k, nodeId, jobId, Date.now() + holdMs + NOT_AFTER_SLACK_MS, { holdMs });
+export function holdElsewhere(
+  pool: Pool,
+  k: number,
+  nodeId: string,
+  jobId: string,
+  holdMs: number,
+  credential: Credential,
+) {
+  return forward(pool, k, nodeId, jobId, Date.now() + holdMs + NOT_AFTER_SLACK_MS, { holdMs, credential });
 }
 
 /** Answers a claim of `nodeId` held at shard k with nothing, now: the node claimed again. */
@@ -124,10 +133,16 @@ export async function releaseElsewhere(pool: Pool, k: number, nodeId: string): P
 }
 
 /** A claim for one job on shard k, once the home has admitted the node. */
-async function forwardAdmitted(pool: Pool, k: number, nodeId: string, jobId: string): Promise<ClaimResult> {
+async function forwardAdmitted(
+  pool: Pool,
+  k: number,
+  nodeId: string,
+  jobId: string,
+  credential: Credential,
+): Promise<ClaimResult> {
   const admitted = await pool.change((now) => admit(pool.sql, now, nodeId, pool.settings.owners));
   if (!admitted.ok) return admitted;
-  return forward(pool, k, nodeId, jobId, Date.now() + UNHELD_NOT_AFTER_MS);
+  return forward(pool, k, nodeId, jobId, Date.now() + UNHELD_NOT_AFTER_MS, { credential });
 }
 
 /**
@@ -166,7 +181,7 @@ export function forwardHeld(pool: Pool, changed?: string | null): void {
     if (choice.kind !== "forward") continue;
     const offered = offers.find((o) => o.shard === choice.shard)!;
     const ticket = ticketFor(pool, held.nodeId, null, held.endsAt + NOT_AFTER_SLACK_MS, { turn: turnOf(offered) });
-    if (ticket === null) continue;
+    if (typeof ticket === "string") continue;
     left(choice.shard).left -= 1;
     const batch = batches.get(choice.shard) ?? [];
     batches.set(choice.shard, batch);
@@ -177,11 +192,14 @@ export function forwardHeld(pool: Pool, changed?: string | null): void {
     const tickets = batch.map((b) => b.ticket);
     const notAfter = Math.min(...tickets.map((t) => t.notAfter));
     pool.forwardedClaims += tickets.length;
+    const out = tickets.map((t) => pool.sent.add(t.passport.nodeId, k, t.passport.version));
     const answers = ask<ForwardedClaimResult[]>(
       async () => await shardOf(pool, k).claimsForwarded(tickets),
       notAfter,
       tickets.map(() => NOTHING),
-    );
+    ).finally(() => {
+      for (const end of out) end();
+    });
     batch.forEach(({ held, ticket }, i) => {
       const forwarding = answers.then((results) => received(pool, k, ticket.passport.nodeId, results[i] ?? NOTHING));
       pool.held.forward(held, forwarding, k, version);
@@ -265,30 +283,83 @@ async function forward(
   nodeId: string,
   jobId: string | null,
   notAfter: number,
-  options: { holdMs?: number; turn?: Turn } = {},
+  options: { holdMs?: number; turn?: Turn; credential?: Credential } = {},
 ): Promise<ClaimResult> {
   const ticket = ticketFor(pool, nodeId, jobId, notAfter, options);
-  if (ticket === null) return { ok: false, reason: "unregistered" };
+  if (ticket === "unregistered") return { ok: false, reason: "unregistered" };
+  if (ticket === "cut_off") return CUT_OFF;
   pool.forwardedClaims += 1;
-  const result = await ask<ForwardedClaimResult>(
-    async () => await shardOf(pool, k).claimForwarded(ticket),
-    notAfter,
-    NOTHING,
-  );
-  return received(pool, k, nodeId, result);
+  const end = pool.sent.add(nodeId, k, ticket.passport.version);
+  try {
+    const result = await ask<ForwardedClaimResult>(
+      async () => await shardOf(pool, k).claimForwarded(ticket),
+      notAfter,
+      NOTHING,
+    );
+    return received(pool, k, nodeId, result);
+  } finally {
+    end();
+  }
 }
 
-/** A forward's ticket: a fresh claim id and the node's passport; null for a node no longer registered here. */
+/**
+ * The credential a claim's session was checked with, read in that turn:
+ * its hash, null for none (configured tokens, open mode), undefined when
+ * the claim is no node's own (a held claim's forward: a revocation
+ * releases those first).
+ */
+export type Credential = string | null | undefined;
+
+/** A claim whose machine was cut off while it was under way: answered at once, never held (§9). */
+export const CUT_OFF: ClaimResult = { ok: false, reason: "not_accepting" };
+
+/**
+ * A forward's ticket: a fresh claim id and the node's passport; none for a
+ * node no longer registered here, or for a revoked machine, or one
+ * whose credential is no longer the one its claim was checked with (§9: no
+ * lease after a revocation's answer, on any shard).
+ */
 function ticketFor(
   pool: Pool,
   nodeId: string,
   jobId: string | null,
   notAfter: number,
-  { holdMs, turn }: { holdMs?: number; turn?: Turn },
-): ClaimTicket | null {
+  { holdMs, turn, credential }: { holdMs?: number; turn?: Turn; credential?: Credential },
+): ClaimTicket | "unregistered" | "cut_off" {
   const passport = passportOf(pool.sql, nodeId, pool.settings.owners);
-  if (passport === null) return null;
+  if (passport === null) return "unregistered";
+  if (passport.revoked || (credential !== undefined && passport.credentialSha256 !== credential)) return "cut_off";
   return { claimId: claimId(), passport, jobId, notAfter, ...(holdMs ? { holdMs } : {}), ...(turn ? { turn } : {}) };
+}
+
+/**
+ * After a change at home: each node with a forward in flight whose
+ * passport the change moved has the new one pushed to the shards holding
+ * those forwards, awaited, so the change's caller is answered only once
+ * they have it (src/pool/sent-passports.ts). There it re-admits the
+ * node's claims parked for a job: answered when it may no longer claim,
+ * and gated by the new copy when work comes back. A shard that cannot be
+ * reached holds only a forward that ends by its ticket's notAfter.
+ */
+export async function pushPassports(pool: Pool): Promise<void> {
+  if (pool.sent.size === 0) return;
+  const versions = new Map(
+    pool.sql
+      .exec<{ node_id: string; version: number }>(
+        "SELECT node_id, passport_version AS version FROM nodes WHERE node_id IN (SELECT value FROM json_each(?))",
+        JSON.stringify(pool.sent.nodes()),
+      )
+      .toArray()
+      .map((row) => [row.node_id, row.version]),
+  );
+  const pushes: Promise<unknown>[] = [];
+  for (const { nodeId, shards } of pool.sent.outdated(versions)) {
+    const passport = passportOf(pool.sql, nodeId, pool.settings.owners);
+    if (passport === null) continue;
+    for (const k of shards)
+      pushes.push(ask(async () => await shardOf(pool, k).passportChanged(passport), Date.now() + 1_000, null));
+  }
+  await Promise.allSettled(pushes);
 }
 
 /**

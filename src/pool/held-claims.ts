@@ -9,10 +9,20 @@
 // (src/routes/leases.ts), so no lease goes to a caller that already read 204.
 
 import { shardStub } from "./address";
-import { claimAcrossShards, holdElsewhere, jobElsewhere, type LocalClaim, releaseElsewhere } from "./forwarding";
+import { liveCredential } from "./enrolment";
+import {
+  type Credential,
+  CUT_OFF,
+  claimAcrossShards,
+  holdElsewhere,
+  jobElsewhere,
+  type LocalClaim,
+  releaseElsewhere,
+} from "./forwarding";
 import { arm } from "./housekeeping";
 import { poolTaskCounts } from "./jobs";
 import { type ClaimResult, claim, endLeasesOf } from "./leases";
+import { type Passport, passportOf, upsertPassport } from "./passports";
 import type { Pool } from "./pool";
 import type { Turn } from "./scheduling";
 
@@ -35,6 +45,10 @@ export async function claimOrHold(
 ): Promise<ClaimResult> {
   // Its place among the held claims is its arrival here, not the end of its search, whose exchange may be slow.
   const arrived = pool.held.arrive();
+  // At S > 1 the claim awaits before it leases or holds (a summary refresh, a forward), so the credential its
+  // session was checked with in this turn is checked again then: a revocation answered meanwhile cuts it off (§9).
+  const credential: Credential = pool.shards > 1 ? liveCredential(pool.sql, nodeId) : undefined;
+  const cutOffSince = () => credential !== undefined && liveCredential(pool.sql, nodeId) !== credential;
   // A node that claims again has given up on its earlier claim (its client
   // timed out): answer that one now, so no lease goes to a closed connection.
   // A lease a forward of it still brings is the node's, and comes here.
@@ -44,10 +58,13 @@ export async function claimOrHold(
   if (forwarded !== null) void releaseElsewhere(pool, forwarded.shard, nodeId);
   const taken = forwarded === null ? null : await forwarded.forwarding;
   if (taken?.ok) return taken;
-  const local: LocalClaim = (floor, turn) => pool.change((now) => claimFor(pool, now, nodeId, jobId, floor, turn));
+  const local: LocalClaim = (floor, turn) =>
+    pool.change((now) => (cutOffSince() ? CUT_OFF : claimFor(pool, now, nodeId, jobId, floor, turn)));
   const refused: Refusals = new Map();
-  const result = pool.shards === 1 ? await local() : await claimAcrossShards(pool, nodeId, jobId, local, refused);
+  const result =
+    pool.shards === 1 ? await local() : await claimAcrossShards(pool, nodeId, jobId, local, credential, refused);
   if (result.ok || !worthWaiting(result) || waitMs <= 0) return result;
+  if (cutOffSince()) return CUT_OFF;
   // A claim for a job of another shard waits there, where the job's work and its close are.
   const elsewhere = jobId === null ? null : jobElsewhere(pool, jobId);
   if (elsewhere === null) {
@@ -63,7 +80,7 @@ export async function claimOrHold(
     Date.now(),
     waitMs,
     elsewhere,
-    () => holdElsewhere(pool, elsewhere, nodeId, jobId!, waitMs),
+    () => holdElsewhere(pool, elsewhere, nodeId, jobId!, waitMs, credential),
     arrived,
   );
 }
@@ -115,24 +132,31 @@ export function cutOff(pool: Pool, now: number, nodeId: string, why: string): vo
 
 /**
  * At the node's home, after the change that cut it off: every other shard
- * of the pool cuts it off too (its claims held there, its leases there, its
- * passport marked revoked), before the operator is answered, so a revoked
- * machine's task goes to another node now wherever it lives. A shard that
- * cannot be reached keeps the lease to its deadline; the credential is
- * refused at home either way.
+ * of the pool cuts it off too (its claims held there, its leases there),
+ * and keeps the revoked passport, at the version the revocation gave it,
+ * before the operator is answered: a revoked machine's task goes to
+ * another node now wherever it lives, and a forward of its claim still in
+ * flight, carrying an older passport, is refused when it lands (an older
+ * passport never replaces a newer one; a revoked one admits nothing). A
+ * shard that cannot be reached keeps the lease to its deadline; the
+ * credential is refused at home either way.
  */
 export async function cutOffElsewhere(pool: Pool, nodeId: string, why: string): Promise<void> {
   if (pool.shards === 1) return;
+  const passport = passportOf(pool.sql, nodeId, pool.settings.owners);
   const others = Array.from({ length: pool.shards }, (_, k) => k).filter((k) => k !== pool.shard);
   await Promise.allSettled(
-    others.map((k) => shardStub(pool.env, pool.settings.poolLocations, pool.poolName, k).cutOffHere(nodeId, why)),
+    others.map((k) =>
+      shardStub(pool.env, pool.settings.poolLocations, pool.poolName, k).cutOffHere(nodeId, why, passport),
+    ),
   );
 }
 
 /** The far half of `cutOffElsewhere`, at one shard: one change. */
-export function cutOffHere(pool: Pool, nodeId: string, why: string): Promise<void> {
+export function cutOffHere(pool: Pool, nodeId: string, why: string, passport: Passport | null): Promise<void> {
   return pool.change((now) => {
     cutOff(pool, now, nodeId, why);
+    if (passport !== null) upsertPassport(pool.sql, passport, now);
     pool.sql.exec("UPDATE passports SET revoked = 1 WHERE node_id = ?", nodeId);
   });
 }

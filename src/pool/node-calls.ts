@@ -23,8 +23,9 @@ export async function register(pool: Pool, registration: NodeRegistration, assig
 
 export async function heartbeatNode(pool: Pool, nodeId: string, heartbeat: NodeHeartbeat, assignedBy: string | null) {
   // Liveness is not a state change worth a log line every few seconds per
-  // node: only a node with a held claim needs the whole change.
-  if (!pool.held.holds(nodeId)) {
+  // node: only a node with a held claim, or a claim in flight to another
+  // shard (whose passport a drain must reach), needs the whole change.
+  if (!pool.held.holds(nodeId) && !pool.sent.has(nodeId)) {
     const now = Date.now();
     return pool.transaction(() => beat(pool.sql, now, nodeId, heartbeat, assignedBy));
   }

@@ -206,9 +206,11 @@ export function claimant(
     )
     .toArray()[0];
   if (home) return { ...home, owner: ownerOf(nodeId, owners, home.enrolled_owner), trusted: trusted(home) };
+  // A revoked machine's copy is kept (it outranks an older passport still in flight) but admits nothing (§9).
   const foreign = sql
     .exec<Omit<ClaimantRow, "trusted"> & { trusted: number }>(
-      "SELECT registration, status, held_until_ms, assigned_pools, owner, trusted FROM passports WHERE node_id = ?",
+      `SELECT registration, status, held_until_ms, assigned_pools, owner, trusted FROM passports
+       WHERE node_id = ? AND revoked = 0`,
       nodeId,
     )
     .toArray()[0];

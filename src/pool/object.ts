@@ -24,7 +24,13 @@ import { type CredentialProof, credentialValid, enrolledAmong, type IssuedCreden
 import * as enrolment from "./enrolment-flows";
 import { exchangeNow, joinSummary } from "./exchange";
 import { fleetSummary, nodeAnswers, type PendingClass, pendingClasses } from "./fleet";
-import { type ClaimTicket, claimForwarded, claimsForwarded, type ForwardedClaimResult } from "./forwarded-claims";
+import {
+  type ClaimTicket,
+  claimForwarded,
+  claimsForwarded,
+  type ForwardedClaimResult,
+  passportChanged,
+} from "./forwarded-claims";
 import { forwardHeld } from "./forwarding";
 import { claimOrHold, cutOffHere } from "./held-claims";
 import { guardHomes, Homes, holdsNode, whereIs } from "./homes";
@@ -38,6 +44,7 @@ import { forwardLegacyIds, hadOneShard } from "./legacy-ids";
 import { metricsSample } from "./metrics";
 import * as nodes from "./node-calls";
 import { deliver, type OutcomeMessage } from "./outcomes";
+import type { Passport } from "./passports";
 import { placementAnswers, placementFacts, placementReport, queueElsewhere } from "./placement-report";
 import { Pool } from "./pool";
 import { reserveSlot } from "./reservations";
@@ -266,8 +273,13 @@ export class PoolObject extends DurableObject<Env> {
   }
 
   /** At a shard other than the node's home: its credential was revoked or replaced there (src/pool/held-claims.ts). */
-  cutOffHere(nodeId: string, why: string): Promise<void> {
-    return cutOffHere(this.#pool, nodeId, why);
+  cutOffHere(nodeId: string, why: string, passport: Passport | null = null): Promise<void> {
+    return cutOffHere(this.#pool, nodeId, why, passport);
+  }
+
+  /** The home changed a node whose claim it forwarded here (src/pool/sent-passports.ts): its new passport. */
+  passportChanged(passport: Passport): Promise<void> {
+    return passportChanged(this.#pool, passport);
   }
 
   /** Answers a claim of `nodeId` held here for its home with nothing: the node claimed again there. */
@@ -485,6 +497,7 @@ type Lifecycle =
   | "claimsForwarded"
   | "releaseForwarded"
   | "cutOffHere"
+  | "passportChanged"
   | "deliver"
   | "summaryChanged";
 
@@ -503,6 +516,7 @@ const NodeSession = sessionClass<PoolObject, Lifecycle>(PoolObject.prototype, [
   "claimsForwarded",
   "releaseForwarded",
   "cutOffHere",
+  "passportChanged",
   "deliver",
   "summaryChanged",
 ]);

@@ -14,12 +14,13 @@ import { shardName, shardOfName } from "./address";
 import { Grants } from "./digest";
 import type { EventRow } from "./events";
 import { SummaryLink } from "./exchange";
-import { forwardHeld } from "./forwarding";
+import { forwardHeld, pushPassports } from "./forwarding";
 import { answerHeld, HeldClaims } from "./held-claims";
 import { AlarmClock, arm } from "./housekeeping";
 import { logEvent, logLine } from "./log";
 import { sendWritten } from "./outbox";
 import { Reservations } from "./reservations";
+import { SentPassports } from "./sent-passports";
 import { SummaryCopy } from "./summary-copy";
 
 export type ChangeOptions = {
@@ -43,6 +44,8 @@ export class Pool {
   readonly link = new SummaryLink();
   /** Per shard: what is left of this home's allotment for held claims there at a digest version (docs/sharding.md §6.3). */
   readonly allotments = new Map<number, { version: number; left: number }>();
+  /** The passports out at other shards with claims in flight (src/pool/sent-passports.ts). */
+  readonly sent = new SentPassports();
   /** Claims sent to another shard since the object started (flashedge_forwarded_claims_total). */
   forwardedClaims = 0;
 
@@ -176,6 +179,8 @@ export class Pool {
     // What another shard refused its claim for may be what changed: its refusals are forgotten.
     if ((options.wakesClaims || options.wakesNode !== undefined) && this.held.size > 0 && this.shards > 1)
       forwardHeld(this, options.wakesClaims ? null : options.wakesNode);
+    // A node this change moved has its new passport at every shard its claims are in flight to, before the answer.
+    await pushPassports(this);
     // Outbox rows the change wrote for other shards leave now (src/pool/outbox.ts); none at one shard.
     await sendWritten(this, () => arm(this));
     return result;

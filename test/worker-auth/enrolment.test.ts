@@ -599,6 +599,7 @@ describe("an enrolled node's session", () => {
         "claimsForwarded",
         "releaseForwarded",
         "cutOffHere",
+        "passportChanged",
         "deliver",
         "summaryChanged",
       ].includes(name),
