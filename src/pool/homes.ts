@@ -10,6 +10,13 @@
 // shard learns a home once, in memory: the fact never changes while the
 // node is registered.
 //
+// A credential is checked at one shard only: a shard asked to check one
+// for a node it neither holds nor points to never asks about that node
+// elsewhere (the id is the caller's to pick, so a per-id question would
+// let a forger make shard 0 answer for every id). It asks the shards that
+// may hold its registry nodes for all of them at once, at most once a
+// minute, and records pointers (`pullPointers`).
+//
 // At S = 1 nothing here runs.
 
 import { type Locale, locationGroups, nearestHome } from "../rules/homing";
@@ -28,7 +35,11 @@ export function notHomeShard(error: unknown): number | null {
   return Number.isInteger(shard) && shard >= 0 ? shard : null;
 }
 
-/** How long a shard remembers that no shard holds a node, so a node that claims before it registers asks once a minute. */
+/**
+ * How long a shard remembers that no shard holds a node, so a node that
+ * claims before it registers asks once a minute; and how long pointers
+ * pulled for credential checks stand before a check may pull again.
+ */
 const UNKNOWN_MS = 60_000;
 
 /** Whether this shard is the home of `nodeId`: it holds its registration or its enrolled credential. */
@@ -44,12 +55,73 @@ export function holdsNode(sql: SqlStorage, nodeId: string): boolean {
   );
 }
 
-/** The home this shard's pointer names for `nodeId`: one it homed elsewhere, by location, as its registry shard. */
+/**
+ * The home this shard's pointer names for `nodeId`, as its registry
+ * shard: one it homed elsewhere by location (`node`), or one pulled from
+ * the shard that holds the node (`pulled`, a copy of what that shard
+ * knows, which a lower's emptiness check does not count).
+ */
 function pointer(sql: SqlStorage, nodeId: string): number | null {
   return (
-    sql.exec<{ home: number }>("SELECT home FROM homes WHERE kind = 'node' AND name = ?", nodeId).toArray()[0]?.home ??
-    null
+    sql
+      .exec<{ home: number }>(
+        "SELECT home FROM homes WHERE kind IN ('node', 'pulled') AND name = ? ORDER BY kind LIMIT 1",
+        nodeId,
+      )
+      .toArray()[0]?.home ?? null
   );
+}
+
+/**
+ * The shards that may hold a node whose registry shard is `self` while
+ * `self` holds no pointer to it: shard 0 (credentials installed there
+ * before they went home, nodes of a pool's one-shard days or of pinned
+ * homes), and, for a shard a raise added, every shard of each layout
+ * before it (a node stays home, and jump hashing moves a node only onto
+ * an added shard). `counts`: the layout's shard counts, oldest first.
+ */
+function pointerSources(self: number, counts: readonly number[]): number[] {
+  const sources = new Set([0]);
+  for (const s of counts.slice(0, -1)) if (self >= s) for (let k = 0; k < s; k++) sources.add(k);
+  sources.delete(self);
+  return [...sources];
+}
+
+/** The nodes this shard holds whose registry shard is `registry`: what that shard pulls as pointers here. */
+export function homedFor(pool: Pool, registry: number): string[] {
+  if (pool.shards === 1 || registry === pool.shard) return [];
+  return pool.sql
+    .exec<{ node_id: string }>("SELECT node_id FROM nodes UNION SELECT node_id FROM node_credentials")
+    .toArray()
+    .map((r) => r.node_id)
+    .filter((nodeId) => registryShard(nodeId, pool.shards) === registry);
+}
+
+/**
+ * Records a pointer here for every node a source shard holds whose
+ * registry shard is this one (written once per node: an existing pointer
+ * stands, as the first request's choice does).
+ */
+async function pullPointers(pool: Pool): Promise<void> {
+  const sources = pointerSources(pool.shard, layoutCounts(pool.sql, pool.shards));
+  const { poolLocations } = pool.settings;
+  const pulled = await Promise.all(
+    sources.map(async (k) => ({
+      home: k,
+      nodeIds: await shardStub(pool.env, poolLocations, pool.poolName, k).homedFor(pool.shard),
+    })),
+  );
+  const now = Date.now();
+  pool.transaction(() => {
+    for (const { home, nodeIds } of pulled)
+      if (nodeIds.length > 0)
+        pool.sql.exec(
+          "INSERT OR IGNORE INTO homes (kind, name, home, recorded_ms) SELECT 'pulled', value, ?, ? FROM json_each(?)",
+          home,
+          now,
+          JSON.stringify(nodeIds),
+        );
+  });
 }
 
 /** Where this shard knows node `nodeId` lives: here, or where its pointer says; null: it does not know. */
@@ -115,6 +187,8 @@ const REMEMBERED = 10_000;
 export class Homes {
   readonly #known = new Map<string, number>();
   readonly #unknown = new Map<string, number>();
+  /** The last pull of pointers (`pullPointers`), and until when it stands. */
+  #pulled: { done: Promise<void>; untilMs: number } | null = null;
 
   /**
    * Rejects with NOT_HOME when `nodeId` lives on another shard; resolves
@@ -125,11 +199,31 @@ export class Homes {
    * or when a candidate's pointer names this shard, and is otherwise sent
    * to its registry shard. The registry shard itself sends it on to the
    * shard `locale` makes nearest, if another (`homeByLocation`).
+   *
+   * A call that checks a credential (`proving`) is never sent on by a
+   * question about its node: only by what this shard holds, including
+   * the pointers it pulls (`pullPointers`). Resolved, it finds no
+   * credential here and is refused: one object call.
    */
-  async check(pool: Pool, nodeId: string, registering: boolean, locale: Locale | null = null): Promise<void> {
+  async check(
+    pool: Pool,
+    nodeId: string,
+    registering: boolean,
+    locale: Locale | null = null,
+    proving = false,
+  ): Promise<void> {
     if (pool.shards === 1 || holdsNode(pool.sql, nodeId)) return;
     const known = this.#known.get(nodeId) ?? pointer(pool.sql, nodeId) ?? undefined;
     if (known !== undefined && known !== pool.shard) throw new Error(`${NOT_HOME}${known}`);
+    if (proving) {
+      // Only a Worker on another layout guesses another shard: the registry shard answers for the node.
+      const registry = registryShard(nodeId, pool.shards);
+      if (registry !== pool.shard) throw new Error(`${NOT_HOME}${registry}`);
+      await this.#pull(pool);
+      const pointed = pointer(pool.sql, nodeId);
+      if (pointed !== null && pointed !== pool.shard) throw new Error(`${NOT_HOME}${pointed}`);
+      return;
+    }
     const now = Date.now();
     const registry = registryShard(nodeId, pool.shards);
     const earlier = homeCandidates(nodeId, layoutCounts(pool.sql, pool.shards));
@@ -159,6 +253,18 @@ export class Homes {
     const chosen = homeByLocation(pool, nodeId, locale);
     if (chosen !== pool.shard) throw new Error(`${NOT_HOME}${chosen}`);
   }
+
+  /** Pulls pointers at most once a minute, however many ids are asked about; a failed pull is tried again by the next check. */
+  #pull(pool: Pool): Promise<void> {
+    const now = Date.now();
+    if (this.#pulled !== null && this.#pulled.untilMs > now) return this.#pulled.done;
+    const done = pullPointers(pool).catch((error: unknown) => {
+      this.#pulled = null;
+      throw error;
+    });
+    this.#pulled = { done, untilMs: now + UNKNOWN_MS };
+    return done;
+  }
 }
 
 /**
@@ -184,10 +290,11 @@ function layoutCounts(sql: SqlStorage, configured: number): number[] {
   return counts;
 }
 
-/** Which argument of a call names the node it is about, whether the call may home it, and where it came from. */
+/** Which argument of a call names the node it is about, whether the call may home it or checks its credential, and where it came from. */
 type NodeAddressed = {
   nodeOf: (args: unknown[]) => unknown;
   registering: boolean;
+  proving?: boolean;
   localeOf?: (args: unknown[]) => unknown;
 };
 
@@ -195,6 +302,7 @@ const FIRST: NodeAddressed = { nodeOf: (args) => args[0], registering: false };
 const PROOF: NodeAddressed = {
   nodeOf: (args) => (args[0] as { nodeId?: unknown } | undefined)?.nodeId,
   registering: false,
+  proving: true,
 };
 const HOME_ROUTED: Readonly<Record<string, NodeAddressed>> = {
   register: {
@@ -231,7 +339,9 @@ export function guardHomes<T extends object>(prototype: T, homesOf: (object: T) 
         const nodeId = addressed.nodeOf(args);
         if (pool.shards === 1 || typeof nodeId !== "string") return method.apply(this, args);
         const locale = asLocale(addressed.localeOf?.(args));
-        return homes.check(pool, nodeId, addressed.registering, locale).then(() => method.apply(this, args));
+        return homes
+          .check(pool, nodeId, addressed.registering, locale, addressed.proving)
+          .then(() => method.apply(this, args));
       },
     });
   }

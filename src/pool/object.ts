@@ -33,7 +33,7 @@ import {
 } from "./forwarded-claims";
 import { forwardHeld } from "./forwarding";
 import { claimOrHold, cutOffHere } from "./held-claims";
-import { guardHomes, Homes, holdsNode, whereIs } from "./homes";
+import { guardHomes, Homes, holdsNode, homedFor, whereIs } from "./homes";
 import { alarm } from "./housekeeping";
 import * as jobs from "./job-calls";
 import type { JobPlace } from "./jobs";
@@ -250,6 +250,11 @@ export class PoolObject extends DurableObject<Env> {
   /** Where this shard knows node `nodeId` lives, itself or by its pointer (src/pool/homes.ts); null: it does not know. */
   whereIs(nodeId: string): number | null {
     return whereIs(this.#pool.sql, this.#pool.shard, nodeId);
+  }
+
+  /** The nodes held here whose registry shard is `registry`, pulled by it as pointers (src/pool/homes.ts). */
+  homedFor(registry: number): string[] {
+    return homedFor(this.#pool, registry);
   }
 
   /** A credential shard 0 issued, installed here at the node's home (src/pool/enrolment-flows.ts). */
@@ -488,6 +493,7 @@ type Lifecycle =
   | "vouch"
   | "holdsNode"
   | "whereIs"
+  | "homedFor"
   | "installCredential"
   | "enrolledAmong"
   | "alarm"
@@ -507,6 +513,7 @@ const NodeSession = sessionClass<PoolObject, Lifecycle>(PoolObject.prototype, [
   "vouch",
   "holdsNode",
   "whereIs",
+  "homedFor",
   "installCredential",
   "enrolledAmong",
   "alarm",

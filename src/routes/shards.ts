@@ -8,7 +8,10 @@
 // do nodes: a node's home is its registry shard, jump(node_id, S), unless a
 // NOT_HOME answer names another (src/pool/homes.ts), which the isolate keeps.
 // An enrolled node's credential is installed at its home when its code is
-// redeemed (§8.4); one enrolled before that lives in shard 0.
+// redeemed (§8.4); one enrolled before that lives in shard 0, and its
+// registry shard points there. A credential is checked at one shard per
+// request: its node's home, or the registry shard, which refuses an id it
+// neither holds nor points to without asking another shard.
 
 import { shardStub } from "../pool/address";
 import type { CredentialProof } from "../pool/enrolment";
@@ -152,9 +155,11 @@ export function poolShards(
       return stub(k);
     }
     // Thought to be the caller's home: its session there, or, where a NOT_HOME answer says it lives elsewhere, a visit.
-    return calls((name, args) =>
-      routed(proof.nodeId, async (h) => at(h === k ? shard(k) : await visit(k), name, args)),
-    );
+    // Once this request's vouch is asked for (a read of every shard), it answers here too: a refusal costs that one call.
+    return calls(async (name, args) => {
+      if (vouched !== null && !(await vouched)) throw new Error(CREDENTIAL_REFUSED);
+      return routed(proof.nodeId, async (h) => at(h === k ? shard(k) : await visit(k), name, args));
+    });
   };
   const ofJob = (jobId: string) => shardOfId(pool, jobId, "", count).shard;
   return {

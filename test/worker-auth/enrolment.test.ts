@@ -590,6 +590,7 @@ describe("an enrolled node's session", () => {
         "vouch",
         "holdsNode",
         "whereIs",
+        "homedFor",
         "installCredential",
         "enrolledAmong",
         "alarm",

@@ -531,7 +531,7 @@ describe("shard-to-shard calls are out of every caller's reach", () => {
     expect(Object.keys(sources).length).toBeGreaterThan(10);
     for (const [file, text] of Object.entries(sources)) {
       expect(text, file).not.toMatch(
-        /claimForwarded|releaseForwarded|cutOffHere|\.deliver\(|installCredential|enrolledAmong|whereIs/,
+        /claimForwarded|releaseForwarded|cutOffHere|\.deliver\(|installCredential|enrolledAmong|whereIs|homedFor/,
       );
     }
   });
