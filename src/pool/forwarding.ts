@@ -25,7 +25,11 @@ import { passportOf } from "./passports";
 import type { Pool } from "./pool";
 import type { Turn } from "./scheduling";
 
-/** At most this many shards are asked per claim (§5.1). */
+/**
+ * At most this many shards are asked per claim (§5.1), unless a shard not
+ * yet asked offers a higher priority than the home's own work: priority
+ * beats home-first, at up to S − 1 forwards for a claim whose offers are stale.
+ */
 export const MAX_FORWARDS = 2;
 /**
  * How long a forward of a claim that is not held may still lease: the home
@@ -73,7 +77,7 @@ export async function claimAcrossShards(
   // The home's own work is weighed exactly, by the same pool-wide passes as the others' (§7.1, §7.2).
   let here: Offer | null = localOffer(pool, node);
   const tried = new Set<number>();
-  for (let forwards = 0; forwards < MAX_FORWARDS; ) {
+  for (let forwards = 0; ; ) {
     const choice = chooseShard(offers, pool.shard, here, tried, Math.random);
     if (choice.kind === "none") break;
     if (choice.kind === "local") {
@@ -82,18 +86,21 @@ export async function claimAcrossShards(
       here = null;
       continue;
     }
-    forwards++;
     const offered = offers.find((o) => o.shard === choice.shard)!;
+    // Past MAX_FORWARDS a forward is owed only to a priority above this shard's own work, which the
+    // fallback below would serve instead (§13 rule 1 over home-first); each shard is asked once at most.
+    if (forwards >= MAX_FORWARDS && (here === null || offered.priority <= here.priority)) break;
+    forwards++;
     const version = pool.summary.version(choice.shard);
     const result = await forward(pool, choice.shard, nodeId, null, Date.now() + UNHELD_NOT_AFTER_MS, {
       turn: turnOf(offered),
       credential,
     });
-    if (result.ok) return result;
+    if (result.ok || result.reason !== "nothing") return result;
     tried.add(choice.shard);
     refused.set(choice.shard, version);
   }
-  // Nothing elsewhere after all: anything here.
+  // Nothing better elsewhere after all: this shard's best.
   return local();
 }
 
