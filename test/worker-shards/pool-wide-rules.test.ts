@@ -11,6 +11,7 @@ import {
   claim,
   freshPool,
   json,
+  nodeIdAt,
   register,
   sha256,
   sleep,
@@ -102,6 +103,38 @@ describe("fair share between tenants across shards", () => {
       // At one shard exactly 10; over shards within a turn or two (docs/sharding.md §7.2).
       expect(share).toBeGreaterThanOrEqual(8);
       expect(share).toBeLessThanOrEqual(12);
+    },
+  );
+});
+
+describe("retry elsewhere across shards", () => {
+  // Where the broken node, the healthy node and the job live, relative to one another.
+  it.each([
+    [0, 1, 2],
+    [0, 0, 1],
+    [1, 0, 0],
+    [0, 1, 1],
+  ])(
+    "broken at %i, healthy at %i, job at %i: the broken node's next claim passes over the task it failed while the healthy node is idle",
+    async (b, h, j) => {
+      const pool = freshPool();
+      const broken = nodeIdAt(pool, "broken", b);
+      const healthy = nodeIdAt(pool, "healthy", h);
+      await register(pool, broken);
+      await register(pool, healthy);
+      const job = await submitTo(pool, j, trialsJob(2, {}, { retryPolicy: { maxTaskAttempts: 2 } }));
+      await sleep(SUMMARY_AGE_MS);
+      const first = await json<Lease>(await claim(pool, broken));
+      expect((await call(pool, "POST", `/attempts/${first.lease_id}/fail`, { reason: "x" })).status).toBe(200);
+      const again = await json<Lease>(await claim(pool, broken));
+      expect(again.task_id).not.toBe(first.task_id);
+      // The healthy node takes the failed task; the job does not fail.
+      const retry = await json<Lease>(await claim(pool, healthy));
+      expect(retry).toMatchObject({ task_id: first.task_id, attempt_number: 2 });
+      await commitLease(pool, retry);
+      expect((await call(pool, "POST", `/attempts/${again.lease_id}/fail`, { reason: "x" })).status).toBe(200);
+      await commitLease(pool, await json<Lease>(await claim(pool, healthy)));
+      expect((await json<{ state: string }>(await call(pool, "GET", `/jobs/${job}`))).state).toBe("SUCCEEDED");
     },
   );
 });

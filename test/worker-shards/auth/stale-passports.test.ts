@@ -84,7 +84,10 @@ async function waitParked(pool: string, k: number, nodeId: string): Promise<void
     const there = await runInDurableObject(shard(pool, k), (_o, state) =>
       state.storage.sql.exec("SELECT 1 FROM passports WHERE node_id = ?", nodeId).toArray(),
     );
-    if (there.length > 0) return sleep(100);
+    if (there.length > 0) {
+      await sleep(100);
+      return;
+    }
     await sleep(10);
   }
   throw new Error(`no claim of ${nodeId} reached shard ${k}`);
