@@ -21,6 +21,8 @@ const { version } = JSON.parse(readFileSync(new URL("../package.json", import.me
 
 /** @param {string} text */
 const print = (text) => void process.stdout.write(`${text}\n`);
+/** @param {string} text  a line for a person, on stderr, beside what `print` gives a script */
+const note = (text) => void process.stderr.write(`${text}\n`);
 
 /** @param {string} value */
 function positiveInt(value) {
@@ -76,7 +78,8 @@ function against(command) {
       // an unparseable --url: coordinator() below says so
     }
     const api = coordinator({ url, pool, token });
-    const code = await command({ api, json: Boolean(globals.json), print }, ...args.slice(0, -1));
+    const context = { api, json: Boolean(globals.json), print, note, tty: Boolean(process.stdout.isTTY) };
+    const code = await command(context, ...args.slice(0, -1));
     if (typeof code === "number") process.exitCode = code;
   };
 }

@@ -12,7 +12,7 @@ import { countsLine, progressOf, table } from "./render.mjs";
 
 /**
  * @typedef {import("./coordinator.mjs").Coordinator} Coordinator
- * @typedef {{ api: Coordinator, json: boolean, print: (text: string) => void }} Context
+ * @typedef {{ api: Coordinator, json: boolean, print: (text: string) => void, note?: (text: string) => void, tty?: boolean }} Context
  * @typedef {import("../src/protocol/jobs").JobRecord & { task_counts: Partial<Record<import("../src/protocol/tasks").TaskState, number>> }} ServedJob
  * @typedef {import("../src/protocol/jobs").Event & { seq: number }} ServedEvent
  * @typedef {{ task_id: string, state: string, attempts: number, max_attempts: number, node_id: string | null, deadline: string | null }} TaskRow
@@ -76,7 +76,12 @@ async function getJob(ctx, job) {
 export async function submit(ctx, file) {
   const record = /** @type {ServedJob} */ (await ctx.api.call("POST", "/jobs", readJobFile(file)));
   if (ctx.json) return ctx.print(JSON.stringify(record));
-  ctx.print(`submitted job ${record.job_id} (${record.spec.metadata.name}): ${countsLine(record.task_counts ?? {})}`);
+  const sentence = `submitted job ${record.job_id} (${record.spec.metadata.name}): ${countsLine(record.task_counts ?? {})}`;
+  // Piped or captured (`JOB=$(flashedge submit f.yaml)`), stdout is the id alone and the sentence goes to stderr,
+  // as `gh` and `kubectl -o name` do; at a terminal, the sentence.
+  if (ctx.tty !== false || ctx.note === undefined) return ctx.print(sentence);
+  ctx.note(sentence);
+  ctx.print(record.job_id);
 }
 
 /**
