@@ -163,13 +163,16 @@ async function openCoordinator() {
 
   await api.register(null, { node_id: "cpu-1" });
   let jobId = "";
-  await check("submit FILE (YAML) queues the job: stdout, captured, is its id alone (JOB=$(flashedge submit f)); stderr says it", async () => {
-    const r = await cli([...at, "submit", yamlJob("search", 4)]);
-    exits(r, 0);
-    assert.match(r.stdout, /^[0-9a-f]{12}\n$/);
-    jobId = r.stdout.trim();
-    assert.match(r.stderr, new RegExp(`submitted job ${jobId} \\(search\\): 4 tasks: 4 PENDING`));
-  });
+  await check(
+    "submit FILE (YAML) queues the job: stdout, captured, is its id alone (JOB=$(flashedge submit f)); stderr says it",
+    async () => {
+      const r = await cli([...at, "submit", yamlJob("search", 4)]);
+      exits(r, 0);
+      assert.match(r.stdout, /^[0-9a-f]{12}\n$/);
+      jobId = r.stdout.trim();
+      assert.match(r.stderr, new RegExp(`submitted job ${jobId} \\(search\\): 4 tasks: 4 PENDING`));
+    },
+  );
   await check("status shows the state and task counts", async () => {
     const r = await cli([...at, "status", jobId]);
     exits(r, 0);
