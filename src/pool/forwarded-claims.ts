@@ -18,6 +18,7 @@ import { type ClaimResult, claim, findLease } from "./leases";
 import type { Passport, PassportVersion } from "./passports";
 import { heldPassportVersion, upsertPassport } from "./passports";
 import type { Pool } from "./pool";
+import { type ReplicaTask, replicaTask } from "./replicas-elsewhere";
 import type { Turn } from "./scheduling";
 
 /**
@@ -39,11 +40,16 @@ export type ClaimTicket = {
 };
 
 /**
- * A claim's answer, with its lease's tenant and priority on a lease; or
- * `stale_passport` for a ticket naming a version this shard does not hold
- * (the home resends it with the passport in full).
+ * A claim's answer, with its lease's tenant and priority on a lease, and on
+ * a replica's lease its task (src/pool/replicas-elsewhere.ts: for the home
+ * alone, never passed on to the node); or `stale_passport` for a ticket
+ * naming a version this shard does not hold (the home resends it with the
+ * passport in full).
  */
-export type ForwardedClaimResult = ClaimResult | { ok: false; reason: "stale_passport" };
+export type ForwardedClaimResult =
+  | ClaimResult
+  | (Extract<ClaimResult, { ok: true }> & { replica?: ReplicaTask })
+  | { ok: false; reason: "stale_passport" };
 
 const NOTHING: ForwardedClaimResult = { ok: false, reason: "nothing" };
 
@@ -51,13 +57,18 @@ const NOTHING: ForwardedClaimResult = { ok: false, reason: "nothing" };
 export async function claimForwarded(pool: Pool, ticket: ClaimTicket): Promise<ForwardedClaimResult> {
   const result = await pool.change((now) => {
     const { tenantWeights, retryElsewhereMs, owners, membership } = pool.settings;
-    return forwardedClaim(pool.sql, now, ticket, (sql, nodeId, jobId, claimId) =>
-      claim(sql, now, nodeId, jobId, tenantWeights, Math.random, retryElsewhereMs, owners, membership, {
-        claimId,
-        mint: pool.mintHex,
-        turn: ticket.turn,
-        idleElsewhere: pool.summary.idleElsewhere(now),
-      }),
+    return forwardedClaim(
+      pool.sql,
+      now,
+      ticket,
+      (sql, nodeId, jobId, claimId) =>
+        claim(sql, now, nodeId, jobId, tenantWeights, Math.random, retryElsewhereMs, owners, membership, {
+          claimId,
+          mint: pool.mintHex,
+          turn: ticket.turn,
+          idleElsewhere: pool.summary.idleElsewhere(now),
+        }),
+      pool.link.built?.version ?? 0,
     );
   });
   const now = Date.now();
@@ -101,13 +112,16 @@ export const NOT_AFTER_SLACK_MS = 1_000;
  * The forwarded claim's transaction: refused past `notAfter`; the passport
  * kept (an older one never overwrites a newer); the lease already issued
  * for this claim id, if it is still live; else `claimAs`, today's claim
- * with the claim id on its lease.
+ * with the claim id on its lease. `digestVersion`: the version of this
+ * shard's digest built last (0: none yet), which a replica's task is told
+ * home with.
  */
 export function forwardedClaim(
   sql: SqlStorage,
   now: number,
   ticket: ClaimTicket,
   claimAs: (sql: SqlStorage, nodeId: string, jobId: string | null, claimId: string) => ClaimResult,
+  digestVersion = 0,
 ): ForwardedClaimResult {
   if (now > ticket.notAfter) return NOTHING;
   const { passport } = ticket;
@@ -120,17 +134,24 @@ export function forwardedClaim(
   if (earlier !== undefined) {
     // The claim was served before its answer was lost; once that lease has ended, it gets nothing more.
     const row = findLease(sql, earlier.lease_id);
-    return row && isLiveLease(row, now) && row.node_id === passport.nodeId ? placed(sql, leaseRecord(row)) : NOTHING;
+    return row && isLiveLease(row, now) && row.node_id === passport.nodeId
+      ? placed(sql, leaseRecord(row), row.task_seq, digestVersion)
+      : NOTHING;
   }
   const result = claimAs(sql, passport.nodeId, ticket.jobId, ticket.claimId);
-  return result.ok ? placed(sql, result.lease) : result;
+  return result.ok ? placed(sql, result.lease, leaseTask(sql, result.lease.lease_id), digestVersion) : result;
 }
+
+const leaseTask = (sql: SqlStorage, leaseId: string): number =>
+  sql.exec<{ task_seq: number }>("SELECT task_seq FROM leases WHERE lease_id = ?", leaseId).one().task_seq;
 
 /**
  * A lease's answer with its job's tenant and priority, for the home's own
- * count of grants. The home learns the deadline from it (docs/sharding.md §8.3).
+ * count of grants, and a replica's task, for the home's count of the work
+ * the node may take here (src/pool/replicas-elsewhere.ts). The home learns
+ * the deadline from it (docs/sharding.md §8.3).
  */
-function placed(sql: SqlStorage, lease: WireLease): ForwardedClaimResult {
+function placed(sql: SqlStorage, lease: WireLease, taskSeq: number, digestVersion: number): ForwardedClaimResult {
   sql.exec(
     "UPDATE passports SET told_until_ms = MAX(told_until_ms, ?) WHERE node_id = ?",
     Date.parse(lease.deadline),
@@ -142,5 +163,11 @@ function placed(sql: SqlStorage, lease: WireLease): ForwardedClaimResult {
       lease.job_id,
     )
     .toArray()[0];
-  return { ok: true, lease, ...(job ? { tenant: job.tenant, priority: job.priority } : {}) };
+  const replica = replicaTask(sql, taskSeq, digestVersion);
+  return {
+    ok: true,
+    lease,
+    ...(job ? { tenant: job.tenant, priority: job.priority } : {}),
+    ...(replica ? { replica } : {}),
+  };
 }

@@ -23,6 +23,7 @@ import { hadOneShard } from "./legacy-ids";
 import { seen } from "./nodes";
 import { passportOf } from "./passports";
 import type { Pool } from "./pool";
+import { classesFor, type ReplicaTask, replicaElsewhere } from "./replicas-elsewhere";
 import type { Turn } from "./scheduling";
 
 /**
@@ -72,7 +73,7 @@ export async function claimAcrossShards(
   }
   await refresh(pool);
   const node = gateOf(pool, nodeId);
-  const offers = node === null ? [] : offersFor(pool, node);
+  const offers = node === null ? [] : offersFor(pool, node, nodeId);
   if (node === null || offers.length === 0) return local();
   // The home's own work is weighed exactly, by the same pool-wide passes as the others' (§7.1, §7.2).
   let here: Offer | null = localOffer(pool, node);
@@ -181,7 +182,7 @@ export function forwardHeld(pool: Pool, changed?: string | null): void {
   for (const [held, node] of gates) {
     if (node === null) continue;
     const own = held.nodeId === changed;
-    const offers = offersFor(pool, node).filter(
+    const offers = offersFor(pool, node, held.nodeId).filter(
       (o) => (own || left(o.shard).left > 0) && held.refused.get(o.shard) !== pool.summary.version(o.shard),
     );
     const choice = chooseShard(offers, pool.shard, null, new Set(), Math.random);
@@ -245,11 +246,17 @@ function allottedAt(pool: Pool, k: number, gates: NodeGate[], now: number): { ve
   return fresh;
 }
 
-/** Each other shard's best offer for this node, by the home's copy of the summary. */
-function offersFor(pool: Pool, accepts: (requirement: string) => boolean): Offer[] {
+/**
+ * Each other shard's best offer for this node, by the home's copy of the
+ * summary, less the replicating tasks there the node may not take: those it
+ * or its owner ran a replica of (src/pool/replicas-elsewhere.ts), so whether
+ * its claim is sent on never depends on whether its own task is being checked.
+ */
+function offersFor(pool: Pool, accepts: (requirement: string) => boolean, nodeId: string): Offer[] {
   const now = Date.now();
-  const classes = pool.summary.classes(now);
-  if (classes.length === 0) return [];
+  const copied = pool.summary.classes(now);
+  if (copied.length === 0) return [];
+  const classes = classesFor(pool, nodeId, copied);
   return shardOffers(classes, accepts, pool.summary.tenants(now), passOf(pool), weightOf(pool), servedOf(pool));
 }
 
@@ -388,15 +395,32 @@ async function ask<T>(call: () => Promise<T>, notAfter: number, none: T): Promis
   }
 }
 
-/** Shard k's answer to a forward of `nodeId`'s claim, taken in at home: its grant counted, its lease's deadline seen. */
+/**
+ * Shard k's answer to a forward of `nodeId`'s claim, taken in at home: its
+ * grant counted, its lease's deadline seen, a replica's task kept for the
+ * node's offers. The node gets the lease and nothing else of the answer.
+ */
 function received(pool: Pool, k: number, nodeId: string, result: ForwardedClaimResult): ClaimResult {
   // The ticket carries the passport whole, so a stale one cannot come back; it would be nothing.
   if (!result.ok) return result.reason === "stale_passport" ? NOTHING : result;
   if (result.tenant !== undefined && result.priority !== undefined)
     pool.summary.granted(result.priority, result.tenant, weightOf(pool)(result.tenant), k);
-  const deadline = Date.parse(result.lease.deadline);
-  pool.transaction(() => seen(pool.sql, Date.now(), nodeId, deadline));
+  tookLease(pool, k, nodeId, result);
   return { ok: true, lease: result.lease };
+}
+
+/** A lease shard k issued `nodeId`, recorded at its home (docs/sharding.md §8.3, §8.6); in one transaction. */
+export function tookLease(
+  pool: Pool,
+  k: number,
+  nodeId: string,
+  { lease, replica }: { lease: { deadline: string }; replica?: ReplicaTask },
+): void {
+  const deadline = Date.parse(lease.deadline);
+  pool.transaction(() => {
+    seen(pool.sql, Date.now(), nodeId, deadline);
+    if (replica !== undefined) replicaElsewhere(pool, k, nodeId, replica, true);
+  });
 }
 
 type ShardStub = ReturnType<typeof shardStub>;

@@ -293,8 +293,8 @@ export class PoolObject extends DurableObject<Env> {
   }
 
   /** At a node's home: outcomes of its leases on shard `from`, each applied once (src/pool/outcomes.ts). */
-  deliver(from: number, batch: OutcomeMessage[]) {
-    return deliver(this.#pool, from, batch);
+  deliver(from: number, batch: OutcomeMessage[], digestVersion?: number) {
+    return deliver(this.#pool, from, batch, digestVersion);
   }
 
   // -- jobs, artifacts, checkpoints (src/pool/job-calls.ts) --------------------

@@ -137,7 +137,8 @@ async function sendRows(pool: Pool, shard: number): Promise<void> {
       .toArray();
     if (rows.length === 0) return;
     const batch: OutcomeMessage[] = rows.map((r) => ({ seq: r.seq, body: JSON.parse(r.body) }));
-    const { acked } = await target.deliver(self, batch);
+    // The digest version built last: the `replica` outcomes among the rows show in every digest after it.
+    const { acked } = await target.deliver(self, batch, pool.link.built?.version ?? 0);
     pool.transaction(() =>
       pool.sql.exec("DELETE FROM outbox WHERE to_shard = ? AND kind = 'outcome' AND seq <= ?", shard, acked),
     );

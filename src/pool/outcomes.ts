@@ -15,6 +15,7 @@ import { recordVerdict, trusted } from "../rules/verification";
 import { ONLINE_WINDOW_MS } from "./nodes";
 import { outboxWritten } from "./outbox";
 import type { Pool } from "./pool";
+import { type ReplicaTask, replicaElsewhere } from "./replicas-elsewhere";
 
 /**
  * One outcome for a node's record: `accepted` (an accepted commit, or a
@@ -33,7 +34,15 @@ export type Outcome =
   | { outcome: "seen"; at: number; until: number; ended?: number };
 
 /** An outcome as it travels home: for which node. */
-export type NodeOutcome = Outcome & { node_id: string };
+export type NodeOutcome = (Outcome | ReplicaOutcome) & { node_id: string };
+
+/**
+ * Not the node's record but its offers (src/pool/replicas-elsewhere.ts):
+ * a replicated task here the node holds or ran a replica of started
+ * (`counted` 1) or stopped (0) counting among this shard's replicating
+ * pending tasks. Written by schema step 22's trigger.
+ */
+type ReplicaOutcome = { outcome: "replica"; task: number; class_key: string; priority: number; counted: number };
 
 /** One outbox row as `deliver` receives it: the sender's seq and the outcome. */
 export type OutcomeMessage = { seq: number; body: NodeOutcome };
@@ -140,9 +149,16 @@ export function renewedHere(sql: SqlStorage, now: number, nodeId: string, deadli
  * order, each once (inbox_seen keeps the last seq applied from each
  * sender: a batch sent again changes nothing). An outcome for a node not
  * registered here is dropped. Answers the last seq applied, which the
- * sender may delete up to.
+ * sender may delete up to. `digestVersion`: the sender's digest version
+ * built last when it sent the batch, which its `replica` outcomes wait for
+ * in this shard's copy of the summary.
  */
-export function deliver(pool: Pool, from: number, batch: readonly OutcomeMessage[]): Promise<{ acked: number }> {
+export function deliver(
+  pool: Pool,
+  from: number,
+  batch: readonly OutcomeMessage[],
+  digestVersion = 0,
+): Promise<{ acked: number }> {
   return pool.change((now) => {
     const sql = pool.sql;
     const last =
@@ -151,8 +167,10 @@ export function deliver(pool: Pool, from: number, batch: readonly OutcomeMessage
     let acked = last;
     for (const { seq, body } of batch) {
       if (!Number.isSafeInteger(seq) || seq <= acked) continue;
+      const replica = replicaOf(body, digestVersion);
       const outcome = outcomeOf(body);
-      if (outcome !== null) applyOutcome(sql, now, body.node_id, outcome);
+      if (replica !== null) replicaElsewhere(pool, from, body.node_id, replica, false);
+      else if (outcome !== null) applyOutcome(sql, now, body.node_id, outcome);
       acked = seq;
     }
     if (acked > last)
@@ -185,6 +203,20 @@ function outcomeOf(body: NodeOutcome): Outcome | null {
     default:
       return null;
   }
+}
+
+/** The replica's task a delivered `replica` body names; null for any other body, or a malformed one. */
+function replicaOf(body: NodeOutcome, after: number): ReplicaTask | null {
+  if (typeof body?.node_id !== "string" || body.outcome !== "replica") return null;
+  const { task, class_key, priority, counted } = body;
+  if (!Number.isSafeInteger(task) || typeof class_key !== "string" || !Number.isSafeInteger(priority)) return null;
+  return {
+    task,
+    classKey: class_key,
+    priority,
+    counted: counted === 1,
+    after: Number.isSafeInteger(after) ? after : 0,
+  };
 }
 
 // -- the node's record -------------------------------------------------------

@@ -1,5 +1,5 @@
 -- The pool object's SQLite schema after every migration in src/pool/schema.ts
--- (1-20): what a new pool starts with and what every older pool is migrated to.
+-- (1-22): what a new pool starts with and what every older pool is migrated to.
 -- Generated from a freshly migrated pool's sqlite_master, never edited by hand:
 -- test/worker/schema.test.ts fails when they differ; after changing a migration,
 -- `npm run schema:snapshot` rewrites this file. Run on an empty database it makes
@@ -288,6 +288,21 @@ ALTER TABLE replica_results ADD COLUMN size_bytes INTEGER NOT NULL DEFAULT 0; --
 ALTER TABLE replica_results ADD COLUMN etag TEXT NOT NULL DEFAULT ''; -- migration 15
 CREATE INDEX replica_results_object ON replica_results (object); -- migration 15
 CREATE INDEX replica_results_task ON replica_results (task_seq); -- migration 13
+
+-- replicas_elsewhere: migration 22
+CREATE TABLE replicas_elsewhere (
+    node_id TEXT NOT NULL,
+    shard INTEGER NOT NULL,                -- the job's shard
+    task_seq INTEGER NOT NULL,             -- tasks.seq there
+    owner TEXT NOT NULL,                   -- the node's owner here when recorded: its other nodes are refused too
+    class_key TEXT NOT NULL,
+    priority INTEGER NOT NULL,
+    counted INTEGER NOT NULL,              -- 1: among the shard's replicating pending tasks in digests after after_version
+    counted_before INTEGER NOT NULL,       -- the same, up to after_version
+    after_version INTEGER NOT NULL,        -- the shard's digest version last built before the change
+    PRIMARY KEY (node_id, shard, task_seq)
+  ) WITHOUT ROWID;
+CREATE INDEX replicas_elsewhere_owner ON replicas_elsewhere (owner); -- migration 22
 
 -- schema_version: migration 1
 CREATE TABLE schema_version (version INTEGER NOT NULL);
@@ -692,4 +707,24 @@ CREATE TRIGGER tasks_replicating_state AFTER UPDATE OF state, replicating ON tas
     UPDATE owner_replicas SET pending = pending + IIF(NEW.state = 'PENDING' AND NEW.replicating = 1, 1, -1)
       WHERE job_id = NEW.job_id AND class_id = NEW.class_id
         AND owner IN (SELECT owner FROM leases WHERE task_seq = NEW.seq AND replica > 0);
+  END;
+
+-- tasks_replicating_tell_homes (migration 22):
+-- docs/sharding.md §8.6, spot checks across shards: when a replicated task starts or stops
+-- being a replicating pending one (a replica issued, the last one wanted issued, one ended, a
+-- verdict, a cancel), each node of another shard that holds or ran a replica of it has its home
+-- told, so the home counts the task out of that node's offers here exactly while the summary
+-- counts it in. TypeScript half: src/pool/replicas-elsewhere.ts (the answer to a forwarded
+-- claim says the same at the lease; the home keeps replicas_elsewhere and
+-- src/pool/forwarding.ts offersFor subtracts it), src/pool/outcomes.ts delivers the 'replica'
+-- outcome.
+CREATE TRIGGER tasks_replicating_tell_homes AFTER UPDATE OF state, replicating ON tasks
+    WHEN (OLD.state = 'PENDING' AND OLD.replicating = 1) <> (NEW.state = 'PENDING' AND NEW.replicating = 1) BEGIN
+    INSERT INTO outbox (to_shard, kind, body, created_ms)
+      SELECT p.home, 'outcome', json_object('node_id', p.node_id, 'outcome', 'replica', 'task', NEW.seq,
+          'class_key', (SELECT class_key FROM classes WHERE class_id = NEW.class_id),
+          'priority', (SELECT priority FROM job_queues WHERE job_id = NEW.job_id),
+          'counted', NEW.state = 'PENDING' AND NEW.replicating = 1), 0
+        FROM passports p
+        WHERE p.node_id IN (SELECT node_id FROM leases WHERE task_seq = NEW.seq AND replica > 0);
   END;

@@ -18,11 +18,19 @@ import { SCHEDULING } from "./migrations/v09-scheduling";
 import { TRUST } from "./migrations/v11-trust";
 import { SHARDS } from "./migrations/v18-shards";
 import { PASSPORTS } from "./migrations/v19-passports";
+import { REPLICAS_ELSEWHERE } from "./migrations/v22-replicas-elsewhere";
 
 export type { Migration } from "./migrations/migration";
 
 /** Every step, in order: ids 1, 2, … with no gap (a test holds them so), the versions schema_version records. */
-export const MIGRATIONS: readonly Migration[] = [...CORE, ...SCHEDULING, ...TRUST, ...SHARDS, ...PASSPORTS];
+export const MIGRATIONS: readonly Migration[] = [
+  ...CORE,
+  ...SCHEDULING,
+  ...TRUST,
+  ...SHARDS,
+  ...PASSPORTS,
+  ...REPLICAS_ELSEWHERE,
+];
 
 /** Applies every migration newer than the recorded version, in order (the caller holds the transaction). */
 export function migrate(sql: SqlStorage): void {

@@ -29,11 +29,13 @@ export const metrics = new Hono<AppEnv>().get(
     if (c.var.shards.count === 1) {
       return c.body(renderMetrics(c.var.pool, await c.var.shards.shard(0).metrics(viewerOf(c))), 200, headers);
     }
-    // The summary's counts, asked once beside the shards' reads.
+    // The calls between objects are an operator's to read (docs/protocol.md §11, §14): a node's
+    // read leaves them out, and the summary's counts, asked once beside the shards' reads, unasked.
+    const traffic = viewerOf(c) === null;
     const [summary, samples] = await Promise.all([
-      summaryStub(c.env, c.var.settings.poolLocations, c.var.pool).load(),
+      traffic ? summaryStub(c.env, c.var.settings.poolLocations, c.var.pool).load() : undefined,
       poolNodeAnswers(c).then((answers) => everyShard(c, (calls) => calls.shardMetrics(viewerOf(c), answers))),
     ]);
-    return c.body(renderMetrics(c.var.pool, mergeMetrics(samples), samples, summary), 200, headers);
+    return c.body(renderMetrics(c.var.pool, mergeMetrics(samples), samples, summary, traffic), 200, headers);
   },
 );

@@ -37,12 +37,19 @@ export interface MetricsSample {
  * own classes) and storage bytes (the limit is each object's). Without, the
  * text is a one-shard pool's, which omits the label (docs/protocol.md §15).
  * `summary` is the pool summary's load, which only a pool of shards has.
+ *
+ * `traffic` false (a node's read of a pool of shards) leaves out every
+ * series that counts calls between objects: each object's calls served and
+ * busy time, the summary's age and load, the forwarded claims and the
+ * outbox. How a shard's calls move tells where a node's claims went, and so
+ * whether its task is being checked (docs/protocol.md §14).
  */
 export function renderMetrics(
   pool: string,
   s: MetricsSample,
   shards?: readonly MetricsSample[],
   summary?: SummaryLoad,
+  traffic = true,
 ): string {
   const p = `pool="${escapeLabel(pool)}"`;
   const perShard = <T>(f: (sample: MetricsSample, labels: string) => T[]): T[] =>
@@ -138,19 +145,22 @@ export function renderMetrics(
     "Size of the pool object's SQLite storage.",
     perShard((sample, labels): Array<[string, number]> => [[labels, sample.storageBytes]]),
   );
-  metric(
-    "flashedge_requests_served_total",
-    "counter",
-    "Calls the pool object served (requests, alarms, calls from other objects); in memory, so it restarts at 0 when the object restarts.",
-    perShard((sample, labels): Array<[string, number]> => [[labels, sample.load.requests]]),
-  );
-  metric(
-    "flashedge_object_busy_seconds_total",
-    "counter",
-    "Summed run time of the pool object's call handlers on the 1 ms clock, what they await not included; in memory, so it restarts at 0 when the object restarts.",
-    perShard((sample, labels): Array<[string, number]> => [[labels, sample.load.busyMs / 1000]]),
-  );
-  if (shards !== undefined) {
+  // A one-shard pool's own load sends nothing between objects: every reader sees it, as before shards.
+  if (traffic || shards === undefined) {
+    metric(
+      "flashedge_requests_served_total",
+      "counter",
+      "Calls the pool object served (requests, alarms, calls from other objects); in memory, so it restarts at 0 when the object restarts.",
+      perShard((sample, labels): Array<[string, number]> => [[labels, sample.load.requests]]),
+    );
+    metric(
+      "flashedge_object_busy_seconds_total",
+      "counter",
+      "Summed run time of the pool object's call handlers on the 1 ms clock, what they await not included; in memory, so it restarts at 0 when the object restarts.",
+      perShard((sample, labels): Array<[string, number]> => [[labels, sample.load.busyMs / 1000]]),
+    );
+  }
+  if (shards !== undefined && traffic) {
     metric(
       "flashedge_summary_age_seconds",
       "gauge",
@@ -173,7 +183,7 @@ export function renderMetrics(
       shards.map((sample, k) => [`${p},shard="${k}"`, sample.links?.outboxRows ?? 0]),
     );
   }
-  if (summary !== undefined) {
+  if (summary !== undefined && traffic) {
     metric(
       "flashedge_summary_requests_total",
       "counter",

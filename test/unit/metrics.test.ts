@@ -199,4 +199,21 @@ describe("metrics of a sharded pool", () => {
     expect(renderMetrics("p", shards[0]!)).not.toContain("flashedge_summary_");
     expect(renderMetrics("p", shards[0]!)).toBe(renderMetrics("p", mergeMetrics([shards[0]!])));
   });
+
+  it("shows a node's read no series of calls between objects, and a one-shard pool's load to every reader", () => {
+    const names = (text: string) => new Set(text.split("\n").filter((l) => l.startsWith("# TYPE ")));
+    const node = renderMetrics("p", merged, shards, undefined, false);
+    const operator = renderMetrics("p", merged, shards, summary);
+    expect([...names(operator)].filter((t) => !names(node).has(t)).map((t) => t.split(" ")[2])).toEqual([
+      "flashedge_requests_served_total",
+      "flashedge_object_busy_seconds_total",
+      "flashedge_summary_age_seconds",
+      "flashedge_forwarded_claims_total",
+      "flashedge_outbox_rows",
+      "flashedge_summary_requests_total",
+      "flashedge_summary_busy_seconds_total",
+    ]);
+    expect(names(node).size).toBe(names(operator).size - 7);
+    expect(renderMetrics("p", shards[0]!, undefined, undefined, false)).toBe(renderMetrics("p", shards[0]!));
+  });
 });

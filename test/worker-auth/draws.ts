@@ -1,19 +1,23 @@
 // A claim with adaptive replication's spot-check draw fixed (docs/protocol.md §14), for
-// the tests with tokens: run by hand in the job's shard, as a forwarded claim runs there.
+// the tests with tokens: run by hand in the job's shard, as a forwarded claim runs there,
+// and its answer taken in at the node's home as a forward's is.
 
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { forwardedClaim } from "../../src/pool/forwarded-claims";
+import { tookLease } from "../../src/pool/forwarding";
 import { type ClaimResult, claim as claimInPool } from "../../src/pool/leases";
-import { seen } from "../../src/pool/nodes";
-import { passportOf, upsertPassport } from "../../src/pool/passports";
+import { passportOf } from "../../src/pool/passports";
+import { Pool } from "../../src/pool/pool";
 import { readSettings } from "../../src/rules/settings";
 import { mintShardHex } from "../../src/rules/shard-ids";
 import { homeShardOf, jobStub, shardOfJob, shardStubs, shardsOf } from "../worker/helpers";
 
 /**
  * The pool's claim transaction run by hand with the spot check's draw fixed, in the shard of `job`
- * (the one its id names), as a claim forwarded there runs it: the node's passport copied from its
- * home first, a lease id that names the shard, and the home told of the lease.
+ * (the one its id names), as a claim forwarded there runs it: a ticket with the node's passport from
+ * its home, a lease id that names the shard, and the answer taken in at the home (the lease's
+ * deadline, a replica's task: src/pool/replicas-elsewhere.ts).
  */
 export async function claimWithDraw(pool: string, job: string, nodeId: string, draw: number): Promise<ClaimResult> {
   const read = readSettings(env);
@@ -27,29 +31,28 @@ export async function claimWithDraw(pool: string, job: string, nodeId: string, d
     k === home
       ? null
       : await runInDurableObject(homeObject, (_o, state) => passportOf(state.storage.sql, nodeId, owners));
+  const claimAs = (sql: SqlStorage, now: number, claimId?: string) =>
+    claimInPool(
+      sql,
+      now,
+      nodeId,
+      null,
+      tenantWeights,
+      () => draw,
+      retryElsewhereMs,
+      owners,
+      membership,
+      shardsOf(pool) > 1 ? { mint, ...(claimId ? { claimId } : {}) } : {},
+    );
   const r = await runInDurableObject(jobStub(pool, job), (_o, state) =>
     state.storage.transactionSync(() => {
       const now = Date.now();
-      if (passport) upsertPassport(state.storage.sql, passport, now);
-      return claimInPool(
-        state.storage.sql,
-        now,
-        nodeId,
-        null,
-        tenantWeights,
-        () => draw,
-        retryElsewhereMs,
-        owners,
-        membership,
-        shardsOf(pool) > 1 ? { mint } : {},
-      );
+      if (passport === null) return claimAs(state.storage.sql, now);
+      const ticket = { claimId: crypto.randomUUID().slice(0, 16), passport, jobId: null, notAfter: now + 10_000 };
+      return forwardedClaim(state.storage.sql, now, ticket, (sql, _node, _job, claimId) => claimAs(sql, now, claimId));
     }),
   );
-  if (r.ok && k !== home) {
-    const deadline = Date.parse(r.lease.deadline);
-    await runInDurableObject(homeObject, (_o, state) =>
-      state.storage.transactionSync(() => seen(state.storage.sql, Date.now(), nodeId, deadline)),
-    );
-  }
-  return r;
+  if (!r.ok) return r.reason === "stale_passport" ? { ok: false, reason: "nothing" } : r;
+  if (k !== home) await runInDurableObject(homeObject, (_o, state) => tookLease(new Pool(state, env), k, nodeId, r));
+  return { ok: true, lease: r.lease };
 }
