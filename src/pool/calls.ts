@@ -1,6 +1,7 @@
-// The calls an object offers, read from its prototype: what the session
-// (src/pool/session.ts), the layout guard (src/pool/layout.ts) and the
-// legacy-id forward (src/pool/legacy-ids.ts) each wrap.
+// The calls an object offers, read from its prototype: what the layout
+// guard (src/pool/layout.ts) and the legacy-id forward
+// (src/pool/legacy-ids.ts) each wrap. A node's session names its calls
+// instead (src/pool/session.ts).
 
 /**
  * The calls an object's prototype offers: its own methods, less the

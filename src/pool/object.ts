@@ -487,44 +487,60 @@ export class PoolObject extends DurableObject<Env> {
   }
 }
 
-/** The lifecycle methods of the object and the object-to-object calls, which are no calls a session offers. */
-type Lifecycle =
-  | "session"
-  | "vouch"
-  | "holdsNode"
-  | "whereIs"
-  | "homedFor"
-  | "installCredential"
-  | "enrolledAmong"
-  | "alarm"
-  | "layout"
-  | "emptiness"
-  | "claimForwarded"
-  | "claimsForwarded"
-  | "releaseForwarded"
-  | "cutOffHere"
-  | "passportChanged"
-  | "deliver"
-  | "summaryChanged";
+/**
+ * The calls an enrolled node's session offers (src/pool/session.ts), each
+ * named: the node's own calls and the reads and writes its routes make for
+ * it. Never the object's lifecycle nor a call between objects: a call not
+ * named here is no node's to make, however it is named.
+ */
+export const NODE_CALLS = [
+  "requestDeviceCode",
+  "redeemDeviceCode",
+  "decideDeviceCode",
+  "denyAllDeviceCodes",
+  "pendingDeviceCodes",
+  "revokeCredential",
+  "register",
+  "heartbeatNode",
+  "assignNodePools",
+  "releaseNode",
+  "listNodes",
+  "claim",
+  "renewLease",
+  "failLease",
+  "completeLease",
+  "reserveSlot",
+  "releaseSlot",
+  "submitJob",
+  "listJobs",
+  "getJob",
+  "jobEvents",
+  "jobTasks",
+  "cancelJob",
+  "beginUpload",
+  "abandonUpload",
+  "bindArtifact",
+  "resolveArtifact",
+  "listJobArtifacts",
+  "registerCheckpointPart",
+  "commitCheckpoint",
+  "latestCheckpoint",
+  "checkpointLostWork",
+  "verifyCheckpoint",
+  "quarantineCheckpoint",
+  "explainPlacement",
+  "placementFacts",
+  "placementNodes",
+  "dashboard",
+  "fleet",
+  "metrics",
+  "pendingClasses",
+  "nodeAnswers",
+  "shardDashboard",
+  "shardFleet",
+  "shardMetrics",
+] as const satisfies readonly (keyof PoolObject)[];
 
-/** An enrolled node's session: the object's calls, each re-checking the credential (src/pool/session.ts). */
-const NodeSession = sessionClass<PoolObject, Lifecycle>(PoolObject.prototype, [
-  "session",
-  "vouch",
-  "holdsNode",
-  "whereIs",
-  "homedFor",
-  "installCredential",
-  "enrolledAmong",
-  "alarm",
-  "layout",
-  "emptiness",
-  "claimForwarded",
-  "claimsForwarded",
-  "releaseForwarded",
-  "cutOffHere",
-  "passportChanged",
-  "deliver",
-  "summaryChanged",
-]);
+/** An enrolled node's session: the NODE_CALLS, each re-checking the credential (src/pool/session.ts). */
+const NodeSession = sessionClass(PoolObject.prototype, NODE_CALLS);
 export type NodeSession = InstanceType<typeof NodeSession>;

@@ -7,8 +7,8 @@ import { createExecutionContext, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import app from "../../src/index";
-import { PoolObject } from "../../src/pool/object";
-import { CREDENTIAL_REFUSED } from "../../src/pool/session";
+import { NODE_CALLS, PoolObject } from "../../src/pool/object";
+import { CREDENTIAL_REFUSED, sessionClass } from "../../src/pool/session";
 import type { DashboardSummary } from "../../src/protocol/dashboard";
 import type { Lease } from "../../src/protocol/tasks";
 import { CODE_RECORD_MS, MAX_PENDING_CODES, MAX_PENDING_CODES_PER_SOURCE } from "../../src/rules/enrolment";
@@ -581,41 +581,54 @@ describe("an enrolled node's session", () => {
       (e: Error) => e.message,
     );
 
-  /** Every call of the pool object: its prototype's methods, less the constructor, the object's lifecycle and the object-to-object calls. */
-  const CALLS = Object.getOwnPropertyNames(PoolObject.prototype).filter(
-    (name) =>
-      ![
-        "constructor",
-        "session",
-        "vouch",
-        "holdsNode",
-        "whereIs",
-        "homedFor",
-        "installCredential",
-        "enrolledAmong",
-        "alarm",
-        "layout",
-        "emptiness",
-        "claimForwarded",
-        "claimsForwarded",
-        "releaseForwarded",
-        "cutOffHere",
-        "passportChanged",
-        "deliver",
-        "summaryChanged",
-      ].includes(name),
+  /** The object's methods a session does not offer: its lifecycle and the calls between objects. */
+  const NOT_OFFERED = Object.getOwnPropertyNames(PoolObject.prototype).filter(
+    (name) => name !== "constructor" && !(NODE_CALLS as readonly string[]).includes(name),
   );
 
-  it("offers every call of the pool object, each refusing a credential the pool does not hold", async () => {
+  it("offers each of the node calls, each refusing a credential the pool does not hold", async () => {
     const pool = freshPool();
     await enrol(pool);
     const home = await homeStub(pool, "laptop-7");
     const proof = { nodeId: "laptop-7", tokenSha256: "0".repeat(64) };
-    expect(CALLS.length).toBeGreaterThan(30);
-    for (const name of CALLS) {
+    expect(NODE_CALLS.length).toBeGreaterThan(30);
+    for (const name of NODE_CALLS) {
       const session = home.session(proof) as unknown as Record<string, () => Promise<unknown>>;
       // Refused by the session's own check: the call exists there and checks first.
       expect(await outcome(session[name]!()), name).toBe(CREDENTIAL_REFUSED);
+    }
+  });
+
+  it("a session class offers the calls it names and no other method of its object: a call added later is no node's", () => {
+    class Host {
+      named() {
+        return "named";
+      }
+      addedLater() {
+        return "leaked";
+      }
+    }
+    const Session = sessionClass(Host.prototype, ["named"]);
+    const session = new Session(new Host(), () => true) as unknown as Record<string, unknown>;
+    expect(typeof session.named).toBe("function");
+    expect(session.addedLater).toBeUndefined();
+    expect(() => sessionClass(Host.prototype, ["missing" as "named"])).toThrow(/offers no method missing/);
+  });
+
+  it("offers no other method of the object, however named, even with a valid credential: the list is opt-in", async () => {
+    const pool = freshPool();
+    const token = await enrol(pool);
+    const home = await homeStub(pool, "laptop-7");
+    const proof = { nodeId: "laptop-7", tokenSha256: await sha256(token) };
+    // The lifecycle and every call between objects, today's and any added later that NODE_CALLS does not name.
+    expect(NOT_OFFERED).toEqual(
+      expect.arrayContaining(["alarm", "session", "claimForwarded", "deliver", "passportChanged"]),
+    );
+    for (const name of [...NOT_OFFERED, "peer", "forwardClaim"]) {
+      const session = home.session(proof) as unknown as Record<string, () => Promise<unknown>>;
+      const answer = await outcome(Promise.resolve().then(() => session[name]!()));
+      expect(answer, name).not.toBe("answered");
+      expect(answer, name).not.toBe(CREDENTIAL_REFUSED);
     }
   });
 
