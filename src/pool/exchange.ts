@@ -104,7 +104,7 @@ const joined = new WeakMap<SqlStorage, Pool>();
  * claims count their grants for the digest. Never called at S = 1.
  */
 export function joinSummary(pool: Pool): void {
-  joined.set(pool.sql, pool);
+  joined.set(pool.ctx.storage.sql, pool);
   countTurns(pool.sql, (priority, tenant) => {
     pool.grants.add(priority, tenant);
     pool.summary.granted(priority, tenant, pool.settings.tenantWeights.get(tenant) ?? 1, pool.shard);

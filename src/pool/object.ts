@@ -414,7 +414,7 @@ export class PoolObject extends DurableObject<Env> {
 
   /** Counts for GET /metrics. */
   metrics(viewer: Viewer) {
-    return metricsSample(
+    const sample = metricsSample(
       this.#pool.sql,
       Date.now(),
       { ...this.#load },
@@ -422,6 +422,15 @@ export class PoolObject extends DurableObject<Env> {
       viewer,
       this.#pool.settings.membership,
     );
+    return { ...sample, ...this.#costs(viewer) };
+  }
+
+  /**
+   * What this object's work has cost (docs/protocol.md §16): an operator's
+   * to read, since rows written move with whether a task is being checked.
+   */
+  #costs(viewer: Viewer) {
+    return viewer === null ? { sql: this.#pool.sql.totals() } : {};
   }
 
   // A sharded pool's reads of every shard (docs/sharding.md §10): the Worker
@@ -469,7 +478,7 @@ export class PoolObject extends DurableObject<Env> {
       forwardedClaims: this.#pool.forwardedClaims,
       outboxRows,
     };
-    return { ...sample, links };
+    return { ...sample, links, ...this.#costs(viewer) };
   }
 
   // -- the pool summary (docs/sharding.md §6.2, src/pool/exchange.ts) ----------

@@ -18,6 +18,7 @@ import { forwardHeld, pushPassports } from "./forwarding";
 import { answerHeld, HeldClaims } from "./held-claims";
 import { AlarmClock, arm } from "./housekeeping";
 import { logEvent, logLine } from "./log";
+import { MeteredSql } from "./metered-sql";
 import { sendWritten } from "./outbox";
 import { Reservations } from "./reservations";
 import { SentPassports } from "./sent-passports";
@@ -31,7 +32,8 @@ export type ChangeOptions = {
 };
 
 export class Pool {
-  readonly sql: SqlStorage;
+  /** Every statement the object runs, counted (src/pool/metered-sql.ts). */
+  readonly sql: MeteredSql;
   // Held claims in arrival order (src/pool/held-claims.ts): connections, not state.
   readonly held = new HeldClaims();
   readonly clock = new AlarmClock();
@@ -53,7 +55,7 @@ export class Pool {
     readonly ctx: DurableObjectState,
     readonly env: Env,
   ) {
-    this.sql = ctx.storage.sql;
+    this.sql = new MeteredSql(ctx.storage.sql);
   }
 
   /**
@@ -128,9 +130,13 @@ export class Pool {
     if (this.logging) logLine({ pool: this.name, ...fields });
   }
 
-  /** One synchronous transaction. */
+  /** One synchronous transaction; its statements' rows are counted once it ends. */
   transaction<T>(fn: () => T): T {
-    return this.ctx.storage.transactionSync(fn);
+    try {
+      return this.ctx.storage.transactionSync(fn);
+    } finally {
+      this.sql.settle();
+    }
   }
 
   /** The pool's name as the Worker routes it, recorded by the first job; null before any job. */

@@ -28,6 +28,9 @@ export interface MetricsSample {
   // of the summary (null before its first reply), the claims it forwarded to
   // other shards since it started, and the outcomes it still owes other shards.
   links?: { summaryAgeMs: number | null; forwardedClaims: number; outboxRows: number };
+  // What the object's statements read and wrote since it started (docs/protocol.md §16):
+  // an operator's read only, since rows written move with whether a task is being checked.
+  sql?: { rowsRead: number; rowsWritten: number };
 }
 
 /**
@@ -197,6 +200,22 @@ export function renderMetrics(
       [[p, summary.busyMs / 1000]],
     );
   }
+  if (s.sql !== undefined) {
+    const rows = (f: (sql: NonNullable<MetricsSample["sql"]>) => number) =>
+      perShard((sample, labels): Array<[string, number]> => (sample.sql ? [[labels, f(sample.sql)]] : []));
+    metric(
+      "flashedge_sql_rows_read_total",
+      "counter",
+      "SQLite rows the pool object's statements read, triggers included (what Cloudflare bills, docs/protocol.md §16); in memory, so it restarts at 0 when the object restarts.",
+      rows((sql) => sql.rowsRead),
+    );
+    metric(
+      "flashedge_sql_rows_written_total",
+      "counter",
+      "SQLite rows the pool object's statements wrote, each index entry and trigger write counted (what Cloudflare bills, docs/protocol.md §16); in memory, so it restarts at 0 when the object restarts.",
+      rows((sql) => sql.rowsWritten),
+    );
+  }
   metric("flashedge_storage_limit_bytes", "gauge", "The storage limit of one Durable Object.", [
     [p, OBJECT_STORAGE_LIMIT_BYTES],
   ]);
@@ -240,6 +259,9 @@ export function mergeMetrics(samples: readonly MetricsSample[]): MetricsSample {
       unservable_classes: sum((s) => s.demand.unservable_classes),
       unservable_tasks: sum((s) => s.demand.unservable_tasks),
     },
+    ...(samples.every((s) => s.sql !== undefined) && samples.length > 0
+      ? { sql: { rowsRead: sum((s) => s.sql!.rowsRead), rowsWritten: sum((s) => s.sql!.rowsWritten) } }
+      : {}),
   };
 }
 

@@ -50,6 +50,20 @@ describe("metrics text", () => {
     expect(text.split("\n")).toContain(line);
   });
 
+  it("shows the rows the object's statements read and wrote when the sample has them (an operator's read), else none", () => {
+    const sample = mergeMetrics([]);
+    const costed = renderMetrics("p", { ...sample, sql: { rowsRead: 120, rowsWritten: 73 } }).split("\n");
+    expect(costed).toContain('flashedge_sql_rows_read_total{pool="p"} 120');
+    expect(costed).toContain('flashedge_sql_rows_written_total{pool="p"} 73');
+    expect(renderMetrics("p", sample)).not.toMatch(/flashedge_sql_rows/);
+    const a = { ...sample, sql: { rowsRead: 1, rowsWritten: 2 } };
+    const b = { ...sample, sql: { rowsRead: 10, rowsWritten: 20 } };
+    const sharded = renderMetrics("p", mergeMetrics([a, b]), [a, b]).split("\n");
+    expect(sharded).toContain('flashedge_sql_rows_written_total{pool="p",shard="0"} 2');
+    expect(sharded).toContain('flashedge_sql_rows_written_total{pool="p",shard="1"} 20');
+    expect(mergeMetrics([a, b]).sql).toEqual({ rowsRead: 11, rowsWritten: 22 });
+  });
+
   it("has no per-shard node gauge at one shard", () => {
     expect(text).not.toContain("flashedge_nodes_homed");
   });
