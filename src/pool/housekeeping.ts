@@ -3,9 +3,10 @@
 // in a pool of more than one shard the next exchange with the pool summary
 // (docs/sharding.md §6.2). When it fires it sweeps expired leases, exchanges
 // when a tick is due (or tells the summary of the tasks an expiry requeued),
-// deletes unreferenced R2 objects and archives jobs past retention. Alarms
-// are at-least-once: every step is idempotent. The two fields here are a
-// cache and a backoff, never state.
+// deletes unreferenced R2 objects, archives jobs past retention and, at
+// S > 1, forgets a page of passports no longer needed. Alarms are
+// at-least-once: every step is idempotent. The fields here are a cache, a
+// backoff and a place in a walk, never state.
 
 import { ARCHIVE_BATCH_TASKS, archiveObjects, finishArchive, nextArchive, startArchive } from "./archive";
 import { collected, nextCollection, takeForCollection } from "./collection";
@@ -13,6 +14,7 @@ import { afterNewWork, exchange, nextTick } from "./exchange";
 import { earliestDeadline, sweep } from "./leases";
 import { logLine } from "./log";
 import { deliverOutbox, outboxDue } from "./outbox";
+import { forgetPassports } from "./passports";
 import type { Pool } from "./pool";
 
 /** How long archiving waits after R2 refused an archive write. */
@@ -28,6 +30,10 @@ export class AlarmClock {
   // After a failed archive write, no archiving before this (a backoff, not
   // state: losing it only retries sooner).
   archiveRetryAt = 0;
+  // The walk of the passports: the rowid the next page starts after, and no
+  // page before forgetAt (losing both only starts the walk over sooner).
+  forgetAfter = 0;
+  forgetAt = 0;
 }
 
 /** Sweeps expired leases, exchanges with the summary when a tick is due, collects, archives, and re-arms. */
@@ -48,6 +54,7 @@ export async function alarm(pool: Pool): Promise<void> {
   }
   await collect(pool);
   await archive(pool);
+  forget(pool);
 }
 
 /**
@@ -119,4 +126,23 @@ async function collect(pool: Pool): Promise<void> {
   const deleted = objects.filter((_, i) => results[i]!.status === "fulfilled");
   const refused = objects.filter((_, i) => results[i]!.status === "rejected");
   await pool.change((now) => collected(pool.sql, now, deleted, refused));
+}
+
+/** At most one page of passports per this long: about one each quiet tick (docs/sharding.md §6.2). */
+export const FORGET_EVERY_MS = 4_000;
+
+/**
+ * Forgets the passports no longer needed (docs/protocol.md §12), a page per
+ * run at most every FORGET_EVERY_MS, walking the table round and round. It
+ * arms nothing: at S > 1 the summary tick keeps the alarm coming (at most
+ * 5 s apart), and at S = 1 there are no passports and nothing here runs.
+ */
+function forget(pool: Pool): void {
+  const now = Date.now();
+  if (pool.shards === 1 || now < pool.clock.forgetAt) return;
+  pool.clock.forgetAt = now + FORGET_EVERY_MS;
+  const walked = pool.transaction(() =>
+    forgetPassports(pool.sql, now, pool.clock.forgetAfter, (nodeId) => pool.held.holds(nodeId)),
+  );
+  pool.clock.forgetAfter = walked.next;
 }

@@ -3,10 +3,11 @@
 // had it at one version. The home builds one from its rows (passportOf);
 // the shard holding the work keeps the newest it was given (upsertPassport).
 // The home stays the owner of the node's record: a passport is a copy, and
-// a copy never overwrites a newer one. Every function runs inside the
-// caller's transaction.
+// a copy never overwrites a newer one; a copy no longer needed is forgotten
+// (forgetPassports). Every function runs inside the caller's transaction.
 
 import { ownerOf } from "../rules/owners";
+import { OPEN_STATES_SQL } from "../rules/task-states";
 import { trusted } from "../rules/verification";
 
 /**
@@ -130,4 +131,52 @@ export function heldPassportVersion(sql: SqlStorage, nodeId: string): number | n
     sql.exec<{ version: number }>("SELECT version FROM passports WHERE node_id = ?", nodeId).toArray()[0]?.version ??
     null
   );
+}
+
+/**
+ * How long a passport outlives its node's last contact here: a request
+ * here, or a claim forwarded, a change pushed or a cut-off sent here by its
+ * home (docs/protocol.md §12). A day: every forward and push of an older
+ * copy has long expired by then (a ticket is refused past its notAfter,
+ * seconds away, before its passport is kept), so a forgotten copy is never
+ * replaced by an older one that was already in flight.
+ */
+export const PASSPORT_RETENTION_MS = 24 * 60 * 60 * 1000;
+/** Passports looked at per alarm run (src/pool/housekeeping.ts): forgetting never holds claims up for long. */
+export const FORGET_PAGE = 100;
+
+/**
+ * Walks the passports a page at a time, after rowid `after`, and forgets
+ * those of nodes not seen here for PASSPORT_RETENTION_MS that nothing here
+ * still needs: no live lease of the node (its end tells the home, schema
+ * step 20), no result of it awaiting a verdict on an open task (the verdict
+ * goes home, src/pool/outcomes.ts), no claim of it `held` here. The outbox
+ * is addressed by shard and needs no passport. A node seen again gets a
+ * new passport, whole, with its next forwarded claim. Answers the rowid the
+ * next page starts after (0 once the walk has wrapped).
+ */
+export function forgetPassports(
+  sql: SqlStorage,
+  now: number,
+  after: number,
+  held: (nodeId: string) => boolean,
+): { forgotten: string[]; next: number } {
+  // CASE, not AND: the lease and verdict lookups run only for a copy past retention.
+  const page = sql
+    .exec<{ id: number; node_id: string; stale: number }>(
+      `SELECT p.rowid AS id, p.node_id, CASE
+           WHEN MAX(p.last_request_ms, p.received_ms) > ?2 THEN 0
+           WHEN EXISTS (SELECT 1 FROM leases l WHERE l.node_id = p.node_id AND l.status = 'live') THEN 0
+           WHEN EXISTS (SELECT 1 FROM replica_results r JOIN tasks t ON t.seq = r.task_seq
+             WHERE r.node_id = p.node_id AND r.verdict = 'pending' AND t.state IN ${OPEN_STATES_SQL}) THEN 0
+           ELSE 1 END AS stale
+         FROM passports p WHERE p.rowid > ?1 ORDER BY p.rowid LIMIT ${FORGET_PAGE}`,
+      after,
+      now - PASSPORT_RETENTION_MS,
+    )
+    .toArray();
+  const forgotten = page.filter((p) => p.stale === 1 && !held(p.node_id)).map((p) => p.node_id);
+  if (forgotten.length > 0)
+    sql.exec("DELETE FROM passports WHERE node_id IN (SELECT value FROM json_each(?))", JSON.stringify(forgotten));
+  return { forgotten, next: page.length < FORGET_PAGE ? 0 : page[page.length - 1]!.id };
 }

@@ -287,6 +287,7 @@ CREATE TABLE replica_results (
 ALTER TABLE replica_results ADD COLUMN size_bytes INTEGER NOT NULL DEFAULT 0; -- migration 15
 ALTER TABLE replica_results ADD COLUMN etag TEXT NOT NULL DEFAULT ''; -- migration 15
 CREATE INDEX replica_results_object ON replica_results (object); -- migration 15
+CREATE INDEX replica_results_pending_node ON replica_results (node_id) WHERE verdict = 'pending'; -- migration 21
 CREATE INDEX replica_results_task ON replica_results (task_seq); -- migration 13
 
 -- replicas_elsewhere: migration 22

@@ -2,7 +2,9 @@
 // change its passport carries (docs/sharding.md §8.1), so a shard holding a
 // copy can tell an older one from a newer one. Triggers, so no code path that
 // writes those columns can forget the bump. Bounded work on any history:
-// triggers only, no rows touched.
+// triggers only, no rows touched. Step 21 indexes the results awaiting a
+// verdict, which the alarm's forgetting of passports reads: one pass over
+// replica_results, whose rows are bounded by job retention.
 
 import type { Migration } from "./migration";
 
@@ -93,5 +95,16 @@ export const PASSPORTS: readonly Migration[] = [
       leases_end_tell_home:
         "docs/sharding.md §8.3, liveness: when a lease of a node whose home is another shard stops being live (commit, fail, expiry, cancel), an outcome row tells the home the node's last request here and its latest live deadline here, so the home lowers live_until_ms as leases_end_liveness does for its own. TypeScript half: src/pool/outcomes.ts applies the 'seen' outcome (ONLINE_WINDOW_MS, 15 s), src/pool/nodes.ts seen() sends the outbox after a request here.",
     },
+  },
+  // 21: passports are forgotten (docs/protocol.md §12): the alarm keeps the
+  // copy of a node that has a result awaiting a verdict here, since the
+  // verdict goes to the home the copy names. Pending results only, so the
+  // index holds what is undecided, not the history.
+  {
+    id: 21,
+    description:
+      "forgetting passports: the results awaiting a verdict, by node (docs/protocol.md §12, src/pool/passports.ts forgetPassports)",
+    up: "CREATE INDEX replica_results_pending_node ON replica_results (node_id) WHERE verdict = 'pending';",
+    down: "DROP INDEX replica_results_pending_node;",
   },
 ];
