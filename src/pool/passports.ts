@@ -149,9 +149,10 @@ export const FORGET_PAGE = 100;
  * Walks the passports a page at a time, after rowid `after`, and forgets
  * those of nodes not seen here for PASSPORT_RETENTION_MS that nothing here
  * still needs: no live lease of the node (its end tells the home, schema
- * step 20), no result of it awaiting a verdict on an open task (the verdict
- * goes home, src/pool/outcomes.ts), no claim of it `held` here. The outbox
- * is addressed by shard and needs no passport. A node seen again gets a
+ * step 20), no replica it holds or ran of a task still open here (the
+ * verdict goes home, src/pool/outcomes.ts, and so does each change of the
+ * task as a replicating one, schema step 22), no claim of it `held` here.
+ * The outbox is addressed by shard and needs no passport. A node seen again gets a
  * new passport, whole, with its next forwarded claim. Answers the rowid the
  * next page starts after (0 once the walk has wrapped).
  */
@@ -161,14 +162,14 @@ export function forgetPassports(
   after: number,
   held: (nodeId: string) => boolean,
 ): { forgotten: string[]; next: number } {
-  // CASE, not AND: the lease and verdict lookups run only for a copy past retention.
+  // CASE, not AND: the lease lookups run only for a copy past retention.
   const page = sql
     .exec<{ id: number; node_id: string; stale: number }>(
       `SELECT p.rowid AS id, p.node_id, CASE
            WHEN MAX(p.last_request_ms, p.received_ms) > ?2 THEN 0
            WHEN EXISTS (SELECT 1 FROM leases l WHERE l.node_id = p.node_id AND l.status = 'live') THEN 0
-           WHEN EXISTS (SELECT 1 FROM replica_results r JOIN tasks t ON t.seq = r.task_seq
-             WHERE r.node_id = p.node_id AND r.verdict = 'pending' AND t.state IN ${OPEN_STATES_SQL}) THEN 0
+           WHEN EXISTS (SELECT 1 FROM leases r JOIN tasks t ON t.seq = r.task_seq
+             WHERE r.node_id = p.node_id AND r.replica > 0 AND t.state IN ${OPEN_STATES_SQL}) THEN 0
            ELSE 1 END AS stale
          FROM passports p WHERE p.rowid > ?1 ORDER BY p.rowid LIMIT ${FORGET_PAGE}`,
       after,

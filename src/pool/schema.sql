@@ -168,6 +168,7 @@ ALTER TABLE leases ADD COLUMN claim_id TEXT; -- migration 18
 CREATE UNIQUE INDEX leases_claim ON leases (claim_id) WHERE claim_id IS NOT NULL; -- migration 18
 CREATE INDEX leases_live_deadline ON leases (deadline_ms) WHERE status = 'live'; -- migration 1
 CREATE INDEX leases_live_node ON leases (node_id, task_seq) WHERE status = 'live'; -- migration 1
+CREATE INDEX leases_replica_node ON leases (node_id, task_seq) WHERE replica > 0; -- migration 21
 CREATE INDEX leases_task ON leases (task_seq); -- migration 8
 
 -- node_credentials: migration 11
@@ -287,7 +288,6 @@ CREATE TABLE replica_results (
 ALTER TABLE replica_results ADD COLUMN size_bytes INTEGER NOT NULL DEFAULT 0; -- migration 15
 ALTER TABLE replica_results ADD COLUMN etag TEXT NOT NULL DEFAULT ''; -- migration 15
 CREATE INDEX replica_results_object ON replica_results (object); -- migration 15
-CREATE INDEX replica_results_pending_node ON replica_results (node_id) WHERE verdict = 'pending'; -- migration 21
 CREATE INDEX replica_results_task ON replica_results (task_seq); -- migration 13
 
 -- replicas_elsewhere: migration 22

@@ -110,10 +110,12 @@ describe("a passport", () => {
     expect((await call(pool, "POST", `/attempts/${leases.get(leased!)!.lease_id}/heartbeat`, {})).status).toBe(200);
   });
 
-  it("of a node with a result awaiting its verdict here is kept until the verdict, which reaches the node's home", async () => {
+  it("of a node that holds or ran a replica of a task still open here is kept until the verdict, which reaches the node's home", async () => {
     const pool = freshPool();
-    const [first, second, idle] = ["first", "second", "idle"].map((name) => nodeIdAt(pool, name, 0));
-    for (const n of [first!, second!, idle!]) await register(pool, n);
+    const [first, quitter, second, idle] = ["first", "quitter", "second", "idle"].map((name) =>
+      nodeIdAt(pool, name, 0),
+    );
+    for (const n of [first!, quitter!, second!, idle!]) await register(pool, n);
     const job = await submitTo(pool, K, trialsJob(1), { replicas: 2 });
     const metrics = JSON.stringify({ loss: 0.25 });
     const commit = async (lease: Lease) => {
@@ -124,30 +126,34 @@ describe("a passport", () => {
       });
       expect(await json(r)).toMatchObject({ accepted: true });
     };
+    const fail = async (lease: Lease) =>
+      expect((await call(pool, "POST", `/attempts/${lease.lease_id}/fail`, { reason: "x" })).status).toBe(200);
+    // One replica awaits its verdict, one was given up: the task wants another.
     await commit(await take(pool, first!, job));
+    await fail(await take(pool, quitter!, job));
     // A node that worked here and owes nothing: the one whose copy goes.
-    const other = await take(pool, idle!, await submitTo(pool, K, trialsJob(1)));
-    expect((await call(pool, "POST", `/attempts/${other.lease_id}/fail`, { reason: "x" })).status).toBe(200);
+    await fail(await take(pool, idle!, await submitTo(pool, K, trialsJob(1))));
 
-    await lastSeenADayAgo(pool, K, [first!, idle!]);
+    await lastSeenADayAgo(pool, K, [first!, quitter!, idle!]);
     await alarmUntilForgotten(pool, K, idle!);
-    expect((await passportsAt(pool, K)).map((p) => p.node_id)).toEqual([first]);
+    expect((await passportsAt(pool, K)).map((p) => p.node_id)).toEqual([first, quitter].sort());
 
-    // The second replica agrees: the verdict counts a valid result for each node at its home.
+    // The third replica agrees with the first: the verdict counts a valid result for each at its home.
     await commit(await take(pool, second!, job));
     await delivered(pool);
     const validResults = await runInDurableObject(shard(pool, 0), (_o, state) =>
       state.storage.sql
         .exec<{ node_id: string; valid_results: number }>(
-          "SELECT node_id, valid_results FROM nodes WHERE node_id <> ? ORDER BY node_id",
-          idle!,
+          "SELECT node_id, valid_results FROM nodes WHERE node_id IN (?, ?) ORDER BY node_id",
+          first!,
+          second!,
         )
         .toArray(),
     );
     expect(validResults).toEqual([first!, second!].sort().map((node_id) => ({ node_id, valid_results: 1 })));
 
     // Judged now, and still not seen here for a day: forgotten.
-    await lastSeenADayAgo(pool, K, [first!]);
+    await lastSeenADayAgo(pool, K, [first!, quitter!]);
     await alarmUntilForgotten(pool, K, first!);
     expect((await passportsAt(pool, K)).map((p) => p.node_id)).toEqual([second]);
   });

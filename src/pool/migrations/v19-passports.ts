@@ -2,9 +2,9 @@
 // change its passport carries (docs/sharding.md §8.1), so a shard holding a
 // copy can tell an older one from a newer one. Triggers, so no code path that
 // writes those columns can forget the bump. Bounded work on any history:
-// triggers only, no rows touched. Step 21 indexes the results awaiting a
-// verdict, which the alarm's forgetting of passports reads: one pass over
-// replica_results, whose rows are bounded by job retention.
+// triggers only, no rows touched. Step 21 indexes replica leases by node,
+// which the alarm's forgetting of passports reads: one pass over leases,
+// whose rows are bounded by job retention.
 
 import type { Migration } from "./migration";
 
@@ -97,14 +97,15 @@ export const PASSPORTS: readonly Migration[] = [
     },
   },
   // 21: passports are forgotten (docs/protocol.md §12): the alarm keeps the
-  // copy of a node that has a result awaiting a verdict here, since the
-  // verdict goes to the home the copy names. Pending results only, so the
-  // index holds what is undecided, not the history.
+  // copy of a node that holds or ran a replica of a task still open here,
+  // since that task's verdict (src/pool/outcomes.ts) and its changes as a
+  // replicating one (step 22's trigger) go to the home the copy names. A
+  // replica's lease only: a task run once adds no entry.
   {
     id: 21,
     description:
-      "forgetting passports: the results awaiting a verdict, by node (docs/protocol.md §12, src/pool/passports.ts forgetPassports)",
-    up: "CREATE INDEX replica_results_pending_node ON replica_results (node_id) WHERE verdict = 'pending';",
-    down: "DROP INDEX replica_results_pending_node;",
+      "forgetting passports: each node's replica leases (docs/protocol.md §12, src/pool/passports.ts forgetPassports)",
+    up: "CREATE INDEX leases_replica_node ON leases (node_id, task_seq) WHERE replica > 0;",
+    down: "DROP INDEX leases_replica_node;",
   },
 ];
