@@ -17,6 +17,7 @@ import { type ExchangeReply, onDemandAllowance, type ShardDigest } from "../rule
 import { summaryStub } from "../summary/address";
 import { digestContents } from "./digest";
 import { heldByClass } from "./held-gates";
+import { storageOf } from "./metered-sql";
 import type { Pool } from "./pool";
 import { countTurns } from "./scheduling";
 
@@ -104,7 +105,7 @@ const joined = new WeakMap<SqlStorage, Pool>();
  * claims count their grants for the digest. Never called at S = 1.
  */
 export function joinSummary(pool: Pool): void {
-  joined.set(pool.ctx.storage.sql, pool);
+  joined.set(storageOf(pool.sql), pool);
   countTurns(pool.sql, (priority, tenant) => {
     pool.grants.add(priority, tenant);
     pool.summary.granted(priority, tenant, pool.settings.tenantWeights.get(tenant) ?? 1, pool.shard);
@@ -113,7 +114,7 @@ export function joinSummary(pool: Pool): void {
 
 /** The shard whose SQL handle is `sql`, if it joined a summary (undefined at S = 1). */
 export function joinedShard(sql: SqlStorage): Pool | undefined {
-  return joined.get(sql);
+  return joined.get(storageOf(sql));
 }
 
 /**

@@ -17,6 +17,7 @@ import { type ObjectLoad, served } from "../rules/object-load";
 import type { PoolLocationRule } from "../rules/pool-location";
 import { shardStub } from "./address";
 import { callsOf } from "./calls";
+import { storageOf } from "./metered-sql";
 
 /** What shard 0's layout() answers: its history, and its refusal's detail while it refuses. */
 export type LayoutAnswer = { epochs: LayoutEpoch[]; refusing: string | null };
@@ -60,7 +61,7 @@ export async function layoutAtStart(
   if (shard >= configured) {
     recordSelf(sql, pool, shard);
     const detail = `FLASHML_POOL_SHARDS gives it ${configured} shard${configured === 1 ? "" : "s"}, and shard ${shard} answers only shard 0's emptiness check`;
-    refusals.set(sql, { message: layoutRefusedMessage(pool, detail), detail: null, checkedMs: now });
+    refusals.set(storageOf(sql), { message: layoutRefusedMessage(pool, detail), detail: null, checkedMs: now });
     return;
   }
   if (shard > 0) {
@@ -92,7 +93,7 @@ export async function layoutAtStart(
  * refuses this call.
  */
 export function enterPool(sql: SqlStorage, recheck: () => void, now = Date.now()): void {
-  const refusal = refusals.get(sql);
+  const refusal = refusals.get(storageOf(sql));
   if (refusal === undefined) return;
   if (now - refusal.checkedMs >= LAYOUT_RECHECK_MS) {
     refusal.checkedMs = now;
@@ -104,7 +105,7 @@ export function enterPool(sql: SqlStorage, recheck: () => void, now = Date.now()
 /** Shard 0's layout() call: its history, and whether it refuses. A removed shard refuses it. */
 export async function layout(sql: SqlStorage): Promise<LayoutAnswer> {
   // async: a refusal is a rejection, as guardCalls makes every other call's.
-  const refusal = refusals.get(sql);
+  const refusal = refusals.get(storageOf(sql));
   if (refusal !== undefined && refusal.detail === null) throw new Error(refusal.message);
   const epochs = sql.exec<LayoutEpoch>("SELECT * FROM pool_layout ORDER BY epoch").toArray();
   return { epochs, refusing: refusal?.detail ?? null };
@@ -188,6 +189,6 @@ function insertEpoch(sql: SqlStorage, e: LayoutEpoch): void {
 }
 
 function refuseOrServe(sql: SqlStorage, pool: string, detail: string | null, now: number): void {
-  if (detail === null) refusals.delete(sql);
-  else refusals.set(sql, { message: layoutRefusedMessage(pool, detail), detail, checkedMs: now });
+  if (detail === null) refusals.delete(storageOf(sql));
+  else refusals.set(storageOf(sql), { message: layoutRefusedMessage(pool, detail), detail, checkedMs: now });
 }

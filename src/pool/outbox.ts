@@ -13,6 +13,7 @@
 
 import { shardCount } from "../rules/pool-shards";
 import { shardOfName, shardStub } from "./address";
+import { storageOf } from "./metered-sql";
 import type { OutcomeMessage } from "./outcomes";
 import type { Pool } from "./pool";
 
@@ -41,10 +42,10 @@ type Sender = {
 const senders = new WeakMap<SqlStorage, Sender>();
 
 function senderOf(sql: SqlStorage): Sender {
-  let sender = senders.get(sql);
+  let sender = senders.get(storageOf(sql));
   if (sender === undefined) {
     sender = { written: false, urgent: false, running: new Map(), again: new Set(), failures: 0, retryAt: 0 };
-    senders.set(sql, sender);
+    senders.set(storageOf(sql), sender);
   }
   return sender;
 }
@@ -64,7 +65,7 @@ export function outboxWritten(sql: SqlStorage, urgent: boolean): void {
  * wrote none, which is every change of a one-shard pool.
  */
 export async function sendWritten(pool: Pool, rearm: () => Promise<void>): Promise<void> {
-  const sender = senders.get(pool.sql);
+  const sender = senders.get(storageOf(pool.sql));
   if (sender === undefined || !sender.written) return;
   const urgent = sender.urgent;
   sender.written = false;
@@ -94,7 +95,7 @@ export function outboxDue(pool: Pool): number | null {
   const oldest = pool.sql
     .exec<{ t: number | null }>("SELECT MIN(created_ms) AS t FROM outbox WHERE kind = 'outcome'")
     .one().t;
-  return oldest === null ? null : Math.max(oldest + RETRY_MS, senders.get(pool.sql)?.retryAt ?? 0);
+  return oldest === null ? null : Math.max(oldest + RETRY_MS, senders.get(storageOf(pool.sql))?.retryAt ?? 0);
 }
 
 function deliverTo(pool: Pool, shard: number): Promise<void> {

@@ -6,6 +6,7 @@
 
 import { gateFor, type Membership, type NodeView, type PayloadGate } from "../rules/placement";
 import { DEFAULT_RETRY_ELSEWHERE_SECONDS, MAX_PRIORITY } from "../rules/scheduling";
+import { storageOf } from "./metered-sql";
 import { ACCEPTING_STATUS, claimableSql } from "./node-states";
 import { ASSIGNED_POOLS, ONLINE_WINDOW_MS, storedNodeView } from "./nodes";
 import { nodeOutcome } from "./outcomes";
@@ -400,7 +401,7 @@ const turnCounters = new WeakMap<SqlStorage, (priority: number, tenant: string) 
 
 /** Makes `count` hear of every turn a claim uses in the object of `sql`. */
 export function countTurns(sql: SqlStorage, count: (priority: number, tenant: string) => void): void {
-  turnCounters.set(sql, count);
+  turnCounters.set(storageOf(sql), count);
 }
 
 /**
@@ -424,7 +425,7 @@ export function useTurn(sql: SqlStorage, now: number, jobId: string, weights: Re
     job.priority,
     job.tenant,
   );
-  turnCounters.get(sql)?.(job.priority, job.tenant);
+  turnCounters.get(storageOf(sql))?.(job.priority, job.tenant);
 }
 
 /**
