@@ -297,13 +297,8 @@ export function liveCredential(sql: SqlStorage, nodeId: string): string | null {
 
 /** Whether the proof matches the node's enrolled, unrevoked credential (compared in constant time). */
 export function credentialValid(sql: SqlStorage, proof: CredentialProof): boolean {
-  const row = sql
-    .exec<{ token_sha256: string }>(
-      "SELECT token_sha256 FROM node_credentials WHERE node_id = ? AND revoked_ms IS NULL",
-      proof.nodeId,
-    )
-    .toArray()[0];
-  return row !== undefined && constantTimeEqual(proof.tokenSha256, row.token_sha256);
+  const live = liveCredential(sql, proof.nodeId);
+  return live !== null && constantTimeEqual(proof.tokenSha256, live);
 }
 
 /**
