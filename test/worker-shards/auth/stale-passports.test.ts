@@ -155,7 +155,6 @@ describe("a claim parked at a job's shard is served with the node as its home ha
 
 describe("a revocation racing a claim", () => {
   it("leaves no live lease on any shard once the DELETE is answered, in 20 races", async () => {
-    let leased = 0;
     for (let round = 0; round < 20; round++) {
       const pool = freshPool();
       const laptop = nodeIdAt(pool, "laptop", 1);
@@ -169,12 +168,9 @@ describe("a revocation racing a claim", () => {
       expect(revoked.status).toBe(200);
       const live = await liveLeasesOf(pool, laptop);
       const answer = await claim;
-      if (answer.status === 200) leased++;
       expect([200, 204, 401]).toContain(answer.status);
       expect(live).toEqual([]);
       expect(await liveLeasesOf(pool, laptop)).toEqual([]);
     }
-    // Some races are won by the claim (a lease the revocation then ended): the test raced.
-    expect(leased).toBeGreaterThanOrEqual(0);
   });
 });
