@@ -231,3 +231,495 @@ describe("metrics of a sharded pool", () => {
     expect(renderMetrics("p", shards[0]!, undefined, undefined, false)).toBe(renderMetrics("p", shards[0]!));
   });
 });
+
+// The whole text, byte for byte, as it was before renderMetrics became a
+// table of metric definitions (issue 41): one shard and three, with and
+// without the operator-only SQL costs and the links between shards.
+describe("the whole metrics text", () => {
+  const sample = (over: Partial<MetricsSample>): MetricsSample => ({
+    load: { requests: 0, busyMs: 0 },
+    tasks: {},
+    leasesLive: 0,
+    claimsHeld: 0,
+    storageBytes: 0,
+    nodesRegistered: 0,
+    nodesOnline: 0,
+    nodesHeldBack: 0,
+    results: { valid: 0, invalid: 0 },
+    events: {},
+    demand: { classes: [], unservable_classes: 0, unservable_tasks: 0 },
+    ...over,
+  });
+  const one = sample({
+    load: { requests: 42, busyMs: 1250 },
+    tasks: { PENDING: 3, COMPLETED: 2 },
+    leasesLive: 1,
+    claimsHeld: 6,
+    storageBytes: 123456,
+    nodesRegistered: 4,
+    nodesOnline: 3,
+    nodesHeldBack: 2,
+    results: { valid: 7, invalid: 1 },
+    events: { TASK_COMMIT_REJECTED: 1, LEASE_CLAIMED: 5, TASK_ATTEMPT_FAILED: 4, 'odd"type': 1 },
+    demand: {
+      classes: [{ class_id: 7, pending: 18, needs: "team pool 'a\"b'\\x\nline" }],
+      unservable_classes: 1,
+      unservable_tasks: 18,
+    },
+  });
+  const shards = [
+    sample({
+      tasks: { PENDING: 1, LEASED: 2 },
+      storageBytes: 100,
+      load: { requests: 900, busyMs: 1500 },
+      nodesRegistered: 3,
+      nodesOnline: 2,
+      events: { LEASE_CLAIMED: 5 },
+      demand: { classes: [{ class_id: 1, pending: 1, needs: "1 GPU" }], unservable_classes: 1, unservable_tasks: 1 },
+      links: { summaryAgeMs: 250, forwardedClaims: 7, outboxRows: 2 },
+      sql: { rowsRead: 1000, rowsWritten: 30 },
+    }),
+    sample({
+      storageBytes: 40,
+      load: { requests: 30, busyMs: 20 },
+      links: { summaryAgeMs: null, forwardedClaims: 0, outboxRows: 0 },
+    }),
+    sample({
+      storageBytes: 70,
+      events: { LEASE_EXPIRED: 1 },
+      demand: { classes: [{ class_id: 1, pending: 2, needs: "nothing" }], unservable_classes: 0, unservable_tasks: 0 },
+      sql: { rowsRead: 7, rowsWritten: 3 },
+    }),
+  ];
+  const bare = shards.map(({ links: _links, sql: _sql, ...rest }) => rest);
+  const summary = { requests: { tick: 12, on_demand: 3, poke: 1, other: 2 }, busyMs: 5 };
+
+  it("of one shard without SQL costs", () => {
+    expect(renderMetrics('team "a"', one)).toMatchInlineSnapshot(`
+      "# HELP flashedge_tasks Tasks in the pool by state.
+      # TYPE flashedge_tasks gauge
+      flashedge_tasks{pool="team \\"a\\"",state="PENDING"} 3
+      flashedge_tasks{pool="team \\"a\\"",state="LEASED"} 0
+      flashedge_tasks{pool="team \\"a\\"",state="COMPLETED"} 2
+      flashedge_tasks{pool="team \\"a\\"",state="FAILED"} 0
+      flashedge_tasks{pool="team \\"a\\"",state="CANCELLED"} 0
+      # HELP flashedge_leases_live Leases currently live.
+      # TYPE flashedge_leases_live gauge
+      flashedge_leases_live{pool="team \\"a\\""} 1
+      # HELP flashedge_leases_expired_total Leases that expired because their node stopped heartbeating.
+      # TYPE flashedge_leases_expired_total counter
+      flashedge_leases_expired_total{pool="team \\"a\\""} 0
+      # HELP flashedge_claims_total Claims that leased a task.
+      # TYPE flashedge_claims_total counter
+      flashedge_claims_total{pool="team \\"a\\""} 5
+      # HELP flashedge_claims_held Claims held open waiting for work their node may take (long-poll): idle machines; in memory, so 0 after the object restarts.
+      # TYPE flashedge_claims_held gauge
+      flashedge_claims_held{pool="team \\"a\\""} 6
+      # HELP flashedge_commits_total Commits judged, by outcome.
+      # TYPE flashedge_commits_total counter
+      flashedge_commits_total{pool="team \\"a\\"",result="accepted"} 0
+      flashedge_commits_total{pool="team \\"a\\"",result="rejected"} 1
+      # HELP flashedge_attempts_failed_total Attempts failed by their worker or by output validation.
+      # TYPE flashedge_attempts_failed_total counter
+      flashedge_attempts_failed_total{pool="team \\"a\\""} 4
+      # HELP flashedge_nodes Registered nodes, and those online: seen within the online window or holding a live lease.
+      # TYPE flashedge_nodes gauge
+      flashedge_nodes{pool="team \\"a\\"",online="true"} 3
+      flashedge_nodes{pool="team \\"a\\"",online="false"} 1
+      # HELP flashedge_nodes_held_back Registered nodes held back from claiming because their last attempts all failed.
+      # TYPE flashedge_nodes_held_back gauge
+      flashedge_nodes_held_back{pool="team \\"a\\""} 2
+      # HELP flashedge_results_total Results judged, by verdict: replicas in or outvoted by a quorum, and evidence that lied (invalid).
+      # TYPE flashedge_results_total counter
+      flashedge_results_total{pool="team \\"a\\"",verdict="valid"} 7
+      flashedge_results_total{pool="team \\"a\\"",verdict="invalid"} 1
+      # HELP flashedge_pending_tasks_by_class Pending tasks per requirement class, the classes with the most first (bounded), with what they need.
+      # TYPE flashedge_pending_tasks_by_class gauge
+      flashedge_pending_tasks_by_class{pool="team \\"a\\"",class="7",needs="team pool 'a\\"b'\\\\x\\nline"} 18
+      # HELP flashedge_unservable_pending_tasks Pending tasks of requirement classes no registered node can serve.
+      # TYPE flashedge_unservable_pending_tasks gauge
+      flashedge_unservable_pending_tasks{pool="team \\"a\\""} 18
+      # HELP flashedge_unservable_requirement_classes Pending requirement classes no registered node can serve.
+      # TYPE flashedge_unservable_requirement_classes gauge
+      flashedge_unservable_requirement_classes{pool="team \\"a\\""} 1
+      # HELP flashedge_storage_bytes Size of the pool object's SQLite storage.
+      # TYPE flashedge_storage_bytes gauge
+      flashedge_storage_bytes{pool="team \\"a\\""} 123456
+      # HELP flashedge_requests_served_total Calls the pool object served (requests, alarms, calls from other objects); in memory, so it restarts at 0 when the object restarts.
+      # TYPE flashedge_requests_served_total counter
+      flashedge_requests_served_total{pool="team \\"a\\""} 42
+      # HELP flashedge_object_busy_seconds_total Summed run time of the pool object's call handlers on the 1 ms clock, what they await not included; in memory, so it restarts at 0 when the object restarts.
+      # TYPE flashedge_object_busy_seconds_total counter
+      flashedge_object_busy_seconds_total{pool="team \\"a\\""} 1.25
+      # HELP flashedge_storage_limit_bytes The storage limit of one Durable Object.
+      # TYPE flashedge_storage_limit_bytes gauge
+      flashedge_storage_limit_bytes{pool="team \\"a\\""} 10000000000
+      # HELP flashedge_events_total Ledger events by type.
+      # TYPE flashedge_events_total counter
+      flashedge_events_total{pool="team \\"a\\"",type="LEASE_CLAIMED"} 5
+      flashedge_events_total{pool="team \\"a\\"",type="TASK_ATTEMPT_FAILED"} 4
+      flashedge_events_total{pool="team \\"a\\"",type="TASK_COMMIT_REJECTED"} 1
+      flashedge_events_total{pool="team \\"a\\"",type="odd\\"type"} 1
+      "
+    `);
+  });
+
+  it("of one shard with SQL costs (its links, if any, are not shown)", () => {
+    const costed = { ...one, sql: { rowsRead: 120, rowsWritten: 73 }, links: shards[0]!.links };
+    expect(renderMetrics("p", costed)).toMatchInlineSnapshot(`
+      "# HELP flashedge_tasks Tasks in the pool by state.
+      # TYPE flashedge_tasks gauge
+      flashedge_tasks{pool="p",state="PENDING"} 3
+      flashedge_tasks{pool="p",state="LEASED"} 0
+      flashedge_tasks{pool="p",state="COMPLETED"} 2
+      flashedge_tasks{pool="p",state="FAILED"} 0
+      flashedge_tasks{pool="p",state="CANCELLED"} 0
+      # HELP flashedge_leases_live Leases currently live.
+      # TYPE flashedge_leases_live gauge
+      flashedge_leases_live{pool="p"} 1
+      # HELP flashedge_leases_expired_total Leases that expired because their node stopped heartbeating.
+      # TYPE flashedge_leases_expired_total counter
+      flashedge_leases_expired_total{pool="p"} 0
+      # HELP flashedge_claims_total Claims that leased a task.
+      # TYPE flashedge_claims_total counter
+      flashedge_claims_total{pool="p"} 5
+      # HELP flashedge_claims_held Claims held open waiting for work their node may take (long-poll): idle machines; in memory, so 0 after the object restarts.
+      # TYPE flashedge_claims_held gauge
+      flashedge_claims_held{pool="p"} 6
+      # HELP flashedge_commits_total Commits judged, by outcome.
+      # TYPE flashedge_commits_total counter
+      flashedge_commits_total{pool="p",result="accepted"} 0
+      flashedge_commits_total{pool="p",result="rejected"} 1
+      # HELP flashedge_attempts_failed_total Attempts failed by their worker or by output validation.
+      # TYPE flashedge_attempts_failed_total counter
+      flashedge_attempts_failed_total{pool="p"} 4
+      # HELP flashedge_nodes Registered nodes, and those online: seen within the online window or holding a live lease.
+      # TYPE flashedge_nodes gauge
+      flashedge_nodes{pool="p",online="true"} 3
+      flashedge_nodes{pool="p",online="false"} 1
+      # HELP flashedge_nodes_held_back Registered nodes held back from claiming because their last attempts all failed.
+      # TYPE flashedge_nodes_held_back gauge
+      flashedge_nodes_held_back{pool="p"} 2
+      # HELP flashedge_results_total Results judged, by verdict: replicas in or outvoted by a quorum, and evidence that lied (invalid).
+      # TYPE flashedge_results_total counter
+      flashedge_results_total{pool="p",verdict="valid"} 7
+      flashedge_results_total{pool="p",verdict="invalid"} 1
+      # HELP flashedge_pending_tasks_by_class Pending tasks per requirement class, the classes with the most first (bounded), with what they need.
+      # TYPE flashedge_pending_tasks_by_class gauge
+      flashedge_pending_tasks_by_class{pool="p",class="7",needs="team pool 'a\\"b'\\\\x\\nline"} 18
+      # HELP flashedge_unservable_pending_tasks Pending tasks of requirement classes no registered node can serve.
+      # TYPE flashedge_unservable_pending_tasks gauge
+      flashedge_unservable_pending_tasks{pool="p"} 18
+      # HELP flashedge_unservable_requirement_classes Pending requirement classes no registered node can serve.
+      # TYPE flashedge_unservable_requirement_classes gauge
+      flashedge_unservable_requirement_classes{pool="p"} 1
+      # HELP flashedge_storage_bytes Size of the pool object's SQLite storage.
+      # TYPE flashedge_storage_bytes gauge
+      flashedge_storage_bytes{pool="p"} 123456
+      # HELP flashedge_requests_served_total Calls the pool object served (requests, alarms, calls from other objects); in memory, so it restarts at 0 when the object restarts.
+      # TYPE flashedge_requests_served_total counter
+      flashedge_requests_served_total{pool="p"} 42
+      # HELP flashedge_object_busy_seconds_total Summed run time of the pool object's call handlers on the 1 ms clock, what they await not included; in memory, so it restarts at 0 when the object restarts.
+      # TYPE flashedge_object_busy_seconds_total counter
+      flashedge_object_busy_seconds_total{pool="p"} 1.25
+      # HELP flashedge_sql_rows_read_total SQLite rows the pool object's statements read, triggers included (what Cloudflare bills, docs/protocol.md §16); in memory, so it restarts at 0 when the object restarts.
+      # TYPE flashedge_sql_rows_read_total counter
+      flashedge_sql_rows_read_total{pool="p"} 120
+      # HELP flashedge_sql_rows_written_total SQLite rows the pool object's statements wrote, each index entry and trigger write counted (what Cloudflare bills, docs/protocol.md §16); in memory, so it restarts at 0 when the object restarts.
+      # TYPE flashedge_sql_rows_written_total counter
+      flashedge_sql_rows_written_total{pool="p"} 73
+      # HELP flashedge_storage_limit_bytes The storage limit of one Durable Object.
+      # TYPE flashedge_storage_limit_bytes gauge
+      flashedge_storage_limit_bytes{pool="p"} 10000000000
+      # HELP flashedge_events_total Ledger events by type.
+      # TYPE flashedge_events_total counter
+      flashedge_events_total{pool="p",type="LEASE_CLAIMED"} 5
+      flashedge_events_total{pool="p",type="TASK_ATTEMPT_FAILED"} 4
+      flashedge_events_total{pool="p",type="TASK_COMMIT_REJECTED"} 1
+      flashedge_events_total{pool="p",type="odd\\"type"} 1
+      "
+    `);
+  });
+
+  it("of three shards with SQL costs (a shard without its own shows none) and links, read by an operator", () => {
+    const costed = { ...mergeMetrics(shards), sql: { rowsRead: 1007, rowsWritten: 33 } };
+    expect(renderMetrics("p", costed, shards, summary)).toMatchInlineSnapshot(`
+      "# HELP flashedge_tasks Tasks in the pool by state.
+      # TYPE flashedge_tasks gauge
+      flashedge_tasks{pool="p",state="PENDING"} 1
+      flashedge_tasks{pool="p",state="LEASED"} 2
+      flashedge_tasks{pool="p",state="COMPLETED"} 0
+      flashedge_tasks{pool="p",state="FAILED"} 0
+      flashedge_tasks{pool="p",state="CANCELLED"} 0
+      # HELP flashedge_leases_live Leases currently live.
+      # TYPE flashedge_leases_live gauge
+      flashedge_leases_live{pool="p"} 0
+      # HELP flashedge_leases_expired_total Leases that expired because their node stopped heartbeating.
+      # TYPE flashedge_leases_expired_total counter
+      flashedge_leases_expired_total{pool="p"} 1
+      # HELP flashedge_claims_total Claims that leased a task.
+      # TYPE flashedge_claims_total counter
+      flashedge_claims_total{pool="p"} 5
+      # HELP flashedge_claims_held Claims held open waiting for work their node may take (long-poll): idle machines; in memory, so 0 after the object restarts.
+      # TYPE flashedge_claims_held gauge
+      flashedge_claims_held{pool="p"} 0
+      # HELP flashedge_commits_total Commits judged, by outcome.
+      # TYPE flashedge_commits_total counter
+      flashedge_commits_total{pool="p",result="accepted"} 0
+      flashedge_commits_total{pool="p",result="rejected"} 0
+      # HELP flashedge_attempts_failed_total Attempts failed by their worker or by output validation.
+      # TYPE flashedge_attempts_failed_total counter
+      flashedge_attempts_failed_total{pool="p"} 0
+      # HELP flashedge_nodes Registered nodes, and those online: seen within the online window or holding a live lease.
+      # TYPE flashedge_nodes gauge
+      flashedge_nodes{pool="p",online="true"} 2
+      flashedge_nodes{pool="p",online="false"} 1
+      # HELP flashedge_nodes_homed Registered nodes whose home is the shard (a pool of shards only).
+      # TYPE flashedge_nodes_homed gauge
+      flashedge_nodes_homed{pool="p",shard="0"} 3
+      flashedge_nodes_homed{pool="p",shard="1"} 0
+      flashedge_nodes_homed{pool="p",shard="2"} 0
+      # HELP flashedge_nodes_held_back Registered nodes held back from claiming because their last attempts all failed.
+      # TYPE flashedge_nodes_held_back gauge
+      flashedge_nodes_held_back{pool="p"} 0
+      # HELP flashedge_results_total Results judged, by verdict: replicas in or outvoted by a quorum, and evidence that lied (invalid).
+      # TYPE flashedge_results_total counter
+      flashedge_results_total{pool="p",verdict="valid"} 0
+      flashedge_results_total{pool="p",verdict="invalid"} 0
+      # HELP flashedge_pending_tasks_by_class Pending tasks per requirement class, the classes with the most first (bounded), with what they need.
+      # TYPE flashedge_pending_tasks_by_class gauge
+      flashedge_pending_tasks_by_class{pool="p",shard="0",class="1",needs="1 GPU"} 1
+      flashedge_pending_tasks_by_class{pool="p",shard="2",class="1",needs="nothing"} 2
+      # HELP flashedge_unservable_pending_tasks Pending tasks of requirement classes no registered node can serve.
+      # TYPE flashedge_unservable_pending_tasks gauge
+      flashedge_unservable_pending_tasks{pool="p"} 1
+      # HELP flashedge_unservable_requirement_classes Pending requirement classes no registered node can serve.
+      # TYPE flashedge_unservable_requirement_classes gauge
+      flashedge_unservable_requirement_classes{pool="p"} 1
+      # HELP flashedge_storage_bytes Size of the pool object's SQLite storage.
+      # TYPE flashedge_storage_bytes gauge
+      flashedge_storage_bytes{pool="p",shard="0"} 100
+      flashedge_storage_bytes{pool="p",shard="1"} 40
+      flashedge_storage_bytes{pool="p",shard="2"} 70
+      # HELP flashedge_requests_served_total Calls the pool object served (requests, alarms, calls from other objects); in memory, so it restarts at 0 when the object restarts.
+      # TYPE flashedge_requests_served_total counter
+      flashedge_requests_served_total{pool="p",shard="0"} 900
+      flashedge_requests_served_total{pool="p",shard="1"} 30
+      flashedge_requests_served_total{pool="p",shard="2"} 0
+      # HELP flashedge_object_busy_seconds_total Summed run time of the pool object's call handlers on the 1 ms clock, what they await not included; in memory, so it restarts at 0 when the object restarts.
+      # TYPE flashedge_object_busy_seconds_total counter
+      flashedge_object_busy_seconds_total{pool="p",shard="0"} 1.5
+      flashedge_object_busy_seconds_total{pool="p",shard="1"} 0.02
+      flashedge_object_busy_seconds_total{pool="p",shard="2"} 0
+      # HELP flashedge_summary_age_seconds Age of the shard's copy of the pool summary (the oldest other shard's entry); absent before its first reply.
+      # TYPE flashedge_summary_age_seconds gauge
+      flashedge_summary_age_seconds{pool="p",shard="0"} 0.25
+      # HELP flashedge_forwarded_claims_total Claims the shard sent to another shard for its work; in memory, so it restarts at 0 when the object restarts.
+      # TYPE flashedge_forwarded_claims_total counter
+      flashedge_forwarded_claims_total{pool="p",shard="0"} 7
+      flashedge_forwarded_claims_total{pool="p",shard="1"} 0
+      flashedge_forwarded_claims_total{pool="p",shard="2"} 0
+      # HELP flashedge_outbox_rows Outcomes the shard has yet to deliver to other shards' nodes' homes.
+      # TYPE flashedge_outbox_rows gauge
+      flashedge_outbox_rows{pool="p",shard="0"} 2
+      flashedge_outbox_rows{pool="p",shard="1"} 0
+      flashedge_outbox_rows{pool="p",shard="2"} 0
+      # HELP flashedge_summary_requests_total Calls the pool summary served, by kind: shards' exchanges by reason (tick, on_demand, poke), and other calls; in memory, so it restarts at 0 when the summary restarts.
+      # TYPE flashedge_summary_requests_total counter
+      flashedge_summary_requests_total{pool="p",kind="tick"} 12
+      flashedge_summary_requests_total{pool="p",kind="on_demand"} 3
+      flashedge_summary_requests_total{pool="p",kind="poke"} 1
+      flashedge_summary_requests_total{pool="p",kind="other"} 2
+      # HELP flashedge_summary_busy_seconds_total Summed run time of the pool summary's call handlers on the 1 ms clock; in memory, so it restarts at 0 when the summary restarts.
+      # TYPE flashedge_summary_busy_seconds_total counter
+      flashedge_summary_busy_seconds_total{pool="p"} 0.005
+      # HELP flashedge_sql_rows_read_total SQLite rows the pool object's statements read, triggers included (what Cloudflare bills, docs/protocol.md §16); in memory, so it restarts at 0 when the object restarts.
+      # TYPE flashedge_sql_rows_read_total counter
+      flashedge_sql_rows_read_total{pool="p",shard="0"} 1000
+      flashedge_sql_rows_read_total{pool="p",shard="2"} 7
+      # HELP flashedge_sql_rows_written_total SQLite rows the pool object's statements wrote, each index entry and trigger write counted (what Cloudflare bills, docs/protocol.md §16); in memory, so it restarts at 0 when the object restarts.
+      # TYPE flashedge_sql_rows_written_total counter
+      flashedge_sql_rows_written_total{pool="p",shard="0"} 30
+      flashedge_sql_rows_written_total{pool="p",shard="2"} 3
+      # HELP flashedge_storage_limit_bytes The storage limit of one Durable Object.
+      # TYPE flashedge_storage_limit_bytes gauge
+      flashedge_storage_limit_bytes{pool="p"} 10000000000
+      # HELP flashedge_events_total Ledger events by type.
+      # TYPE flashedge_events_total counter
+      flashedge_events_total{pool="p",type="LEASE_CLAIMED"} 5
+      flashedge_events_total{pool="p",type="LEASE_EXPIRED"} 1
+      "
+    `);
+  });
+
+  it("of three shards without SQL costs or links, read by an operator", () => {
+    expect(renderMetrics("p", mergeMetrics(bare), bare, summary)).toMatchInlineSnapshot(`
+      "# HELP flashedge_tasks Tasks in the pool by state.
+      # TYPE flashedge_tasks gauge
+      flashedge_tasks{pool="p",state="PENDING"} 1
+      flashedge_tasks{pool="p",state="LEASED"} 2
+      flashedge_tasks{pool="p",state="COMPLETED"} 0
+      flashedge_tasks{pool="p",state="FAILED"} 0
+      flashedge_tasks{pool="p",state="CANCELLED"} 0
+      # HELP flashedge_leases_live Leases currently live.
+      # TYPE flashedge_leases_live gauge
+      flashedge_leases_live{pool="p"} 0
+      # HELP flashedge_leases_expired_total Leases that expired because their node stopped heartbeating.
+      # TYPE flashedge_leases_expired_total counter
+      flashedge_leases_expired_total{pool="p"} 1
+      # HELP flashedge_claims_total Claims that leased a task.
+      # TYPE flashedge_claims_total counter
+      flashedge_claims_total{pool="p"} 5
+      # HELP flashedge_claims_held Claims held open waiting for work their node may take (long-poll): idle machines; in memory, so 0 after the object restarts.
+      # TYPE flashedge_claims_held gauge
+      flashedge_claims_held{pool="p"} 0
+      # HELP flashedge_commits_total Commits judged, by outcome.
+      # TYPE flashedge_commits_total counter
+      flashedge_commits_total{pool="p",result="accepted"} 0
+      flashedge_commits_total{pool="p",result="rejected"} 0
+      # HELP flashedge_attempts_failed_total Attempts failed by their worker or by output validation.
+      # TYPE flashedge_attempts_failed_total counter
+      flashedge_attempts_failed_total{pool="p"} 0
+      # HELP flashedge_nodes Registered nodes, and those online: seen within the online window or holding a live lease.
+      # TYPE flashedge_nodes gauge
+      flashedge_nodes{pool="p",online="true"} 2
+      flashedge_nodes{pool="p",online="false"} 1
+      # HELP flashedge_nodes_homed Registered nodes whose home is the shard (a pool of shards only).
+      # TYPE flashedge_nodes_homed gauge
+      flashedge_nodes_homed{pool="p",shard="0"} 3
+      flashedge_nodes_homed{pool="p",shard="1"} 0
+      flashedge_nodes_homed{pool="p",shard="2"} 0
+      # HELP flashedge_nodes_held_back Registered nodes held back from claiming because their last attempts all failed.
+      # TYPE flashedge_nodes_held_back gauge
+      flashedge_nodes_held_back{pool="p"} 0
+      # HELP flashedge_results_total Results judged, by verdict: replicas in or outvoted by a quorum, and evidence that lied (invalid).
+      # TYPE flashedge_results_total counter
+      flashedge_results_total{pool="p",verdict="valid"} 0
+      flashedge_results_total{pool="p",verdict="invalid"} 0
+      # HELP flashedge_pending_tasks_by_class Pending tasks per requirement class, the classes with the most first (bounded), with what they need.
+      # TYPE flashedge_pending_tasks_by_class gauge
+      flashedge_pending_tasks_by_class{pool="p",shard="0",class="1",needs="1 GPU"} 1
+      flashedge_pending_tasks_by_class{pool="p",shard="2",class="1",needs="nothing"} 2
+      # HELP flashedge_unservable_pending_tasks Pending tasks of requirement classes no registered node can serve.
+      # TYPE flashedge_unservable_pending_tasks gauge
+      flashedge_unservable_pending_tasks{pool="p"} 1
+      # HELP flashedge_unservable_requirement_classes Pending requirement classes no registered node can serve.
+      # TYPE flashedge_unservable_requirement_classes gauge
+      flashedge_unservable_requirement_classes{pool="p"} 1
+      # HELP flashedge_storage_bytes Size of the pool object's SQLite storage.
+      # TYPE flashedge_storage_bytes gauge
+      flashedge_storage_bytes{pool="p",shard="0"} 100
+      flashedge_storage_bytes{pool="p",shard="1"} 40
+      flashedge_storage_bytes{pool="p",shard="2"} 70
+      # HELP flashedge_requests_served_total Calls the pool object served (requests, alarms, calls from other objects); in memory, so it restarts at 0 when the object restarts.
+      # TYPE flashedge_requests_served_total counter
+      flashedge_requests_served_total{pool="p",shard="0"} 900
+      flashedge_requests_served_total{pool="p",shard="1"} 30
+      flashedge_requests_served_total{pool="p",shard="2"} 0
+      # HELP flashedge_object_busy_seconds_total Summed run time of the pool object's call handlers on the 1 ms clock, what they await not included; in memory, so it restarts at 0 when the object restarts.
+      # TYPE flashedge_object_busy_seconds_total counter
+      flashedge_object_busy_seconds_total{pool="p",shard="0"} 1.5
+      flashedge_object_busy_seconds_total{pool="p",shard="1"} 0.02
+      flashedge_object_busy_seconds_total{pool="p",shard="2"} 0
+      # HELP flashedge_summary_age_seconds Age of the shard's copy of the pool summary (the oldest other shard's entry); absent before its first reply.
+      # TYPE flashedge_summary_age_seconds gauge
+      # HELP flashedge_forwarded_claims_total Claims the shard sent to another shard for its work; in memory, so it restarts at 0 when the object restarts.
+      # TYPE flashedge_forwarded_claims_total counter
+      flashedge_forwarded_claims_total{pool="p",shard="0"} 0
+      flashedge_forwarded_claims_total{pool="p",shard="1"} 0
+      flashedge_forwarded_claims_total{pool="p",shard="2"} 0
+      # HELP flashedge_outbox_rows Outcomes the shard has yet to deliver to other shards' nodes' homes.
+      # TYPE flashedge_outbox_rows gauge
+      flashedge_outbox_rows{pool="p",shard="0"} 0
+      flashedge_outbox_rows{pool="p",shard="1"} 0
+      flashedge_outbox_rows{pool="p",shard="2"} 0
+      # HELP flashedge_summary_requests_total Calls the pool summary served, by kind: shards' exchanges by reason (tick, on_demand, poke), and other calls; in memory, so it restarts at 0 when the summary restarts.
+      # TYPE flashedge_summary_requests_total counter
+      flashedge_summary_requests_total{pool="p",kind="tick"} 12
+      flashedge_summary_requests_total{pool="p",kind="on_demand"} 3
+      flashedge_summary_requests_total{pool="p",kind="poke"} 1
+      flashedge_summary_requests_total{pool="p",kind="other"} 2
+      # HELP flashedge_summary_busy_seconds_total Summed run time of the pool summary's call handlers on the 1 ms clock; in memory, so it restarts at 0 when the summary restarts.
+      # TYPE flashedge_summary_busy_seconds_total counter
+      flashedge_summary_busy_seconds_total{pool="p"} 0.005
+      # HELP flashedge_storage_limit_bytes The storage limit of one Durable Object.
+      # TYPE flashedge_storage_limit_bytes gauge
+      flashedge_storage_limit_bytes{pool="p"} 10000000000
+      # HELP flashedge_events_total Ledger events by type.
+      # TYPE flashedge_events_total counter
+      flashedge_events_total{pool="p",type="LEASE_CLAIMED"} 5
+      flashedge_events_total{pool="p",type="LEASE_EXPIRED"} 1
+      "
+    `);
+  });
+
+  it("of three shards read by a node", () => {
+    expect(renderMetrics("p", mergeMetrics(bare), bare, undefined, false)).toMatchInlineSnapshot(`
+      "# HELP flashedge_tasks Tasks in the pool by state.
+      # TYPE flashedge_tasks gauge
+      flashedge_tasks{pool="p",state="PENDING"} 1
+      flashedge_tasks{pool="p",state="LEASED"} 2
+      flashedge_tasks{pool="p",state="COMPLETED"} 0
+      flashedge_tasks{pool="p",state="FAILED"} 0
+      flashedge_tasks{pool="p",state="CANCELLED"} 0
+      # HELP flashedge_leases_live Leases currently live.
+      # TYPE flashedge_leases_live gauge
+      flashedge_leases_live{pool="p"} 0
+      # HELP flashedge_leases_expired_total Leases that expired because their node stopped heartbeating.
+      # TYPE flashedge_leases_expired_total counter
+      flashedge_leases_expired_total{pool="p"} 1
+      # HELP flashedge_claims_total Claims that leased a task.
+      # TYPE flashedge_claims_total counter
+      flashedge_claims_total{pool="p"} 5
+      # HELP flashedge_claims_held Claims held open waiting for work their node may take (long-poll): idle machines; in memory, so 0 after the object restarts.
+      # TYPE flashedge_claims_held gauge
+      flashedge_claims_held{pool="p"} 0
+      # HELP flashedge_commits_total Commits judged, by outcome.
+      # TYPE flashedge_commits_total counter
+      flashedge_commits_total{pool="p",result="accepted"} 0
+      flashedge_commits_total{pool="p",result="rejected"} 0
+      # HELP flashedge_attempts_failed_total Attempts failed by their worker or by output validation.
+      # TYPE flashedge_attempts_failed_total counter
+      flashedge_attempts_failed_total{pool="p"} 0
+      # HELP flashedge_nodes Registered nodes, and those online: seen within the online window or holding a live lease.
+      # TYPE flashedge_nodes gauge
+      flashedge_nodes{pool="p",online="true"} 2
+      flashedge_nodes{pool="p",online="false"} 1
+      # HELP flashedge_nodes_homed Registered nodes whose home is the shard (a pool of shards only).
+      # TYPE flashedge_nodes_homed gauge
+      flashedge_nodes_homed{pool="p",shard="0"} 3
+      flashedge_nodes_homed{pool="p",shard="1"} 0
+      flashedge_nodes_homed{pool="p",shard="2"} 0
+      # HELP flashedge_nodes_held_back Registered nodes held back from claiming because their last attempts all failed.
+      # TYPE flashedge_nodes_held_back gauge
+      flashedge_nodes_held_back{pool="p"} 0
+      # HELP flashedge_results_total Results judged, by verdict: replicas in or outvoted by a quorum, and evidence that lied (invalid).
+      # TYPE flashedge_results_total counter
+      flashedge_results_total{pool="p",verdict="valid"} 0
+      flashedge_results_total{pool="p",verdict="invalid"} 0
+      # HELP flashedge_pending_tasks_by_class Pending tasks per requirement class, the classes with the most first (bounded), with what they need.
+      # TYPE flashedge_pending_tasks_by_class gauge
+      flashedge_pending_tasks_by_class{pool="p",shard="0",class="1",needs="1 GPU"} 1
+      flashedge_pending_tasks_by_class{pool="p",shard="2",class="1",needs="nothing"} 2
+      # HELP flashedge_unservable_pending_tasks Pending tasks of requirement classes no registered node can serve.
+      # TYPE flashedge_unservable_pending_tasks gauge
+      flashedge_unservable_pending_tasks{pool="p"} 1
+      # HELP flashedge_unservable_requirement_classes Pending requirement classes no registered node can serve.
+      # TYPE flashedge_unservable_requirement_classes gauge
+      flashedge_unservable_requirement_classes{pool="p"} 1
+      # HELP flashedge_storage_bytes Size of the pool object's SQLite storage.
+      # TYPE flashedge_storage_bytes gauge
+      flashedge_storage_bytes{pool="p",shard="0"} 100
+      flashedge_storage_bytes{pool="p",shard="1"} 40
+      flashedge_storage_bytes{pool="p",shard="2"} 70
+      # HELP flashedge_storage_limit_bytes The storage limit of one Durable Object.
+      # TYPE flashedge_storage_limit_bytes gauge
+      flashedge_storage_limit_bytes{pool="p"} 10000000000
+      # HELP flashedge_events_total Ledger events by type.
+      # TYPE flashedge_events_total counter
+      flashedge_events_total{pool="p",type="LEASE_CLAIMED"} 5
+      flashedge_events_total{pool="p",type="LEASE_EXPIRED"} 1
+      "
+    `);
+  });
+});
