@@ -33,6 +33,247 @@ export interface MetricsSample {
   sql?: { rowsRead: number; rowsWritten: number };
 }
 
+/** A series' labels beyond the pool's (and the shard's), by name; every value is escaped. */
+type Labels = Readonly<Record<string, string | number>>;
+
+/** What a metric reads: one value, none (no sample), or values by labels. */
+type Reading = number | undefined | ReadonlyArray<readonly [Labels, number]>;
+
+/** Who reads the text, of what pool: decides which metrics it shows. */
+type Audience = { sharded: boolean; traffic: boolean; summary: boolean; sql: boolean };
+
+/**
+ * A metric: its name, type and help, when it is shown (always, unless
+ * `shown` says otherwise), and how its value(s) read from a sample: the
+ * pool's (`pool`), each object's (`object`: each shard's with
+ * `shard="k"`, or the pool's at one shard), or the pool summary's load
+ * (`summary`).
+ */
+type MetricDefinition = {
+  name: string;
+  type: "gauge" | "counter";
+  help: string;
+  shown?: (a: Audience) => boolean;
+} & (
+  | { of: "pool" | "object"; read: (sample: MetricsSample) => Reading }
+  | { of: "summary"; read: (summary: SummaryLoad) => Reading }
+);
+
+const event = (sample: MetricsSample, type: string) => sample.events[type] ?? 0;
+
+/** Every metric, in the order the text shows them. */
+const METRICS: readonly MetricDefinition[] = [
+  {
+    name: "flashedge_tasks",
+    type: "gauge",
+    help: "Tasks in the pool by state.",
+    of: "pool",
+    read: (s) => TASK_STATES.map((state) => [{ state }, s.tasks[state] ?? 0]),
+  },
+  {
+    name: "flashedge_leases_live",
+    type: "gauge",
+    help: "Leases currently live.",
+    of: "pool",
+    read: (s) => s.leasesLive,
+  },
+  {
+    name: "flashedge_leases_expired_total",
+    type: "counter",
+    help: "Leases that expired because their node stopped heartbeating.",
+    of: "pool",
+    read: (s) => event(s, "LEASE_EXPIRED"),
+  },
+  {
+    name: "flashedge_claims_total",
+    type: "counter",
+    help: "Claims that leased a task.",
+    of: "pool",
+    read: (s) => event(s, "LEASE_CLAIMED"),
+  },
+  {
+    name: "flashedge_claims_held",
+    type: "gauge",
+    help: "Claims held open waiting for work their node may take (long-poll): idle machines; in memory, so 0 after the object restarts.",
+    of: "pool",
+    read: (s) => s.claimsHeld,
+  },
+  {
+    name: "flashedge_commits_total",
+    type: "counter",
+    help: "Commits judged, by outcome.",
+    of: "pool",
+    read: (s) => [
+      [{ result: "accepted" }, event(s, "TASK_COMMIT_ACCEPTED")],
+      [{ result: "rejected" }, event(s, "TASK_COMMIT_REJECTED")],
+    ],
+  },
+  {
+    name: "flashedge_attempts_failed_total",
+    type: "counter",
+    help: "Attempts failed by their worker or by output validation.",
+    of: "pool",
+    read: (s) => event(s, "TASK_ATTEMPT_FAILED"),
+  },
+  {
+    name: "flashedge_nodes",
+    type: "gauge",
+    help: "Registered nodes, and those online: seen within the online window or holding a live lease.",
+    of: "pool",
+    read: (s) => [
+      [{ online: "true" }, s.nodesOnline],
+      [{ online: "false" }, s.nodesRegistered - s.nodesOnline],
+    ],
+  },
+  // Where nodes live, so an operator sees a shard that homes more than its share.
+  {
+    name: "flashedge_nodes_homed",
+    type: "gauge",
+    help: "Registered nodes whose home is the shard (a pool of shards only).",
+    shown: (a) => a.sharded,
+    of: "object",
+    read: (s) => s.nodesRegistered,
+  },
+  {
+    name: "flashedge_nodes_held_back",
+    type: "gauge",
+    help: "Registered nodes held back from claiming because their last attempts all failed.",
+    of: "pool",
+    read: (s) => s.nodesHeldBack,
+  },
+  {
+    name: "flashedge_results_total",
+    type: "counter",
+    help: "Results judged, by verdict: replicas in or outvoted by a quorum, and evidence that lied (invalid).",
+    of: "pool",
+    read: (s) => [
+      [{ verdict: "valid" }, s.results.valid],
+      [{ verdict: "invalid" }, s.results.invalid],
+    ],
+  },
+  {
+    name: "flashedge_pending_tasks_by_class",
+    type: "gauge",
+    help: "Pending tasks per requirement class, the classes with the most first (bounded), with what they need.",
+    of: "object",
+    read: (s) => s.demand.classes.map((c) => [{ class: c.class_id, needs: c.needs }, c.pending]),
+  },
+  {
+    name: "flashedge_unservable_pending_tasks",
+    type: "gauge",
+    help: "Pending tasks of requirement classes no registered node can serve.",
+    of: "pool",
+    read: (s) => s.demand.unservable_tasks,
+  },
+  {
+    name: "flashedge_unservable_requirement_classes",
+    type: "gauge",
+    help: "Pending requirement classes no registered node can serve.",
+    of: "pool",
+    read: (s) => s.demand.unservable_classes,
+  },
+  {
+    name: "flashedge_storage_bytes",
+    type: "gauge",
+    help: "Size of the pool object's SQLite storage.",
+    of: "object",
+    read: (s) => s.storageBytes,
+  },
+  // A one-shard pool's own load sends nothing between objects: every reader sees it, as before shards.
+  {
+    name: "flashedge_requests_served_total",
+    type: "counter",
+    help: "Calls the pool object served (requests, alarms, calls from other objects); in memory, so it restarts at 0 when the object restarts.",
+    shown: (a) => a.traffic || !a.sharded,
+    of: "object",
+    read: (s) => s.load.requests,
+  },
+  {
+    name: "flashedge_object_busy_seconds_total",
+    type: "counter",
+    help: "Summed run time of the pool object's call handlers on the 1 ms clock, what they await not included; in memory, so it restarts at 0 when the object restarts.",
+    shown: (a) => a.traffic || !a.sharded,
+    of: "object",
+    read: (s) => s.load.busyMs / 1000,
+  },
+  {
+    name: "flashedge_summary_age_seconds",
+    type: "gauge",
+    help: "Age of the shard's copy of the pool summary (the oldest other shard's entry); absent before its first reply.",
+    shown: (a) => a.sharded && a.traffic,
+    of: "object",
+    read: (s) => {
+      const age = s.links?.summaryAgeMs;
+      return age === null || age === undefined ? undefined : age / 1000;
+    },
+  },
+  {
+    name: "flashedge_forwarded_claims_total",
+    type: "counter",
+    help: "Claims the shard sent to another shard for its work; in memory, so it restarts at 0 when the object restarts.",
+    shown: (a) => a.sharded && a.traffic,
+    of: "object",
+    read: (s) => s.links?.forwardedClaims ?? 0,
+  },
+  {
+    name: "flashedge_outbox_rows",
+    type: "gauge",
+    help: "Outcomes the shard has yet to deliver to other shards' nodes' homes.",
+    shown: (a) => a.sharded && a.traffic,
+    of: "object",
+    read: (s) => s.links?.outboxRows ?? 0,
+  },
+  {
+    name: "flashedge_summary_requests_total",
+    type: "counter",
+    help: "Calls the pool summary served, by kind: shards' exchanges by reason (tick, on_demand, poke), and other calls; in memory, so it restarts at 0 when the summary restarts.",
+    shown: (a) => a.summary && a.traffic,
+    of: "summary",
+    read: (summary) => [...EXCHANGE_REASONS, "other" as const].map((kind) => [{ kind }, summary.requests[kind]]),
+  },
+  {
+    name: "flashedge_summary_busy_seconds_total",
+    type: "counter",
+    help: "Summed run time of the pool summary's call handlers on the 1 ms clock; in memory, so it restarts at 0 when the summary restarts.",
+    shown: (a) => a.summary && a.traffic,
+    of: "summary",
+    read: (summary) => summary.busyMs / 1000,
+  },
+  {
+    name: "flashedge_sql_rows_read_total",
+    type: "counter",
+    help: "SQLite rows the pool object's statements read, triggers included (what Cloudflare bills, docs/protocol.md §16); in memory, so it restarts at 0 when the object restarts.",
+    shown: (a) => a.sql,
+    of: "object",
+    read: (s) => s.sql?.rowsRead,
+  },
+  {
+    name: "flashedge_sql_rows_written_total",
+    type: "counter",
+    help: "SQLite rows the pool object's statements wrote, each index entry and trigger write counted (what Cloudflare bills, docs/protocol.md §16); in memory, so it restarts at 0 when the object restarts.",
+    shown: (a) => a.sql,
+    of: "object",
+    read: (s) => s.sql?.rowsWritten,
+  },
+  {
+    name: "flashedge_storage_limit_bytes",
+    type: "gauge",
+    help: "The storage limit of one Durable Object.",
+    of: "pool",
+    read: () => OBJECT_STORAGE_LIMIT_BYTES,
+  },
+  {
+    name: "flashedge_events_total",
+    type: "counter",
+    help: "Ledger events by type.",
+    of: "pool",
+    read: (s) =>
+      Object.keys(s.events)
+        .sort()
+        .map((type) => [{ type }, s.events[type]!]),
+  },
+];
+
 /**
  * The pool's metrics. With `shards` (a pool of more than one shard, each
  * shard's sample in shard order, `s` their mergeMetrics), the per-object
@@ -55,179 +296,37 @@ export function renderMetrics(
   traffic = true,
 ): string {
   const p = `pool="${escapeLabel(pool)}"`;
-  const perShard = <T>(f: (sample: MetricsSample, labels: string) => T[]): T[] =>
-    shards === undefined ? f(s, p) : shards.flatMap((sample, k) => f(sample, `${p},shard="${k}"`));
-  const ev = (type: string) => s.events[type] ?? 0;
-  const out: string[] = [];
-  const metric = (name: string, type: "gauge" | "counter", help: string, samples: Array<[string, number]>) => {
-    out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
-    for (const [labels, value] of samples) out.push(`${name}{${labels}} ${value}`);
+  const audience: Audience = {
+    sharded: shards !== undefined,
+    traffic,
+    summary: summary !== undefined,
+    sql: s.sql !== undefined,
   };
-  metric(
-    "flashedge_tasks",
-    "gauge",
-    "Tasks in the pool by state.",
-    TASK_STATES.map((state) => [`${p},state="${state}"`, s.tasks[state] ?? 0]),
-  );
-  metric("flashedge_leases_live", "gauge", "Leases currently live.", [[p, s.leasesLive]]);
-  metric("flashedge_leases_expired_total", "counter", "Leases that expired because their node stopped heartbeating.", [
-    [p, ev("LEASE_EXPIRED")],
-  ]);
-  metric("flashedge_claims_total", "counter", "Claims that leased a task.", [[p, ev("LEASE_CLAIMED")]]);
-  metric(
-    "flashedge_claims_held",
-    "gauge",
-    "Claims held open waiting for work their node may take (long-poll): idle machines; in memory, so 0 after the object restarts.",
-    [[p, s.claimsHeld]],
-  );
-  metric("flashedge_commits_total", "counter", "Commits judged, by outcome.", [
-    [`${p},result="accepted"`, ev("TASK_COMMIT_ACCEPTED")],
-    [`${p},result="rejected"`, ev("TASK_COMMIT_REJECTED")],
-  ]);
-  metric("flashedge_attempts_failed_total", "counter", "Attempts failed by their worker or by output validation.", [
-    [p, ev("TASK_ATTEMPT_FAILED")],
-  ]);
-  metric(
-    "flashedge_nodes",
-    "gauge",
-    "Registered nodes, and those online: seen within the online window or holding a live lease.",
-    [
-      [`${p},online="true"`, s.nodesOnline],
-      [`${p},online="false"`, s.nodesRegistered - s.nodesOnline],
-    ],
-  );
-  // Where nodes live, so an operator sees a shard that homes more than its share.
-  if (shards !== undefined)
-    metric(
-      "flashedge_nodes_homed",
-      "gauge",
-      "Registered nodes whose home is the shard (a pool of shards only).",
-      perShard((sample, labels): Array<[string, number]> => [[labels, sample.nodesRegistered]]),
-    );
-  metric(
-    "flashedge_nodes_held_back",
-    "gauge",
-    "Registered nodes held back from claiming because their last attempts all failed.",
-    [[p, s.nodesHeldBack]],
-  );
-  metric(
-    "flashedge_results_total",
-    "counter",
-    "Results judged, by verdict: replicas in or outvoted by a quorum, and evidence that lied (invalid).",
-    [
-      [`${p},verdict="valid"`, s.results.valid],
-      [`${p},verdict="invalid"`, s.results.invalid],
-    ],
-  );
-  metric(
-    "flashedge_pending_tasks_by_class",
-    "gauge",
-    "Pending tasks per requirement class, the classes with the most first (bounded), with what they need.",
-    perShard((sample, labels) =>
-      sample.demand.classes.map((c): [string, number] => [
-        `${labels},class="${c.class_id}",needs="${escapeLabel(c.needs)}"`,
-        c.pending,
-      ]),
-    ),
-  );
-  metric(
-    "flashedge_unservable_pending_tasks",
-    "gauge",
-    "Pending tasks of requirement classes no registered node can serve.",
-    [[p, s.demand.unservable_tasks]],
-  );
-  metric(
-    "flashedge_unservable_requirement_classes",
-    "gauge",
-    "Pending requirement classes no registered node can serve.",
-    [[p, s.demand.unservable_classes]],
-  );
-  metric(
-    "flashedge_storage_bytes",
-    "gauge",
-    "Size of the pool object's SQLite storage.",
-    perShard((sample, labels): Array<[string, number]> => [[labels, sample.storageBytes]]),
-  );
-  // A one-shard pool's own load sends nothing between objects: every reader sees it, as before shards.
-  if (traffic || shards === undefined) {
-    metric(
-      "flashedge_requests_served_total",
-      "counter",
-      "Calls the pool object served (requests, alarms, calls from other objects); in memory, so it restarts at 0 when the object restarts.",
-      perShard((sample, labels): Array<[string, number]> => [[labels, sample.load.requests]]),
-    );
-    metric(
-      "flashedge_object_busy_seconds_total",
-      "counter",
-      "Summed run time of the pool object's call handlers on the 1 ms clock, what they await not included; in memory, so it restarts at 0 when the object restarts.",
-      perShard((sample, labels): Array<[string, number]> => [[labels, sample.load.busyMs / 1000]]),
-    );
+  const series = (m: MetricDefinition): Array<[string, number]> => {
+    if (m.of === "summary") return summary === undefined ? [] : labelled(p, m.read(summary));
+    if (m.of === "pool" || shards === undefined) return labelled(p, m.read(s));
+    return shards.flatMap((sample, k) => labelled(`${p},shard="${k}"`, m.read(sample)));
+  };
+  const out: string[] = [];
+  for (const m of METRICS) {
+    if (m.shown !== undefined && !m.shown(audience)) continue;
+    out.push(`# HELP ${m.name} ${m.help}`, `# TYPE ${m.name} ${m.type}`);
+    for (const [labels, value] of series(m)) out.push(`${m.name}{${labels}} ${value}`);
   }
-  if (shards !== undefined && traffic) {
-    metric(
-      "flashedge_summary_age_seconds",
-      "gauge",
-      "Age of the shard's copy of the pool summary (the oldest other shard's entry); absent before its first reply.",
-      shards.flatMap((sample, k): Array<[string, number]> => {
-        const age = sample.links?.summaryAgeMs;
-        return age === null || age === undefined ? [] : [[`${p},shard="${k}"`, age / 1000]];
-      }),
-    );
-    metric(
-      "flashedge_forwarded_claims_total",
-      "counter",
-      "Claims the shard sent to another shard for its work; in memory, so it restarts at 0 when the object restarts.",
-      shards.map((sample, k) => [`${p},shard="${k}"`, sample.links?.forwardedClaims ?? 0]),
-    );
-    metric(
-      "flashedge_outbox_rows",
-      "gauge",
-      "Outcomes the shard has yet to deliver to other shards' nodes' homes.",
-      shards.map((sample, k) => [`${p},shard="${k}"`, sample.links?.outboxRows ?? 0]),
-    );
-  }
-  if (summary !== undefined && traffic) {
-    metric(
-      "flashedge_summary_requests_total",
-      "counter",
-      "Calls the pool summary served, by kind: shards' exchanges by reason (tick, on_demand, poke), and other calls; in memory, so it restarts at 0 when the summary restarts.",
-      [...EXCHANGE_REASONS, "other" as const].map((kind) => [`${p},kind="${kind}"`, summary.requests[kind]]),
-    );
-    metric(
-      "flashedge_summary_busy_seconds_total",
-      "counter",
-      "Summed run time of the pool summary's call handlers on the 1 ms clock; in memory, so it restarts at 0 when the summary restarts.",
-      [[p, summary.busyMs / 1000]],
-    );
-  }
-  if (s.sql !== undefined) {
-    const rows = (f: (sql: NonNullable<MetricsSample["sql"]>) => number) =>
-      perShard((sample, labels): Array<[string, number]> => (sample.sql ? [[labels, f(sample.sql)]] : []));
-    metric(
-      "flashedge_sql_rows_read_total",
-      "counter",
-      "SQLite rows the pool object's statements read, triggers included (what Cloudflare bills, docs/protocol.md §16); in memory, so it restarts at 0 when the object restarts.",
-      rows((sql) => sql.rowsRead),
-    );
-    metric(
-      "flashedge_sql_rows_written_total",
-      "counter",
-      "SQLite rows the pool object's statements wrote, each index entry and trigger write counted (what Cloudflare bills, docs/protocol.md §16); in memory, so it restarts at 0 when the object restarts.",
-      rows((sql) => sql.rowsWritten),
-    );
-  }
-  metric("flashedge_storage_limit_bytes", "gauge", "The storage limit of one Durable Object.", [
-    [p, OBJECT_STORAGE_LIMIT_BYTES],
-  ]);
-  metric(
-    "flashedge_events_total",
-    "counter",
-    "Ledger events by type.",
-    Object.keys(s.events)
-      .sort()
-      .map((type) => [`${p},type="${escapeLabel(type)}"`, s.events[type]!]),
-  );
   return `${out.join("\n")}\n`;
+}
+
+/** A reading's series under `labels`, each with its own labels after them. */
+function labelled(labels: string, reading: Reading): Array<[string, number]> {
+  if (reading === undefined) return [];
+  if (typeof reading === "number") return [[labels, reading]];
+  return reading.map(([own, value]) => [
+    labels +
+      Object.entries(own)
+        .map(([name, v]) => `,${name}="${escapeLabel(String(v))}"`)
+        .join(""),
+    value,
+  ]);
 }
 
 /**
