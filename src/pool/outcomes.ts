@@ -14,6 +14,7 @@ import { truncateUtf8 } from "../rules/text";
 import { recordVerdict, trusted } from "../rules/verification";
 import { ONLINE_WINDOW_MS } from "./nodes";
 import { outboxWritten } from "./outbox";
+import { appendOutbox } from "./outbox-rows";
 import type { Pool } from "./pool";
 import { type ReplicaTask, replicaElsewhere } from "./replicas-elsewhere";
 
@@ -60,12 +61,7 @@ export function nodeOutcome(sql: SqlStorage, now: number, nodeId: string, outcom
     outcome.outcome === "lie"
       ? { node_id: nodeId, outcome: "lie", reason: truncateUtf8(outcome.reason, MAX_STORED_TEXT_BYTES) }
       : { node_id: nodeId, ...outcome };
-  sql.exec(
-    "INSERT INTO outbox (to_shard, kind, body, created_ms) VALUES (?, 'outcome', ?, ?)",
-    home,
-    JSON.stringify(body),
-    now,
-  );
+  appendOutbox(sql, home, "outcome", body, now);
   // An outcome that can distrust the node is home before the request that caused it is answered (§8.6).
   outboxWritten(sql, outcome.outcome === "lie" || outcome.outcome === "invalid");
 }
@@ -134,12 +130,7 @@ export function renewedHere(sql: SqlStorage, now: number, nodeId: string, deadli
     .toArray()[0];
   if (passport === undefined || passport.told_until_ms - now >= (deadline - now) / 2) return;
   const body: NodeOutcome = { node_id: nodeId, outcome: "seen", at: now, until: deadline };
-  sql.exec(
-    "INSERT INTO outbox (to_shard, kind, body, created_ms) VALUES (?, 'outcome', ?, ?)",
-    passport.home,
-    JSON.stringify(body),
-    now,
-  );
+  appendOutbox(sql, passport.home, "outcome", body, now);
   sql.exec("UPDATE passports SET told_until_ms = ? WHERE node_id = ?", deadline, nodeId);
   outboxWritten(sql, false);
 }
