@@ -126,6 +126,7 @@ export function recordReplica(
   judge(sql, now, task);
 }
 
+/** Judges `task` by its replicas' results so far: which verdict applies (rules/verification.ts verdict). */
 function judge(sql: SqlStorage, now: number, task: ReplicatedTask): void {
   const rows = sql
     .exec<ResultRow>(
@@ -143,48 +144,61 @@ function judge(sql: SqlStorage, now: number, task: ReplicatedTask): void {
   const quorum = effectiveQuorum(task);
   const tolerance = { relative: task.tolerance, absolute: task.tolerance_abs };
   const v = verdict(results, live, quorum, task.replicas + EXTRA_REPLICAS, tolerance);
+  if (v.kind === "waiting") wantMoreReplicas(sql, now, task, rows.length + live, v.more);
+  else if (v.kind === "failed") failWithoutQuorum(sql, now, task, rows, quorum);
+  else acceptQuorum(sql, now, task, rows, v.winners, quorum);
+}
+
+/** No quorum yet: disagreement issues another replica; the task stays PENDING while it wants more out (§14). */
+function wantMoreReplicas(sql: SqlStorage, now: number, task: ReplicatedTask, out: number, more: number): void {
+  sql.exec(
+    "UPDATE tasks SET wanted = ?, state = ? WHERE seq = ?",
+    out + more,
+    more > 0 ? "PENDING" : "LEASED",
+    task.seq,
+  );
+  if (more > 0) {
+    emit(sql, now, task.job_id, "TASK_REQUEUED", `task ${task.task_id} wants another replica: no quorum yet`, {
+      task_id: task.task_id,
+    });
+  }
+}
+
+/** No quorum by replicas + 2: the task fails; its TASK_EXHAUSTED lists every replica's node and sha256 (§14). */
+function failWithoutQuorum(
+  sql: SqlStorage,
+  now: number,
+  task: ReplicatedTask,
+  rows: ResultRow[],
+  quorum: number,
+): void {
+  abandonReplicas(sql, task.seq);
+  sql.exec("UPDATE tasks SET state = 'FAILED' WHERE seq = ?", task.seq);
+  emit(
+    sql,
+    now,
+    task.job_id,
+    "TASK_EXHAUSTED",
+    `task ${task.task_id} found no quorum of ${quorum} in ${rows.length} replicas`,
+    { task_id: task.task_id, replicas: evidence(rows, () => "undecided") },
+  );
+  settleJob(sql, now, task.job_id);
+}
+
+/** `quorum` replicas agree: the task completes, its key bound to their object; outvoted results are invalid (§14). */
+function acceptQuorum(
+  sql: SqlStorage,
+  now: number,
+  task: ReplicatedTask,
+  rows: ResultRow[],
+  winnerIds: string[],
+  quorum: number,
+): void {
   const ids = { task_id: task.task_id };
-  if (v.kind === "waiting") {
-    const wanted = rows.length + live + v.more;
-    sql.exec(
-      "UPDATE tasks SET wanted = ?, state = ? WHERE seq = ?",
-      wanted,
-      v.more > 0 ? "PENDING" : "LEASED",
-      task.seq,
-    );
-    if (v.more > 0) {
-      emit(sql, now, task.job_id, "TASK_REQUEUED", `task ${task.task_id} wants another replica: no quorum yet`, ids);
-    }
-    return;
-  }
-  const evidence = (verdictOf: (id: string) => string) =>
-    rows.map((r) => ({
-      replica: r.replica,
-      node_id: r.node_id,
-      output_sha256: r.sha256,
-      verdict: verdictOf(r.lease_id),
-    }));
-  if (v.kind === "failed") {
-    abandonReplicas(sql, task.seq);
-    sql.exec("UPDATE tasks SET state = 'FAILED' WHERE seq = ?", task.seq);
-    emit(
-      sql,
-      now,
-      task.job_id,
-      "TASK_EXHAUSTED",
-      `task ${task.task_id} found no quorum of ${quorum} in ${rows.length} replicas`,
-      {
-        ...ids,
-        replicas: evidence(() => "undecided"),
-      },
-    );
-    settleJob(sql, now, task.job_id);
-    return;
-  }
   // Whatever replica is still out is wasted work now.
   sql.exec("UPDATE leases SET status = 'cancelled' WHERE task_seq = ? AND status = 'live'", task.seq);
-  const winners = new Set(v.winners);
-  const winner = rows.find((r) => r.lease_id === v.winners[0])!;
+  const winners = new Set(winnerIds);
+  const winner = rows.find((r) => r.lease_id === winnerIds[0])!;
   bindTaskKey(sql, now, task, winner);
   sql.exec("UPDATE tasks SET state = 'COMPLETED', accepted_object = ? WHERE seq = ?", winner.object, task.seq);
   // A result accepted alone was compared with nothing: it earns no trust (docs/protocol.md §14).
@@ -224,10 +238,20 @@ function judge(sql: SqlStorage, now: number, task: ReplicatedTask): void {
       node_id: winner.node_id,
       lease_id: winner.lease_id,
       output_sha256: winner.sha256,
-      replicas: evidence((id) => (winners.has(id) ? "valid" : "invalid")),
+      replicas: evidence(rows, (id) => (winners.has(id) ? "valid" : "invalid")),
     },
   );
   settleJob(sql, now, task.job_id);
+}
+
+/** Every replica's node and sha256, with the verdict on each, as a verdict's event lists them. */
+function evidence(rows: ResultRow[], verdictOf: (id: string) => string) {
+  return rows.map((r) => ({
+    replica: r.replica,
+    node_id: r.node_id,
+    output_sha256: r.sha256,
+    verdict: verdictOf(r.lease_id),
+  }));
 }
 
 /**
