@@ -8,19 +8,13 @@ import { ownerOf } from "../rules/owners";
 import { type Membership, type NodeView, nodeView } from "../rules/placement";
 import { trusted } from "../rules/verification";
 import { iso } from "./events";
-import { ACCEPTING_STATUS, isHeldBack, isOnline } from "./node-states";
+import { ACCEPTING_STATUS, admittingSql, isHeldBack, isOnline, ONLINE_WINDOW_MS } from "./node-states";
 import { outboxWritten } from "./outbox";
 
-/**
- * A node is online for this long after any request it makes (docs/protocol.md §5), and
- * for as long as it holds a live lease: the agent sends no node heartbeats
- * while a task runs, and a node that dies loses its lease at the deadline.
- * When a lease stops being live (commit, fail, expiry, cancel), schema step
- * 14's trigger lowers the node's live_until_ms to its last request plus
- * this window, or another live lease's deadline (docs/protocol.md §13 rule 4): the
- * literal 15000 there must match.
- */
-export const ONLINE_WINDOW_MS = 15_000;
+// The online window is the "online" rule's (src/pool/node-states.ts), which a
+// passport's reads too; still exported here, where the shipped schema
+// steps' notes name it.
+export { ONLINE_WINDOW_MS } from "./node-states";
 
 type NodeRow = {
   node_id: string;
@@ -188,8 +182,10 @@ export type ClaimantRow = {
 /**
  * The claiming node as this shard knows it: its row, owner and pools in one
  * statement when its home is here; else the passport its home sent
- * (docs/sharding.md §5.1), whose owner and trust the home decided. `owners`
- * are the configured ones (FLASHML_NODE_OWNERS). Undefined: unknown here.
+ * (docs/sharding.md §5.1), whose owner and trust the home decided, while it
+ * is admitting (src/pool/node-states.ts: never once the home revoked the
+ * node's credential). `owners` are the configured ones
+ * (FLASHML_NODE_OWNERS). Undefined: unknown here.
  */
 export function claimant(
   sql: SqlStorage,
@@ -206,11 +202,10 @@ export function claimant(
     )
     .toArray()[0];
   if (home) return { ...home, owner: ownerOf(nodeId, owners, home.enrolled_owner), trusted: trusted(home) };
-  // A revoked machine's copy is kept (it outranks an older passport still in flight) but admits nothing (§9).
   const foreign = sql
     .exec<Omit<ClaimantRow, "trusted"> & { trusted: number }>(
       `SELECT registration, status, held_until_ms, assigned_pools, owner, trusted FROM passports
-       WHERE node_id = ? AND revoked = 0`,
+       WHERE node_id = ? AND ${admittingSql("")}`,
       nodeId,
     )
     .toArray()[0];

@@ -12,7 +12,7 @@ import { MAX_STORED_TEXT_BYTES } from "../protocol/limits";
 import { HOLD_AFTER_FAILURES, holdBackMs } from "../rules/scheduling";
 import { truncateUtf8 } from "../rules/text";
 import { recordVerdict, trusted } from "../rules/verification";
-import { ONLINE_WINDOW_MS } from "./nodes";
+import { ONLINE_WINDOW_MS } from "./node-states";
 import { outboxWritten } from "./outbox";
 import { appendOutbox } from "./outbox-rows";
 import type { Pool } from "./pool";
