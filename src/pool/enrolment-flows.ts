@@ -7,7 +7,6 @@
 import type { DeviceCodeRequest, PendingEnrolment } from "../protocol/device";
 import { base64url, DEVICE_CODE_TTL_MS, enrolledToken, sha256Hex, userCodeFrom } from "../rules/enrolment";
 import type { Locale } from "../rules/homing";
-import { shardStub } from "./address";
 import {
   approvedCode,
   decideCode,
@@ -20,7 +19,7 @@ import {
   revokeCredential as revokeRecord,
 } from "./enrolment";
 import { cutOff, cutOffElsewhere } from "./held-claims";
-import { atHome, enrolledHome, otherCandidates } from "./homes";
+import { enrolledHome, otherCandidates, peerAtHome } from "./homes";
 import type { Pool } from "./pool";
 
 /** A new device code for a machine asking to join; "full" / "source_full" past the pool's / the source's pending limit. */
@@ -94,7 +93,7 @@ export async function redeemDeviceCode(
       const redeem = (now: number) => markRedeemed(pool.sql, now, deviceCodeSha256, nodeId) !== null;
       installed = await installCredential(pool, nodeId, credential, redeem);
     } else {
-      installed = await atHome(pool, home, (shard) => shard.installCredential(nodeId, credential, locale));
+      installed = await peerAtHome(pool, home, (peer) => peer.installCredential(nodeId, credential, locale));
       // Unexpired as of the read: the credential is installed by now.
       if (pool.transaction(() => markRedeemed(pool.sql, read, deviceCodeSha256, nodeId)) === null) return null;
     }
@@ -174,10 +173,7 @@ export async function pendingDeviceCodes(pool: Pool): Promise<PendingEnrolment[]
   for (const code of codes)
     if (!code.replaces_credential)
       for (const k of otherCandidates(pool, code.node_id)) asked.set(k, [...(asked.get(k) ?? []), code.node_id]);
-  const { poolLocations } = pool.settings;
-  const answers = await Promise.all(
-    [...asked].map(([k, nodeIds]) => shardStub(pool.env, poolLocations, pool.poolName, k).enrolledAmong(nodeIds)),
-  );
+  const answers = await Promise.all([...asked].map(([k, nodeIds]) => pool.peers.at(k).enrolledAmong(nodeIds)));
   const enrolled = new Set(answers.flat());
   return codes.map((code) => (enrolled.has(code.node_id) ? { ...code, replaces_credential: true } : code));
 }

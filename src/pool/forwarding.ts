@@ -12,7 +12,6 @@ import { isObjectReset } from "../rules/object-errors";
 import { chooseShard, type Offer, shardOffers } from "../rules/shard-choice";
 import { shardOfId } from "../rules/shard-ids";
 import { allotment, pendingOf } from "../rules/summary";
-import { shardStub } from "./address";
 import { pendingHere } from "./digest";
 import { refresh } from "./exchange";
 import { type ClaimTicket, type ForwardedClaimResult, NOT_AFTER_SLACK_MS } from "./forwarded-claims";
@@ -134,7 +133,7 @@ export function holdElsewhere(
 /** Answers a claim of `nodeId` held at shard k with nothing, now: the node claimed again. */
 export async function releaseElsewhere(pool: Pool, k: number, nodeId: string): Promise<void> {
   try {
-    await shardStub(pool.env, pool.settings.poolLocations, pool.poolName, k).releaseForwarded(nodeId);
+    await pool.peers.at(k).releaseForwarded(nodeId);
   } catch {
     // A shard that restarted holds no claims.
   }
@@ -202,7 +201,7 @@ export function forwardHeld(pool: Pool, changed?: string | null): void {
     pool.forwardedClaims += tickets.length;
     const out = tickets.map((t) => pool.sent.add(t.passport.nodeId, k, t.passport.version));
     const answers = ask<ForwardedClaimResult[]>(
-      async () => await shardOf(pool, k).claimsForwarded(tickets),
+      async () => await pool.peers.at(k).claimsForwarded(tickets),
       notAfter,
       tickets.map(() => NOTHING),
     ).finally(() => {
@@ -306,7 +305,7 @@ async function forward(
   const end = pool.sent.add(nodeId, k, ticket.passport.version);
   try {
     const result = await ask<ForwardedClaimResult>(
-      async () => await shardOf(pool, k).claimForwarded(ticket),
+      async () => await pool.peers.at(k).claimForwarded(ticket),
       notAfter,
       NOTHING,
     );
@@ -371,7 +370,7 @@ export async function pushPassports(pool: Pool): Promise<void> {
     const passport = passportOf(pool.sql, nodeId, pool.settings.owners);
     if (passport === null) continue;
     for (const k of shards)
-      pushes.push(ask(async () => await shardOf(pool, k).passportChanged(passport), Date.now() + 1_000, null));
+      pushes.push(ask(async () => await pool.peers.at(k).passportChanged(passport), Date.now() + 1_000, null));
   }
   await Promise.allSettled(pushes);
 }
@@ -422,11 +421,6 @@ export function tookLease(
     if (replica !== undefined) replicaElsewhere(pool, k, nodeId, replica, true);
   });
 }
-
-type ShardStub = ReturnType<typeof shardStub>;
-
-const shardOf = (pool: Pool, k: number): ShardStub =>
-  shardStub(pool.env, pool.settings.poolLocations, pool.poolName, k);
 
 /** 16 random hex: a forwarded claim's id (§5.1). */
 function claimId(): string {

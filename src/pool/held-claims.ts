@@ -8,7 +8,6 @@
 // instead of being tried. The Worker waits for that answer
 // (src/routes/leases.ts), so no lease goes to a caller that already read 204.
 
-import { shardStub } from "./address";
 import { liveCredential } from "./enrolment";
 import {
   type Credential,
@@ -144,12 +143,7 @@ export function cutOff(pool: Pool, now: number, nodeId: string, why: string): vo
 export async function cutOffElsewhere(pool: Pool, nodeId: string, why: string): Promise<void> {
   if (pool.shards === 1) return;
   const passport = passportOf(pool.sql, nodeId, pool.settings.owners);
-  const others = Array.from({ length: pool.shards }, (_, k) => k).filter((k) => k !== pool.shard);
-  await Promise.allSettled(
-    others.map((k) =>
-      shardStub(pool.env, pool.settings.poolLocations, pool.poolName, k).cutOffHere(nodeId, why, passport),
-    ),
-  );
+  await pool.peers.all(pool.peers.others(), async (peer) => peer.cutOffHere(nodeId, why, passport));
 }
 
 /** The far half of `cutOffElsewhere`, at one shard: one change. */

@@ -21,8 +21,7 @@
 
 import { type Locale, locationGroups, nearestHome } from "../rules/homing";
 import { homeCandidates, registryShard } from "../rules/shard-ids";
-import { shardStub } from "./address";
-import type { PoolObject } from "./object";
+import type { Answer, ShardPeer } from "./contract";
 import type { Pool } from "./pool";
 
 /** The message of the error a call addressed to another shard's node rejects with (only a message survives RPC). */
@@ -104,11 +103,10 @@ export function homedFor(pool: Pool, registry: number): string[] {
  */
 async function pullPointers(pool: Pool): Promise<void> {
   const sources = pointerSources(pool.shard, layoutCounts(pool.sql, pool.shards));
-  const { poolLocations } = pool.settings;
   const pulled = await Promise.all(
     sources.map(async (k) => ({
       home: k,
-      nodeIds: await shardStub(pool.env, poolLocations, pool.poolName, k).homedFor(pool.shard),
+      nodeIds: await pool.peers.at(k).homedFor(pool.shard),
     })),
   );
   const now = Date.now();
@@ -165,18 +163,13 @@ export function enrolledHome(pool: Pool, nodeId: string, locale: Locale | null):
 }
 
 /** `call` at shard `at`, thought to be the home of the node the call names, and once more where a NOT_HOME answer says it is. */
-export async function atHome<T>(
-  pool: Pool,
-  at: number,
-  call: (shard: DurableObjectStub<PoolObject>) => Promise<T>,
-): Promise<T> {
-  const shard = (k: number) => shardStub(pool.env, pool.settings.poolLocations, pool.poolName, k);
+export async function peerAtHome<T>(pool: Pool, at: number, call: (peer: ShardPeer) => Answer<T>): Promise<T> {
   try {
-    return await call(shard(at));
+    return await call(pool.peers.at(at));
   } catch (error) {
     const moved = notHomeShard(error);
     if (moved === null || moved === at) throw error;
-    return await call(shard(moved));
+    return await call(pool.peers.at(moved));
   }
 }
 
@@ -230,10 +223,7 @@ export class Homes {
     const candidates = otherCandidates(pool, nodeId, earlier);
     if (registering) this.#unknown.delete(nodeId);
     else if ((this.#unknown.get(nodeId) ?? 0) > now) return;
-    const { poolLocations } = pool.settings;
-    const answers = await Promise.all(
-      candidates.map((k) => shardStub(pool.env, poolLocations, pool.poolName, k).whereIs(nodeId)),
-    );
+    const answers = await Promise.all(candidates.map((k) => pool.peers.at(k).whereIs(nodeId)));
     const home = answers.find((h) => h !== null);
     // Another shard's pointer naming this one: the node is being homed here, by its location.
     if (home === pool.shard) return;
@@ -290,61 +280,35 @@ function layoutCounts(sql: SqlStorage, configured: number): number[] {
   return counts;
 }
 
-/** Which argument of a call names the node it is about, whether the call may home it or checks its credential, and where it came from. */
-type NodeAddressed = {
-  nodeOf: (args: unknown[]) => unknown;
-  registering: boolean;
-  proving?: boolean;
-  localeOf?: (args: unknown[]) => unknown;
-};
+/** How a call about a node checks its home: whether it may home the node here, or checks its credential, and where it came from. */
+export type NodeCall = { registering?: boolean; proving?: boolean; locale?: unknown };
 
-const FIRST: NodeAddressed = { nodeOf: (args) => args[0], registering: false };
-const PROOF: NodeAddressed = {
-  nodeOf: (args) => (args[0] as { nodeId?: unknown } | undefined)?.nodeId,
-  registering: false,
-  proving: true,
-};
-const HOME_ROUTED: Readonly<Record<string, NodeAddressed>> = {
-  register: {
-    nodeOf: (args) => (args[0] as { node_id?: unknown } | undefined)?.node_id,
-    registering: true,
-    localeOf: (args) => args[2],
-  },
-  installCredential: { nodeOf: (args) => args[0], registering: true, localeOf: (args) => args[2] },
-  heartbeatNode: FIRST,
-  assignNodePools: FIRST,
-  releaseNode: FIRST,
-  claim: FIRST,
-  revokeCredential: FIRST,
-  session: PROOF,
-  vouch: PROOF,
-};
-
-/** The home-routed call names, for the test that every one is covered. */
-export const HOME_ROUTED_CALLS = Object.keys(HOME_ROUTED);
+/** A call about a node that lives elsewhere or nowhere yet (a heartbeat, a claim, a release). */
+export const ABOUT_NODE: NodeCall = {};
+/** A call checking a node's credential (a session, a vouch). */
+export const PROVING: NodeCall = { proving: true };
+/** A call that may home the node here (a registration, a credential installed), from `locale`. */
+export function registering(locale: unknown): NodeCall {
+  return { registering: true, locale };
+}
 
 /**
- * Wraps the home-routed calls of `prototype` (the ones the Worker sends to
- * a node's home) so that, in a pool of shards, each first checks that the
- * node lives here (`Homes.check`) and rejects with NOT_HOME otherwise.
+ * Runs `run` where node `nodeId` lives here: in a pool of shards it first
+ * checks (`Homes.check`) and rejects with NOT_HOME when the node lives
+ * elsewhere. The Worker sends each call about a node to its home, and each
+ * such call of the object's says so in its body.
  */
-export function guardHomes<T extends object>(prototype: T, homesOf: (object: T) => { pool: Pool; homes: Homes }): void {
-  for (const [name, addressed] of Object.entries(HOME_ROUTED)) {
-    const method = Object.getOwnPropertyDescriptor(prototype, name)?.value as (...args: unknown[]) => unknown;
-    Object.defineProperty(prototype, name, {
-      configurable: true,
-      writable: true,
-      value(this: T, ...args: unknown[]): unknown {
-        const { pool, homes } = homesOf(this);
-        const nodeId = addressed.nodeOf(args);
-        if (pool.shards === 1 || typeof nodeId !== "string") return method.apply(this, args);
-        const locale = asLocale(addressed.localeOf?.(args));
-        return homes
-          .check(pool, nodeId, addressed.registering, locale, addressed.proving)
-          .then(() => method.apply(this, args));
-      },
-    });
-  }
+export function whenHome<R>(
+  pool: Pool,
+  homes: Homes,
+  nodeId: unknown,
+  how: NodeCall,
+  run: () => R,
+): R | Promise<Awaited<R>> {
+  if (pool.shards === 1 || typeof nodeId !== "string") return run();
+  return homes
+    .check(pool, nodeId, how.registering ?? false, asLocale(how.locale), how.proving)
+    .then(() => run() as Awaited<R>);
 }
 
 /** A call's locale argument as a Locale, or null for anything else. */

@@ -14,9 +14,7 @@
 
 import { type Emptiness, type LayoutEpoch, layoutDecision, layoutRefusedMessage } from "../rules/layout";
 import { type ObjectLoad, served } from "../rules/object-load";
-import type { PoolLocationRule } from "../rules/pool-location";
-import { shardStub } from "./address";
-import { callsOf } from "./calls";
+import type { ShardPeers } from "./address";
 import { storageOf } from "./metered-sql";
 
 /** What shard 0's layout() answers: its history, and its refusal's detail while it refuses. */
@@ -104,7 +102,7 @@ export function enterPool(sql: SqlStorage, recheck: () => void, now = Date.now()
 
 /** Shard 0's layout() call: its history, and whether it refuses. A removed shard refuses it. */
 export async function layout(sql: SqlStorage): Promise<LayoutAnswer> {
-  // async: a refusal is a rejection, as guardCalls makes every other call's.
+  // async: a refusal is a rejection, as serveCall makes every other call's.
   const refusal = refusals.get(storageOf(sql));
   if (refusal !== undefined && refusal.detail === null) throw new Error(refusal.message);
   const epochs = sql.exec<LayoutEpoch>("SELECT * FROM pool_layout ORDER BY epoch").toArray();
@@ -112,41 +110,26 @@ export async function layout(sql: SqlStorage): Promise<LayoutAnswer> {
 }
 
 /**
- * Wraps each method of `prototype` (but the constructor) so that it counts
- * as one call served in `load(object)`, with its handler's synchronous run
- * as busy time, and, but for the `open` ones, runs `enter` on its object
- * first and, when that throws, rejects with the error instead of running:
- * the one place every call enters.
+ * One call served: it counts in `load`, with its synchronous run as busy
+ * time, and where `enter` is given (every call but the layout calls) it
+ * runs first and, when it throws, the call rejects with its error instead
+ * of running. Every call of the object and of its peer surface enters here.
  */
-export function guardCalls<T extends object>(
-  prototype: T,
-  open: readonly string[],
-  enter: (object: T) => void,
-  load: (object: T) => ObjectLoad,
-): void {
-  const unguarded = new Set(open);
-  for (const [name, method] of callsOf(prototype, [])) {
-    const guarded = !unguarded.has(name);
-    Object.defineProperty(prototype, name, {
-      configurable: true,
-      writable: true,
-      value(this: T, ...args: unknown[]): unknown {
-        // In memory, no write: a call costs two clock reads more. What a call
-        // awaits (a hold, R2, another object) is not busy time, only its turn here.
-        const startedMs = Date.now();
-        try {
-          try {
-            if (guarded) enter(this);
-          } catch (refused) {
-            // A rejection, not a throw: the runtime logs a call's synchronous throw as uncaught.
-            return Promise.reject(refused);
-          }
-          return method.apply(this, args);
-        } finally {
-          served(load(this), startedMs, Date.now());
-        }
-      },
-    });
+export function serveCall<R>(load: ObjectLoad, enter: (() => void) | null, run: () => R): R {
+  // In memory, no write: a call costs two clock reads more. What a call
+  // awaits (a hold, R2, another object) is not busy time, only its turn here.
+  const startedMs = Date.now();
+  try {
+    try {
+      enter?.();
+    } catch (refused) {
+      // A rejection, not a throw: the runtime logs a call's synchronous throw as uncaught.
+      // Typed as the call's answer: over RPC every answer is awaited, and a refusal rejects it.
+      return Promise.reject(refused) as R;
+    }
+    return run();
+  } finally {
+    served(load, startedMs, Date.now());
   }
 }
 
@@ -166,10 +149,10 @@ export function emptiness(sql: SqlStorage, shard: number): Emptiness {
 }
 
 /** The pool's other shards as a start asks them: object to object, where the pool's location rule puts them. */
-export function shardPeers(env: Env, rules: readonly PoolLocationRule[], pool: string): LayoutPeers {
+export function layoutPeers(peers: ShardPeers): LayoutPeers {
   return {
-    emptiness: (shard) => shardStub(env, rules, pool, shard).emptiness(),
-    layout: () => shardStub(env, rules, pool, 0).layout(),
+    emptiness: async (shard) => peers.at(shard).emptiness(),
+    layout: async () => peers.at(0).layout(),
   };
 }
 

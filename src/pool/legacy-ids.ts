@@ -5,35 +5,14 @@
 // with shard 0's answer. Only such pools pay it, and only for ids the shard
 // does not hold; at one shard, and in shard 0, nothing here runs.
 
-import { callsOf } from "./calls";
+/** What an id the Worker routes by names: a job, a lease, or an artifact key (by its job). */
+export type IdKind = "job" | "lease" | "key";
 
-/** Which argument of an object call addresses what (the calls that take an id the Worker routes by). */
-type Addressed = { kind: "job" | "lease" | "key"; arg: number };
-
-const JOB: Addressed = { kind: "job", arg: 0 };
-const ADDRESSED: Readonly<Record<string, Addressed>> = {
-  getJob: JOB,
-  jobEvents: JOB,
-  jobTasks: JOB,
-  cancelJob: JOB,
-  listJobArtifacts: JOB,
-  registerCheckpointPart: JOB,
-  commitCheckpoint: JOB,
-  latestCheckpoint: JOB,
-  checkpointLostWork: JOB,
-  verifyCheckpoint: JOB,
-  quarantineCheckpoint: JOB,
-  explainPlacement: JOB,
-  beginUpload: { kind: "key", arg: 0 },
-  bindArtifact: { kind: "key", arg: 0 },
-  resolveArtifact: { kind: "key", arg: 0 },
-  renewLease: { kind: "lease", arg: 0 },
-  failLease: { kind: "lease", arg: 0 },
-  completeLease: { kind: "lease", arg: 0 },
-};
+/** Where a shard's ids of the one-shard days live: shard 0 (null: nowhere, this shard holds all its ids). */
+export type LegacyHome<S> = { sql: SqlStorage; shard0: () => S };
 
 /** Whether this shard holds what `id` names: the job (live or archived), the lease, or the key's job. */
-function holds(sql: SqlStorage, kind: Addressed["kind"], id: string): boolean {
+function holds(sql: SqlStorage, kind: IdKind, id: string): boolean {
   const job = kind === "key" ? /^jobs\/([^/]+)\//.exec(id)?.[1] : id;
   if (kind === "lease") return sql.exec("SELECT 1 FROM leases WHERE lease_id = ?", id).toArray().length > 0;
   // A key outside jobs/ is bound in shard 0 (src/routes/shards.ts).
@@ -51,31 +30,18 @@ export function hadOneShard(sql: SqlStorage): boolean {
 }
 
 /**
- * Wraps the id-addressed calls of `prototype` so that, where `legacyHome`
- * names shard 0's calls (a shard ≥ 1 of a pool that had one shard), an id
- * this shard does not hold is asked of shard 0 instead.
+ * `run` here when this shard holds what `id` names, or when the pool never
+ * had one shard (`legacy` null); else shard 0's answer to the same call
+ * (`atShard0`), where an id minted in the pool's one-shard days lives.
  */
-export function forwardLegacyIds<T extends object>(
-  prototype: T,
-  legacyHome: (object: T) => { sql: SqlStorage; shard0: () => Record<string, (...args: unknown[]) => unknown> } | null,
-): void {
-  for (const [name, method] of callsOf(prototype, [])) {
-    const addressed = ADDRESSED[name];
-    if (addressed === undefined) continue;
-    Object.defineProperty(prototype, name, {
-      configurable: true,
-      writable: true,
-      value(this: T, ...args: unknown[]): unknown {
-        const home = legacyHome(this);
-        const id = args[addressed.arg];
-        if (home === null || typeof id !== "string" || holds(home.sql, addressed.kind, id)) {
-          return method.apply(this, args);
-        }
-        return home.shard0()[name]!(...args);
-      },
-    });
-  }
+export function heldHereOr<S, R>(
+  legacy: LegacyHome<S> | null,
+  kind: IdKind,
+  id: unknown,
+  run: () => R,
+  atShard0: (shard0: S) => unknown,
+): R {
+  if (legacy === null || typeof id !== "string" || holds(legacy.sql, kind, id)) return run();
+  // Shard 0 runs the same call of the same object class: its answer is this call's.
+  return atShard0(legacy.shard0()) as R;
 }
-
-/** The id-addressed call names, for the test that every one is covered. */
-export const LEGACY_ADDRESSED_CALLS = Object.keys(ADDRESSED);

@@ -12,7 +12,7 @@
 // next. Losing either only sends later, from the alarm, which reads SQL.
 
 import { shardCount } from "../rules/pool-shards";
-import { shardOfName, shardStub } from "./address";
+import { shardOfName } from "./address";
 import { storageOf } from "./metered-sql";
 import type { OutcomeMessage } from "./outcomes";
 import type { Pool } from "./pool";
@@ -127,8 +127,8 @@ function deliverTo(pool: Pool, shard: number): Promise<void> {
 
 /** Sends the rows for `shard` in seq order, a batch at a time, deleting each batch once acked. */
 async function sendRows(pool: Pool, shard: number): Promise<void> {
-  const { pool: name, shard: self } = shardOfName(pool.name);
-  const target = shardStub(pool.env, pool.settings.poolLocations, name, shard);
+  const self = pool.shard;
+  const target = pool.peers.at(shard);
   for (;;) {
     const rows = pool.sql
       .exec<{ seq: number; body: string }>(

@@ -10,7 +10,7 @@ import { randomHex8 } from "../protocol/ids";
 import { shardCount } from "../rules/pool-shards";
 import { type Settings, settingsOf } from "../rules/settings";
 import { mintShardHex } from "../rules/shard-ids";
-import { shardName, shardOfName } from "./address";
+import { ShardPeers, shardName, shardOfName } from "./address";
 import { Grants } from "./digest";
 import type { EventRow } from "./events";
 import { SummaryLink } from "./exchange";
@@ -95,6 +95,11 @@ export class Pool {
   /** Which of the pool's shards this object is (0 for the pool's first object). */
   get shard(): number {
     return shardOfName(this.name).shard;
+  }
+
+  /** The pool's other shards, as this one calls them (src/pool/contract.ts). */
+  get peers(): ShardPeers {
+    return new ShardPeers(this.env, this.settings.poolLocations, this.poolName, this.shard, this.shards);
   }
 
   /** S, the pool's configured shard count: 1 is a pool of one object, with no summary. */

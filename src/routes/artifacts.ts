@@ -57,29 +57,30 @@ export const artifacts = new Hono<AppEnv>()
       }
       if (length > maxBytes)
         return c.json({ detail: `artifact exceeds ${maxBytes} bytes (FLASHML_MAX_ARTIFACT_MB)` }, 413);
-      const stub = await c.var.shards.key(key);
-      const writer = writerOf(c);
-      // Checked before the body is read, so a refused writer never streams it;
-      // the upload is recorded, so its bytes are collected if no bind claims them.
-      const object = `pools/${c.var.pool}/objects/${crypto.randomUUID()}`;
-      const before = await stub.beginUpload(key, object, writer);
-      if (!before.ok) return refused(c, before);
+      return c.var.shards.key(key, async (stub) => {
+        const writer = writerOf(c);
+        // Checked before the body is read, so a refused writer never streams it;
+        // the upload is recorded, so its bytes are collected if no bind claims them.
+        const object = `pools/${c.var.pool}/objects/${crypto.randomUUID()}`;
+        const before = await stub.beginUpload(key, object, writer);
+        if (!before.ok) return refused(c, before);
 
-      let stored: Awaited<ReturnType<typeof storeStreaming>>;
-      try {
-        stored = await storeStreaming(c.env.ARTIFACTS, object, c.req.raw.body, length);
-      } catch {
-        await stub.abandonUpload(object);
-        await c.env.ARTIFACTS.delete(object);
-        return c.json({ detail: "upload failed: the body did not match its Content-Length" }, 400);
-      }
-      const bound = await stub.bindArtifact(key, stored, writer);
-      if (!bound.ok) {
-        await c.env.ARTIFACTS.delete(object);
-        return refused(c, bound);
-      }
-      if (bound.replaced) c.executionCtx.waitUntil(c.env.ARTIFACTS.delete(bound.replaced));
-      return c.json(artifactRecord(bound.record, BUCKET));
+        let stored: Awaited<ReturnType<typeof storeStreaming>>;
+        try {
+          stored = await storeStreaming(c.env.ARTIFACTS, object, c.req.raw.body, length);
+        } catch {
+          await stub.abandonUpload(object);
+          await c.env.ARTIFACTS.delete(object);
+          return c.json({ detail: "upload failed: the body did not match its Content-Length" }, 400);
+        }
+        const bound = await stub.bindArtifact(key, stored, writer);
+        if (!bound.ok) {
+          await c.env.ARTIFACTS.delete(object);
+          return refused(c, bound);
+        }
+        if (bound.replaced) c.executionCtx.waitUntil(c.env.ARTIFACTS.delete(bound.replaced));
+        return c.json(artifactRecord(bound.record, BUCKET));
+      });
     },
   )
   .get(
@@ -107,7 +108,7 @@ export const artifacts = new Hono<AppEnv>()
       const key = artifactKey(c);
       if (typeof key !== "string") return key;
       // Another replica's output before the verdict does not exist for a node (docs/protocol.md §14).
-      const resolved = await (await c.var.shards.key(key)).resolveArtifact(key, viewerOf(c));
+      const resolved = await c.var.shards.key(key, async (s) => s.resolveArtifact(key, viewerOf(c)));
       // A key of an archived job names its object in the job's archive (docs/protocol.md §12).
       const row = resolved === "archived" ? await archiveOf(c, jobOfKey(key)!).artifact(key) : resolved;
       const body = row ? await c.env.ARTIFACTS.get(row.object) : null;

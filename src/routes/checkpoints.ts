@@ -51,7 +51,9 @@ export const checkpoints = new Hono<AppEnv>()
       const writer = writerOf(c);
       const body = await readJson(c, RegisterPartRequestSchema);
       if (!body.ok) return body.response;
-      const result = await (await c.var.shards.job(jobId)).registerCheckpointPart(jobId, taskId, body.value, writer);
+      const result = await c.var.shards.job(jobId, async (s) =>
+        s.registerCheckpointPart(jobId, taskId, body.value, writer),
+      );
       if (!result.ok) return refusal(c, result.reason, writer);
       return c.json({ status: "registered", key: result.key });
     },
@@ -81,7 +83,7 @@ export const checkpoints = new Hono<AppEnv>()
       const writer = writerOf(c);
       const body = await readJson(c, CommitCheckpointRequestSchema);
       if (!body.ok) return body.response;
-      const result = await (await c.var.shards.job(jobId)).commitCheckpoint(jobId, taskId, body.value, writer);
+      const result = await c.var.shards.job(jobId, async (s) => s.commitCheckpoint(jobId, taskId, body.value, writer));
       if (result.ok) return c.json(result.manifest);
       if (result.reason === "rejected") return c.json({ detail: result.problems }, 409);
       return refusal(c, result.reason, writer);
@@ -108,7 +110,7 @@ export const checkpoints = new Hono<AppEnv>()
       const { jobId, taskId } = taskOf(c);
       const worldSize = queryInt(c, "world_size", { min: 1 });
       if (!worldSize.ok) return worldSize.response;
-      const result = await (await c.var.shards.job(jobId)).latestCheckpoint(jobId, taskId, worldSize.value);
+      const result = await c.var.shards.job(jobId, async (s) => s.latestCheckpoint(jobId, taskId, worldSize.value));
       if (result === "archived") {
         const manifests = await archiveOf(c, jobId).manifests(taskId);
         if (!manifests) return unknownTask(c);
@@ -139,7 +141,8 @@ export const checkpoints = new Hono<AppEnv>()
       if (failedAt.value === null) {
         return c.json({ detail: [{ loc: ["query", "failed_at_step"], msg: "Field required", type: "missing" }] }, 422);
       }
-      const result = await (await c.var.shards.job(jobId)).checkpointLostWork(jobId, taskId, failedAt.value);
+      const step = failedAt.value;
+      const result = await c.var.shards.job(jobId, async (s) => s.checkpointLostWork(jobId, taskId, step));
       if (result === "archived") {
         const manifests = await archiveOf(c, jobId).manifests(taskId);
         if (!manifests) return unknownTask(c);
@@ -171,7 +174,7 @@ export const checkpoints = new Hono<AppEnv>()
       if (refused) return refused;
       const { jobId, taskId } = taskOf(c);
       const manifestId = c.req.param("manifest_id");
-      const result = await (await c.var.shards.job(jobId)).verifyCheckpoint(jobId, taskId, manifestId);
+      const result = await c.var.shards.job(jobId, async (s) => s.verifyCheckpoint(jobId, taskId, manifestId));
       if (result.ok) return c.json(result.manifest);
       if (result.reason === "invalid") {
         return c.json({ detail: `checkpoint ${manifestId} is quarantined; it can never be restore-verified` }, 409);
@@ -200,11 +203,8 @@ export const checkpoints = new Hono<AppEnv>()
       const manifestId = c.req.param("manifest_id");
       const body = await readJson(c, QuarantineCheckpointRequestSchema);
       if (!body.ok) return body.response;
-      const result = await (await c.var.shards.job(jobId)).quarantineCheckpoint(
-        jobId,
-        taskId,
-        manifestId,
-        body.value.reason,
+      const result = await c.var.shards.job(jobId, async (s) =>
+        s.quarantineCheckpoint(jobId, taskId, manifestId, body.value.reason),
       );
       if (result.ok) return c.json(result.manifest);
       if (result.reason === "archived") return archived(c);

@@ -3,7 +3,6 @@
 
 import type { Context } from "hono";
 import type { z } from "zod";
-import type { PoolObject } from "../pool/object";
 import { jsonInvalidDetail, parseRequest } from "../protocol/errors";
 import { jsonShapeProblem } from "../protocol/json";
 import { LIST_PAGE_DEFAULT, LIST_PAGE_MAX, LIST_PAGE_MAX_BYTES, MAX_JSON_BODY_BYTES } from "../protocol/limits";
@@ -13,13 +12,6 @@ import type { Locale } from "../rules/homing";
 import type { Settings } from "../rules/settings";
 import { utf8Length } from "../rules/text";
 import type { PoolShards } from "./shards";
-
-/**
- * The pool's calls as this request makes them: the object's stub, or for an
- * enrolled node its session on that stub (src/pool/session.ts). A route can
- * only call what both offer, so a call the session lacked would not compile.
- */
-export type PoolCalls = DurableObjectStub<PoolObject> | ReturnType<DurableObjectStub<PoolObject>["session"]>;
 
 export type AppEnv = {
   Bindings: Env;

@@ -5,14 +5,11 @@
 
 import { combineAnswers, type NodeAnswers } from "../rules/shard-merge";
 import type { AppContext } from "./context";
-import type { PoolShards } from "./shards";
-
-/** A shard's calls as a read that visits it holds them. */
-type Visited = Awaited<ReturnType<PoolShards["visit"]>>;
+import type { PoolCalls } from "./shards";
 
 /** `read` of every shard, in parallel, in shard order. */
-export function everyShard<T>(c: AppContext, read: (calls: Visited, k: number) => Promise<T>): Promise<T[]> {
-  return Promise.all(Array.from({ length: c.var.shards.count }, async (_, k) => read(await c.var.shards.visit(k), k)));
+export function everyShard<T>(c: AppContext, read: (calls: PoolCalls, k: number) => Promise<T>): Promise<T[]> {
+  return c.var.shards.every(read);
 }
 
 /**

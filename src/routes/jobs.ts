@@ -111,13 +111,9 @@ export const jobs = new Hono<AppEnv>()
           tasks = expand(jobId);
           if (tasks instanceof Response) return tasks;
         }
-        const submitted = await (await c.var.shards.visit(shard)).submitJob(
-          jobId,
-          spec,
-          tasks,
-          c.var.pool,
-          place,
-          reservation,
+        const [id, queued] = [jobId, tasks];
+        const submitted = await c.var.shards.visit(shard, async (s) =>
+          s.submitJob(id, spec, queued, c.var.pool, place, reservation),
         );
         if (submitted.ok) return c.json(submitted.job, 201);
       }
@@ -142,7 +138,7 @@ export const jobs = new Hono<AppEnv>()
     ),
     (c) =>
       shardedList(c, jobShardCursor(c.var.shards.count), async (shard, after, limit, maxBytes) =>
-        (await c.var.shards.visit(shard)).listJobs(c.var.pool, after ?? 0, limit, viewerOf(c), maxBytes),
+        c.var.shards.visit(shard, async (s) => s.listJobs(c.var.pool, after ?? 0, limit, viewerOf(c), maxBytes)),
       ),
   )
   .get(
@@ -157,10 +153,8 @@ export const jobs = new Hono<AppEnv>()
       }),
     ),
     async (c) => {
-      const job = await (await c.var.shards.job(c.req.param("job_id"))).getJob(
-        c.req.param("job_id"),
-        c.var.pool,
-        viewerOf(c),
+      const job = await c.var.shards.job(c.req.param("job_id"), async (s) =>
+        s.getJob(c.req.param("job_id"), c.var.pool, viewerOf(c)),
       );
       if (job === "archived") return c.json(await archiveOf(c, jobIdOf(c)).job());
       return job ? c.json(job) : unknownJob(c);
@@ -206,7 +200,7 @@ export const jobs = new Hono<AppEnv>()
       let archive: JobArchive | null = null;
       const read = async (after: number, limit: number) => {
         if (archive) return archive.events(after, limit);
-        const events = await (await c.var.shards.job(jobId)).jobEvents(jobId, after, limit, viewerOf(c));
+        const events = await c.var.shards.job(jobId, async (s) => s.jobEvents(jobId, after, limit, viewerOf(c)));
         if (events !== "archived") return events;
         archive = archiveOf(c, jobId);
         return archive.events(after, limit);
@@ -237,7 +231,9 @@ export const jobs = new Hono<AppEnv>()
       }),
     ),
     async (c) => {
-      const tasks = await (await c.var.shards.job(c.req.param("job_id"))).jobTasks(c.req.param("job_id"), viewerOf(c));
+      const tasks = await c.var.shards.job(c.req.param("job_id"), async (s) =>
+        s.jobTasks(c.req.param("job_id"), viewerOf(c)),
+      );
       if (tasks === "archived") return c.json(await archiveOf(c, jobIdOf(c)).tasks());
       return tasks ? c.json(tasks) : unknownJob(c);
     },
@@ -257,7 +253,9 @@ export const jobs = new Hono<AppEnv>()
     async (c) => {
       const refused = requireOperator(c);
       if (refused) return refused;
-      const job = await (await c.var.shards.job(c.req.param("job_id"))).cancelJob(c.req.param("job_id"), c.var.pool);
+      const job = await c.var.shards.job(c.req.param("job_id"), async (s) =>
+        s.cancelJob(c.req.param("job_id"), c.var.pool),
+      );
       // Cancelling a finished job changes nothing and answers it; so for an archived one.
       if (job === "archived") return c.json(await archiveOf(c, jobIdOf(c)).job());
       return job ? c.json(job) : unknownJob(c);
@@ -276,10 +274,8 @@ export const jobs = new Hono<AppEnv>()
     ),
     async (c) => {
       // Lease jobs have no backend log; the reference CLI's `logs` calls this.
-      const job = await (await c.var.shards.job(c.req.param("job_id"))).getJob(
-        c.req.param("job_id"),
-        c.var.pool,
-        viewerOf(c),
+      const job = await c.var.shards.job(c.req.param("job_id"), async (s) =>
+        s.getJob(c.req.param("job_id"), c.var.pool, viewerOf(c)),
       );
       return job ? c.json({ logs: "" }) : unknownJob(c);
     },
@@ -300,7 +296,9 @@ export const jobs = new Hono<AppEnv>()
     (c) =>
       // A page at a time, live or archived (docs/protocol.md §12); the archive holds no sealed keys (every task ended).
       pagedList(c, { decode: decodeArtifactCursor, encode: encodeArtifactCursor }, async (after, limit) => {
-        const page = await (await c.var.shards.job(jobIdOf(c))).listJobArtifacts(jobIdOf(c), after, limit, viewerOf(c));
+        const page = await c.var.shards.job(jobIdOf(c), async (s) =>
+          s.listJobArtifacts(jobIdOf(c), after, limit, viewerOf(c)),
+        );
         return page === "archived" ? archiveOf(c, jobIdOf(c)).artifacts(after, limit) : page;
       }),
   );

@@ -53,7 +53,7 @@ export const leases = new Hono<AppEnv>().post(
  */
 async function claimWithin(c: AppContext, nodeId: string, jobId: string | null): Promise<ClaimResult> {
   try {
-    return await c.var.shards.home(nodeId).claim(nodeId, jobId, c.var.settings.claimWaitMs);
+    return await c.var.shards.home(nodeId, async (s) => s.claim(nodeId, jobId, c.var.settings.claimWaitMs));
   } catch (e) {
     if (isObjectReset(e)) return { ok: false, reason: "nothing" };
     throw e;
@@ -86,7 +86,7 @@ export const attempts = new Hono<AppEnv>()
       const leaseId = c.req.param("lease_id");
       const caller = leaseCaller(c);
       if (!caller.ok) return caller.response;
-      const result = await (await c.var.shards.lease(leaseId)).renewLease(leaseId, caller.value);
+      const result = await c.var.shards.lease(leaseId, async (s) => s.renewLease(leaseId, caller.value));
       if (result.ok) return c.json(result.lease);
       if (result.reason === "not_holder") return notHolder(c, leaseId, caller.value);
       return c.json({ detail: `lease ${leaseId} is not live — stop working on it` }, 410);
@@ -120,11 +120,8 @@ export const attempts = new Hono<AppEnv>()
       const body = await readJson(c, CompleteRequestSchema);
       if (!body.ok) return body.response;
       const { output_sha256, evidence } = body.value;
-      const outcome = await (await c.var.shards.lease(leaseId)).completeLease(
-        leaseId,
-        output_sha256,
-        evidence ?? null,
-        caller.value,
+      const outcome = await c.var.shards.lease(leaseId, async (s) =>
+        s.completeLease(leaseId, output_sha256, evidence ?? null, caller.value),
       );
       switch (outcome.status) {
         case "not_holder":
@@ -163,7 +160,9 @@ export const attempts = new Hono<AppEnv>()
       if (!caller.ok) return caller.response;
       const body = await readJson(c, FailRequestSchema);
       if (!body.ok) return body.response;
-      const result = await (await c.var.shards.lease(leaseId)).failLease(leaseId, body.value.reason, caller.value);
+      const result = await c.var.shards.lease(leaseId, async (s) =>
+        s.failLease(leaseId, body.value.reason, caller.value),
+      );
       if (result.ok) return c.json({ status: "requeued-or-exhausted" });
       if (result.reason === "not_holder") return notHolder(c, leaseId, caller.value);
       return c.json({ detail: `lease ${leaseId} is not live` }, 410);

@@ -83,7 +83,9 @@ export const nodes = new Hono<AppEnv>()
       const registration = { ...body.value, node_id: acting.value, pool: c.var.pool };
       // The body fits, but defaults can grow it (docs/protocol.md §12): measured as stored.
       if (!registrationFits(registration)) return c.json({ detail: REGISTRATION_TOO_LARGE }, 413);
-      await c.var.shards.home(registration.node_id).register(registration, assigningOperator(c), localeOf(c));
+      await c.var.shards.home(registration.node_id, async (s) =>
+        s.register(registration, assigningOperator(c), localeOf(c)),
+      );
       return c.json({ node_id: registration.node_id, status: "registered" });
     },
   )
@@ -114,7 +116,9 @@ export const nodes = new Hono<AppEnv>()
       }
       const body = await readJson(c, NodeHeartbeatSchema);
       if (!body.ok) return body.response;
-      const result = await c.var.shards.home(nodeId).heartbeatNode(nodeId, body.value, assigningOperator(c));
+      const result = await c.var.shards.home(nodeId, async (s) =>
+        s.heartbeatNode(nodeId, body.value, assigningOperator(c)),
+      );
       if (result.ok) return c.json({ status: "ok" });
       if (result.reason === "too_large") {
         return c.json({ detail: `these pools would make the registration too large: ${REGISTRATION_TOO_LARGE}` }, 413);
@@ -139,7 +143,7 @@ export const nodes = new Hono<AppEnv>()
       const refused = requireOperator(c);
       if (refused) return refused;
       const nodeId = c.req.param("node_id");
-      if (!(await c.var.shards.home(nodeId).releaseNode(nodeId)))
+      if (!(await c.var.shards.home(nodeId, async (s) => s.releaseNode(nodeId))))
         return c.json({ detail: `unknown node ${nodeId}` }, 404);
       return c.json({ node_id: nodeId, consecutive_failures: 0, held_until: null });
     },
@@ -173,7 +177,7 @@ export const nodes = new Hono<AppEnv>()
       const body = await readJson(c, NodePoolsRequestSchema);
       if (!body.ok) return body.response;
       const nodeId = c.req.param("node_id");
-      if (!(await c.var.shards.home(nodeId).assignNodePools(nodeId, body.value.pools, operator)))
+      if (!(await c.var.shards.home(nodeId, async (s) => s.assignNodePools(nodeId, body.value.pools, operator))))
         return c.json({ detail: `unknown node ${nodeId}` }, 404);
       return c.json({ node_id: nodeId, pools: body.value.pools, assigned_by: operator });
     },
@@ -195,7 +199,7 @@ export const nodes = new Hono<AppEnv>()
       const operator = enrolmentOperator(c);
       if (!operator.ok) return operator.response;
       const nodeId = c.req.param("node_id");
-      if (!(await c.var.shards.home(nodeId).revokeCredential(nodeId, operator.name)))
+      if (!(await c.var.shards.home(nodeId, async (s) => s.revokeCredential(nodeId, operator.name))))
         return c.json({ detail: `node ${nodeId} has no enrolled credential` }, 404);
       return c.json({ node_id: nodeId, revoked: true });
     },
@@ -249,6 +253,6 @@ export const nodes = new Hono<AppEnv>()
     ),
     (c) =>
       shardedList(c, nodeShardCursor(c.var.shards.count), async (shard, after, limit, maxBytes) =>
-        (await c.var.shards.visit(shard)).listNodes(after, limit, maxBytes),
+        c.var.shards.visit(shard, async (s) => s.listNodes(after, limit, maxBytes)),
       ),
   );

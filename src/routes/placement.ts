@@ -36,18 +36,18 @@ export const placement = new Hono<AppEnv>().get(
       return c.json({ detail }, 404);
     };
     if (shards.count === 1) {
-      const result = await (await shards.job(jobId)).explainPlacement(jobId, taskId, viewerOf(c));
+      const result = await shards.job(jobId, async (s) => s.explainPlacement(jobId, taskId, viewerOf(c)));
       return result.ok ? c.json(result.report) : refused(result.reason);
     }
     // Two passes (docs/sharding.md §10): the job's shard knows the task, every
     // shard knows its own registered nodes.
-    const found = await (await shards.job(jobId)).placementFacts(jobId, taskId, viewerOf(c));
+    const found = await shards.job(jobId, async (s) => s.placementFacts(jobId, taskId, viewerOf(c)));
     if (!found.ok) return refused(found.reason);
     const { payload, replicas, queue } = found.facts;
     const queued = queue && { priority: queue.priority, tenant: queue.tenant };
     const answers = await Promise.all(
       Array.from({ length: shards.count }, async (_, k) =>
-        (await shards.visit(k)).placementNodes(payload, replicas?.items ?? null, queued ?? undefined),
+        shards.visit(k, async (s) => s.placementNodes(payload, replicas?.items ?? null, queued ?? undefined)),
       ),
     );
     return c.json(mergePlacement(found.facts, answers));

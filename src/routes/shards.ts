@@ -16,6 +16,7 @@
 import { shardStub } from "../pool/address";
 import type { CredentialProof } from "../pool/enrolment";
 import { notHomeShard } from "../pool/homes";
+import type { PoolObject } from "../pool/object";
 import { CREDENTIAL_REFUSED } from "../pool/session";
 import { randomHex8, randomHex12 } from "../protocol/ids";
 import { jobOfKey } from "../protocol/keys";
@@ -23,7 +24,13 @@ import { shardCount } from "../rules/pool-shards";
 import type { Settings } from "../rules/settings";
 import { placeSubmission, twoDistinct } from "../rules/shard-choice";
 import { mintShardHex, registryShard, shardOfId } from "../rules/shard-ids";
-import type { PoolCalls } from "./context";
+
+/**
+ * The pool's calls as this request makes them: the object's stub, or for an
+ * enrolled node its session on that stub (src/pool/session.ts). A route can
+ * only call what both offer, so a call the session lacked would not compile.
+ */
+export type PoolCalls = DurableObjectStub<PoolObject> | ReturnType<DurableObjectStub<PoolObject>["session"]>;
 
 export interface PoolShards {
   /** S, the pool's configured shard count. */
@@ -36,27 +43,34 @@ export interface PoolShards {
    */
   shard(k: number): PoolCalls;
   /**
-   * Shard k's calls for a read that visits it: an enrolled node's home first
-   * vouches for its credential, once per request (docs/sharding.md §8.4),
-   * and a refused one rejects with CREDENTIAL_REFUSED (a 401).
+   * `call` on shard k's calls, for a request that visits it: an enrolled
+   * node's home first vouches for its credential, once per request
+   * (docs/sharding.md §8.4), and a refused one rejects with
+   * CREDENTIAL_REFUSED (a 401).
    */
-  visit(k: number): Promise<PoolCalls>;
+  visit<T>(k: number, call: (calls: PoolCalls) => Promise<T>): Promise<T>;
   /**
-   * The shard that holds a job, its tasks, events, checkpoints and
-   * `jobs/{id}/…` artifacts: the one its id names (docs/sharding.md §4.1),
-   * visited, so an enrolled node's home vouches for it first.
+   * `read` of every shard, in parallel, in shard order (docs/sharding.md
+   * §10): an enrolled node's home vouches for it first, so a refused
+   * credential costs that one call.
    */
-  job(jobId: string): Promise<PoolCalls>;
-  /** The shard that issued a lease, by its id, visited. */
-  lease(leaseId: string): Promise<PoolCalls>;
-  /** The shard that binds an artifact key: its job's for `jobs/{id}/…`, else shard 0 (where such keys are bound). */
-  key(key: string): Promise<PoolCalls>;
+  every<T>(read: (calls: PoolCalls, k: number) => Promise<T>): Promise<T[]>;
   /**
-   * A node's home shard: its registration, hold, drain, credential and
-   * claims. Each call goes where the node is thought to live, and once more
-   * where a NOT_HOME answer says it does.
+   * `call` at the shard that holds a job, its tasks, events, checkpoints
+   * and `jobs/{id}/…` artifacts: the one its id names (docs/sharding.md
+   * §4.1), visited, so an enrolled node's home vouches for it first.
    */
-  home(nodeId: string): PoolCalls;
+  job<T>(jobId: string, call: (calls: PoolCalls) => Promise<T>): Promise<T>;
+  /** `call` at the shard that issued a lease, by its id, visited. */
+  lease<T>(leaseId: string, call: (calls: PoolCalls) => Promise<T>): Promise<T>;
+  /** `call` at the shard that binds an artifact key: its job's for `jobs/{id}/…`, else shard 0 (where such keys are bound). */
+  key<T>(key: string, call: (calls: PoolCalls) => Promise<T>): Promise<T>;
+  /**
+   * `call` at a node's home shard: its registration, hold, drain,
+   * credential and claims. Made where the node is thought to live, and once
+   * more where a NOT_HOME answer says it does.
+   */
+  home<T>(nodeId: string, call: (calls: PoolCalls) => Promise<T>): Promise<T>;
   /** Device codes and approvals (docs/sharding.md §8.4). */
   readonly enrolment: PoolCalls;
   /**
@@ -79,7 +93,6 @@ export interface PoolShards {
  * one more NOT_HOME. Forgotten all at once when full.
  */
 const learnt = new Map<string, number>();
-type Call = (...args: unknown[]) => Promise<unknown>;
 const LEARNT = 100_000;
 
 function learn(pool: string, nodeId: string, shard: number): void {
@@ -136,41 +149,38 @@ export function poolShards(
       return await call(moved);
     }
   };
-  /** Calls that each run `call` with the call's name and arguments. */
-  const calls = (call: (name: string, args: unknown[]) => Promise<unknown>): PoolCalls =>
-    new Proxy({} as Record<string, unknown>, {
-      // Not a thenable: awaiting the calls themselves must not call one.
-      get: (_, name) =>
-        typeof name !== "string" || name === "then" ? undefined : (...args: unknown[]) => call(name, args),
-    }) as unknown as PoolCalls;
-  const at = (calls: unknown, name: string, args: unknown[]) => (calls as Record<string, Call>)[name]!(...args);
-  const home = (nodeId: string): PoolCalls =>
-    count === 1 ? shard(0) : calls((name, args) => routed(nodeId, (k) => at(shard(k), name, args)));
+  const home = <T>(nodeId: string, call: (calls: PoolCalls) => Promise<T>): Promise<T> =>
+    count === 1 ? call(shard(0)) : routed(nodeId, (k) => call(shard(k)));
   let vouched: Promise<boolean> | null = null;
-  const visit = async (k: number): Promise<PoolCalls> => {
-    if (proof === null || count === 1) return shard(k);
+  const vouch = async (): Promise<void> => {
+    vouched ??= routed(proof!.nodeId, (h) => stub(h).peer().vouch(proof!));
+    if (!(await vouched)) throw new Error(CREDENTIAL_REFUSED);
+  };
+  const visit = async <T>(k: number, call: (calls: PoolCalls) => Promise<T>): Promise<T> => {
+    if (proof === null || count === 1) return call(shard(k));
     if (k !== callerHome()) {
-      vouched ??= routed(proof.nodeId, (h) => stub(h).vouch(proof));
-      if (!(await vouched)) throw new Error(CREDENTIAL_REFUSED);
-      return stub(k);
+      await vouch();
+      return call(stub(k));
     }
     // Thought to be the caller's home: its session there, or, where a NOT_HOME answer says it lives elsewhere, a visit.
     // Once this request's vouch is asked for (a read of every shard), it answers here too: a refusal costs that one call.
-    return calls(async (name, args) => {
-      if (vouched !== null && !(await vouched)) throw new Error(CREDENTIAL_REFUSED);
-      return routed(proof.nodeId, async (h) => at(h === k ? shard(k) : await visit(k), name, args));
-    });
+    if (vouched !== null) await vouch();
+    return routed(proof.nodeId, (h) => (h === k ? call(shard(k)) : visit(k, call)));
   };
   const ofJob = (jobId: string) => shardOfId(pool, jobId, "", count).shard;
   return {
     count,
     shard,
     visit,
-    job: (jobId) => visit(ofJob(jobId)),
-    lease: (leaseId) => visit(shardOfId(pool, leaseId, "ls-", count).shard),
-    key: (key) => {
+    every: async (read) => {
+      if (proof !== null && count > 1) await vouch();
+      return Promise.all(Array.from({ length: count }, (_, k) => visit(k, (calls) => read(calls, k))));
+    },
+    job: (jobId, call) => visit(ofJob(jobId), call),
+    lease: (leaseId, call) => visit(shardOfId(pool, leaseId, "ls-", count).shard, call),
+    key: (key, call) => {
       const jobId = jobOfKey(key);
-      return visit(jobId === null ? 0 : ofJob(jobId));
+      return visit(jobId === null ? 0 : ofJob(jobId), call);
     },
     home,
     get enrolment() {
@@ -180,7 +190,7 @@ export function poolShards(
       if (count === 1) return { shard: 0 };
       const drawn = twoDistinct(count, Math.random);
       const slots = await Promise.allSettled(
-        drawn.map(async (k) => ({ shard: k, ...(await (await visit(k)).reserveSlot(tasks)) })),
+        drawn.map(async (k) => ({ shard: k, ...(await visit(k, (calls) => calls.reserveSlot(tasks))) })),
       );
       const offered = slots.flatMap((slot) => (slot.status === "fulfilled" ? [slot.value] : []));
       // A shard that cannot answer takes no job; with neither answering the submission fails as any call would.
@@ -191,11 +201,7 @@ export function poolShards(
       // A release that fails costs only that: the slot lapses.
       const other = offered.find((o) => o !== chosen);
       if (other !== undefined)
-        later(
-          visit(other.shard)
-            .then((calls) => calls.releaseSlot(other.reservation))
-            .catch(() => {}),
-        );
+        later(visit(other.shard, (calls) => calls.releaseSlot(other.reservation)).catch(() => {}));
       return { shard: chosen.shard, reservation: chosen.reservation };
     },
     newId: (k) => (count === 1 ? randomHex12() : mintShardHex(pool, k, randomHex8())),

@@ -9,7 +9,7 @@
 // At S = 1 no PoolSummary exists.
 
 import { DurableObject } from "cloudflare:workers";
-import { shardStub } from "../pool/address";
+import { shardPeer } from "../pool/address";
 import { type ExchangeReason, noSummaryLoad, type SummaryLoad, summaryServed } from "../rules/object-load";
 import { settingsOf } from "../rules/settings";
 import {
@@ -169,11 +169,7 @@ export class PoolSummary extends DurableObject<Env> {
       if (now - (this.#pokedMs.get(shard) ?? Number.NEGATIVE_INFINITY) < POKE_SPACING_MS) continue;
       this.#pokedMs.set(shard, now);
       this.pokes += 1;
-      this.ctx.waitUntil(
-        shardStub(this.env, rules, pool, shard)
-          .summaryChanged()
-          .catch(() => {}),
-      );
+      this.ctx.waitUntil(Promise.resolve(shardPeer(this.env, rules, pool, shard).summaryChanged()).catch(() => {}));
     }
   }
 }

@@ -130,7 +130,7 @@ describe("a pool spread over two locations", () => {
     expect(polled.status).toBe(200);
     const { token } = await polled.json<{ token: string }>();
     expect(await shardsHolding(pool, "node_credentials", id)).toEqual([inEurope(id)]);
-    expect(await shard(pool, 0).whereIs(id)).toBe(inEurope(id));
+    expect(await shard(pool, 0).peer().whereIs(id)).toBe(inEurope(id));
     // Wherever it registers from, it lives where its credential does.
     expect((await callFrom(NEW_YORK, pool, "POST", "/nodes/register", bearer(token), registration(id))).status).toBe(
       200,

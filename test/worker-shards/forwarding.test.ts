@@ -56,7 +56,9 @@ async function ticketFor(pool: string, nodeId: string, extra: Partial<ClaimTicke
 
 /** Forwards one claim of `nodeId` to shard K; the lease, or throws naming why none. */
 async function leaseAtK(pool: string, nodeId: string): Promise<WireLease> {
-  const answer = await shard(pool, K).claimForwarded(await ticketFor(pool, nodeId));
+  const answer = await shard(pool, K)
+    .peer()
+    .claimForwarded(await ticketFor(pool, nodeId));
   if (!answer.ok) throw new Error(`no lease at shard ${K}: ${answer.reason}`);
   return answer.lease;
 }
@@ -130,7 +132,7 @@ describe("a forwarded claim", () => {
     const ticket = await ticketFor(pool, "n1");
     expect(ticket.passport).toMatchObject({ nodeId: "n1", home: 0, status: "online", owner: "n1", trusted: false });
 
-    const answer = await shard(pool, K).claimForwarded(ticket);
+    const answer = await shard(pool, K).peer().claimForwarded(ticket);
     expect(answer).toMatchObject({ ok: true, tenant: "default", priority: 0 });
     if (!answer.ok) throw new Error("no lease");
     expect(answer.lease).toMatchObject({ node_id: "n1", job_id: jobId, task_id: "trial-000", attempt_number: 1 });
@@ -149,7 +151,11 @@ describe("a forwarded claim", () => {
     await register(pool, "cpu-0");
     await register(pool, "gpu", {}, 1);
     await submitTo(pool, K, trialsJob(1, {}, { resources: { gpuPerTask: 1 } }));
-    expect(await shard(pool, K).claimForwarded(await ticketFor(pool, "cpu-0"))).toEqual({
+    expect(
+      await shard(pool, K)
+        .peer()
+        .claimForwarded(await ticketFor(pool, "cpu-0")),
+    ).toEqual({
       ok: false,
       reason: "nothing",
     });
@@ -162,7 +168,11 @@ describe("a forwarded claim", () => {
     // Open mode: a node's own report makes it a member (docs/protocol.md §9).
     await register(pool, "member", { capabilities: { ...registration("member").capabilities, pools: ["team-a"] } });
     await submitTo(pool, K, trialsJob(1, {}, { placement: { pool: "team-a" } }));
-    expect(await shard(pool, K).claimForwarded(await ticketFor(pool, "outsider-1"))).toEqual({
+    expect(
+      await shard(pool, K)
+        .peer()
+        .claimForwarded(await ticketFor(pool, "outsider-1")),
+    ).toEqual({
       ok: false,
       reason: "nothing",
     });
@@ -174,7 +184,11 @@ describe("a forwarded claim", () => {
     await register(pool, "plain1");
     await register(pool, "sandboxed", ARGV_NODE);
     await submitTo(pool, K, commandJob());
-    expect(await shard(pool, K).claimForwarded(await ticketFor(pool, "plain1"))).toEqual({
+    expect(
+      await shard(pool, K)
+        .peer()
+        .claimForwarded(await ticketFor(pool, "plain1")),
+    ).toEqual({
       ok: false,
       reason: "nothing",
     });
@@ -186,7 +200,9 @@ describe("a forwarded claim", () => {
     await register(pool, "n1");
     await submitTo(pool, K, trialsJob(1));
     const wanted = await submitTo(pool, K, trialsJob(1));
-    const answer = await shard(pool, K).claimForwarded(await ticketFor(pool, "n1", { jobId: wanted }));
+    const answer = await shard(pool, K)
+      .peer()
+      .claimForwarded(await ticketFor(pool, "n1", { jobId: wanted }));
     expect(answer).toMatchObject({ ok: true, lease: { job_id: wanted } });
   });
 
@@ -197,7 +213,9 @@ describe("a forwarded claim", () => {
     const a = await submitTo(pool, K, trialsJob(3), { tenant: "a" });
     const b = await submitTo(pool, K, trialsJob(3), { tenant: "b" });
     const leased = async (extra: Partial<ClaimTicket>) => {
-      const answer = await shard(pool, K).claimForwarded(await ticketFor(pool, "n1", extra));
+      const answer = await shard(pool, K)
+        .peer()
+        .claimForwarded(await ticketFor(pool, "n1", extra));
       if (!answer.ok) throw new Error(`no lease: ${answer.reason}`);
       return answer.lease.job_id;
     };
@@ -216,7 +234,11 @@ describe("a forwarded claim", () => {
     for (const n of ["zero", "first", "second", "third", "fourth"]) await register(pool, n);
     const a = await submitTo(pool, K, trialsJob(1));
     const b = await submitTo(pool, K, trialsJob(2));
-    expect(await shard(pool, K).claimForwarded(await ticketFor(pool, "zero", { jobId: a }))).toMatchObject({
+    expect(
+      await shard(pool, K)
+        .peer()
+        .claimForwarded(await ticketFor(pool, "zero", { jobId: a })),
+    ).toMatchObject({
       ok: true,
     });
     const tickets = [
@@ -227,7 +249,7 @@ describe("a forwarded claim", () => {
       await ticketFor(pool, "third"),
     ];
     const started = Date.now();
-    const answers = await shard(pool, K).claimsForwarded(tickets);
+    const answers = await shard(pool, K).peer().claimsForwarded(tickets);
     expect(
       answers.map((r) => (r.ok ? `${r.lease.node_id}:${r.lease.job_id === b}:${r.lease.task_id}` : r.reason)),
     ).toEqual(["first:true:trial-000", "nothing", "second:true:trial-001", "nothing"]);
@@ -240,8 +262,8 @@ describe("a forwarded claim", () => {
     await register(pool, "n1");
     await submitTo(pool, K, trialsJob(2));
     const ticket = await ticketFor(pool, "n1");
-    const first = await shard(pool, K).claimForwarded(ticket);
-    const again = await shard(pool, K).claimForwarded(ticket);
+    const first = await shard(pool, K).peer().claimForwarded(ticket);
+    const again = await shard(pool, K).peer().claimForwarded(ticket);
     expect(first.ok && again.ok).toBe(true);
     expect(again).toEqual(first);
     expect(await rowsAt(pool, K, "SELECT lease_id FROM leases")).toHaveLength(1);
@@ -252,7 +274,7 @@ describe("a forwarded claim", () => {
     await register(pool, "n1");
     await submitTo(pool, K, trialsJob(1));
     const late = await ticketFor(pool, "n1", { notAfter: Date.now() - 1 });
-    expect(await shard(pool, K).claimForwarded(late)).toEqual({ ok: false, reason: "nothing" });
+    expect(await shard(pool, K).peer().claimForwarded(late)).toEqual({ ok: false, reason: "nothing" });
     expect(await rowsAt(pool, K, "SELECT lease_id FROM leases")).toEqual([]);
   });
 
@@ -263,14 +285,14 @@ describe("a forwarded claim", () => {
     const full = await ticketFor(pool, "n1");
     const version = { nodeId: "n1", version: (full.passport as Passport).version };
     const bare = { ...full, passport: version };
-    expect(await shard(pool, K).claimForwarded(bare)).toEqual({ ok: false, reason: "stale_passport" });
+    expect(await shard(pool, K).peer().claimForwarded(bare)).toEqual({ ok: false, reason: "stale_passport" });
     expect(await rowsAt(pool, K, "SELECT node_id FROM passports")).toEqual([]);
-    expect((await shard(pool, K).claimForwarded(full)).ok).toBe(true);
+    expect((await shard(pool, K).peer().claimForwarded(full)).ok).toBe(true);
     const next = { ...bare, claimId: "0123456789abcdef" };
-    expect(await shard(pool, K).claimForwarded(next)).toMatchObject({ ok: true, lease: { node_id: "n1" } });
+    expect(await shard(pool, K).peer().claimForwarded(next)).toMatchObject({ ok: true, lease: { node_id: "n1" } });
     // A version above the one held is stale too: the home changed the node since.
     const newer = { ...next, claimId: "fedcba9876543210", passport: { nodeId: "n1", version: version.version + 1 } };
-    expect(await shard(pool, K).claimForwarded(newer)).toEqual({ ok: false, reason: "stale_passport" });
+    expect(await shard(pool, K).peer().claimForwarded(newer)).toEqual({ ok: false, reason: "stale_passport" });
   });
 
   it("an older passport never overwrites a newer one, in a ticket or upserted", async () => {
@@ -284,9 +306,9 @@ describe("a forwarded claim", () => {
     const newer = await ticketFor(pool, "n1");
     const [was, now] = [older.passport as Passport, newer.passport as Passport];
     expect(now.version).toBe(was.version + 2);
-    expect((await shard(pool, K).claimForwarded(newer)).ok).toBe(true);
+    expect((await shard(pool, K).peer().claimForwarded(newer)).ok).toBe(true);
     // A late (or replayed) ticket with the older passport: answered from the newer one, which stays.
-    await shard(pool, K).claimForwarded(older);
+    await shard(pool, K).peer().claimForwarded(older);
     expect(await rowsAt(pool, K, "SELECT version FROM passports")).toEqual([{ version: now.version }]);
     const kept = await runInDurableObject(shard(pool, K), (_o, state) => {
       const sql = state.storage.sql;
@@ -392,7 +414,9 @@ describe("outcomes of a forwarded lease go home", () => {
     )[0]!.last_seq;
     expect(last_seq).toBeGreaterThan(0);
     // The same row delivered again (a lost ack) changes nothing.
-    const again = await shard(pool, 0).deliver(K, [{ seq: last_seq, body: { node_id: "n1", outcome: "accepted" } }]);
+    const again = await shard(pool, 0)
+      .peer()
+      .deliver(K, [{ seq: last_seq, body: { node_id: "n1", outcome: "accepted" } }]);
     expect(again).toEqual({ acked: last_seq });
     expect(await recordAtHome(pool, "n1")).toMatchObject({ accepted_tasks: 1 });
     // The node's record stays at home: shard 2 has none, and keeps no outbox row.
@@ -490,21 +514,21 @@ describe("outcomes of a forwarded lease go home", () => {
     const home = shard(pool, 0);
     const failed = { node_id: "n1", outcome: "failed" } as const;
     expect(
-      await home.deliver(3, [
+      await home.peer().deliver(3, [
         { seq: 4, body: failed },
         { seq: 7, body: failed },
       ]),
     ).toEqual({ acked: 7 });
     // Resent with one more: only the new row applies.
     expect(
-      await home.deliver(3, [
+      await home.peer().deliver(3, [
         { seq: 4, body: failed },
         { seq: 7, body: failed },
         { seq: 9, body: { node_id: "ghost", outcome: "lie", reason: "x" } },
       ]),
     ).toEqual({ acked: 9 });
     // Another sender's seqs are its own.
-    expect(await home.deliver(1, [{ seq: 4, body: failed }])).toEqual({ acked: 4 });
+    expect(await home.peer().deliver(1, [{ seq: 4, body: failed }])).toEqual({ acked: 4 });
     expect(await recordAtHome(pool, "n1")).toMatchObject({ consecutive_failures: 3 });
     expect(await rowsAt(pool, 0, "SELECT node_id FROM nodes ORDER BY node_id")).toEqual([{ node_id: "n1" }]);
   });

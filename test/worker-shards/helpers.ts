@@ -55,3 +55,18 @@ export async function shardsHolding(pool: string, table: "nodes" | "node_credent
   );
   return shards.filter((k) => rows[k]!.length > 0);
 }
+
+// Vite's import.meta.glob, which the source-reading checks use.
+declare global {
+  interface ImportMeta {
+    glob(patterns: string[], options: { query: string; import: string; eager: true }): Record<string, unknown>;
+  }
+}
+
+/** The calls of the pool object (src/pool/object.ts) whose body runs inside `wrap`: what each says wraps it. */
+export function callsWrappedBy(wrap: string): string[] {
+  const [source] = Object.values(
+    import.meta.glob(["../../src/pool/object.ts"], { query: "?raw", import: "default", eager: true }),
+  ) as string[];
+  return [...source!.matchAll(/^ {2}(\w+)\([\s\S]*?\n {2}\}\n/gm)].filter((m) => m[0].includes(wrap)).map((m) => m[1]!);
+}

@@ -185,7 +185,7 @@ describe("a hostile node's held claim", () => {
     expect(first.ok && first.lease.job_id).toBe(jobId);
     const lease = first.ok ? first.lease : null;
     expect((await call(pool, "POST", `/attempts/${lease!.lease_id}/fail`, { reason: "nope" })).status).toBe(200);
-    await shard(pool, 1).summaryChanged();
+    await shard(pool, 1).peer().summaryChanged();
 
     const forwarded = () => inShard(pool, 0, (s) => s.forwardedClaims);
     const before = await forwarded();
@@ -237,7 +237,7 @@ async function heldFleet(pool: string, fleet: Record<number, [number, number]>) 
   await vi.waitFor(
     async () => {
       for (const k of homes) {
-        await shard(pool, k).summaryChanged();
+        await shard(pool, k).peer().summaryChanged();
         const seen = await inShard(pool, k, (s) =>
           homes.filter((h) => h !== k).map((h) => s.summary.shard(h, Date.now())?.held.claims),
         );
@@ -293,7 +293,7 @@ describe("held claims across the pool meeting a burst of work (docs/sharding.md 
       await submitTo(pool, 3, trialsJob(gpus, {}, { resources: { gpuPerTask: gpus } }));
     await vi.waitFor(
       async () => {
-        await shard(pool, 1).summaryChanged();
+        await shard(pool, 1).peer().summaryChanged();
         const counted = await inShard(pool, 1, (s) => s.link.built?.held.nodesByClass ?? {});
         const classes = await inShard(pool, 3, (s) => s.link.built?.classes ?? []);
         const most = classes

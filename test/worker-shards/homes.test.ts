@@ -6,25 +6,17 @@
 // with the home, and changes nothing.
 
 import { describe, expect, it } from "vitest";
-import { HOME_ROUTED_CALLS, NOT_HOME } from "../../src/pool/homes";
-import { PoolObject } from "../../src/pool/object";
+import { NOT_HOME } from "../../src/pool/homes";
 import { NodeRegistrationSchema } from "../../src/protocol/nodes";
 import { registryShard } from "../../src/rules/shard-ids";
 import { call, claim, freshPool, json, nodeIdAt, register, registration, trialsJob } from "../worker/helpers";
-import { shard, submitTo } from "./helpers";
+import { callsWrappedBy, shard, submitTo } from "./helpers";
 
 const SHARDS = 4;
 
-// Vite's import.meta.glob, which the test reads the Worker's route sources with.
-declare global {
-  interface ImportMeta {
-    glob(patterns: string[], options: { query: string; import: string; eager: true }): Record<string, unknown>;
-  }
-}
-
 /** The shards that hold node `nodeId`: its registration or credential. */
 async function holders(pool: string, nodeId: string): Promise<number[]> {
-  const held = await Promise.all(Array.from({ length: SHARDS }, (_, k) => shard(pool, k).holdsNode(nodeId)));
+  const held = await Promise.all(Array.from({ length: SHARDS }, (_, k) => shard(pool, k).peer().holdsNode(nodeId)));
   return held.flatMap((h, k) => (h ? [k] : []));
 }
 
@@ -90,14 +82,13 @@ describe("node homes at 4 shards", () => {
     expect(await holders(pool, id)).toEqual([registryShard(id, SHARDS)]);
   });
 
-  it("every call a route sends to a node's home is one that checks the home", () => {
-    const sources = import.meta.glob(["../../src/routes/*.ts"], { query: "?raw", import: "default", eager: true });
+  it("every call a route sends to a node's home is one that checks the home in its body", () => {
+    const routes = import.meta.glob(["../../src/routes/*.ts"], { query: "?raw", import: "default", eager: true });
     const sent = new Set<string>();
-    for (const text of Object.values(sources) as string[])
-      for (const m of text.matchAll(/\.home\([^)]*\)\s*\.(\w+)\(/g)) sent.add(m[1]!);
+    for (const text of Object.values(routes) as string[])
+      for (const m of text.matchAll(/\.home\([^,]+,\s*async \(\w+\) =>\s*\w+\.(\w+)\(/g)) sent.add(m[1]!);
     expect(sent.size).toBeGreaterThanOrEqual(6);
-    for (const name of sent) expect(HOME_ROUTED_CALLS).toContain(name);
-    const calls = Object.getOwnPropertyNames(PoolObject.prototype);
-    for (const name of HOME_ROUTED_CALLS) expect(calls).toContain(name);
+    const checked = callsWrappedBy("#whenHome(");
+    for (const name of sent) expect(checked, name).toContain(name);
   });
 });

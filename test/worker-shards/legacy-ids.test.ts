@@ -7,11 +7,9 @@
 
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { LEGACY_ADDRESSED_CALLS } from "../../src/pool/legacy-ids";
-import { PoolObject } from "../../src/pool/object";
 import { mintShardHex } from "../../src/rules/shard-ids";
 import { call, claim, freshPool, json, register, trialsJob } from "../worker/helpers";
-import { shard, submitTo } from "./helpers";
+import { callsWrappedBy, shard, submitTo } from "./helpers";
 
 /** A pool raised from 1 to 4 shards (or started at 4), and a job in shard 0 whose id passes shard 2's tag check. */
 async function poolWithStrayId(raisedFromOne: boolean): Promise<{ pool: string; jobId: string }> {
@@ -74,8 +72,14 @@ describe("legacy ids after a raise from one shard", () => {
     expect(await json(got)).toEqual({ detail: `no such job: ${unknown}` });
   });
 
-  it("every object call taking an id the Worker routes by is covered", () => {
-    const calls = Object.getOwnPropertyNames(PoolObject.prototype);
-    for (const name of LEGACY_ADDRESSED_CALLS) expect(calls).toContain(name);
+  it("every call a route sends by a job, lease or key id asks shard 0 for an id of the one-shard days", () => {
+    const routes = import.meta.glob(["../../src/routes/*.ts"], { query: "?raw", import: "default", eager: true });
+    const sent = new Set<string>();
+    for (const text of Object.values(routes) as string[])
+      for (const m of text.matchAll(/\.(?:job|lease|key)\([^,]+,\s*async \((\w+)\) =>[\s\S]*?\b\1\.(\w+)\(/g))
+        sent.add(m[2]!);
+    expect(sent.size).toBeGreaterThanOrEqual(15);
+    const covered = callsWrappedBy("#heldHereOr(");
+    for (const name of sent) expect(covered, name).toContain(name);
   });
 });

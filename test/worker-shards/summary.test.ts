@@ -29,7 +29,7 @@ function inShard<T>(pool: string, k: number, read: (shard: Pool) => T | Promise<
 
 /** The remote classes in shard k's copy, after an exchange made now (as Σ's poke makes one). */
 async function copyAt(pool: string, k: number): Promise<Array<{ shard: number; fresh: number }>> {
-  await shard(pool, k).summaryChanged();
+  await shard(pool, k).peer().summaryChanged();
   return inShard(pool, k, (s) =>
     s.summary.classes(Date.now()).map((c) => ({ shard: c.shard, fresh: c.levels.reduce((n, l) => n + l.fresh, 0) })),
   );
@@ -67,7 +67,7 @@ describe("the pool summary at 4 shards", () => {
     const jobId = await submitTo(pool, 1, trialsJob(2));
     expect(await copyAt(pool, 3)).toEqual([{ shard: 1, fresh: 2 }]);
     expect(await shard(pool, 1).cancelJob(jobId, pool)).toBeTruthy();
-    await shard(pool, 1).summaryChanged();
+    await shard(pool, 1).peer().summaryChanged();
     expect(await copyAt(pool, 3)).toEqual([]);
   });
 
@@ -81,7 +81,7 @@ describe("the pool summary at 4 shards", () => {
     expect(claimed.ok).toBe(true);
     const granted = await inShard(pool, 2, (s) => [...s.grants.values()]);
     expect(granted).toEqual([{ priority: 0, tenant: "default", granted: 1 }]);
-    await shard(pool, 2).summaryChanged();
+    await shard(pool, 2).peer().summaryChanged();
     expect(await copyAt(pool, 0)).toEqual([]);
   });
 
@@ -91,7 +91,7 @@ describe("the pool summary at 4 shards", () => {
     await submitTo(pool, 2, trialsJob(1));
     await shard(pool, 2).register(NodeRegistrationSchema.parse({ ...registration(n1), pool }));
     expect((await shard(pool, 2).claim(n1, null, 0)).ok).toBe(true);
-    await shard(pool, 2).summaryChanged();
+    await shard(pool, 2).peer().summaryChanged();
     expect(await copyAt(pool, 0)).toEqual([]);
     await moveDeadlines(pool);
     // No tick is due at this alarm: only the expiry itself may tell Σ of the task it put back.
@@ -128,8 +128,8 @@ describe("the pool summary at 4 shards", () => {
     await shard(pool, 2).register(NodeRegistrationSchema.parse({ ...registration(n2), pool }));
     expect((await shard(pool, 2).claim(n1, null, 0)).ok).toBe(true);
     expect((await shard(pool, 2).claim(n2, null, 0)).ok).toBe(true);
-    await shard(pool, 2).summaryChanged();
-    await shard(pool, 0).summaryChanged();
+    await shard(pool, 2).peer().summaryChanged();
+    await shard(pool, 0).peer().summaryChanged();
     expect(await inShard(pool, 0, (s) => s.summary.pass(0, "default"))).toBe(2);
 
     // The snapshot's alarm (at most every 5 s), run now.
@@ -140,7 +140,7 @@ describe("the pool summary at 4 shards", () => {
     expect(stored).toEqual([{ priority: 0, tenant: "default", pass: 2 }]);
 
     await restartSummary(pool);
-    await shard(pool, 0).summaryChanged();
+    await shard(pool, 0).peer().summaryChanged();
     // The new instance's full copy names the passes it read back (shard 2's grants since add to them).
     expect(await inShard(pool, 0, (s) => s.summary.pass(0, "default"))).toBe(2);
   });
@@ -150,7 +150,7 @@ describe("the pool summary at 4 shards", () => {
     const n1 = nodeIdAt(pool, "n1", 1); // homed at shard 1
     await shard(pool, 1).register(NodeRegistrationSchema.parse({ ...registration(n1), pool }));
     // Its copy fresh, so the claim below needs no refresh (whose exchange would re-arm the alarm itself).
-    await shard(pool, 1).summaryChanged();
+    await shard(pool, 1).peer().summaryChanged();
     // Quiet: nothing changed for a while, nothing pending, nothing held; the alarm at the quiet tick.
     await inShard(pool, 1, async (s) => {
       s.link.changedMs = 0;
@@ -172,7 +172,7 @@ describe("the pool summary at 4 shards", () => {
     await shard(pool, 1).register(NodeRegistrationSchema.parse({ ...registration(n1), pool }));
     const held = shard(pool, 1).claim(n1, null, 3_000);
     await vi.waitFor(async () => expect(await inShard(pool, 1, (s) => s.held.size)).toBe(1));
-    await shard(pool, 1).summaryChanged(); // Σ learns that shard 1 holds a claim
+    await shard(pool, 1).peer().summaryChanged(); // Σ learns that shard 1 holds a claim
     const pokes = () => runInDurableObject(summary(pool), (instance) => instance.pokes);
     const before = await pokes();
     await submitTo(pool, 2, trialsJob(1));

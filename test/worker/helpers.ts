@@ -41,7 +41,7 @@ export function shardStubs(pool: string) {
 export async function homeShardOf(pool: string, nodeId: string): Promise<number> {
   const shards = shardStubs(pool);
   if (shards.length === 1) return 0;
-  const k = (await Promise.all(shards.map((s) => s.holdsNode(nodeId)))).indexOf(true);
+  const k = (await Promise.all(shards.map((s) => s.peer().holdsNode(nodeId)))).indexOf(true);
   return k === -1 ? registryShard(nodeId, shards.length) : k;
 }
 
@@ -214,7 +214,7 @@ export async function moveDeadlines(pool: string, options: { leaseIds?: string[]
 export async function summarized(pool: string): Promise<void> {
   const shards = shardStubs(pool);
   if (shards.length === 1) return;
-  for (let round = 0; round < 2; round++) for (const shard of shards) await shard.summaryChanged();
+  for (let round = 0; round < 2; round++) for (const shard of shards) await shard.peer().summaryChanged();
 }
 
 /**

@@ -7,7 +7,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { enterPool, LAYOUT_RECHECK_MS, type LayoutPeers, layoutAtStart, shardPeers } from "../../src/pool/layout";
+import { ShardPeers } from "../../src/pool/address";
+import { enterPool, LAYOUT_RECHECK_MS, type LayoutPeers, layoutAtStart, layoutPeers } from "../../src/pool/layout";
 import { trialsJob } from "../fixtures/jobspec";
 import { registration } from "../fixtures/registration";
 import { call, freshPool, json, register, stub, submitJob } from "./helpers";
@@ -129,7 +130,7 @@ describe("lowering a pool's shard count", () => {
     await storedLayout(pool, 4);
     const layout = await runInDurableObject(stub(pool), async (_o, state) => {
       const sql = state.storage.sql;
-      await layoutAtStart(sql, pool, 0, 2, 5_678, shardPeers(env, [], pool));
+      await layoutAtStart(sql, pool, 0, 2, 5_678, layoutPeers(new ShardPeers(env, [], pool, 0, 2)));
       return sql.exec("SELECT * FROM pool_layout ORDER BY epoch").toArray();
     });
     expect(layout).toEqual([
@@ -146,7 +147,7 @@ describe("lowering a pool's shard count", () => {
     await jobIn(`${pool}/3`);
     const before = await runInDurableObject(stub(pool), async (_o, state) => {
       const sql = state.storage.sql;
-      await layoutAtStart(sql, pool, 0, 2, Date.now(), shardPeers(env, [], pool));
+      await layoutAtStart(sql, pool, 0, 2, Date.now(), layoutPeers(new ShardPeers(env, [], pool, 0, 2)));
       return digest(sql);
     });
     for (const [method, path, body] of [
@@ -167,7 +168,7 @@ describe("lowering a pool's shard count", () => {
     expect(after.digest).toBe(before);
     expect(after.epochs).toEqual([{ shards: 4 }]);
     // Shard to shard, the authority still answers what it refuses; other pools are served.
-    expect(await stub(pool).layout()).toEqual({
+    expect(await stub(pool).peer().layout()).toEqual({
       epochs: [{ epoch: 0, shards: 4, since_ms: expect.any(Number), lowered_from: null }],
       refusing: refusedDetail(pool).replace(`coordinator refuses to serve pool '${pool}': `, ""),
     });
@@ -182,7 +183,7 @@ describe("lowering a pool's shard count", () => {
     const one = stub(`${pool}/1`);
     const copied = await runInDurableObject(one, async (_o, state) => {
       const sql = state.storage.sql;
-      await layoutAtStart(sql, pool, 1, 4, Date.now(), shardPeers(env, [], pool));
+      await layoutAtStart(sql, pool, 1, 4, Date.now(), layoutPeers(new ShardPeers(env, [], pool, 0, 2)));
       return {
         self: sql.exec("SELECT * FROM shard_self").toArray(),
         epochs: sql.exec("SELECT epoch, shards FROM pool_layout").toArray(),
@@ -193,10 +194,10 @@ describe("lowering a pool's shard count", () => {
 
     await jobIn(`${pool}/3`);
     await runInDurableObject(stub(pool), (_o, state) =>
-      layoutAtStart(state.storage.sql, pool, 0, 2, Date.now(), shardPeers(env, [], pool)),
+      layoutAtStart(state.storage.sql, pool, 0, 2, Date.now(), layoutPeers(new ShardPeers(env, [], pool, 0, 2))),
     );
     await runInDurableObject(one, (_o, state) =>
-      layoutAtStart(state.storage.sql, pool, 1, 2, Date.now(), shardPeers(env, [], pool)),
+      layoutAtStart(state.storage.sql, pool, 1, 2, Date.now(), layoutPeers(new ShardPeers(env, [], pool, 0, 2))),
     );
     expect(await refusal(one.listNodes(null, 10))).toBe(`PoolLayoutRefused: ${refusedDetail(pool)}`);
   });
@@ -209,7 +210,7 @@ describe("lowering a pool's shard count", () => {
     const rechecks = await runInDurableObject(stub(pool), async (_o, state) => {
       const sql = state.storage.sql;
       const now = Date.now();
-      await layoutAtStart(sql, pool, 0, 2, now, shardPeers(env, [], pool));
+      await layoutAtStart(sql, pool, 0, 2, now, layoutPeers(new ShardPeers(env, [], pool, 0, 2)));
       let n = 0;
       const recheck = () => void n++;
       const counts: number[] = [];
@@ -225,7 +226,7 @@ describe("lowering a pool's shard count", () => {
   it("a removed shard answers only its emptiness, and refuses the pool's calls", async () => {
     const pool = freshPool();
     const removed = stub(`${pool}/3`);
-    expect(await removed.emptiness()).toEqual({
+    expect(await removed.peer().emptiness()).toEqual({
       shard: 3,
       empty: true,
       jobs: 0,
@@ -240,7 +241,7 @@ describe("lowering a pool's shard count", () => {
     expect(await refusal(removed.listNodes(null, 10))).toBe(
       `PoolLayoutRefused: coordinator refuses to serve pool '${pool}': FLASHML_POOL_SHARDS gives it 1 shard, and shard 3 answers only shard 0's emptiness check`,
     );
-    expect(await refusal(removed.layout())).toMatch(/^PoolLayoutRefused: /);
+    expect(await refusal(removed.peer().layout())).toMatch(/^PoolLayoutRefused: /);
     const self = await runInDurableObject(removed, (_o, state) => ({
       self: state.storage.sql.exec("SELECT * FROM shard_self").toArray(),
       epochs: state.storage.sql.exec("SELECT COUNT(*) AS n FROM pool_layout").one().n,
@@ -270,11 +271,11 @@ describe("lowering a pool's shard count", () => {
     const pool = freshPool();
     const removed = stub(`${pool}/3`);
     await runInDurableObject(removed, (_o, state) => void state.storage.sql.exec(insert));
-    expect(await removed.emptiness()).toMatchObject({ shard: 3, empty: false, [counted]: 1 });
+    expect(await removed.peer().emptiness()).toMatchObject({ shard: 3, empty: false, [counted]: 1 });
 
     await storedLayout(pool, 4);
     const epochs = await runInDurableObject(stub(pool), async (_o, state) => {
-      await layoutAtStart(state.storage.sql, pool, 0, 3, Date.now(), shardPeers(env, [], pool));
+      await layoutAtStart(state.storage.sql, pool, 0, 3, Date.now(), layoutPeers(new ShardPeers(env, [], pool, 0, 2)));
       return state.storage.sql.exec("SELECT shards FROM pool_layout").toArray();
     });
     expect(epochs).toEqual([{ shards: 4 }]);

@@ -129,7 +129,9 @@ describe("redeeming at shard 0 for a home elsewhere", () => {
     const deviceCode = await approvedCode(pool, rig);
     // What shard 0 installed before it restarted, and never answered.
     const lost = enrolledToken(rig, crypto.getRandomValues(new Uint8Array(32)));
-    await shard(pool, 1).installCredential(rig, { ...APPROVAL, tokenSha256: await sha256(lost) });
+    await shard(pool, 1)
+      .peer()
+      .installCredential(rig, { ...APPROVAL, tokenSha256: await sha256(lost) });
     const r = await poll(pool, deviceCode);
     expect(r.status).toBe(200);
     const { token } = await r.json<{ token: string }>();
@@ -141,6 +143,7 @@ describe("redeeming at shard 0 for a home elsewhere", () => {
     const pool = freshPool();
     const rig = nodeIdAt(pool, "rig", 1);
     const refusal = await shard(pool, 2)
+      .peer()
       .installCredential(rig, { ...APPROVAL, tokenSha256: "0".repeat(64) })
       .then(
         () => "installed",

@@ -8,7 +8,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { layoutAtStart, shardPeers } from "../../../src/pool/layout";
+import { ShardPeers } from "../../../src/pool/address";
+import { layoutAtStart, layoutPeers } from "../../../src/pool/layout";
 import { freshPool, nodeIdAt, registration } from "../../worker/helpers";
 import { bearer, call, enrol } from "../../worker-auth/helpers";
 import { shard, shardsHolding } from "../helpers";
@@ -19,7 +20,7 @@ const OPS = bearer("tok-ops");
 function startShard0(pool: string, shards: number) {
   return runInDurableObject(shard(pool, 0), async (_o, state) => {
     const sql = state.storage.sql;
-    await layoutAtStart(sql, pool, 0, shards, Date.now(), shardPeers(env, [], pool));
+    await layoutAtStart(sql, pool, 0, shards, Date.now(), layoutPeers(new ShardPeers(env, [], pool, 0, 2)));
     return sql
       .exec<{ shards: number; lowered_from: number | null }>(
         "SELECT shards, lowered_from FROM pool_layout ORDER BY epoch",
