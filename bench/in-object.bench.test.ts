@@ -91,7 +91,7 @@ async function coreCycles(
     const leases: WireLease[] = [];
     const perClaim = timeBatch(BATCH, () => {
       const c0 = performance.now();
-      const result = storage.transactionSync(() => claim(sql, Date.now(), nodeId, null, weights));
+      const result = storage.transactionSync(() => claim(sql, Date.now(), nodeId, null, { weights }));
       const took = performance.now() - c0;
       if (b > 0 && took > maxSingleClaimMs) maxSingleClaimMs = took;
       if (!result.ok) throw new Error(`claim by ${nodeId} in ${pool}: ${result.reason}`);
@@ -156,7 +156,7 @@ async function idleClaims(storage: DurableObjectStorage, weights?: TenantWeights
   const us: number[] = [];
   for (let b = 0; b <= BATCHES; b++) {
     const perClaim = timeFor(IDLE_BATCH_MS, () => {
-      const r = storage.transactionSync(() => claim(storage.sql, Date.now(), "idle-node", null, weights));
+      const r = storage.transactionSync(() => claim(storage.sql, Date.now(), "idle-node", null, { weights }));
       if (r.ok) throw new Error("the idle node got work");
     });
     if (b > 0) us.push(round(perClaim));

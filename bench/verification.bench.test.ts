@@ -145,7 +145,7 @@ async function scenario(mode: "fixed" | "adaptive", rate: number, adversary: Adv
       rounds++;
       const out: WireLease[] = [];
       for (const nodeId of shuffle([...nodes], random)) {
-        const r = state.storage.transactionSync(() => claim(sql, now, nodeId, null, undefined, claimDraw));
+        const r = state.storage.transactionSync(() => claim(sql, now, nodeId, null, { random: claimDraw }));
         if (r.ok) out.push(r.lease);
       }
       if (out.length === 0) break;

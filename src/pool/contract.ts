@@ -6,12 +6,97 @@
 // as this interface (src/pool/address.ts).
 
 import type { Locale } from "../rules/homing";
-import type { Emptiness } from "../rules/layout";
-import type { CredentialProof, IssuedCredential } from "./enrolment";
-import type { ClaimTicket, ForwardedClaimResult } from "./forwarded-claims";
-import type { LayoutAnswer } from "./layout";
-import type { OutcomeMessage } from "./outcomes";
+import type { Emptiness, LayoutEpoch } from "../rules/layout";
+import type { ClaimResult } from "./claim-result";
 import type { Passport } from "./passports";
+
+// -- what travels between them -------------------------------------------
+
+/** What an enrolled caller presents: the node its token names and the token's SHA-256 (hex). */
+export type CredentialProof = { nodeId: string; tokenSha256: string };
+
+/** What a credential is issued with: its token's hash and the approval of the code it redeems. */
+export type IssuedCredential = {
+  tokenSha256: string;
+  hostname: string;
+  platform: string;
+  approvedBy: string;
+  approvedMs: number;
+  /** The owner the approval named (docs/protocol.md §14); null: the node itself. */
+  owner: string | null;
+  /** The team pools the approval named (docs/protocol.md §9); null: none named. */
+  pools: string[] | null;
+};
+
+/**
+ * A home's forward of one claim: its id (16 random hex, docs/sharding.md §5.1),
+ * the node's passport in full; the job the claim is restricted to; and the last
+ * instant, on this shard's clock, at which a lease may still be issued
+ * (the home's hold end + 1 s, epoch ms). `holdMs`, for a claim restricted
+ * to a job: how long this shard holds it for that job's work.
+ */
+export type ClaimTicket = {
+  claimId: string;
+  passport: Passport;
+  jobId: string | null;
+  notAfter: number;
+  holdMs?: number;
+  /** The tenant the home judged furthest behind here by the pool-wide passes (docs/sharding.md §7.2). */
+  turn?: Turn;
+};
+
+/**
+ * A claim's answer, with its lease's tenant and priority on a lease, and on
+ * a replica's lease its task (src/pool/replicas-elsewhere.ts: for the home
+ * alone, never passed on to the node).
+ */
+export type ForwardedClaimResult = ClaimResult | (Extract<ClaimResult, { ok: true }> & { replica?: ReplicaTask });
+
+export type Turn = { priority: number; tenant: string };
+
+/**
+ * A replica's task as the job's shard tells its node's home: the task (its
+ * seq there), its class and priority, whether it is among the shard's
+ * replicating pending tasks now (`counted`), and the digest version the
+ * shard built last before that (0: none yet), so the change shows in every
+ * digest after it.
+ */
+export type ReplicaTask = { task: number; classKey: string; priority: number; counted: boolean; after: number };
+
+/** What shard 0's layout() answers: its history, and its refusal's detail while it refuses. */
+export type LayoutAnswer = { epochs: LayoutEpoch[]; refusing: string | null };
+
+/**
+ * One outcome for a node's record: `accepted` (an accepted commit, or a
+ * replica accepted without comparison), `valid` (a replica a quorum agreed
+ * with), `failed` (an attempt ended without an accepted commit), `abandoned`
+ * (a replica failed or expired), `invalid` (a replica outvoted), `lie`
+ * (evidence that lied, `reason` saying how), `seen` (the node's last
+ * request at another shard, `at`, and its latest live deadline there,
+ * `until`; `ended` when one of its leases there just stopped being live:
+ * docs/sharding.md §8.3, written by schema step 20's trigger and by a
+ * renewal there).
+ */
+export type Outcome =
+  | { outcome: "accepted" | "valid" | "failed" | "abandoned" | "invalid" }
+  | { outcome: "lie"; reason: string }
+  | { outcome: "seen"; at: number; until: number; ended?: number };
+
+/** An outcome as it travels home: for which node. */
+export type NodeOutcome = (Outcome | ReplicaOutcome) & { node_id: string };
+
+/**
+ * Not the node's record but its offers (src/pool/replicas-elsewhere.ts):
+ * a replicated task here the node holds or ran a replica of started
+ * (`counted` 1) or stopped (0) counting among this shard's replicating
+ * pending tasks. Written by schema step 22's trigger.
+ */
+export type ReplicaOutcome = { outcome: "replica"; task: number; class_key: string; priority: number; counted: number };
+
+/** One outbox row as `deliver` receives it: the sender's seq and the outcome. */
+export type OutcomeMessage = { seq: number; body: NodeOutcome };
+
+// -- the calls ----------------------------------------------------------------
 
 /** An answer, at once or later: what the peer serves; a caller over RPC always awaits it. */
 export type Answer<T> = T | Promise<T>;

@@ -7,11 +7,11 @@
 import type { DeviceCodeRequest, PendingEnrolment } from "../protocol/device";
 import { base64url, DEVICE_CODE_TTL_MS, enrolledToken, sha256Hex, userCodeFrom } from "../rules/enrolment";
 import type { Locale } from "../rules/homing";
+import type { IssuedCredential } from "./contract";
 import {
   approvedCode,
   decideCode,
   denyAllCodes,
-  type IssuedCredential,
   installCredentialRow,
   markRedeemed,
   pendingCodes,

@@ -13,11 +13,9 @@ import {
   MAX_PENDING_CODES,
   MAX_PENDING_CODES_PER_SOURCE,
 } from "../rules/enrolment";
+import type { CredentialProof, IssuedCredential } from "./contract";
 import { iso } from "./events";
 import { assignPools } from "./nodes";
-
-/** What an enrolled caller presents: the node its token names and the token's SHA-256 (hex). */
-export type CredentialProof = { nodeId: string; tokenSha256: string };
 
 export type CodeRequest = {
   deviceCodeSha256: string;
@@ -79,19 +77,6 @@ export function requestCode(sql: SqlStorage, now: number, r: CodeRequest): "ok" 
   );
   return "ok";
 }
-
-/** What a credential is issued with: its token's hash and the approval of the code it redeems. */
-export type IssuedCredential = {
-  tokenSha256: string;
-  hostname: string;
-  platform: string;
-  approvedBy: string;
-  approvedMs: number;
-  /** The owner the approval named (docs/protocol.md §14); null: the node itself. */
-  owner: string | null;
-  /** The team pools the approval named (docs/protocol.md §9); null: none named. */
-  pools: string[] | null;
-};
 
 /** An approved code's approval, as its credential keeps it. */
 export type Approval = Omit<IssuedCredential, "tokenSha256">;

@@ -11,15 +11,13 @@
 // At S = 1 none of this runs: every entry point answers at once, and
 // nothing is read, counted or sent.
 
-import { type DigestContents, digestDelta, newlyPending, nextDigest } from "../rules/digest";
+import { type DigestContents, digestDelta, newlyPending } from "../rules/digest";
 import type { ExchangeReason } from "../rules/object-load";
-import { type ExchangeReply, onDemandAllowance, type ShardDigest } from "../rules/summary";
+import { type ExchangeReply, onDemandAllowance } from "../rules/summary";
 import { summaryStub } from "../summary/address";
 import { digestContents } from "./digest";
 import { heldByClass } from "./held-gates";
-import { storageOf } from "./metered-sql";
 import type { Pool } from "./pool";
-import { countTurns } from "./scheduling";
 
 /** The tick while the shard has held claims, pending work or a recent change. */
 export const TICK_BUSY_MS = 500;
@@ -37,84 +35,15 @@ export const SUBMISSION_WAIT_MS = 500;
 export const REFRESH_AGE_MS = 0;
 
 /**
- * The on-demand allowance (§6.2): `rate` exchanges a second, with a
- * second's worth (at least one) in hand at most. In memory: a restart
- * refills it, which costs Σ at most one second's allowance.
+ * A claim here used `turn` (its lease's job's priority and tenant): in a
+ * pool of shards it counts among this shard's grants for the digest and in
+ * its copy of the pool (docs/sharding.md §6.1). Nothing at S = 1.
  */
-export class TokenBucket {
-  private tokens: number | null = null;
-  private lastMs = 0;
-
-  /** Takes one token at `now` if one is there. */
-  take(now: number, rate: number): boolean {
-    const cap = Math.max(1, rate);
-    this.tokens = Math.min(cap, this.tokens === null ? cap : this.tokens + ((now - this.lastMs) / 1000) * rate);
-    this.lastMs = now;
-    if (this.tokens < 1) return false;
-    this.tokens -= 1;
-    return true;
-  }
-}
-
-/**
- * Where this shard's exchanges stand. In memory and rebuilt by the next
- * exchange: a new object sends its whole digest under a new instance.
- */
-export class SummaryLink {
-  /** Random per object start: Σ asks for a whole digest from a new instance. */
-  get instance(): string {
-    this.#instance ??= crypto.randomUUID();
-    return this.#instance;
-  }
-  #instance: string | undefined;
-  readonly bucket = new TokenBucket();
-  /** The digest last read, and the one Σ acknowledged (null: send the whole digest next). */
-  built: ShardDigest | null = null;
-  acked: ShardDigest | null = null;
-  /** Σ's version this shard last saw. */
-  since = 0;
-  /** When the last exchange started, and when Σ last answered one: the ticks are timed from the first. */
-  startedMs = 0;
-  answeredMs = 0;
-  /** When a change was last seen: the digest's contents moved, or the ledger or the pending count (`seen`). */
-  changedMs = 0;
-  seen = "";
-  inFlight: Promise<ExchangeReply | null> | null = null;
-  /** Exchanges sent since the object started, answered or not, and of them whole digests (observability, tests). */
-  sent = 0;
-  wholeSent = 0;
-  failing = false;
-  /** The held claims per class last counted for the digest (`held.nodesByClass`), and when. */
-  heldCounted: { at: number; byClass: Record<string, number> } | null = null;
-
-  /** The digest now; a change of its contents is a change for the ticks. */
-  read(contents: DigestContents, shard: number, now: number): ShardDigest {
-    const next = nextDigest(this.built, shard, this.instance, contents);
-    if (next.version !== this.built?.version) this.changedMs = now;
-    this.built = next;
-    return next;
-  }
-}
-
-// The shards of pools with a summary in this isolate, by SQL handle: what a
-// test reads a shard's copy through (runInDurableObject hands it the storage).
-const joined = new WeakMap<SqlStorage, Pool>();
-
-/**
- * A shard of a pool of more than one shard joins its summary at start: its
- * claims count their grants for the digest. Never called at S = 1.
- */
-export function joinSummary(pool: Pool): void {
-  joined.set(storageOf(pool.sql), pool);
-  countTurns(pool.sql, (priority, tenant) => {
-    pool.grants.add(priority, tenant);
-    pool.summary.granted(priority, tenant, pool.settings.tenantWeights.get(tenant) ?? 1, pool.shard);
-  });
-}
-
-/** The shard whose SQL handle is `sql`, if it joined a summary (undefined at S = 1). */
-export function joinedShard(sql: SqlStorage): Pool | undefined {
-  return joined.get(storageOf(sql));
+export function countGrant(pool: Pool, turn: { priority?: number; tenant?: string }): void {
+  const { priority, tenant } = turn;
+  if (pool.shards === 1 || priority === undefined || tenant === undefined) return;
+  pool.grants.add(priority, tenant);
+  pool.summary.granted(priority, tenant, pool.settings.tenantWeights.get(tenant) ?? 1, pool.shard);
 }
 
 /**

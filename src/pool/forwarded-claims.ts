@@ -12,70 +12,43 @@
 // waits on the answer): the job's work wakes it, its close answers it.
 
 import { isLiveLease } from "../rules/leases";
-import { worthWaiting } from "./held-claims";
+import { type ClaimResult, worthWaiting } from "./claim-result";
+import type { ClaimTicket, ForwardedClaimResult } from "./contract";
+import { countGrant } from "./exchange";
 import { leaseRecord, type WireLease } from "./lease-rows";
-import { type ClaimResult, claim, findLease } from "./leases";
-import type { Passport, PassportVersion } from "./passports";
-import { heldPassportVersion, upsertPassport } from "./passports";
+import { claim, claimPolicy, findLease } from "./leases";
+
+import { type Passport, upsertPassport } from "./passports";
 import type { Pool } from "./pool";
-import { type ReplicaTask, replicaTask } from "./replicas-elsewhere";
-import type { Turn } from "./scheduling";
-
-/**
- * A home's forward of one claim: its id (16 random hex, docs/sharding.md §5.1),
- * the node's passport in full or, when the home knows this shard holds it,
- * only its version; the job the claim is restricted to; and the last
- * instant, on this shard's clock, at which a lease may still be issued
- * (the home's hold end + 1 s, epoch ms). `holdMs`, for a claim restricted
- * to a job: how long this shard holds it for that job's work.
- */
-export type ClaimTicket = {
-  claimId: string;
-  passport: Passport | PassportVersion;
-  jobId: string | null;
-  notAfter: number;
-  holdMs?: number;
-  /** The tenant the home judged furthest behind here by the pool-wide passes (docs/sharding.md §7.2). */
-  turn?: Turn;
-};
-
-/**
- * A claim's answer, with its lease's tenant and priority on a lease, and on
- * a replica's lease its task (src/pool/replicas-elsewhere.ts: for the home
- * alone, never passed on to the node); or `stale_passport` for a ticket
- * naming a version this shard does not hold (the home resends it with the
- * passport in full).
- */
-export type ForwardedClaimResult =
-  | ClaimResult
-  | (Extract<ClaimResult, { ok: true }> & { replica?: ReplicaTask })
-  | { ok: false; reason: "stale_passport" };
+import { replicaTask } from "./replicas-elsewhere";
 
 const NOTHING: ForwardedClaimResult = { ok: false, reason: "nothing" };
 
 /** Serves a forwarded claim in one change, and holds one for a job that has nothing yet (see the header). */
 export async function claimForwarded(pool: Pool, ticket: ClaimTicket): Promise<ForwardedClaimResult> {
   const result = await pool.change((now) => {
-    const { tenantWeights, retryElsewhereMs, owners, membership } = pool.settings;
+    const policy = claimPolicy(pool.settings);
     return forwardedClaim(
       pool.sql,
       now,
       ticket,
-      (sql, nodeId, jobId, claimId) =>
-        claim(sql, now, nodeId, jobId, tenantWeights, Math.random, retryElsewhereMs, owners, membership, {
+      (sql, nodeId, jobId, claimId) => {
+        const claimed = claim(sql, now, nodeId, jobId, policy, {
           claimId,
           mint: pool.mintHex,
           turn: ticket.turn,
           idleElsewhere: pool.summary.idleElsewhere(now),
-        }),
+        });
+        if (claimed.ok) countGrant(pool, claimed);
+        return claimed;
+      },
       pool.link.built?.version ?? 0,
     );
   });
   const now = Date.now();
   // Held no later than the home may still take a lease (its hold end + 1 s, less that second here).
   const waitMs = Math.min(ticket.holdMs ?? 0, ticket.notAfter - NOT_AFTER_SLACK_MS - now);
-  if (result.ok || result.reason === "stale_passport" || !worthWaiting(result) || ticket.jobId === null || waitMs <= 0)
-    return result;
+  if (result.ok || !worthWaiting(result) || ticket.jobId === null || waitMs <= 0) return result;
   return pool.held.hold(ticket.passport.nodeId, ticket.jobId, now, waitMs, { forAnotherHome: true });
 }
 
@@ -125,9 +98,7 @@ export function forwardedClaim(
 ): ForwardedClaimResult {
   if (now > ticket.notAfter) return NOTHING;
   const { passport } = ticket;
-  if ("registration" in passport) upsertPassport(sql, passport, now);
-  else if ((heldPassportVersion(sql, passport.nodeId) ?? -1) < passport.version)
-    return { ok: false, reason: "stale_passport" };
+  upsertPassport(sql, passport, now);
   const earlier = sql
     .exec<{ lease_id: string }>("SELECT lease_id FROM leases WHERE claim_id = ?", ticket.claimId)
     .toArray()[0];

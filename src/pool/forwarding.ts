@@ -12,18 +12,19 @@ import { isObjectReset } from "../rules/object-errors";
 import { chooseShard, type Offer, shardOffers } from "../rules/shard-choice";
 import { shardOfId } from "../rules/shard-ids";
 import { allotment, pendingOf } from "../rules/summary";
+import { type ClaimResult, NOTHING } from "./claim-result";
+import type { ClaimTicket, ForwardedClaimResult, ReplicaTask, Turn } from "./contract";
 import { pendingHere } from "./digest";
 import { refresh } from "./exchange";
-import { type ClaimTicket, type ForwardedClaimResult, NOT_AFTER_SLACK_MS } from "./forwarded-claims";
-import type { HeldClaim, Refusals } from "./held-claims";
+import { NOT_AFTER_SLACK_MS } from "./forwarded-claims";
 import { gateOf, type NodeGate } from "./held-gates";
-import { admit, type ClaimResult } from "./leases";
+import type { HeldClaim, Refusals } from "./held-list";
+import { admit } from "./leases";
 import { hadOneShard } from "./legacy-ids";
 import { seen } from "./nodes";
 import { passportOf } from "./passports";
 import type { Pool } from "./pool";
-import { classesFor, type ReplicaTask, replicaElsewhere } from "./replicas-elsewhere";
-import type { Turn } from "./scheduling";
+import { classesFor, replicaElsewhere } from "./replicas-elsewhere";
 
 /**
  * At most this many shards are asked per claim (§5.1), unless a shard not
@@ -39,8 +40,6 @@ export const MAX_FORWARDS = 2;
 export const UNHELD_NOT_AFTER_MS = 10_000;
 /** A held claim with less than this left waits out its hold here (§5.3). */
 export const MIN_FORWARD_MS = 500;
-
-const NOTHING: ClaimResult = { ok: false, reason: "nothing" };
 
 /**
  * The home's own claim transaction, floored at a priority (§7.1): no local
@@ -400,8 +399,7 @@ async function ask<T>(call: () => Promise<T>, notAfter: number, none: T): Promis
  * node's offers. The node gets the lease and nothing else of the answer.
  */
 function received(pool: Pool, k: number, nodeId: string, result: ForwardedClaimResult): ClaimResult {
-  // The ticket carries the passport whole, so a stale one cannot come back; it would be nothing.
-  if (!result.ok) return result.reason === "stale_passport" ? NOTHING : result;
+  if (!result.ok) return result;
   if (result.tenant !== undefined && result.priority !== undefined)
     pool.summary.granted(result.priority, result.tenant, weightOf(pool)(result.tenant), k);
   tookLease(pool, k, nodeId, result);

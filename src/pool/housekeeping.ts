@@ -20,22 +20,6 @@ import type { Pool } from "./pool";
 /** How long archiving waits after R2 refused an archive write. */
 const ARCHIVE_RETRY_MS = 60 * 1000;
 
-export class AlarmClock {
-  // The alarm time last set, rebuilt from SQL after eviction (undefined =
-  // unknown). Only saves redundant setAlarm calls.
-  armedAt: number | null | undefined;
-  // The earliest lease deadline when it was set: over several shards the tick is usually the
-  // alarm, and a moved deadline still sets it again, as at one shard (a lost alarm comes back).
-  armedDeadline: number | null | undefined;
-  // After a failed archive write, no archiving before this (a backoff, not
-  // state: losing it only retries sooner).
-  archiveRetryAt = 0;
-  // The walk of the passports: the rowid the next page starts after, and no
-  // page before forgetAt (losing both only starts the walk over sooner).
-  forgetAfter = 0;
-  forgetAt = 0;
-}
-
 /** Sweeps expired leases, exchanges with the summary when a tick is due, collects, archives, and re-arms. */
 export async function alarm(pool: Pool): Promise<void> {
   pool.clock.armedAt = undefined; // the alarm that just fired is no longer set

@@ -29,6 +29,7 @@ import {
   type JobPlace,
   jobRecord,
   listJobs as jobsPage,
+  poolTaskCounts,
   jobTasks as tasksOf,
 } from "./jobs";
 import type { Pool } from "./pool";
@@ -179,4 +180,11 @@ export function verifyCheckpoint(pool: Pool, jobId: string, taskId: string, mani
 
 export function quarantineCheckpoint(pool: Pool, jobId: string, taskId: string, manifestId: string, reason: string) {
   return pool.change((now) => quarantine(pool.sql, now, jobId, taskId, manifestId, reason));
+}
+
+/** A slot for a job of `tasks` tasks, and this shard's load before it: pending tasks plus those reserved. */
+export function reserveSlot(pool: Pool, tasks: number): { reservation: string; load: number } {
+  const now = Date.now();
+  const load = poolTaskCounts(pool.sql).PENDING + pool.reservations.reserved(now);
+  return { reservation: pool.reservations.reserve(now, Math.max(0, Math.floor(tasks))), load };
 }

@@ -15,10 +15,7 @@
 import { type Emptiness, type LayoutEpoch, layoutDecision, layoutRefusedMessage } from "../rules/layout";
 import { type ObjectLoad, served } from "../rules/object-load";
 import type { ShardPeers } from "./address";
-import { storageOf } from "./metered-sql";
-
-/** What shard 0's layout() answers: its history, and its refusal's detail while it refuses. */
-export type LayoutAnswer = { epochs: LayoutEpoch[]; refusing: string | null };
+import type { LayoutAnswer } from "./contract";
 
 /** The other shards a start may ask: a removed shard's emptiness, and shard 0's layout. */
 export type LayoutPeers = {
@@ -37,8 +34,10 @@ type Refusal = {
   checkedMs: number;
 };
 
-// Keyed by the object's SqlStorage: one entry per refusing object in this isolate.
-const refusals = new WeakMap<SqlStorage, Refusal>();
+/** Whether this object refuses its calls, and why: decided at its start, in memory (the object's, on its Pool). */
+export class LayoutGate {
+  refusal: Refusal | undefined;
+}
 
 /**
  * Decides this shard's layout at its start and records it: the shard_self
@@ -49,6 +48,7 @@ const refusals = new WeakMap<SqlStorage, Refusal>();
  */
 export async function layoutAtStart(
   sql: SqlStorage,
+  gate: LayoutGate,
   pool: string,
   shard: number,
   configured: number,
@@ -59,7 +59,7 @@ export async function layoutAtStart(
   if (shard >= configured) {
     recordSelf(sql, pool, shard);
     const detail = `FLASHML_POOL_SHARDS gives it ${configured} shard${configured === 1 ? "" : "s"}, and shard ${shard} answers only shard 0's emptiness check`;
-    refusals.set(storageOf(sql), { message: layoutRefusedMessage(pool, detail), detail: null, checkedMs: now });
+    gate.refusal = { message: layoutRefusedMessage(pool, detail), detail: null, checkedMs: now };
     return;
   }
   if (shard > 0) {
@@ -69,7 +69,7 @@ export async function layoutAtStart(
       sql.exec("DELETE FROM pool_layout");
       for (const e of answer.epochs) insertEpoch(sql, e);
     }
-    refuseOrServe(sql, pool, answer.refusing, now);
+    refuseOrServe(gate, pool, answer.refusing, now);
     return;
   }
   let decision = layoutDecision(pool, history, configured, now);
@@ -81,7 +81,7 @@ export async function layoutAtStart(
     if (decision.epoch.epoch === 0) recordSelf(sql, pool, 0);
     insertEpoch(sql, decision.epoch);
   }
-  refuseOrServe(sql, pool, decision.kind === "refuse" ? decision.detail : null, now);
+  refuseOrServe(gate, pool, decision.kind === "refuse" ? decision.detail : null, now);
 }
 
 /**
@@ -90,8 +90,8 @@ export async function layoutAtStart(
  * LAYOUT_RECHECK_MS starts `recheck` (the layout decided again) and still
  * refuses this call.
  */
-export function enterPool(sql: SqlStorage, recheck: () => void, now = Date.now()): void {
-  const refusal = refusals.get(storageOf(sql));
+export function enterPool(gate: LayoutGate, recheck: () => void, now = Date.now()): void {
+  const refusal = gate.refusal;
   if (refusal === undefined) return;
   if (now - refusal.checkedMs >= LAYOUT_RECHECK_MS) {
     refusal.checkedMs = now;
@@ -101,9 +101,9 @@ export function enterPool(sql: SqlStorage, recheck: () => void, now = Date.now()
 }
 
 /** Shard 0's layout() call: its history, and whether it refuses. A removed shard refuses it. */
-export async function layout(sql: SqlStorage): Promise<LayoutAnswer> {
+export async function layout(sql: SqlStorage, gate: LayoutGate): Promise<LayoutAnswer> {
   // async: a refusal is a rejection, as serveCall makes every other call's.
-  const refusal = refusals.get(storageOf(sql));
+  const refusal = gate.refusal;
   if (refusal !== undefined && refusal.detail === null) throw new Error(refusal.message);
   const epochs = sql.exec<LayoutEpoch>("SELECT * FROM pool_layout ORDER BY epoch").toArray();
   return { epochs, refusing: refusal?.detail ?? null };
@@ -171,7 +171,6 @@ function insertEpoch(sql: SqlStorage, e: LayoutEpoch): void {
   );
 }
 
-function refuseOrServe(sql: SqlStorage, pool: string, detail: string | null, now: number): void {
-  if (detail === null) refusals.delete(storageOf(sql));
-  else refusals.set(storageOf(sql), { message: layoutRefusedMessage(pool, detail), detail, checkedMs: now });
+function refuseOrServe(gate: LayoutGate, pool: string, detail: string | null, now: number): void {
+  gate.refusal = detail === null ? undefined : { message: layoutRefusedMessage(pool, detail), detail, checkedMs: now };
 }

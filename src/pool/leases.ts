@@ -9,8 +9,11 @@ import { MAX_STORED_TEXT_BYTES } from "../protocol/limits";
 import { parseEvidence } from "../protocol/tasks";
 import { isLiveLease, mayDrive } from "../rules/leases";
 import type { Membership } from "../rules/placement";
+import type { Settings } from "../rules/settings";
 import { truncateUtf8 } from "../rules/text";
 import { evidenceLies } from "../rules/verification";
+import type { ClaimResult } from "./claim-result";
+import type { Turn } from "./contract";
 import { emit, tally } from "./events";
 import { jobOpen, settleJob } from "./jobs";
 import { endAttempt, sweep, taskOf } from "./lease-endings";
@@ -18,32 +21,12 @@ import { findLease, type Joined, leaseRecord, newLeaseId, type WireLease } from 
 import { isAccepting, isHeldBack } from "./node-states";
 import { type ClaimantRow, claimant, seen, storedNodeView } from "./nodes";
 import { nodeOutcome, renewedHere } from "./outcomes";
-import { DEFAULT_RETRY_ELSEWHERE_MS, pickTask, type Turn, useTurn } from "./scheduling";
+import { DEFAULT_RETRY_ELSEWHERE_MS, pickTask, useTurn } from "./scheduling";
 import type { TaskRow } from "./tasks";
-
 import { commitKey, nextReplica, recordReplica } from "./verification";
 
 export { earliestDeadline, endAttempt, endLeasesOf, sweep } from "./lease-endings";
 export { findLease, type LeaseRow, newLeaseId, type WireLease } from "./lease-rows";
-
-/**
- * Why a claim got nothing: an unknown node; a draining or terminating node;
- * a claim restricted to a job with no open task (nothing will come); a node
- * held back after failing (docs/protocol.md §13); or nothing this node may take yet.
- * Only the last two are worth waiting on.
- */
-export type ClaimResult =
-  | {
-      ok: true;
-      lease: WireLease;
-      /**
-       * The lease's job's tenant and priority, on a forwarded claim's answer
-       * (src/pool/forwarded-claims.ts): what the node's home needs to count the grant as its own.
-       */
-      tenant?: string;
-      priority?: number;
-    }
-  | { ok: false; reason: "unregistered" | "not_accepting" | "job_closed" | "held_back" | "nothing" };
 
 /** Tenant weights of docs/protocol.md §13; a tenant not in the map weighs 1. */
 export type TenantWeights = ReadonlyMap<string, number>;
@@ -60,6 +43,34 @@ export type ShardedClaim = {
   turn?: Turn;
   idleElsewhere?: number;
 };
+
+/**
+ * What a claim decides by, from the coordinator's settings (`claimPolicy`):
+ * tenant weights (docs/protocol.md §13), the draw of adaptive replication's
+ * spot checks, rule 4's retry-elsewhere window, the nodes' owners (§14) and
+ * whose word makes a node a team pool's member (§9).
+ */
+export type ClaimPolicy = {
+  weights: TenantWeights;
+  random: () => number;
+  retryElsewhereMs: number;
+  owners: NodeOwners;
+  membership: Membership;
+};
+
+const DEFAULT_POLICY: ClaimPolicy = {
+  weights: EQUAL_WEIGHTS,
+  random: Math.random,
+  retryElsewhereMs: DEFAULT_RETRY_ELSEWHERE_MS,
+  owners: NO_OWNERS,
+  membership: "assigned",
+};
+
+/** The claim policy the coordinator's settings give. */
+export function claimPolicy(settings: Settings): ClaimPolicy {
+  const { tenantWeights, retryElsewhereMs, owners, membership } = settings;
+  return { weights: tenantWeights, random: Math.random, retryElsewhereMs, owners, membership };
+}
 
 export type RenewResult = { ok: true; lease: WireLease } | { ok: false; reason: "gone" | "not_holder" };
 export type FailResult = { ok: true } | { ok: false; reason: "gone" | "not_holder" };
@@ -86,13 +97,14 @@ export function claim(
   now: number,
   nodeId: string,
   jobId: string | null,
-  weights: TenantWeights = EQUAL_WEIGHTS,
-  random: () => number = Math.random,
-  retryElsewhereMs = DEFAULT_RETRY_ELSEWHERE_MS,
-  owners: NodeOwners = NO_OWNERS,
-  membership: Membership = "assigned",
+  policy: Partial<ClaimPolicy> = {},
   sharded: ShardedClaim = {},
 ): ClaimResult {
+  const weights = policy.weights ?? DEFAULT_POLICY.weights;
+  const random = policy.random ?? DEFAULT_POLICY.random;
+  const retryElsewhereMs = policy.retryElsewhereMs ?? DEFAULT_POLICY.retryElsewhereMs;
+  const owners = policy.owners ?? DEFAULT_POLICY.owners;
+  const membership = policy.membership ?? DEFAULT_POLICY.membership;
   sweep(sql, now);
   const admitted = admit(sql, now, nodeId, owners);
   if (!admitted.ok) return admitted;
@@ -122,7 +134,7 @@ export function claim(
     task.attempts_used = next.attempt;
     sql.exec("UPDATE tasks SET state = ?, attempts_used = ? WHERE seq = ?", next.state, next.attempt, task.seq);
   }
-  useTurn(sql, now, task.job_id, weights);
+  const turn = useTurn(sql, now, task.job_id, weights);
   const deadline = now + Math.round(task.lease_seconds * 1000);
   sql.exec(
     `INSERT INTO leases (lease_id, task_seq, node_id, attempt_number, issued_ms, deadline_ms, status, replica, owner, claim_id)
@@ -154,7 +166,7 @@ export function claim(
     },
     task,
   );
-  return { ok: true, lease: leaseRecord(findLease(sql, task.lease_id!)!) };
+  return { ok: true, lease: leaseRecord(findLease(sql, task.lease_id!)!), ...turn };
 }
 
 /**

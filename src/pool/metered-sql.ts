@@ -57,12 +57,3 @@ export class MeteredSql implements SqlStorage {
     return this.inner.Statement;
   }
 }
-
-/**
- * The object's own SQL handle behind `sql`, metered or not: what the
- * per-object maps in memory are keyed by, so a test's handle
- * (runInDurableObject's `state.storage.sql`) finds what the object's did.
- */
-export function storageOf(sql: SqlStorage): SqlStorage {
-  return sql instanceof MeteredSql ? sql.inner : sql;
-}

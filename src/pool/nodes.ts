@@ -9,7 +9,6 @@ import { type Membership, type NodeView, nodeView } from "../rules/placement";
 import { trusted } from "../rules/verification";
 import { iso } from "./events";
 import { ACCEPTING_STATUS, admittingSql, isHeldBack, isOnline, ONLINE_WINDOW_MS } from "./node-states";
-import { outboxWritten } from "./outbox";
 
 // The online window is the "online" rule's (src/pool/node-states.ts), which a
 // passport's reads too; still exported here, where the shipped schema
@@ -155,8 +154,7 @@ export function seen(sql: SqlStorage, now: number, nodeId: string, holdsUntil = 
   if (home > 0) return true;
   // A node whose home is another shard is alive here too (docs/sharding.md §8.3). Its home learns of it by its
   // lease, and by the outcome a lease's end here writes (schema step 20), sent once this change is durable.
-  if (sql.exec("UPDATE passports SET last_request_ms = ? WHERE node_id = ?", now, nodeId).rowsWritten > 0)
-    outboxWritten(sql, false);
+  sql.exec("UPDATE passports SET last_request_ms = ? WHERE node_id = ?", now, nodeId);
   return false;
 }
 

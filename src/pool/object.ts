@@ -18,28 +18,29 @@ import { noLoad } from "../rules/object-load";
 import { shardCount } from "../rules/pool-shards";
 import type { NodeAnswers } from "../rules/shard-merge";
 import { shardOfName, shardStub } from "./address";
+import { afterChange } from "./after-change";
 import type { StoredObject, Writer } from "./artifacts";
+import type { ClaimResult } from "./claim-result";
+import type { CredentialProof } from "./contract";
 import { dashboardSummary, liveLeasesByNode, STUCK_CLASSES_CHECKED } from "./dashboard";
-import { type CredentialProof, credentialValid } from "./enrolment";
+import { credentialValid } from "./enrolment";
 import * as enrolment from "./enrolment-flows";
-import { joinSummary } from "./exchange";
 import { fleetSummary, nodeAnswers, type PendingClass, pendingClasses } from "./fleet";
 import { forwardHeld } from "./forwarding";
 import { claimOrHold } from "./held-claims";
 import { ABOUT_NODE, Homes, type NodeCall, PROVING, registering, whenHome } from "./homes";
 import { alarm } from "./housekeeping";
 import * as jobs from "./job-calls";
+
 import type { JobPlace } from "./jobs";
 import { enterPool, layoutAtStart, layoutPeers, serveCall } from "./layout";
 import * as leases from "./lease-calls";
-import type { ClaimResult } from "./leases";
 import { hadOneShard, heldHereOr, type IdKind, type LegacyHome } from "./legacy-ids";
 import { metricsSample } from "./metrics";
 import * as nodes from "./node-calls";
 import { type PeerHost, PoolPeer } from "./peer";
 import { placementAnswers, placementFacts, placementReport, queueElsewhere } from "./placement-report";
 import { Pool } from "./pool";
-import { reserveSlot } from "./reservations";
 import { migrate } from "./schema";
 import type { Viewer } from "./sealing";
 import { sessionClass } from "./session";
@@ -47,19 +48,23 @@ import { sessionClass } from "./session";
 export class PoolObject extends DurableObject<Env> {
   readonly #pool: Pool;
 
+  /**
+   * The context of `object`, for a test that holds the object itself
+   * (runInDurableObject): a static, so no RPC caller can reach it.
+   */
+  static poolOf(object: PoolObject): Pool {
+    return object.#pool;
+  }
+
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.#pool = new Pool(ctx, env);
+    this.#pool = new Pool(ctx, env, afterChange);
     void ctx.blockConcurrencyWhile(async () => {
       ctx.storage.transactionSync(() => migrate(ctx.storage.sql));
       await this.#layoutAtStart();
-      // A shard of a pool of shards counts its grants for the summary, and
-      // sends held claims on when a reply brings work elsewhere (after the
-      // migration: its name may come from its own rows).
-      if (this.#pool.shards > 1) {
-        joinSummary(this.#pool);
-        this.#pool.summary.onChange(() => forwardHeld(this.#pool));
-      }
+      // A shard of a pool of shards sends held claims on when a summary reply
+      // brings work elsewhere (after the migration: its name may come from its own rows).
+      if (this.#pool.shards > 1) this.#pool.summary.onChange(() => forwardHeld(this.#pool));
     });
   }
 
@@ -108,7 +113,7 @@ export class PoolObject extends DurableObject<Env> {
   }
 
   #enter(): void {
-    enterPool(this.#pool.sql, () => void this.ctx.blockConcurrencyWhile(() => this.#layoutAtStart()));
+    enterPool(this.#pool.gate, () => void this.ctx.blockConcurrencyWhile(() => this.#layoutAtStart()));
   }
 
   async #layoutAtStart(): Promise<void> {
@@ -120,6 +125,7 @@ export class PoolObject extends DurableObject<Env> {
     const peers = layoutPeers(this.#pool.peers);
     await layoutAtStart(
       this.#pool.sql,
+      this.#pool.gate,
       pool,
       shard,
       shardCount(this.#pool.settings.poolShards, pool),
@@ -268,7 +274,7 @@ export class PoolObject extends DurableObject<Env> {
 
   /** A slot for a job of `tasks` tasks, and this shard's load, for the job route's two choices (docs/sharding.md §7.4). */
   reserveSlot(tasks: number) {
-    return this.#serve(() => reserveSlot(this.#pool, tasks));
+    return this.#serve(() => jobs.reserveSlot(this.#pool, tasks));
   }
 
   /** The job route chose the other shard: the slot stops counting now, not when it lapses. */

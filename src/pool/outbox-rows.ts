@@ -13,7 +13,7 @@ export type OutboxKind = "outcome";
 
 const INSERT = `INSERT INTO outbox (${OUTBOX_COLUMNS.join(", ")}) VALUES (?, ?, ?, ?)`;
 
-/** Queues `body`, as JSON, for shard `toShard`; the caller tells the sender (outboxWritten) once its change is done. */
+/** Queues `body`, as JSON, for shard `toShard`: sent once its change is durable (src/pool/outbox.ts sendWritten). */
 export function appendOutbox(sql: SqlStorage, toShard: number, kind: OutboxKind, body: object, now: number): void {
   sql.exec(INSERT, toShard, kind, JSON.stringify(body), now);
 }

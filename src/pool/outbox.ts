@@ -7,14 +7,14 @@
 // answered. A pool of one shard never writes the outbox, and nothing here
 // runs for it.
 //
-// What memory holds is a hint and a backoff, never state: a change marks
-// that it wrote rows so they are sent at once, and a failed send delays the
-// next. Losing either only sends later, from the alarm, which reads SQL.
+// What memory holds is the sends running and a backoff, never state: the
+// rows a change wrote are those above the outbox's last seq before it, sent
+// at once, and a failed send delays the next. Losing the backoff only sends
+// sooner, and rows left are sent by the alarm, which reads SQL.
 
 import { shardCount } from "../rules/pool-shards";
 import { shardOfName } from "./address";
-import { storageOf } from "./metered-sql";
-import type { OutcomeMessage } from "./outcomes";
+import type { OutcomeMessage } from "./contract";
 import type { Pool } from "./pool";
 
 /** How long an undelivered row waits before the alarm tries it again, at first. */
@@ -26,54 +26,27 @@ export const URGENT_WAIT_MS = 500;
 /** Rows per delivery: outcome bodies are small (a reason is at most 4 KiB), so a batch stays far below RPC's limit. */
 const BATCH_ROWS = 100;
 
-type Sender = {
-  /** A change wrote rows since the last send; `urgent` when one can distrust a node. */
-  written: boolean;
-  urgent: boolean;
-  /** The delivery running to each shard, and the shards asked for another pass meanwhile. */
-  running: Map<number, Promise<void>>;
-  again: Set<number>;
-  /** Failed sends in a row, and no retry from the alarm before `retryAt`. */
-  failures: number;
-  retryAt: number;
-};
-
-// Keyed by the object's SqlStorage, as src/pool/layout.ts keeps its refusals: one per object in this isolate.
-const senders = new WeakMap<SqlStorage, Sender>();
-
-function senderOf(sql: SqlStorage): Sender {
-  let sender = senders.get(storageOf(sql));
-  if (sender === undefined) {
-    sender = { written: false, urgent: false, running: new Map(), again: new Set(), failures: 0, retryAt: 0 };
-    senders.set(storageOf(sql), sender);
-  }
-  return sender;
-}
-
-/** Inside a change: it wrote outbox rows (`urgent`: one can distrust a node), to be sent once it is durable. */
-export function outboxWritten(sql: SqlStorage, urgent: boolean): void {
-  const sender = senderOf(sql);
-  sender.written = true;
-  sender.urgent ||= urgent;
-}
-
 /**
- * After a change (src/pool/pool.ts): sends what it wrote, if anything, and
- * re-arms the alarm once sent (`rearm`). Not awaited by the request,
- * unless an outcome that can distrust a node is among the rows: then the
- * request waits for it, up to URGENT_WAIT_MS. Nothing for a change that
- * wrote none, which is every change of a one-shard pool.
+ * After a change (src/pool/after-change.ts): sends the rows written since
+ * the outbox's last seq before it (`since`; null at one shard, where
+ * nothing is written), and re-arms the alarm once sent (`rearm`). Not
+ * awaited by the request, unless an outcome that can distrust a node is
+ * among the rows: then the request waits for it, up to URGENT_WAIT_MS.
  */
-export async function sendWritten(pool: Pool, rearm: () => Promise<void>): Promise<void> {
-  const sender = senders.get(storageOf(pool.sql));
-  if (sender === undefined || !sender.written) return;
-  const urgent = sender.urgent;
-  sender.written = false;
-  sender.urgent = false;
+export async function sendWritten(pool: Pool, since: number | null, rearm: () => Promise<void>): Promise<void> {
+  if (since === null) return;
+  const written = pool.sql
+    .exec<{ last: number | null; urgent: number | null }>(
+      `SELECT MAX(seq) AS last, MAX(json_extract(body, '$.outcome') IN ('lie', 'invalid')) AS urgent
+         FROM outbox WHERE seq > ?`,
+      since,
+    )
+    .one();
+  if (written.last === null) return;
   const sending = deliverOutbox(pool)
     .then(rearm)
     .catch((err: unknown) => undelivered(pool, null, err));
-  if (urgent) await within(sending, URGENT_WAIT_MS);
+  if (written.urgent === 1) await within(sending, URGENT_WAIT_MS);
 }
 
 /**
@@ -95,11 +68,11 @@ export function outboxDue(pool: Pool): number | null {
   const oldest = pool.sql
     .exec<{ t: number | null }>("SELECT MIN(created_ms) AS t FROM outbox WHERE kind = 'outcome'")
     .one().t;
-  return oldest === null ? null : Math.max(oldest + RETRY_MS, senders.get(storageOf(pool.sql))?.retryAt ?? 0);
+  return oldest === null ? null : Math.max(oldest + RETRY_MS, pool.outboxSends.retryAt);
 }
 
 function deliverTo(pool: Pool, shard: number): Promise<void> {
-  const sender = senderOf(pool.sql);
+  const sender = pool.outboxSends;
   const running = sender.running.get(shard);
   if (running !== undefined) {
     sender.again.add(shard);

@@ -12,41 +12,11 @@ import { MAX_STORED_TEXT_BYTES } from "../protocol/limits";
 import { HOLD_AFTER_FAILURES, holdBackMs } from "../rules/scheduling";
 import { truncateUtf8 } from "../rules/text";
 import { recordVerdict, trusted } from "../rules/verification";
+import type { NodeOutcome, Outcome, OutcomeMessage, ReplicaTask } from "./contract";
 import { ONLINE_WINDOW_MS } from "./node-states";
-import { outboxWritten } from "./outbox";
 import { appendOutbox } from "./outbox-rows";
 import type { Pool } from "./pool";
-import { type ReplicaTask, replicaElsewhere } from "./replicas-elsewhere";
-
-/**
- * One outcome for a node's record: `accepted` (an accepted commit, or a
- * replica accepted without comparison), `valid` (a replica a quorum agreed
- * with), `failed` (an attempt ended without an accepted commit), `abandoned`
- * (a replica failed or expired), `invalid` (a replica outvoted), `lie`
- * (evidence that lied, `reason` saying how), `seen` (the node's last
- * request at another shard, `at`, and its latest live deadline there,
- * `until`; `ended` when one of its leases there just stopped being live:
- * docs/sharding.md §8.3, written by schema step 20's trigger and by a
- * renewal there).
- */
-export type Outcome =
-  | { outcome: "accepted" | "valid" | "failed" | "abandoned" | "invalid" }
-  | { outcome: "lie"; reason: string }
-  | { outcome: "seen"; at: number; until: number; ended?: number };
-
-/** An outcome as it travels home: for which node. */
-export type NodeOutcome = (Outcome | ReplicaOutcome) & { node_id: string };
-
-/**
- * Not the node's record but its offers (src/pool/replicas-elsewhere.ts):
- * a replicated task here the node holds or ran a replica of started
- * (`counted` 1) or stopped (0) counting among this shard's replicating
- * pending tasks. Written by schema step 22's trigger.
- */
-type ReplicaOutcome = { outcome: "replica"; task: number; class_key: string; priority: number; counted: number };
-
-/** One outbox row as `deliver` receives it: the sender's seq and the outcome. */
-export type OutcomeMessage = { seq: number; body: NodeOutcome };
+import { replicaElsewhere } from "./replicas-elsewhere";
 
 /**
  * Records `outcome` for `nodeId`: at once when its home is here, else in
@@ -61,9 +31,8 @@ export function nodeOutcome(sql: SqlStorage, now: number, nodeId: string, outcom
     outcome.outcome === "lie"
       ? { node_id: nodeId, outcome: "lie", reason: truncateUtf8(outcome.reason, MAX_STORED_TEXT_BYTES) }
       : { node_id: nodeId, ...outcome };
+  // Sent once the change is durable; one that can distrust the node is home before its request is answered (§8.6).
   appendOutbox(sql, home, "outcome", body, now);
-  // An outcome that can distrust the node is home before the request that caused it is answered (§8.6).
-  outboxWritten(sql, outcome.outcome === "lie" || outcome.outcome === "invalid");
 }
 
 /**
@@ -132,7 +101,6 @@ export function renewedHere(sql: SqlStorage, now: number, nodeId: string, deadli
   const body: NodeOutcome = { node_id: nodeId, outcome: "seen", at: now, until: deadline };
   appendOutbox(sql, passport.home, "outcome", body, now);
   sql.exec("UPDATE passports SET told_until_ms = ? WHERE node_id = ?", deadline, nodeId);
-  outboxWritten(sql, false);
 }
 
 /**

@@ -32,9 +32,6 @@ export type Passport = {
   revoked: boolean;
 };
 
-/** What a ticket carries once the shard is known to hold this version: the node and the version only. */
-export type PassportVersion = { nodeId: string; version: number };
-
 type HomeRow = {
   version: number;
   registration: string;
@@ -122,14 +119,6 @@ export function upsertPassport(sql: SqlStorage, passport: Passport, now: number)
         now,
       )
       .toArray().length > 0
-  );
-}
-
-/** The version of the node's passport this shard holds; null when it holds none. */
-export function heldPassportVersion(sql: SqlStorage, nodeId: string): number | null {
-  return (
-    sql.exec<{ version: number }>("SELECT version FROM passports WHERE node_id = ?", nodeId).toArray()[0]?.version ??
-    null
   );
 }
 

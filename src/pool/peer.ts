@@ -7,15 +7,15 @@
 
 import { RpcTarget } from "cloudflare:workers";
 import type { Locale } from "../rules/homing";
-import type { ShardPeer } from "./contract";
-import { type CredentialProof, credentialValid, enrolledAmong, type IssuedCredential } from "./enrolment";
+import type { ClaimTicket, CredentialProof, IssuedCredential, OutcomeMessage, ShardPeer } from "./contract";
+import { credentialValid, enrolledAmong } from "./enrolment";
 import { installCredential } from "./enrolment-flows";
 import { exchangeNow } from "./exchange";
-import { type ClaimTicket, claimForwarded, claimsForwarded, passportChanged } from "./forwarded-claims";
+import { claimForwarded, claimsForwarded, passportChanged } from "./forwarded-claims";
 import { cutOffHere } from "./held-claims";
 import { holdsNode, homedFor, type NodeCall, PROVING, registering, whereIs } from "./homes";
 import { emptiness, layout } from "./layout";
-import { deliver, type OutcomeMessage } from "./outcomes";
+import { deliver } from "./outcomes";
 import type { Passport } from "./passports";
 import type { Pool } from "./pool";
 
@@ -41,7 +41,7 @@ export class PoolPeer extends RpcTarget implements ShardPeer {
   }
 
   layout() {
-    return this.#host.serve(() => layout(this.#pool.sql), true);
+    return this.#host.serve(() => layout(this.#pool.sql, this.#pool.gate), true);
   }
 
   emptiness() {

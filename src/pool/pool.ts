@@ -1,7 +1,10 @@
-// What the pool object's modules share: its SQL, its storage, its settings
-// and the one way to change state (`change`). Nothing here is state a later
-// request depends on: the held claims are connections, the alarm fields a
-// cache and a backoff (src/pool/housekeeping.ts), the summary's copy, grants
+// What the pool object's modules share: its SQL, its storage, its settings,
+// its peers and the one way to change state (`change`). Context only: it
+// imports no module that works on the pool, and the work after a change is
+// the object's, given at construction (src/pool/after-change.ts). Nothing
+// here is state a later request depends on: the held claims are
+// connections, the alarm fields a cache and a backoff
+// (src/pool/alarm-clock.ts), the summary's copy, grants
 // and exchange state soft caches the next exchange rebuilds
 // (src/pool/exchange.ts), and the object may be evicted between any two
 // requests.
@@ -11,18 +14,17 @@ import { shardCount } from "../rules/pool-shards";
 import { type Settings, settingsOf } from "../rules/settings";
 import { mintShardHex } from "../rules/shard-ids";
 import { ShardPeers, shardName, shardOfName } from "./address";
+import { AlarmClock } from "./alarm-clock";
 import { Grants } from "./digest";
-import type { EventRow } from "./events";
-import { SummaryLink } from "./exchange";
-import { forwardHeld, pushPassports } from "./forwarding";
-import { answerHeld, HeldClaims } from "./held-claims";
-import { AlarmClock, arm } from "./housekeeping";
-import { logEvent, logLine } from "./log";
+import { HeldClaims } from "./held-list";
+import { LayoutGate } from "./layout";
+import { logLine } from "./log";
 import { MeteredSql } from "./metered-sql";
-import { sendWritten } from "./outbox";
+import { OutboxSends } from "./outbox-sends";
 import { Reservations } from "./reservations";
 import { SentPassports } from "./sent-passports";
 import { SummaryCopy } from "./summary-copy";
+import { SummaryLink } from "./summary-link";
 
 export type ChangeOptions = {
   /** The change records no event but may let a held claim through (a cancel, a released node). */
@@ -30,6 +32,16 @@ export type ChangeOptions = {
   /** The change concerns one node: its held claim, if any, gets another try. */
   wakesNode?: string;
 };
+
+/**
+ * A change just made durable: its options, the ledger's last seq before it
+ * (null: neither logging nor held claims needed it), and the outbox's (null
+ * at one shard, which has none).
+ */
+export type ChangeMade = ChangeOptions & { before: number | null; outboxBefore: number | null };
+
+/** The work after a change (wake held claims, log, arm the alarm, send the outbox), given by the object. */
+export type AfterChange = (pool: Pool, change: ChangeMade) => Promise<void>;
 
 export class Pool {
   /** Every statement the object runs, counted (src/pool/metered-sql.ts). */
@@ -48,14 +60,23 @@ export class Pool {
   readonly allotments = new Map<number, { version: number; left: number }>();
   /** The passports out at other shards with claims in flight (src/pool/sent-passports.ts). */
   readonly sent = new SentPassports();
+  /** Whether the pool's layout refuses this object's calls (src/pool/layout.ts), decided at its start. */
+  readonly gate = new LayoutGate();
+  /** The outbox's deliveries running and its backoff (src/pool/outbox.ts). */
+  readonly outboxSends = new OutboxSends();
   /** Claims sent to another shard since the object started (flashedge_forwarded_claims_total). */
   forwardedClaims = 0;
+
+  /** What runs after each change, which the object installs (src/pool/after-change.ts). */
+  readonly #afterChange: AfterChange;
 
   constructor(
     readonly ctx: DurableObjectState,
     readonly env: Env,
+    afterChange: AfterChange = async () => {},
   ) {
     this.sql = new MeteredSql(ctx.storage.sql);
+    this.#afterChange = afterChange;
   }
 
   /**
@@ -151,66 +172,32 @@ export class Pool {
 
   /**
    * Runs one state change as one synchronous transaction at one instant,
-   * logs every ledger event it appended (docs/protocol.md §11: one JSON line per state
-   * change), and keeps the alarm at the earliest live deadline. Every call
-   * that can queue work, move a deadline or append an event goes through
-   * here, so none can forget the alarm; the writes that do none of these (a
-   * heartbeat no claim waits on, device codes, the alarm's own archive and
-   * collection marks) use `transaction` directly. When the
-   * change queued work or closed a job (`wakesClaims` for changes that
-   * record no event), held claims get their turn before anyone else; a
-   * change to one node (`wakesNode`) gives that node's held claim a turn.
-   * Outcomes it wrote for other shards' nodes are sent after it, and those
-   * that can distrust a node are awaited, briefly, before it returns
-   * (docs/sharding.md §8.2).
+   * then the object's after-change work (src/pool/after-change.ts: wake the
+   * held claims it lets through, log its events, keep the alarm at the
+   * earliest live deadline, send what it wrote for other shards) before it
+   * returns. Every call that can queue work, move a deadline or append an
+   * event goes through here, so none can forget the alarm; the writes that
+   * do none of these (a heartbeat no claim waits on, device codes, the
+   * alarm's own archive and collection marks) use `transaction` directly.
+   * `wakesClaims` for changes that record no event but may let a held claim
+   * through; `wakesNode` gives that node's held claim a turn.
    */
   async change<T>(fn: (now: number) => T, options: ChangeOptions = {}): Promise<T> {
     const before = this.logging || this.held.size > 0 ? this.lastEventSeq() : null;
+    const outboxBefore = this.shards > 1 ? this.lastOutboxSeq() : null;
     const now = Date.now();
     const result = this.transaction(() => fn(now));
-    const wakeAll = this.held.size > 0 && (options.wakesClaims || (before !== null && this.workAppeared(before)));
-    const woken = wakeAll
-      ? answerHeld(this, null)
-      : this.held.size > 0 && options.wakesNode !== undefined
-        ? answerHeld(this, options.wakesNode)
-        : [];
-    if (before !== null && this.logging) {
-      // A job's TASK_CREATED events are summarised by its JOB_ACCEPTED line (it
-      // carries the count): a 10,000-task submission is one change, not 10,000.
-      for (const row of this.sql.exec<EventRow>(
-        "SELECT * FROM events WHERE seq > ? AND type != 'TASK_CREATED' ORDER BY seq",
-        before,
-      )) {
-        logEvent(this.name, row);
-      }
-    }
-    await arm(this);
-    for (const [held, answer] of woken) held.resolve(answer);
-    // A change to a node (a release, an assignment) may let its held claim take work on another shard too.
-    // What another shard refused its claim for may be what changed: its refusals are forgotten.
-    if ((options.wakesClaims || options.wakesNode !== undefined) && this.held.size > 0 && this.shards > 1)
-      forwardHeld(this, options.wakesClaims ? null : options.wakesNode);
-    // A node this change moved has its new passport at every shard its claims are in flight to, before the answer.
-    await pushPassports(this);
-    // Outbox rows the change wrote for other shards leave now (src/pool/outbox.ts); none at one shard.
-    await sendWritten(this, () => arm(this));
+    await this.#afterChange(this, { ...options, before, outboxBefore });
     return result;
   }
 
-  private lastEventSeq(): number {
-    return this.sql.exec<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events").one().seq ?? 0;
+  /** The outbox's last seq: the rows a change writes for other shards are those after it. */
+  lastOutboxSeq(): number {
+    return this.sql.exec<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM outbox").one().seq ?? 0;
   }
 
-  /** Whether the ledger since `seq` queued work or closed a job: what a held claim waits for. */
-  private workAppeared(seq: number): boolean {
-    return (
-      this.sql
-        .exec(
-          `SELECT 1 FROM events WHERE seq > ?
-             AND type IN ('TASK_CREATED', 'TASK_REQUEUED', 'JOB_SUCCEEDED', 'JOB_FAILED') LIMIT 1`,
-          seq,
-        )
-        .toArray().length > 0
-    );
+  /** The ledger's last event seq: where the events a change appends start. */
+  lastEventSeq(): number {
+    return this.sql.exec<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events").one().seq ?? 0;
   }
 }

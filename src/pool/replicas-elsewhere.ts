@@ -18,17 +18,9 @@
 
 import { ownerOf } from "../rules/owners";
 import type { ClassLevel } from "../rules/summary";
+import type { ReplicaTask } from "./contract";
 import type { Pool } from "./pool";
 import type { RemoteClass } from "./summary-copy";
-
-/**
- * A replica's task as the job's shard tells its node's home: the task (its
- * seq there), its class and priority, whether it is among the shard's
- * replicating pending tasks now (`counted`), and the digest version the
- * shard built last before that (0: none yet), so the change shows in every
- * digest after it.
- */
-export type ReplicaTask = { task: number; classKey: string; priority: number; counted: boolean; after: number };
 
 /**
  * At the job's shard, in the lease's transaction: what a replica lease's

@@ -4,9 +4,6 @@
 // two-choice bound under a burst. In memory only: losing one loses nothing,
 // and one the route never uses lapses.
 
-import { poolTaskCounts } from "./jobs";
-import type { Pool } from "./pool";
-
 /** How long a reservation counts toward its shard's load. */
 export const RESERVATION_MS = 2_000;
 
@@ -33,11 +30,4 @@ export class Reservations {
   consume(id: string): void {
     this.#held.delete(id);
   }
-}
-
-/** A slot for a job of `tasks` tasks, and this shard's load before it: pending tasks plus those reserved. */
-export function reserveSlot(pool: Pool, tasks: number): { reservation: string; load: number } {
-  const now = Date.now();
-  const load = poolTaskCounts(pool.sql).PENDING + pool.reservations.reserved(now);
-  return { reservation: pool.reservations.reserve(now, Math.max(0, Math.floor(tasks))), load };
 }

@@ -6,7 +6,7 @@
 
 import { gateFor, type Membership, type NodeView, type PayloadGate } from "../rules/placement";
 import { DEFAULT_RETRY_ELSEWHERE_SECONDS, MAX_PRIORITY } from "../rules/scheduling";
-import { storageOf } from "./metered-sql";
+import type { Turn } from "./contract";
 import { ACCEPTING_STATUS, claimableSql } from "./node-states";
 import { ASSIGNED_POOLS, ONLINE_WINDOW_MS, storedNodeView } from "./nodes";
 import { nodeOutcome } from "./outcomes";
@@ -185,8 +185,6 @@ export const DEFAULT_RETRY_ELSEWHERE_MS = DEFAULT_RETRY_ELSEWHERE_SECONDS * 1000
  * count only its own grants, so in a pool of shards the claim serves that
  * tenant first at that priority, then the shard's own order.
  */
-export type Turn = { priority: number; tenant: string };
-
 type Heads = { fresh: number | null; replicating: number | null; fresh_failed: number; replicating_passed: number };
 type JobRow = Heads & { job_id: string };
 
@@ -394,22 +392,18 @@ export function classGate(requirement: string): PayloadGate {
   return gate;
 }
 
-// Who counts the turns claims use, per object (keyed by its SQL handle): a
-// pool of more than one shard, for its digest's `granted` (docs/sharding.md
-// §6.1). No entry at S = 1, where a claim writes and counts nothing new.
-const turnCounters = new WeakMap<SqlStorage, (priority: number, tenant: string) => void>();
-
-/** Makes `count` hear of every turn a claim uses in the object of `sql`. */
-export function countTurns(sql: SqlStorage, count: (priority: number, tenant: string) => void): void {
-  turnCounters.set(storageOf(sql), count);
-}
-
 /**
  * Uses up the turns of a granted claim: one for the job within its tenant,
  * 1/weight for the tenant at the job's priority. `turn` orders equal passes
- * (the one waiting longest goes first).
+ * (the one waiting longest goes first). Answers the turn used: the job's
+ * priority and tenant.
  */
-export function useTurn(sql: SqlStorage, now: number, jobId: string, weights: ReadonlyMap<string, number>): void {
+export function useTurn(
+  sql: SqlStorage,
+  now: number,
+  jobId: string,
+  weights: ReadonlyMap<string, number>,
+): Turn | undefined {
   const job = sql
     .exec<{ priority: number; tenant: string }>(
       "UPDATE job_queues SET pass = pass + 1, turn = ? WHERE job_id = ? RETURNING priority, tenant",
@@ -417,7 +411,7 @@ export function useTurn(sql: SqlStorage, now: number, jobId: string, weights: Re
       jobId,
     )
     .toArray()[0];
-  if (!job) return;
+  if (!job) return undefined;
   sql.exec(
     "UPDATE tenant_shares SET pass = pass + ?, turn = ? WHERE priority = ? AND tenant = ?",
     1 / (weights.get(job.tenant) ?? 1),
@@ -425,7 +419,7 @@ export function useTurn(sql: SqlStorage, now: number, jobId: string, weights: Re
     job.priority,
     job.tenant,
   );
-  turnCounters.get(storageOf(sql))?.(job.priority, job.tenant);
+  return { priority: job.priority, tenant: job.tenant };
 }
 
 /**

@@ -2,7 +2,7 @@
 
 import { Hono } from "hono";
 import { describeRoute } from "hono-openapi";
-import type { ClaimResult } from "../pool/leases";
+import type { ClaimResult } from "../pool/claim-result";
 import { documented, jsonBody, NO_NODE_IDENTITY, parameter, request, served } from "../protocol/openapi-operations";
 import { ClaimRequestSchema, CompleteRequestSchema, FailRequestSchema } from "../protocol/tasks";
 import { isObjectReset } from "../rules/object-errors";

@@ -14,7 +14,7 @@
 // neither holds nor points to without asking another shard.
 
 import { shardStub } from "../pool/address";
-import type { CredentialProof } from "../pool/enrolment";
+import type { CredentialProof } from "../pool/contract";
 import { notHomeShard } from "../pool/homes";
 import type { PoolObject } from "../pool/object";
 import { CREDENTIAL_REFUSED } from "../pool/session";

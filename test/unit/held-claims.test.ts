@@ -2,8 +2,8 @@
 // order, and never leased once their hold has ended, whatever the timers do.
 
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { HeldClaims } from "../../src/pool/held-claims";
-import type { ClaimResult } from "../../src/pool/leases";
+import type { ClaimResult } from "../../src/pool/claim-result";
+import { HeldClaims } from "../../src/pool/held-list";
 
 const LEASE = { ok: true, lease: { lease_id: "ls-000000000001" } } as unknown as ClaimResult;
 const NOTHING: ClaimResult = { ok: false, reason: "nothing" };

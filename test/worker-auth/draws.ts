@@ -4,9 +4,10 @@
 
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import type { ClaimResult } from "../../src/pool/claim-result";
 import { forwardedClaim } from "../../src/pool/forwarded-claims";
 import { tookLease } from "../../src/pool/forwarding";
-import { type ClaimResult, claim as claimInPool } from "../../src/pool/leases";
+import { claim as claimInPool } from "../../src/pool/leases";
 import { passportOf } from "../../src/pool/passports";
 import { Pool } from "../../src/pool/pool";
 import { readSettings } from "../../src/rules/settings";
@@ -37,11 +38,7 @@ export async function claimWithDraw(pool: string, job: string, nodeId: string, d
       now,
       nodeId,
       null,
-      tenantWeights,
-      () => draw,
-      retryElsewhereMs,
-      owners,
-      membership,
+      { weights: tenantWeights, random: () => draw, retryElsewhereMs, owners, membership },
       shardsOf(pool) > 1 ? { mint, ...(claimId ? { claimId } : {}) } : {},
     );
   const r = await runInDurableObject(jobStub(pool, job), (_o, state) =>
@@ -52,7 +49,7 @@ export async function claimWithDraw(pool: string, job: string, nodeId: string, d
       return forwardedClaim(state.storage.sql, now, ticket, (sql, _node, _job, claimId) => claimAs(sql, now, claimId));
     }),
   );
-  if (!r.ok) return r.reason === "stale_passport" ? { ok: false, reason: "nothing" } : r;
+  if (!r.ok) return r;
   if (k !== home) await runInDurableObject(homeObject, (_o, state) => tookLease(new Pool(state, env), k, nodeId, r));
   return { ok: true, lease: r.lease };
 }

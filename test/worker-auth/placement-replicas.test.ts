@@ -185,7 +185,7 @@ describe("placement of a replicated task", () => {
       const sql = state.storage.sql;
       sql.exec("UPDATE nodes SET consecutive_valid = ? WHERE node_id = 'trusted'", TRUST_AFTER_VALID);
       // A draw of 0.5 is no spot check.
-      state.storage.transactionSync(() => claimInPool(sql, Date.now(), "trusted", null, undefined, () => 0.5));
+      state.storage.transactionSync(() => claimInPool(sql, Date.now(), "trusted", null, { random: () => 0.5 }));
     });
     expect(await report()).toMatchObject({
       state: "LEASED",

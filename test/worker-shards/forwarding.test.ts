@@ -9,7 +9,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import type { ClaimTicket } from "../../src/pool/forwarded-claims";
+import type { ClaimTicket } from "../../src/pool/contract";
 import { forwardedClaim } from "../../src/pool/forwarded-claims";
 import { claim as claimInPool, type WireLease } from "../../src/pool/leases";
 import { type Passport, passportOf, upsertPassport } from "../../src/pool/passports";
@@ -278,23 +278,6 @@ describe("a forwarded claim", () => {
     expect(await rowsAt(pool, K, "SELECT lease_id FROM leases")).toEqual([]);
   });
 
-  it("carrying only a version the shard does not hold answers stale_passport; once it holds it, the version is enough", async () => {
-    const pool = freshPool();
-    await register(pool, "n1");
-    await submitTo(pool, K, trialsJob(2));
-    const full = await ticketFor(pool, "n1");
-    const version = { nodeId: "n1", version: (full.passport as Passport).version };
-    const bare = { ...full, passport: version };
-    expect(await shard(pool, K).peer().claimForwarded(bare)).toEqual({ ok: false, reason: "stale_passport" });
-    expect(await rowsAt(pool, K, "SELECT node_id FROM passports")).toEqual([]);
-    expect((await shard(pool, K).peer().claimForwarded(full)).ok).toBe(true);
-    const next = { ...bare, claimId: "0123456789abcdef" };
-    expect(await shard(pool, K).peer().claimForwarded(next)).toMatchObject({ ok: true, lease: { node_id: "n1" } });
-    // A version above the one held is stale too: the home changed the node since.
-    const newer = { ...next, claimId: "fedcba9876543210", passport: { nodeId: "n1", version: version.version + 1 } };
-    expect(await shard(pool, K).peer().claimForwarded(newer)).toEqual({ ok: false, reason: "stale_passport" });
-  });
-
   it("an older passport never overwrites a newer one, in a ticket or upserted", async () => {
     const pool = freshPool();
     await register(pool, "n1");
@@ -332,7 +315,14 @@ describe("a forwarded claim", () => {
         const now = Date.now();
         // No spot check: the draw is above any spot-check rate.
         const answer = forwardedClaim(sql, now, { ...ticket, passport }, (s, node, job, claimId) =>
-          claimInPool(s, now, node, job, new Map(), () => 0.999, undefined, new Map(), "reported", { claimId }),
+          claimInPool(
+            s,
+            now,
+            node,
+            job,
+            { weights: new Map(), random: () => 0.999, owners: new Map(), membership: "reported" },
+            { claimId },
+          ),
         );
         if (!answer.ok) throw new Error(answer.reason);
         return sql.exec<{ wanted: number }>("SELECT wanted FROM tasks WHERE job_id = ?", jobId).one().wanted;

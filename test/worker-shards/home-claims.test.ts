@@ -6,8 +6,8 @@
 
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
-import { joinedShard } from "../../src/pool/exchange";
-import type { ClaimResult } from "../../src/pool/leases";
+import type { ClaimResult } from "../../src/pool/claim-result";
+import { PoolObject } from "../../src/pool/object";
 import type { Pool } from "../../src/pool/pool";
 import { shardOfHex } from "../../src/rules/shard-ids";
 import {
@@ -213,7 +213,7 @@ describe("a hostile node's held claim", () => {
 
 /** Reads shard k's side of the summary in the object itself. */
 function inShard<T>(pool: string, k: number, read: (shard: Pool) => T): Promise<T> {
-  return runInDurableObject(shard(pool, k), (_o, state) => read(joinedShard(state.storage.sql)!));
+  return runInDurableObject(shard(pool, k), (object) => read(PoolObject.poolOf(object)));
 }
 
 /**

@@ -8,8 +8,9 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import { joinedShard, TICK_BUSY_MS } from "../../src/pool/exchange";
+import { TICK_BUSY_MS } from "../../src/pool/exchange";
 import { arm } from "../../src/pool/housekeeping";
+import { PoolObject } from "../../src/pool/object";
 import type { Pool } from "../../src/pool/pool";
 import { NodeRegistrationSchema } from "../../src/protocol/nodes";
 import { summaryStub } from "../../src/summary/address";
@@ -20,11 +21,7 @@ const summary = (pool: string) => summaryStub(env, [], pool);
 
 /** Reads shard k's summary side in the object itself. */
 function inShard<T>(pool: string, k: number, read: (shard: Pool) => T | Promise<T>): Promise<T> {
-  return runInDurableObject(shard(pool, k), (_o, state) => {
-    const joined = joinedShard(state.storage.sql);
-    if (joined === undefined) throw new Error(`shard ${k} of ${pool} has no summary`);
-    return read(joined);
-  });
+  return runInDurableObject(shard(pool, k), (object) => read(PoolObject.poolOf(object)));
 }
 
 /** The remote classes in shard k's copy, after an exchange made now (as Σ's poke makes one). */

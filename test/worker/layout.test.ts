@@ -9,6 +9,7 @@ import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ShardPeers } from "../../src/pool/address";
 import { enterPool, LAYOUT_RECHECK_MS, type LayoutPeers, layoutAtStart, layoutPeers } from "../../src/pool/layout";
+import { PoolObject } from "../../src/pool/object";
 import { trialsJob } from "../fixtures/jobspec";
 import { registration } from "../fixtures/registration";
 import { call, freshPool, json, register, stub, submitJob } from "./helpers";
@@ -89,7 +90,7 @@ describe("the layout a shard records at start", () => {
   it("at one shard, a start after the first runs one SELECT of pool_layout and nothing else", async () => {
     const pool = freshPool();
     await register(pool, "n1");
-    const statements = await runInDurableObject(stub(pool), async (_o, state) => {
+    const statements = await runInDurableObject(stub(pool), async (o, state) => {
       const run: string[] = [];
       const sql = state.storage.sql;
       const watched = {
@@ -98,7 +99,7 @@ describe("the layout a shard records at start", () => {
           return sql.exec(query, ...bindings);
         },
       };
-      await layoutAtStart(watched as unknown as SqlStorage, pool, 0, 1, Date.now(), noPeers);
+      await layoutAtStart(watched as unknown as SqlStorage, PoolObject.poolOf(o).gate, pool, 0, 1, Date.now(), noPeers);
       return run;
     });
     expect(statements).toEqual(["SELECT * FROM pool_layout ORDER BY epoch"]);
@@ -108,10 +109,10 @@ describe("the layout a shard records at start", () => {
     const pool = freshPool();
     await register(pool, "n1");
     await submitJob(pool, trialsJob(2));
-    const { before, after, layout } = await runInDurableObject(stub(pool), async (_o, state) => {
+    const { before, after, layout } = await runInDurableObject(stub(pool), async (o, state) => {
       const sql = state.storage.sql;
       const before = digest(sql);
-      await layoutAtStart(sql, pool, 0, 4, 1_234, noPeers);
+      await layoutAtStart(sql, PoolObject.poolOf(o).gate, pool, 0, 4, 1_234, noPeers);
       return { before, after: digest(sql), layout: sql.exec("SELECT * FROM pool_layout ORDER BY epoch").toArray() };
     });
     expect(after).toBe(before);
@@ -128,9 +129,17 @@ describe("lowering a pool's shard count", () => {
     const pool = freshPool();
     await register(pool, "n1");
     await storedLayout(pool, 4);
-    const layout = await runInDurableObject(stub(pool), async (_o, state) => {
+    const layout = await runInDurableObject(stub(pool), async (o, state) => {
       const sql = state.storage.sql;
-      await layoutAtStart(sql, pool, 0, 2, 5_678, layoutPeers(new ShardPeers(env, [], pool, 0, 2)));
+      await layoutAtStart(
+        sql,
+        PoolObject.poolOf(o).gate,
+        pool,
+        0,
+        2,
+        5_678,
+        layoutPeers(new ShardPeers(env, [], pool, 0, 2)),
+      );
       return sql.exec("SELECT * FROM pool_layout ORDER BY epoch").toArray();
     });
     expect(layout).toEqual([
@@ -145,9 +154,17 @@ describe("lowering a pool's shard count", () => {
     await register(pool, "n1");
     await storedLayout(pool, 4);
     await jobIn(`${pool}/3`);
-    const before = await runInDurableObject(stub(pool), async (_o, state) => {
+    const before = await runInDurableObject(stub(pool), async (o, state) => {
       const sql = state.storage.sql;
-      await layoutAtStart(sql, pool, 0, 2, Date.now(), layoutPeers(new ShardPeers(env, [], pool, 0, 2)));
+      await layoutAtStart(
+        sql,
+        PoolObject.poolOf(o).gate,
+        pool,
+        0,
+        2,
+        Date.now(),
+        layoutPeers(new ShardPeers(env, [], pool, 0, 2)),
+      );
       return digest(sql);
     });
     for (const [method, path, body] of [
@@ -181,9 +198,17 @@ describe("lowering a pool's shard count", () => {
     await register(pool, "n1");
     await storedLayout(pool, 4);
     const one = stub(`${pool}/1`);
-    const copied = await runInDurableObject(one, async (_o, state) => {
+    const copied = await runInDurableObject(one, async (o, state) => {
       const sql = state.storage.sql;
-      await layoutAtStart(sql, pool, 1, 4, Date.now(), layoutPeers(new ShardPeers(env, [], pool, 0, 2)));
+      await layoutAtStart(
+        sql,
+        PoolObject.poolOf(o).gate,
+        pool,
+        1,
+        4,
+        Date.now(),
+        layoutPeers(new ShardPeers(env, [], pool, 0, 2)),
+      );
       return {
         self: sql.exec("SELECT * FROM shard_self").toArray(),
         epochs: sql.exec("SELECT epoch, shards FROM pool_layout").toArray(),
@@ -193,11 +218,27 @@ describe("lowering a pool's shard count", () => {
     expect(await refusal(one.listNodes(null, 10))).toMatch(/^answered /);
 
     await jobIn(`${pool}/3`);
-    await runInDurableObject(stub(pool), (_o, state) =>
-      layoutAtStart(state.storage.sql, pool, 0, 2, Date.now(), layoutPeers(new ShardPeers(env, [], pool, 0, 2))),
+    await runInDurableObject(stub(pool), (o, state) =>
+      layoutAtStart(
+        state.storage.sql,
+        PoolObject.poolOf(o).gate,
+        pool,
+        0,
+        2,
+        Date.now(),
+        layoutPeers(new ShardPeers(env, [], pool, 0, 2)),
+      ),
     );
-    await runInDurableObject(one, (_o, state) =>
-      layoutAtStart(state.storage.sql, pool, 1, 2, Date.now(), layoutPeers(new ShardPeers(env, [], pool, 0, 2))),
+    await runInDurableObject(one, (o, state) =>
+      layoutAtStart(
+        state.storage.sql,
+        PoolObject.poolOf(o).gate,
+        pool,
+        1,
+        2,
+        Date.now(),
+        layoutPeers(new ShardPeers(env, [], pool, 0, 2)),
+      ),
     );
     expect(await refusal(one.listNodes(null, 10))).toBe(`PoolLayoutRefused: ${refusedDetail(pool)}`);
   });
@@ -207,15 +248,25 @@ describe("lowering a pool's shard count", () => {
     await register(pool, "n1");
     await storedLayout(pool, 4);
     await jobIn(`${pool}/2`);
-    const rechecks = await runInDurableObject(stub(pool), async (_o, state) => {
+    const rechecks = await runInDurableObject(stub(pool), async (o, state) => {
       const sql = state.storage.sql;
       const now = Date.now();
-      await layoutAtStart(sql, pool, 0, 2, now, layoutPeers(new ShardPeers(env, [], pool, 0, 2)));
+      await layoutAtStart(
+        sql,
+        PoolObject.poolOf(o).gate,
+        pool,
+        0,
+        2,
+        now,
+        layoutPeers(new ShardPeers(env, [], pool, 0, 2)),
+      );
       let n = 0;
       const recheck = () => void n++;
       const counts: number[] = [];
       for (const at of [now + 1, now + LAYOUT_RECHECK_MS - 1, now + LAYOUT_RECHECK_MS, now + LAYOUT_RECHECK_MS + 1]) {
-        expect(() => enterPool(sql, recheck, at)).toThrow(/^PoolLayoutRefused: coordinator refuses to serve pool/);
+        expect(() => enterPool(PoolObject.poolOf(o).gate, recheck, at)).toThrow(
+          /^PoolLayoutRefused: coordinator refuses to serve pool/,
+        );
         counts.push(n);
       }
       return counts;
@@ -274,8 +325,16 @@ describe("lowering a pool's shard count", () => {
     expect(await removed.peer().emptiness()).toMatchObject({ shard: 3, empty: false, [counted]: 1 });
 
     await storedLayout(pool, 4);
-    const epochs = await runInDurableObject(stub(pool), async (_o, state) => {
-      await layoutAtStart(state.storage.sql, pool, 0, 3, Date.now(), layoutPeers(new ShardPeers(env, [], pool, 0, 2)));
+    const epochs = await runInDurableObject(stub(pool), async (o, state) => {
+      await layoutAtStart(
+        state.storage.sql,
+        PoolObject.poolOf(o).gate,
+        pool,
+        0,
+        3,
+        Date.now(),
+        layoutPeers(new ShardPeers(env, [], pool, 0, 2)),
+      );
       return state.storage.sql.exec("SELECT shards FROM pool_layout").toArray();
     });
     expect(epochs).toEqual([{ shards: 4 }]);

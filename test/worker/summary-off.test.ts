@@ -6,7 +6,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { joinedShard } from "../../src/pool/exchange";
+import { PoolObject } from "../../src/pool/object";
 import { call, claim, freshPool, json, register, stub, submitJob, trialsJob } from "./helpers";
 
 describe("the pool summary at one shard", () => {
@@ -18,10 +18,11 @@ describe("the pool summary at one shard", () => {
     await submitJob(pool, trialsJob(1));
     const lease = await json<{ lease_id: string }>(await claim(pool, "n1"));
     expect((await call(pool, "POST", `/attempts/${lease.lease_id}/fail`, { reason: "no" })).status).toBe(200);
-    const seen = await runInDurableObject(stub(pool), async (_o, state) => ({
+    const seen = await runInDurableObject(stub(pool), async (object, state) => ({
       alarm: await state.storage.getAlarm(),
-      joined: joinedShard(state.storage.sql) !== undefined,
+      exchanges: PoolObject.poolOf(object).link.sent,
+      grants: [...PoolObject.poolOf(object).grants.values()],
     }));
-    expect(seen).toEqual({ alarm: null, joined: false });
+    expect(seen).toEqual({ alarm: null, exchanges: 0, grants: [] });
   });
 });

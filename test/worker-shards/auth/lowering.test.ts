@@ -10,6 +10,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ShardPeers } from "../../../src/pool/address";
 import { layoutAtStart, layoutPeers } from "../../../src/pool/layout";
+import { PoolObject } from "../../../src/pool/object";
 import { freshPool, nodeIdAt, registration } from "../../worker/helpers";
 import { bearer, call, enrol } from "../../worker-auth/helpers";
 import { shard, shardsHolding } from "../helpers";
@@ -18,9 +19,17 @@ const OPS = bearer("tok-ops");
 
 /** Starts shard 0 of `pool` as a deploy of `shards` shards would, and answers the shard counts it then records. */
 function startShard0(pool: string, shards: number) {
-  return runInDurableObject(shard(pool, 0), async (_o, state) => {
+  return runInDurableObject(shard(pool, 0), async (o, state) => {
     const sql = state.storage.sql;
-    await layoutAtStart(sql, pool, 0, shards, Date.now(), layoutPeers(new ShardPeers(env, [], pool, 0, 2)));
+    await layoutAtStart(
+      sql,
+      PoolObject.poolOf(o).gate,
+      pool,
+      0,
+      shards,
+      Date.now(),
+      layoutPeers(new ShardPeers(env, [], pool, 0, 2)),
+    );
     return sql
       .exec<{ shards: number; lowered_from: number | null }>(
         "SELECT shards, lowered_from FROM pool_layout ORDER BY epoch",

@@ -1,0 +1,65 @@
+// What follows every state change (`Pool.change`, src/pool/pool.ts), once
+// its transaction is durable and before its request is answered: the held
+// claims it lets through get their turn before anyone else, its events are
+// logged, the alarm moves to the earliest live deadline, held claims go on
+// to other shards, new passports reach the shards a claim is in flight to,
+// and the outbox rows it wrote leave. The object installs it
+// (src/pool/object.ts); the modules that change state only call `change`.
+
+import type { EventRow } from "./events";
+import { forwardHeld, pushPassports } from "./forwarding";
+import { answerHeld } from "./held-claims";
+import { arm } from "./housekeeping";
+import { logEvent } from "./log";
+import { sendWritten } from "./outbox";
+import type { ChangeMade, Pool } from "./pool";
+
+/**
+ * The work after a change. Its first part runs in the change's turn, with
+ * no await before it: the held claims a change wakes are answered from the
+ * state it left, before any other request runs.
+ */
+export async function afterChange(
+  pool: Pool,
+  { before, outboxBefore, wakesClaims, wakesNode }: ChangeMade,
+): Promise<void> {
+  const wakeAll = pool.held.size > 0 && (wakesClaims || (before !== null && workAppeared(pool.sql, before)));
+  const woken = wakeAll
+    ? answerHeld(pool, null)
+    : pool.held.size > 0 && wakesNode !== undefined
+      ? answerHeld(pool, wakesNode)
+      : [];
+  if (before !== null && pool.logging) {
+    // A job's TASK_CREATED events are summarised by its JOB_ACCEPTED line (it
+    // carries the count): a 10,000-task submission is one change, not 10,000.
+    for (const row of pool.sql.exec<EventRow>(
+      "SELECT * FROM events WHERE seq > ? AND type != 'TASK_CREATED' ORDER BY seq",
+      before,
+    )) {
+      logEvent(pool.name, row);
+    }
+  }
+  await arm(pool);
+  for (const [held, answer] of woken) held.resolve(answer);
+  // A change to a node (a release, an assignment) may let its held claim take work on another shard too.
+  // What another shard refused its claim for may be what changed: its refusals are forgotten.
+  if ((wakesClaims || wakesNode !== undefined) && pool.held.size > 0 && pool.shards > 1)
+    forwardHeld(pool, wakesClaims ? null : wakesNode);
+  // A node this change moved has its new passport at every shard its claims are in flight to, before the answer.
+  await pushPassports(pool);
+  // Outbox rows the change wrote for other shards leave now (src/pool/outbox.ts); none at one shard.
+  await sendWritten(pool, outboxBefore, () => arm(pool));
+}
+
+/** Whether the ledger since `seq` queued work or closed a job: what a held claim waits for. */
+function workAppeared(sql: SqlStorage, seq: number): boolean {
+  return (
+    sql
+      .exec(
+        `SELECT 1 FROM events WHERE seq > ?
+           AND type IN ('TASK_CREATED', 'TASK_REQUEUED', 'JOB_SUCCEEDED', 'JOB_FAILED') LIMIT 1`,
+        seq,
+      )
+      .toArray().length > 0
+  );
+}
