@@ -27,12 +27,6 @@ export const TICK_QUIET_MS = 5_000;
 export const RECENT_CHANGE_MS = 5_000;
 /** How long a request that brought new work waits for Σ to learn of it before it answers anyway. */
 export const SUBMISSION_WAIT_MS = 500;
-/**
- * A claim's refresh leaves a copy younger than this alone: none, so a claim
- * after another shard's submission answered sees its work whenever the
- * allowance has room (the allowance, not the age, bounds Σ's load).
- */
-export const REFRESH_AGE_MS = 0;
 
 /**
  * A claim here used `turn` (its lease's job's priority and tenant): in a
@@ -72,16 +66,17 @@ export async function exchangeNow(pool: Pool): Promise<ExchangeReply | null> {
 }
 
 /**
- * A claim's refresh of the copy (§6.2): an exchange when the copy is older
- * than `maxAgeMs` and the on-demand allowance has room, else the exchange in
- * flight, else nothing (the ticks keep the copy within a second).
+ * A claim's refresh of the copy (§6.2): the exchange in flight, else an
+ * exchange when the on-demand allowance has room, else nothing (the ticks
+ * keep the copy within a second). Whatever the copy's age: a claim after
+ * another shard's submission answered sees its work whenever the allowance
+ * has room (the allowance, not the age, bounds Σ's load).
  */
-export function refresh(pool: Pool, maxAgeMs = REFRESH_AGE_MS): Promise<ExchangeReply | null> {
+export function refresh(pool: Pool): Promise<ExchangeReply | null> {
   if (pool.shards === 1) return Promise.resolve(null);
   const link = pool.link;
   if (link.inFlight !== null) return link.inFlight;
   const now = Date.now();
-  if (now - link.answeredMs < maxAgeMs) return Promise.resolve(null);
   if (!link.bucket.take(now, onDemandAllowance(pool.shards))) return Promise.resolve(null);
   return exchange(pool, "on_demand");
 }

@@ -1,5 +1,5 @@
 -- The pool object's SQLite schema after every migration in src/pool/schema.ts
--- (1-22): what a new pool starts with and what every older pool is migrated to.
+-- (1-23): what a new pool starts with and what every older pool is migrated to.
 -- Generated from a freshly migrated pool's sqlite_master, never edited by hand:
 -- test/worker/schema.test.ts fails when they differ; after changing a migration,
 -- `npm run schema:snapshot` rewrites this file. Run on an empty database it makes
@@ -229,12 +229,6 @@ CREATE TABLE owner_replicas (
     PRIMARY KEY (job_id, class_id, owner)
   ) WITHOUT ROWID;
 
--- passport_holders: migration 18
-CREATE TABLE passport_holders (
-    node_id TEXT NOT NULL, shard INTEGER NOT NULL, version INTEGER NOT NULL,
-    PRIMARY KEY (node_id, shard)
-  ) WITHOUT ROWID;
-
 -- passports: migration 18
 CREATE TABLE passports (
     node_id TEXT PRIMARY KEY,
@@ -310,9 +304,6 @@ CREATE TABLE schema_version (version INTEGER NOT NULL);
 
 -- shard_self: migration 18
 CREATE TABLE shard_self (pool TEXT NOT NULL, shard INTEGER NOT NULL);
-
--- shard_stats: migration 18
-CREATE TABLE shard_stats (name TEXT PRIMARY KEY, n INTEGER NOT NULL);
 
 -- task_counts: migration 5
 CREATE TABLE task_counts (state TEXT PRIMARY KEY, n INTEGER NOT NULL);

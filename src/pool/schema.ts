@@ -19,6 +19,7 @@ import { TRUST } from "./migrations/v11-trust";
 import { SHARDS } from "./migrations/v18-shards";
 import { PASSPORTS } from "./migrations/v19-passports";
 import { REPLICAS_ELSEWHERE } from "./migrations/v22-replicas-elsewhere";
+import { UNUSED } from "./migrations/v23-unused";
 
 export type { Migration } from "./migrations/migration";
 
@@ -30,6 +31,7 @@ export const MIGRATIONS: readonly Migration[] = [
   ...SHARDS,
   ...PASSPORTS,
   ...REPLICAS_ELSEWHERE,
+  ...UNUSED,
 ];
 
 /** Applies every migration newer than the recorded version, in order (the caller holds the transaction). */

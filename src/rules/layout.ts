@@ -17,7 +17,7 @@ export type LayoutEpoch = { epoch: number; shards: number; since_ms: number; low
  * counts (src/pool/layout.ts); it is empty when every count is 0. All
  * else a shard keeps lives beside one of these or is a copy: tasks,
  * events, checkpoints and verdicts belong to a job (live or archived); a
- * team-pool assignment, passport holders and outbox rows to a job, a
+ * team-pool assignment and outbox rows to a job, a
  * registration or a credential, none of which leaves its shard; a
  * passport is another home's node, sent again by vouch; device codes and
  * keys outside `jobs/` live in shard 0, which is never removed.

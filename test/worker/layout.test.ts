@@ -14,7 +14,7 @@ import { trialsJob } from "../fixtures/jobspec";
 import { registration } from "../fixtures/registration";
 import { call, freshPool, json, register, stub, submitJob } from "./helpers";
 
-const SHARD_TABLES = ["homes", "passports", "passport_holders", "outbox", "inbox_seen", "shard_stats"];
+const SHARD_TABLES = ["homes", "passports", "outbox", "inbox_seen"];
 
 /** Peers a start must not ask: any call fails the test. */
 const noPeers: LayoutPeers = {
