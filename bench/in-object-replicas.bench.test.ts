@@ -4,15 +4,15 @@
 // ran no replica of anything; in the other it ran replica 1 of 4,000 tasks
 // of a replicated job that still want their second replica, and that job,
 // at a higher priority, comes first on every claim. Each claim is its own
-// transactionSync calling `claim` of src/pool/leases.ts, timed in batches as
+// transactionSync calling `claim` of src/pool/leases/leases.ts, timed in batches as
 // in bench/in-object.bench.test.ts. Runs unchanged on a checkout from before
 // the owner counts (the figures then show the walk). Printed as `BENCH {json}` lines; never run by `npm test`.
 
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { it } from "vitest";
-import { claim } from "../src/pool/leases";
-import { addTasks } from "../src/pool/tasks";
+import { addTasks } from "../src/pool/jobs/tasks";
+import { claim } from "../src/pool/leases/leases";
 import { alignToClockStep, registration, round, trialTask } from "./in-workerd";
 
 const settings = env as unknown as { BENCH_QUICK?: string };

@@ -20,11 +20,11 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { it } from "vitest";
-import { archiveObjects, finishArchive, startArchive } from "../src/pool/archive";
-import { bind } from "../src/pool/artifacts";
-import { uploadStarted } from "../src/pool/collection";
-import { DEFAULT_PLACE } from "../src/pool/jobs";
-import { claim, commit, type WireLease } from "../src/pool/leases";
+import { archiveObjects, finishArchive, startArchive } from "../src/pool/alarm/archive";
+import { bind } from "../src/pool/artifacts/artifacts";
+import { uploadStarted } from "../src/pool/artifacts/collection";
+import { DEFAULT_PLACE } from "../src/pool/jobs/jobs";
+import { claim, commit, type WireLease } from "../src/pool/leases/leases";
 import { JobSpecSchema } from "../src/protocol/jobs";
 import { jobSpec } from "../test/fixtures/jobspec";
 import { alignToClockStep, registration, round, trialTask } from "./in-workerd";

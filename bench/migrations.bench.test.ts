@@ -16,7 +16,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { it } from "vitest";
-import { MIGRATIONS } from "../src/pool/schema";
+import { MIGRATIONS } from "../src/pool/schema/schema";
 import { rewindSchema } from "../test/worker/schema-history";
 
 const settings = env as unknown as Record<string, string | undefined>;

@@ -431,7 +431,7 @@ function longevitySection(l) {
       "GPU tasks in 25 jobs (a full dashboard job list from the start), which the GPU-less node cannot take, stays pending throughout. At each mark: the SQLite size, then claim and " +
       `commit (median of ${l.batches} batch means of ${l.batch} cycles, over a job of their own that then joins the history), ` +
       "the dashboard summary and the metrics sample (the object's own methods, mean of 200 calls). Then every finished " +
-      "job is dated past retention and archived by the pool's archiving code (`src/pool/archive.ts`, the alarm's steps) " +
+      "job is dated past retention and archived by the pool's archiving code (`src/pool/alarm/archive.ts`, the alarm's steps) " +
       "into local R2, and the figures are taken again.",
   );
   out.push("");
@@ -583,7 +583,7 @@ function migrationsSection(m) {
   out.push(
     "- How: one pool object per size. Its history is written by SQL at the current schema (each finished task with " +
       "its trial-sized payload, lease, artifact key and three events, in jobs of 10,000), the schema is taken back to " +
-      "step 2 with the migrations' `down` steps (`src/pool/migrations/`), and steps " +
+      "step 2 with the migrations' `down` steps (`src/pool/schema/migrations/`), and steps " +
       `${steps[0]}–${steps[steps.length - 1]} run in one transaction, each step timed, as the pool object's constructor ` +
       "runs them (there inside `blockConcurrencyWhile`). Every step that works over existing rows comes after step 2.",
   );
@@ -604,9 +604,9 @@ function migrationsSection(m) {
       `limit. Bound (at most ${m.bound.max_share * 100}% of the limit): ${m.bound.met ? "met" : "**not met**"}. ` +
       "With retention (docs/protocol.md §12) a pool holds a week of history, far less. " +
       (m.bound.met
-        ? "A future step that must fill rows from history does it in batches after the step (src/pool/schema.ts says so)."
+        ? "A future step that must fill rows from history does it in batches after the step (src/pool/schema/schema.ts says so)."
         : `The heaviest steps at the largest run (${heaviest(m)}) build indexes over every task; shipped steps are not ` +
-          "edited, so the next step that must touch history does it in batches after the step (src/pool/schema.ts says so)."),
+          "edited, so the next step that must touch history does it in batches after the step (src/pool/schema/schema.ts says so)."),
   );
   out.push("");
   return out;
@@ -1228,14 +1228,14 @@ function render() {
   out.push("## Changes made for these numbers");
   out.push("");
   out.push(
-    "- `settleJob` (`src/pool/jobs.ts`), run on every accepted commit, counted all of the job's tasks by state to see " +
+    "- `settleJob` (`src/pool/jobs/jobs.ts`), run on every accepted commit, counted all of the job's tasks by state to see " +
       "whether the job had just finished: O(tasks in the job), 360 µs for a 10,000-task job, which made a commit 4× " +
       "slower than a claim and put the 100,000-pending rate under 2,000 cycles/s. It now first seeks one PENDING or LEASED " +
       "task of the job in the `(job_id, state)` index and stops there while the job has live work; only the commit that " +
       "finishes the job counts.",
   );
   out.push(
-    "- `claim` (`src/pool/leases.ts`) ran one statement per requirement class ever seen, parsing and gating each class " +
+    "- `claim` (`src/pool/leases/leases.ts`) ran one statement per requirement class ever seen, parsing and gating each class " +
       "before seeking its head. It now reads every class's head in one statement (an index seek per class inside SQLite, " +
       "classes with nothing pending dropped, earliest head first) and runs the gate in head order, stopping at the first " +
       "class the node may take. Same answer (the equivalence test in `test/worker/claim-equivalence.test.ts` compares it " +

@@ -26,11 +26,11 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { it } from "vitest";
-import { bind, readArtifact } from "../src/pool/artifacts";
-import { uploadStarted } from "../src/pool/collection";
-import { DEFAULT_PLACE, jobTasks } from "../src/pool/jobs";
-import { claim, commit, type WireLease } from "../src/pool/leases";
-import { registerNode } from "../src/pool/nodes";
+import { bind, readArtifact } from "../src/pool/artifacts/artifacts";
+import { uploadStarted } from "../src/pool/artifacts/collection";
+import { DEFAULT_PLACE, jobTasks } from "../src/pool/jobs/jobs";
+import { claim, commit, type WireLease } from "../src/pool/leases/leases";
+import { registerNode } from "../src/pool/nodes/registry";
 import { JobSpecSchema } from "../src/protocol/jobs";
 import { TRUST_AFTER_VALID } from "../src/rules/verification";
 import { jobSpec } from "../test/fixtures/jobspec";

@@ -126,7 +126,7 @@ export type EnrolmentRequestItem = {
   decided_at: string | null;
 };
 
-/** One kind of GPU in the fleet (src/pool/fleet.ts): nodes with one, online, and busy (holding a live lease). */
+/** One kind of GPU in the fleet (src/pool/reads/fleet.ts): nodes with one, online, and busy (holding a live lease). */
 export type GpuGroup = {
   model: string;
   memory_total_mb: number | null;
@@ -157,7 +157,7 @@ export type Demand = {
   unservable_tasks: number;
 };
 
-/** `GET …/v1alpha1/nodes/summary` (src/pool/fleet.ts). */
+/** `GET …/v1alpha1/nodes/summary` (src/pool/reads/fleet.ts). */
 export type FleetSummary = {
   pool: string;
   generated_at: string;
@@ -165,7 +165,7 @@ export type FleetSummary = {
   demand: Demand;
 };
 
-/** `GET …/v1alpha1/dashboard` (src/pool/dashboard.ts). */
+/** `GET …/v1alpha1/dashboard` (src/pool/reads/dashboard.ts). */
 export type Summary = {
   pool: string;
   generated_at: string;
@@ -216,7 +216,7 @@ export type ReplicaItem = {
   verdict: "pending" | "valid" | "invalid" | "undecided" | null;
 };
 
-/** `GET …/jobs/{job}/tasks/{task}/placement` (src/pool/placement-report.ts). */
+/** `GET …/jobs/{job}/tasks/{task}/placement` (src/pool/reads/placement-report.ts). */
 export type PlacementReport = {
   state: TaskState;
   nodes: NodePlacement[];

@@ -6,13 +6,13 @@
 // and the outbox rows it wrote leave. The object installs it
 // (src/pool/object.ts); the modules that change state only call `change`.
 
-import type { EventRow } from "./events";
-import { forwardHeld, pushPassports } from "./forwarding";
-import { answerHeld } from "./held-claims";
-import { arm } from "./housekeeping";
-import { logEvent } from "./log";
-import { sendWritten } from "./outbox";
+import { arm } from "./alarm/housekeeping";
+import { forwardHeld, pushPassports } from "./claims/forwarding";
+import { answerHeld } from "./claims/held-claims";
+import type { EventRow } from "./ledger/events";
+import { logEvent } from "./ledger/log";
 import type { ChangeMade, Pool } from "./pool";
+import { sendWritten } from "./shards/outbox";
 
 /**
  * The work after a change. Its first part runs in the change's turn, with
@@ -47,7 +47,7 @@ export async function afterChange(
     forwardHeld(pool, wakesClaims ? null : wakesNode);
   // A node this change moved has its new passport at every shard its claims are in flight to, before the answer.
   await pushPassports(pool);
-  // Outbox rows the change wrote for other shards leave now (src/pool/outbox.ts); none at one shard.
+  // Outbox rows the change wrote for other shards leave now (src/pool/shards/outbox.ts); none at one shard.
   await sendWritten(pool, outboxBefore, () => arm(pool));
 }
 

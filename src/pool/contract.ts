@@ -7,8 +7,8 @@
 
 import type { Locale } from "../rules/homing";
 import type { Emptiness, LayoutEpoch } from "../rules/layout";
-import type { ClaimResult } from "./claim-result";
-import type { Passport } from "./passports";
+import type { ClaimResult } from "./claims/claim-result";
+import type { Passport } from "./nodes/passports";
 
 // -- what travels between them -------------------------------------------
 
@@ -47,7 +47,7 @@ export type ClaimTicket = {
 
 /**
  * A claim's answer, with its lease's tenant and priority on a lease, and on
- * a replica's lease its task (src/pool/replicas-elsewhere.ts: for the home
+ * a replica's lease its task (src/pool/verification/replicas-elsewhere.ts: for the home
  * alone, never passed on to the node).
  */
 export type ForwardedClaimResult = ClaimResult | (Extract<ClaimResult, { ok: true }> & { replica?: ReplicaTask });
@@ -86,7 +86,7 @@ export type Outcome =
 export type NodeOutcome = (Outcome | ReplicaOutcome) & { node_id: string };
 
 /**
- * Not the node's record but its offers (src/pool/replicas-elsewhere.ts):
+ * Not the node's record but its offers (src/pool/verification/replicas-elsewhere.ts):
  * a replicated task here the node holds or ran a replica of started
  * (`counted` 1) or stopped (0) counting among this shard's replicating
  * pending tasks. Written by schema step 22's trigger.
@@ -102,19 +102,19 @@ export type OutcomeMessage = { seq: number; body: NodeOutcome };
 export type Answer<T> = T | Promise<T>;
 
 export interface ShardPeer {
-  /** Shard 0's history of shard counts, and its refusal while it refuses (src/pool/layout.ts). */
+  /** Shard 0's history of shard counts, and its refusal while it refuses (src/pool/shards/layout.ts). */
   layout(): Answer<LayoutAnswer>;
   /** What this shard holds, asked by shard 0 before a lower removes it. */
   emptiness(): Answer<Emptiness>;
   /** At a node's home: whether it holds `proof` as a valid credential (docs/sharding.md §8.4 "vouch"). */
   vouch(proof: CredentialProof): Answer<boolean>;
-  /** Whether node `nodeId` lives here (src/pool/homes.ts). */
+  /** Whether node `nodeId` lives here (src/pool/nodes/homes.ts). */
   holdsNode(nodeId: string): Answer<boolean>;
   /** Where this shard knows node `nodeId` lives, itself or by its pointer; null: it does not know. */
   whereIs(nodeId: string): Answer<number | null>;
   /** The nodes held here whose registry shard is `registry`, pulled by it as pointers. */
   homedFor(registry: number): Answer<string[]>;
-  /** A credential shard 0 issued, installed at the node's home (src/pool/enrolment-flows.ts). */
+  /** A credential shard 0 issued, installed at the node's home (src/pool/enrolment/device-codes.ts). */
   installCredential(
     nodeId: string,
     credential: IssuedCredential,
@@ -122,7 +122,7 @@ export interface ShardPeer {
   ): Answer<{ replaced: boolean } | null>;
   /** Those of `nodeIds` enrolled here, asked by shard 0 as it lists pending codes. */
   enrolledAmong(nodeIds: string[]): Answer<string[]>;
-  /** A claim the node's home forwarded here, with the node's passport (src/pool/forwarded-claims.ts). */
+  /** A claim the node's home forwarded here, with the node's passport (src/pool/claims/forwarded-claims.ts). */
   claimForwarded(ticket: ClaimTicket): Answer<ForwardedClaimResult>;
   /** A home's held claims forwarded at once, served in the order given. */
   claimsForwarded(tickets: ClaimTicket[]): Answer<ForwardedClaimResult[]>;
@@ -132,7 +132,7 @@ export interface ShardPeer {
   passportChanged(passport: Passport): Answer<void>;
   /** Answers a claim of `nodeId` held here for its home with nothing: the node claimed again there. */
   releaseForwarded(nodeId: string): Answer<void>;
-  /** At a node's home: outcomes of its leases on shard `from`, each applied once (src/pool/outcomes.ts). */
+  /** At a node's home: outcomes of its leases on shard `from`, each applied once (src/pool/nodes/outcomes.ts). */
   deliver(from: number, batch: OutcomeMessage[], digestVersion?: number): Answer<{ acked: number }>;
   /** The summary's poke: work appeared elsewhere and this shard holds claims, so exchange now. */
   summaryChanged(): Answer<void>;

@@ -19,31 +19,30 @@ import { shardCount } from "../rules/pool-shards";
 import type { NodeAnswers } from "../rules/shard-merge";
 import { shardOfName, shardStub } from "./address";
 import { afterChange } from "./after-change";
-import type { StoredObject, Writer } from "./artifacts";
-import type { ClaimResult } from "./claim-result";
+import { alarm } from "./alarm/housekeeping";
+import type { StoredObject, Writer } from "./artifacts/artifacts";
+import type { ClaimResult } from "./claims/claim-result";
+import { forwardHeld } from "./claims/forwarding";
+import { claimOrHold } from "./claims/held-claims";
 import type { CredentialProof } from "./contract";
-import { dashboardSummary, liveLeasesByNode, STUCK_CLASSES_CHECKED } from "./dashboard";
-import { credentialValid } from "./enrolment";
-import * as enrolment from "./enrolment-flows";
-import { fleetSummary, nodeAnswers, type PendingClass, pendingClasses } from "./fleet";
-import { forwardHeld } from "./forwarding";
-import { claimOrHold } from "./held-claims";
-import { ABOUT_NODE, Homes, type NodeCall, PROVING, registering, whenHome } from "./homes";
-import { alarm } from "./housekeeping";
-import * as jobs from "./job-calls";
-
-import type { JobPlace } from "./jobs";
-import { enterPool, layoutAtStart, layoutPeers, serveCall } from "./layout";
-import * as leases from "./lease-calls";
-import { hadOneShard, heldHereOr, type IdKind, type LegacyHome } from "./legacy-ids";
-import { metricsSample } from "./metrics";
-import * as nodes from "./node-calls";
+import { credentialValid } from "./enrolment/credentials";
+import * as enrolment from "./enrolment/device-codes";
+import * as jobs from "./jobs/calls";
+import type { JobPlace } from "./jobs/jobs";
+import * as leases from "./leases/calls";
+import type { Viewer } from "./ledger/sealing";
+import * as nodes from "./nodes/calls";
+import { ABOUT_NODE, Homes, type NodeCall, PROVING, registering, whenHome } from "./nodes/homes";
 import { type PeerHost, PoolPeer } from "./peer";
-import { placementAnswers, placementFacts, placementReport, queueElsewhere } from "./placement-report";
 import { Pool } from "./pool";
-import { migrate } from "./schema";
-import type { Viewer } from "./sealing";
+import { dashboardSummary, liveLeasesByNode, STUCK_CLASSES_CHECKED } from "./reads/dashboard";
+import { fleetSummary, nodeAnswers, type PendingClass, pendingClasses } from "./reads/fleet";
+import { metricsSample } from "./reads/metrics";
+import { placementAnswers, placementFacts, placementReport, queueElsewhere } from "./reads/placement-report";
+import { migrate } from "./schema/schema";
 import { sessionClass } from "./session";
+import { enterPool, layoutAtStart, layoutPeers, serveCall } from "./shards/layout";
+import { hadOneShard, heldHereOr, type IdKind, type LegacyHome } from "./shards/legacy-ids";
 
 export class PoolObject extends DurableObject<Env> {
   readonly #pool: Pool;
@@ -73,7 +72,7 @@ export class PoolObject extends DurableObject<Env> {
   readonly #load = noLoad();
 
   /**
-   * One call served (src/pool/layout.ts serveCall): counted in GET
+   * One call served (src/pool/shards/layout.ts serveCall): counted in GET
    * /metrics, and refused while the pool's layout refuses it, but for the
    * `open` layout calls (docs/sharding.md §11).
    */
@@ -86,7 +85,7 @@ export class PoolObject extends DurableObject<Env> {
   /**
    * `run` once node `nodeId` is known to live on this shard: in a pool of
    * shards a node-routed call for a node that lives on another shard is
-   * refused with that shard, for the Worker to call instead (src/pool/homes.ts).
+   * refused with that shard, for the Worker to call instead (src/pool/nodes/homes.ts).
    */
   #whenHome<R>(nodeId: unknown, how: NodeCall, run: () => R): R | Promise<Awaited<R>> {
     return whenHome(this.#pool, this.#homes, nodeId, how, run);
@@ -94,7 +93,7 @@ export class PoolObject extends DurableObject<Env> {
 
   /**
    * `run` for an id this shard holds; for one it does not hold, in a pool
-   * that once had one shard, shard 0's answer (src/pool/legacy-ids.ts).
+   * that once had one shard, shard 0's answer (src/pool/shards/legacy-ids.ts).
    */
   #heldHereOr<R>(kind: IdKind, id: unknown, run: () => R, atShard0: (shard0: PoolStub) => unknown): R {
     return heldHereOr(this.#legacyHome(), kind, id, run, atShard0);
@@ -166,7 +165,7 @@ export class PoolObject extends DurableObject<Env> {
     );
   }
 
-  // -- enrolment (docs/protocol.md §9 "Enrolled machines", src/pool/enrolment-flows.ts) ----
+  // -- enrolment (docs/protocol.md §9 "Enrolled machines", src/pool/enrolment/device-codes.ts) ----
 
   requestDeviceCode(request: DeviceCodeRequest, from: string | null) {
     return this.#serve(() => enrolment.requestDeviceCode(this.#pool, request, from));
@@ -200,9 +199,9 @@ export class PoolObject extends DurableObject<Env> {
     );
   }
 
-  // -- nodes (src/pool/node-calls.ts) ------------------------------------------
+  // -- nodes (src/pool/nodes/calls.ts) ------------------------------------------
 
-  /** `locale`: where the request came from, by which a pool spread over locations homes a new node (src/pool/homes.ts). */
+  /** `locale`: where the request came from, by which a pool spread over locations homes a new node (src/pool/nodes/homes.ts). */
   register(registration: NodeRegistration, assignedBy: string | null = null, locale: Locale | null = null) {
     return this.#serve(() =>
       this.#whenHome(registration?.node_id, registering(locale), () =>
@@ -231,7 +230,7 @@ export class PoolObject extends DurableObject<Env> {
     return this.#serve(() => nodes.listNodes(this.#pool, after, limit, maxBytes));
   }
 
-  // -- claims and leases (src/pool/held-claims.ts, src/pool/lease-calls.ts) ----
+  // -- claims and leases (src/pool/claims/held-claims.ts, src/pool/leases/calls.ts) ----
 
   claim(nodeId: string, jobId: string | null, waitMs = 0): Promise<ClaimResult> {
     return this.#serve(() => this.#whenHome(nodeId, ABOUT_NODE, () => claimOrHold(this.#pool, nodeId, jobId, waitMs)));
@@ -270,7 +269,7 @@ export class PoolObject extends DurableObject<Env> {
     );
   }
 
-  // -- jobs, artifacts, checkpoints (src/pool/job-calls.ts) --------------------
+  // -- jobs, artifacts, checkpoints (src/pool/jobs/calls.ts) --------------------
 
   /** A slot for a job of `tasks` tasks, and this shard's load, for the job route's two choices (docs/sharding.md §7.4). */
   reserveSlot(tasks: number) {
@@ -586,7 +585,7 @@ export class PoolObject extends DurableObject<Env> {
     });
   }
 
-  // -- housekeeping (src/pool/housekeeping.ts) ---------------------------------
+  // -- housekeeping (src/pool/alarm/housekeeping.ts) ---------------------------------
 
   /** Sweeps expired leases, collects, archives and re-arms. Idempotent: alarms are at-least-once. */
   override alarm(): Promise<void> {

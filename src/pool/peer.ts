@@ -7,17 +7,17 @@
 
 import { RpcTarget } from "cloudflare:workers";
 import type { Locale } from "../rules/homing";
+import { claimForwarded, claimsForwarded, passportChanged } from "./claims/forwarded-claims";
+import { cutOffHere } from "./claims/held-claims";
 import type { ClaimTicket, CredentialProof, IssuedCredential, OutcomeMessage, ShardPeer } from "./contract";
-import { credentialValid, enrolledAmong } from "./enrolment";
-import { installCredential } from "./enrolment-flows";
-import { exchangeNow } from "./exchange";
-import { claimForwarded, claimsForwarded, passportChanged } from "./forwarded-claims";
-import { cutOffHere } from "./held-claims";
-import { holdsNode, homedFor, type NodeCall, PROVING, registering, whereIs } from "./homes";
-import { emptiness, layout } from "./layout";
-import { deliver } from "./outcomes";
-import type { Passport } from "./passports";
+import { credentialValid, enrolledAmong } from "./enrolment/credentials";
+import { installCredential } from "./enrolment/device-codes";
+import { holdsNode, homedFor, type NodeCall, PROVING, registering, whereIs } from "./nodes/homes";
+import { deliver } from "./nodes/outcomes";
+import type { Passport } from "./nodes/passports";
 import type { Pool } from "./pool";
+import { exchangeNow } from "./shards/exchange";
+import { emptiness, layout } from "./shards/layout";
 
 /** What the peer surface needs of its object: its context, and the two wraps every call may take. */
 export interface PeerHost {

@@ -4,9 +4,9 @@
 // the object's, given at construction (src/pool/after-change.ts). Nothing
 // here is state a later request depends on: the held claims are
 // connections, the alarm fields a cache and a backoff
-// (src/pool/alarm-clock.ts), the summary's copy, grants
+// (src/pool/alarm/alarm-clock.ts), the summary's copy, grants
 // and exchange state soft caches the next exchange rebuilds
-// (src/pool/exchange.ts), and the object may be evicted between any two
+// (src/pool/shards/exchange.ts), and the object may be evicted between any two
 // requests.
 
 import { randomHex8 } from "../protocol/ids";
@@ -14,17 +14,17 @@ import { shardCount } from "../rules/pool-shards";
 import { type Settings, settingsOf } from "../rules/settings";
 import { mintShardHex } from "../rules/shard-ids";
 import { ShardPeers, shardName, shardOfName } from "./address";
-import { AlarmClock } from "./alarm-clock";
-import { Grants } from "./digest";
-import { HeldClaims } from "./held-list";
-import { LayoutGate } from "./layout";
-import { logLine } from "./log";
+import { AlarmClock } from "./alarm/alarm-clock";
+import { HeldClaims } from "./claims/held-list";
+import { SentPassports } from "./claims/sent-passports";
+import { Reservations } from "./jobs/reservations";
+import { logLine } from "./ledger/log";
 import { MeteredSql } from "./metered-sql";
-import { OutboxSends } from "./outbox-sends";
-import { Reservations } from "./reservations";
-import { SentPassports } from "./sent-passports";
-import { SummaryCopy } from "./summary-copy";
-import { SummaryLink } from "./summary-link";
+import { Grants } from "./shards/digest";
+import { LayoutGate } from "./shards/layout";
+import { OutboxSends } from "./shards/outbox-sends";
+import { SummaryCopy } from "./shards/summary-copy";
+import { SummaryLink } from "./shards/summary-link";
 
 export type ChangeOptions = {
   /** The change records no event but may let a held claim through (a cancel, a released node). */
@@ -46,10 +46,10 @@ export type AfterChange = (pool: Pool, change: ChangeMade) => Promise<void>;
 export class Pool {
   /** Every statement the object runs, counted (src/pool/metered-sql.ts). */
   readonly sql: MeteredSql;
-  // Held claims in arrival order (src/pool/held-claims.ts): connections, not state.
+  // Held claims in arrival order (src/pool/claims/held-claims.ts): connections, not state.
   readonly held = new HeldClaims();
   readonly clock = new AlarmClock();
-  // Submission slots promised to job routes (src/pool/reservations.ts): in memory, lapsing.
+  // Submission slots promised to job routes (src/pool/jobs/reservations.ts): in memory, lapsing.
   readonly reservations = new Reservations();
   // The pool summary's side here (docs/sharding.md §6), used only at S > 1: the copy of the
   // other shards, the claims granted per tenant, and the exchanges with Σ.
@@ -58,11 +58,11 @@ export class Pool {
   readonly link = new SummaryLink();
   /** Per shard: what is left of this home's allotment for held claims there at a digest version (docs/sharding.md §6.3). */
   readonly allotments = new Map<number, { version: number; left: number }>();
-  /** The passports out at other shards with claims in flight (src/pool/sent-passports.ts). */
+  /** The passports out at other shards with claims in flight (src/pool/claims/sent-passports.ts). */
   readonly sent = new SentPassports();
-  /** Whether the pool's layout refuses this object's calls (src/pool/layout.ts), decided at its start. */
+  /** Whether the pool's layout refuses this object's calls (src/pool/shards/layout.ts), decided at its start. */
   readonly gate = new LayoutGate();
-  /** The outbox's deliveries running and its backoff (src/pool/outbox.ts). */
+  /** The outbox's deliveries running and its backoff (src/pool/shards/outbox.ts). */
   readonly outboxSends = new OutboxSends();
   /** Claims sent to another shard since the object started (flashedge_forwarded_claims_total). */
   forwardedClaims = 0;

@@ -1,5 +1,5 @@
 // The dashboard summary (`GET …/v1alpha1/dashboard`, docs/protocol.md §11) as a zod
-// schema: what src/pool/dashboard.ts builds, the OpenAPI document describes
+// schema: what src/pool/reads/dashboard.ts builds, the OpenAPI document describes
 // and the page's script reads (src/dashboard/wire.d.ts, checked against it
 // in test/types/wire.ts). An answer only: nothing parses it. Pure: no I/O.
 
@@ -148,7 +148,7 @@ export const DashboardSummarySchema = z.object({
   /** `classes_unchecked`: pending requirement classes past the check's bound. */
   stuck: page(StuckTasksSchema).extend({ classes_unchecked: count() }),
   storage: z.object({ bytes: count(), limit_bytes: count(), warning: z.boolean() }),
-  /** The fleet's GPUs by model, memory and compute capability, and the pending classes' demand (src/pool/fleet.ts). */
+  /** The fleet's GPUs by model, memory and compute capability, and the pending classes' demand (src/pool/reads/fleet.ts). */
   gpus: page(GpuGroupSchema),
   demand: DemandSchema,
   /** Credentials, active first then newest; requests, newest first. */

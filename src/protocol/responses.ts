@@ -105,7 +105,7 @@ export const JobLogsSchema = z.object({ logs: z.string() });
 export const PartRegisteredSchema = z.object({ status: z.literal("registered"), key: z.string() });
 export const LostWorkSchema = z.object({ lost_steps: count().nullable(), latest_step: count().nullable() });
 
-// -- the placement report (src/pool/placement-report.ts) ----------------------------------------
+// -- the placement report (src/pool/reads/placement-report.ts) ----------------------------------------
 
 const placed = {
   node_id: z.string(),
@@ -175,7 +175,7 @@ export type ReplicaItem = z.infer<typeof ReplicaItemSchema>;
 export type ReplicaReport = z.infer<typeof ReplicaReportSchema>;
 export type PlacementReport = z.infer<typeof PlacementReportSchema>;
 
-// -- the fleet (src/pool/fleet.ts) --------------------------------------------------------
+// -- the fleet (src/pool/reads/fleet.ts) --------------------------------------------------------
 
 export const GpuGroupSchema = z
   .object({

@@ -1,7 +1,7 @@
 // Checkpoint routes (docs/protocol.md §8), mounted at
 // `/jobs/:job_id/tasks/:task_id/checkpoints`: thin — parse, authorize, one
 // RPC call, map the outcome to a status. The catalog's rules (parts first,
-// manifest last; what `latest` picks) live in src/pool/checkpoints.ts only.
+// manifest last; what `latest` picks) live in src/pool/artifacts/checkpoints.ts only.
 //
 // A refused commit is 409 `{"detail": [problem, ...]}`: a list of sentences,
 // one per problem, so a client sees every missing or mismatched part at once.
@@ -9,7 +9,7 @@
 import { Hono } from "hono";
 import { describeRoute } from "hono-openapi";
 import { archiveOf } from "../archive/reader";
-import type { Writer } from "../pool/artifacts";
+import type { Writer } from "../pool/artifacts/artifacts";
 import {
   CommitCheckpointRequestSchema,
   QuarantineCheckpointRequestSchema,

@@ -12,7 +12,7 @@
 import { Hono } from "hono";
 import { describeRoute } from "hono-openapi";
 import { DASHBOARD_HTML, DASHBOARD_SCRIPT, DASHBOARD_STYLE } from "../dashboard/page";
-import { DEMAND_CLASSES_CHECKED } from "../pool/fleet";
+import { DEMAND_CLASSES_CHECKED } from "../pool/reads/fleet";
 import { invalidPoolDetail, isPoolName } from "../protocol/keys";
 import { DASHBOARD_LIMIT_DEFAULT, DASHBOARD_LIMIT_MAX } from "../protocol/limits";
 import { documented, HTML_PAGE, jsonBody, parameter, query, served, validation } from "../protocol/openapi-operations";

@@ -3,8 +3,8 @@
 // reading credentials itself. The delegation header is read nowhere else.
 
 import type { MiddlewareHandler } from "hono";
-import type { Writer } from "../pool/artifacts";
-import type { Viewer } from "../pool/sealing";
+import type { Writer } from "../pool/artifacts/artifacts";
+import type { Viewer } from "../pool/ledger/sealing";
 import { CREDENTIAL_REFUSED } from "../pool/session";
 import { authenticate, delegation } from "../rules/auth";
 import { sha256Hex } from "../rules/enrolment";

@@ -2,7 +2,7 @@
 
 import { Hono } from "hono";
 import { describeRoute } from "hono-openapi";
-import type { ClaimResult } from "../pool/claim-result";
+import type { ClaimResult } from "../pool/claims/claim-result";
 import { documented, jsonBody, NO_NODE_IDENTITY, parameter, request, served } from "../protocol/openapi-operations";
 import { ClaimRequestSchema, CompleteRequestSchema, FailRequestSchema } from "../protocol/tasks";
 import { isObjectReset } from "../rules/object-errors";
@@ -46,7 +46,7 @@ export const leases = new Hono<AppEnv>().post(
  * starts its hold late), and a lease issued after that 204 would go to a
  * caller that already left. The object decides the hold's end by its own
  * clock and answers by then at the latest, never with a lease after it
- * (src/pool/held-claims.ts), so whatever this answers is the whole truth.
+ * (src/pool/claims/held-claims.ts), so whatever this answers is the whole truth.
  * A claim whose object restarts is lost with the object's memory, where
  * held claims live: the call fails, no lease can follow, and that reads as
  * "nothing yet".

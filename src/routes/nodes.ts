@@ -2,7 +2,7 @@
 
 import { Hono } from "hono";
 import { describeRoute } from "hono-openapi";
-import { DEMAND_CLASSES_CHECKED } from "../pool/fleet";
+import { DEMAND_CLASSES_CHECKED } from "../pool/reads/fleet";
 import { DASHBOARD_LIMIT_DEFAULT, DASHBOARD_LIMIT_MAX, MAX_REGISTRATION_BYTES } from "../protocol/limits";
 import {
   NodeHeartbeatSchema,

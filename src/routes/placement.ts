@@ -2,7 +2,7 @@
 // `/jobs/:job_id/tasks/:task_id/placement`: "why is my task not running?".
 // Thin: one read-only RPC call at one shard, else one to the job's shard and
 // one to every shard, merged by a pure function; the gate lives in src/rules/placement.ts,
-// the report in src/pool/placement-report.ts and its grouped summary in
+// the report in src/pool/reads/placement-report.ts and its grouped summary in
 // src/rules/placement-summary.ts. A read: any valid credential
 // when enforcing (the identity middleware has already checked it).
 

@@ -6,7 +6,7 @@
 //
 // Jobs spread over the shards (two choices, docs/sharding.md §7.4), and so
 // do nodes: a node's home is its registry shard, jump(node_id, S), unless a
-// NOT_HOME answer names another (src/pool/homes.ts), which the isolate keeps.
+// NOT_HOME answer names another (src/pool/nodes/homes.ts), which the isolate keeps.
 // An enrolled node's credential is installed at its home when its code is
 // redeemed (§8.4); one enrolled before that lives in shard 0, and its
 // registry shard points there. A credential is checked at one shard per
@@ -15,7 +15,7 @@
 
 import { shardStub } from "../pool/address";
 import type { CredentialProof } from "../pool/contract";
-import { notHomeShard } from "../pool/homes";
+import { notHomeShard } from "../pool/nodes/homes";
 import type { PoolObject } from "../pool/object";
 import { CREDENTIAL_REFUSED } from "../pool/session";
 import { randomHex8, randomHex12 } from "../protocol/ids";

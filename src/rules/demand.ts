@@ -1,6 +1,6 @@
 // Demand no one can serve (issue 26): what a pending requirement class asks
 // for, in words, and the one line the dashboard shows for it. Pure: the pool
-// object counts (src/pool/fleet.ts), this says it.
+// object counts (src/pool/reads/fleet.ts), this says it.
 //
 // It reads canonical requirements (`requirementOf` in requirements.ts), which
 // hold only well-formed values; anything else it cannot read is named as

@@ -1,6 +1,6 @@
 // A shard's digest over time (docs/sharding.md §6.1), pure: its version, the
 // delta against the digest Σ acknowledged last, and whether it shows work Σ
-// has not been told of. src/pool/digest.ts reads the contents from SQL;
+// has not been told of. src/pool/shards/digest.ts reads the contents from SQL;
 // Σ's merge of what is sent is src/rules/summary.ts. No I/O, no clock.
 
 import type { DigestClass, DigestDelta, ShardDigest, TenantGrant } from "./summary";

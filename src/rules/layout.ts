@@ -14,7 +14,7 @@ export type LayoutEpoch = { epoch: number; shards: number; since_ms: number; low
  * shard it removes is empty of everything a client can still use there,
  * and of every object only that shard would collect, since after it
  * nothing routes to a removed shard. This is what a shard's emptiness()
- * counts (src/pool/layout.ts); it is empty when every count is 0. All
+ * counts (src/pool/shards/layout.ts); it is empty when every count is 0. All
  * else a shard keeps lives beside one of these or is a copy: tasks,
  * events, checkpoints and verdicts belong to a job (live or archived); a
  * team-pool assignment and outbox rows to a job, a
@@ -33,13 +33,13 @@ export type Emptiness = {
   nodes: number;
   /**
    * Enrolled credentials: a machine that logged in and has not registered
-   * is homed here by its credential alone (src/pool/homes.ts), and its
+   * is homed here by its credential alone (src/pool/nodes/homes.ts), and its
    * token is checked only here. A revoked one counts too: it still names
    * the node's home, and the operator's enrolment list shows it.
    */
   credentials: number;
   liveLeases: number;
-  /** Pointers to nodes homed on other shards by location (src/pool/homes.ts): found only here. */
+  /** Pointers to nodes homed on other shards by location (src/pool/nodes/homes.ts): found only here. */
   pointers: number;
   /** Artifacts bound here, also under `jobs/{id}/` for a job that never existed. */
   artifacts: number;

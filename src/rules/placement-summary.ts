@@ -239,7 +239,7 @@ export type PlacementFacts = {
   queue: QueuePosition | null;
 };
 
-/** One shard's part of a pending task's place in the pool's claim order (src/pool/placement-report.ts queueElsewhere). */
+/** One shard's part of a pending task's place in the pool's claim order (src/pool/reads/placement-report.ts queueElsewhere). */
 export type QueueElsewhere = { higher_priority: number; tenants: string[]; other_jobs: number };
 
 /** A report's second pass, at every shard: its registered nodes' answers, sorted by node_id, and their counts. */

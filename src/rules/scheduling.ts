@@ -1,7 +1,7 @@
 // The scheduling policy's pure rules (docs/protocol.md §13): a job's priority and
 // tenant from its labels, tenant weights, how long a failing node is held
 // back, and how many workers a task may be lost to. The claim that applies
-// them is src/pool/leases.ts.
+// them is src/pool/leases/leases.ts.
 
 export const PRIORITY_LABEL = "flashml.dev/priority";
 export const TENANT_LABEL = "flashml.dev/tenant";

@@ -1,9 +1,9 @@
-// Held claims (src/pool/held-claims.ts): answered once each, in arrival
+// Held claims (src/pool/claims/held-claims.ts): answered once each, in arrival
 // order, and never leased once their hold has ended, whatever the timers do.
 
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import type { ClaimResult } from "../../src/pool/claim-result";
-import { HeldClaims } from "../../src/pool/held-list";
+import type { ClaimResult } from "../../src/pool/claims/claim-result";
+import { HeldClaims } from "../../src/pool/claims/held-list";
 
 const LEASE = { ok: true, lease: { lease_id: "ls-000000000001" } } as unknown as ClaimResult;
 const NOTHING: ClaimResult = { ok: false, reason: "nothing" };

@@ -4,8 +4,8 @@
 // token bucket.
 
 import { describe, expect, it } from "vitest";
-import { ENTRY_MAX_AGE_MS, SummaryCopy } from "../../src/pool/summary-copy";
-import { TokenBucket } from "../../src/pool/summary-link";
+import { ENTRY_MAX_AGE_MS, SummaryCopy } from "../../src/pool/shards/summary-copy";
+import { TokenBucket } from "../../src/pool/shards/summary-link";
 import { type DigestClass, type ExchangeReply, onDemandAllowance, type SummaryEntry } from "../../src/rules/summary";
 
 const LOAD = { requests: 0, pending: 0, leased: 0, jobs: 0, homeNodes: 0, online: 0 };

@@ -1,13 +1,13 @@
 // The rules a trigger repeats in SQL, held to their TypeScript half: the
-// outbox's columns (src/pool/outbox-rows.ts) and the trust threshold
+// outbox's columns (src/pool/ledger/outbox-rows.ts) and the trust threshold
 // (src/rules/verification.ts TRUST_AFTER_VALID). A shipped step is never
 // edited, so each is read twice: in the step that last created the trigger
 // (a new step that makes it again is what a changed rule needs) and in
-// src/pool/schema.sql, the schema those steps make.
+// src/pool/schema/schema.sql, the schema those steps make.
 
 import { describe, expect, it } from "vitest";
-import { OUTBOX_COLUMNS } from "../../src/pool/outbox-rows";
-import { MIGRATIONS } from "../../src/pool/schema";
+import { OUTBOX_COLUMNS } from "../../src/pool/ledger/outbox-rows";
+import { MIGRATIONS } from "../../src/pool/schema/schema";
 import { TRUST_AFTER_VALID, trusted } from "../../src/rules/verification";
 
 // Vite's import.meta.glob, which the test reads the schema's text with.
@@ -18,7 +18,7 @@ declare global {
 }
 
 const schemaSql = Object.values(
-  import.meta.glob(["../../src/pool/schema.sql"], { query: "?raw", import: "default", eager: true }),
+  import.meta.glob(["../../src/pool/schema/schema.sql"], { query: "?raw", import: "default", eager: true }),
 )[0] as string;
 
 /** Each trigger the steps leave, by name: its SQL and note as the step that created it last wrote them. */
@@ -42,7 +42,7 @@ function sources(writes: RegExp): [string, string][] {
     .filter(([, t]) => t.sql.search(writes) !== -1)
     .map(([name, t]): [string, string] => [`${name} (step ${t.step})`, `${t.sql}\n-- ${t.note}`]);
   // schema.sql wraps each note over comment lines: one line each, so a phrase is never split.
-  return [...triggers, ["src/pool/schema.sql", schemaSql.replaceAll(/\n-- /g, " ")]];
+  return [...triggers, ["src/pool/schema/schema.sql", schemaSql.replaceAll(/\n-- /g, " ")]];
 }
 
 describe("the outbox's columns", () => {

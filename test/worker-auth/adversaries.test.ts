@@ -5,7 +5,7 @@
 
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { WireLease } from "../../src/pool/leases";
+import type { WireLease } from "../../src/pool/leases/leases";
 import type { Lease } from "../../src/protocol/tasks";
 import { TRUST_AFTER_VALID } from "../../src/rules/verification";
 import {

@@ -4,11 +4,11 @@
 
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import type { ClaimResult } from "../../src/pool/claim-result";
-import { forwardedClaim } from "../../src/pool/forwarded-claims";
-import { tookLease } from "../../src/pool/forwarding";
-import { claim as claimInPool } from "../../src/pool/leases";
-import { passportOf } from "../../src/pool/passports";
+import type { ClaimResult } from "../../src/pool/claims/claim-result";
+import { forwardedClaim } from "../../src/pool/claims/forwarded-claims";
+import { tookLease } from "../../src/pool/claims/forwarding";
+import { claim as claimInPool } from "../../src/pool/leases/leases";
+import { passportOf } from "../../src/pool/nodes/passports";
 import { Pool } from "../../src/pool/pool";
 import { readSettings } from "../../src/rules/settings";
 import { mintShardHex } from "../../src/rules/shard-ids";
@@ -18,7 +18,7 @@ import { homeShardOf, jobStub, shardOfJob, shardStubs, shardsOf } from "../worke
  * The pool's claim transaction run by hand with the spot check's draw fixed, in the shard of `job`
  * (the one its id names), as a claim forwarded there runs it: a ticket with the node's passport from
  * its home, a lease id that names the shard, and the answer taken in at the home (the lease's
- * deadline, a replica's task: src/pool/replicas-elsewhere.ts).
+ * deadline, a replica's task: src/pool/verification/replicas-elsewhere.ts).
  */
 export async function claimWithDraw(pool: string, job: string, nodeId: string, draw: number): Promise<ClaimResult> {
   const read = readSettings(env);

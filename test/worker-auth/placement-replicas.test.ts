@@ -5,7 +5,7 @@
 
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { claim as claimInPool } from "../../src/pool/leases";
+import { claim as claimInPool } from "../../src/pool/leases/leases";
 import type { Lease } from "../../src/protocol/tasks";
 import { TRUST_AFTER_VALID } from "../../src/rules/verification";
 import type { Report } from "../fixtures/placement-report";

@@ -9,7 +9,7 @@ import { createExecutionContext } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import app from "../../src/index";
-import { NOT_HOME } from "../../src/pool/homes";
+import { NOT_HOME } from "../../src/pool/nodes/homes";
 import { NodeRegistrationSchema } from "../../src/protocol/nodes";
 import { jump, registryShard } from "../../src/rules/shard-ids";
 import { type Addressed, freshPool, recordingNamespace, registration, trialsJob } from "../worker/helpers";

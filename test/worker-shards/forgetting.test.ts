@@ -7,8 +7,8 @@
 
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { FORGET_EVERY_MS } from "../../src/pool/housekeeping";
-import { PASSPORT_RETENTION_MS } from "../../src/pool/passports";
+import { FORGET_EVERY_MS } from "../../src/pool/alarm/housekeeping";
+import { PASSPORT_RETENTION_MS } from "../../src/pool/nodes/passports";
 import type { Lease } from "../../src/protocol/tasks";
 import {
   call,

@@ -9,11 +9,11 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
+import { forwardedClaim } from "../../src/pool/claims/forwarded-claims";
 import type { ClaimTicket } from "../../src/pool/contract";
-import { forwardedClaim } from "../../src/pool/forwarded-claims";
-import { claim as claimInPool, type WireLease } from "../../src/pool/leases";
-import { type Passport, passportOf, upsertPassport } from "../../src/pool/passports";
-import { MIGRATIONS } from "../../src/pool/schema";
+import { claim as claimInPool, type WireLease } from "../../src/pool/leases/leases";
+import { type Passport, passportOf, upsertPassport } from "../../src/pool/nodes/passports";
+import { MIGRATIONS } from "../../src/pool/schema/schema";
 import { TRUST_AFTER_VALID } from "../../src/rules/verification";
 import {
   ARGV_NODE,

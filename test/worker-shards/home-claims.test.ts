@@ -6,7 +6,7 @@
 
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
-import type { ClaimResult } from "../../src/pool/claim-result";
+import type { ClaimResult } from "../../src/pool/claims/claim-result";
 import { PoolObject } from "../../src/pool/object";
 import type { Pool } from "../../src/pool/pool";
 import { shardOfHex } from "../../src/rules/shard-ids";

@@ -6,7 +6,7 @@
 // with the home, and changes nothing.
 
 import { describe, expect, it } from "vitest";
-import { NOT_HOME } from "../../src/pool/homes";
+import { NOT_HOME } from "../../src/pool/nodes/homes";
 import { NodeRegistrationSchema } from "../../src/protocol/nodes";
 import { registryShard } from "../../src/rules/shard-ids";
 import { call, claim, freshPool, json, nodeIdAt, register, registration, trialsJob } from "../worker/helpers";

@@ -6,7 +6,7 @@
 
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { storedNodeView } from "../../src/pool/nodes";
+import { storedNodeView } from "../../src/pool/nodes/registry";
 import { NodeRegistrationSchema } from "../../src/protocol/nodes";
 import type { PlacementReport } from "../../src/protocol/responses";
 import { gateFor } from "../../src/rules/placement";

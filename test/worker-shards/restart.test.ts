@@ -8,7 +8,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { ClaimTicket } from "../../src/pool/contract";
-import { passportOf } from "../../src/pool/passports";
+import { passportOf } from "../../src/pool/nodes/passports";
 import { freshPool, register, trialsJob } from "../worker/helpers";
 import { shard, submitTo } from "./helpers";
 

@@ -3,7 +3,7 @@
 // slot at the shard not chosen released rather than left to lapse.
 
 import { describe, expect, it } from "vitest";
-import { RESERVATION_MS } from "../../src/pool/reservations";
+import { RESERVATION_MS } from "../../src/pool/jobs/reservations";
 import { shardOfHex } from "../../src/rules/shard-ids";
 import { freshPool, submitJob, trialsJob } from "../worker/helpers";
 import { shard } from "./helpers";

@@ -8,10 +8,10 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import { TICK_BUSY_MS } from "../../src/pool/exchange";
-import { arm } from "../../src/pool/housekeeping";
+import { arm } from "../../src/pool/alarm/housekeeping";
 import { PoolObject } from "../../src/pool/object";
 import type { Pool } from "../../src/pool/pool";
+import { TICK_BUSY_MS } from "../../src/pool/shards/exchange";
 import { NodeRegistrationSchema } from "../../src/protocol/nodes";
 import { summaryStub } from "../../src/summary/address";
 import { freshPool, moveDeadlines, nodeIdAt, registration, trialsJob } from "../worker/helpers";

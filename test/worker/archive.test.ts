@@ -6,8 +6,8 @@ import { createExecutionContext, runDurableObjectAlarm, runInDurableObject } fro
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import app from "../../src/index";
-import { archiveObjects, startArchive } from "../../src/pool/archive";
-import { DEFAULT_PLACE } from "../../src/pool/jobs";
+import { archiveObjects, startArchive } from "../../src/pool/alarm/archive";
+import { DEFAULT_PLACE } from "../../src/pool/jobs/jobs";
 import { archivePrefix } from "../../src/protocol/archive";
 import type { Lease } from "../../src/protocol/tasks";
 import { DEFAULT_JOB_RETENTION_SECONDS } from "../../src/rules/retention";

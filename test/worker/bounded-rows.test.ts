@@ -7,8 +7,8 @@
 
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { newManifestId } from "../../src/pool/checkpoints";
-import { newLeaseId } from "../../src/pool/leases";
+import { newManifestId } from "../../src/pool/artifacts/checkpoints";
+import { newLeaseId } from "../../src/pool/leases/leases";
 import { MAX_JSON_BODY_BYTES, MAX_REGISTRATION_BYTES, MAX_STORED_TEXT_BYTES } from "../../src/protocol/limits";
 import { NodeRegistrationSchema } from "../../src/protocol/nodes";
 import type { Lease } from "../../src/protocol/tasks";

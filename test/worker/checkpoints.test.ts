@@ -2,7 +2,7 @@ import { abortAllDurableObjects, createExecutionContext, runInDurableObject } fr
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import app from "../../src/index";
-import { LATEST_FOR_WORLD_SIZE_SQL, LATEST_SQL } from "../../src/pool/checkpoints";
+import { LATEST_FOR_WORLD_SIZE_SQL, LATEST_SQL } from "../../src/pool/artifacts/checkpoints";
 import {
   type CheckpointManifest,
   CheckpointManifestSchema,

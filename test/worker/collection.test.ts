@@ -4,7 +4,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { COLLECT_BATCH, takeForCollection } from "../../src/pool/collection";
+import { COLLECT_BATCH, takeForCollection } from "../../src/pool/artifacts/collection";
 import { call, freshPool, storedObjects, stub, upload } from "./helpers";
 
 function rows(pool: string) {

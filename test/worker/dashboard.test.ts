@@ -11,7 +11,7 @@ import type {
   PlacementReport as PagePlacementReport,
   Summary,
 } from "../../src/dashboard/wire";
-import { registerNode } from "../../src/pool/nodes";
+import { registerNode } from "../../src/pool/nodes/registry";
 import type { DashboardSummary } from "../../src/protocol/dashboard";
 import { POOL_NAME_RE } from "../../src/protocol/keys";
 import { DASHBOARD_LIMIT_DEFAULT } from "../../src/protocol/limits";

@@ -4,8 +4,8 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { shardStub } from "../../src/pool/address";
+import { addTasks as queueTasks } from "../../src/pool/jobs/tasks";
 import type { PoolObject } from "../../src/pool/object";
-import { addTasks as queueTasks } from "../../src/pool/tasks";
 import type { TaskSpec } from "../../src/protocol/tasks";
 import { parsePoolShards, shardCount } from "../../src/rules/pool-shards";
 import { registryShard, shardOfId } from "../../src/rules/shard-ids";

@@ -3,8 +3,8 @@
 
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { POLICY_SQL } from "../../src/pool/scheduling";
-import { migrate } from "../../src/pool/schema";
+import { POLICY_SQL } from "../../src/pool/scheduling/scheduling";
+import { migrate } from "../../src/pool/schema/schema";
 import type { Lease } from "../../src/protocol/tasks";
 import { trialsJob } from "../fixtures/jobspec";
 import { call, claim, freshPool, json, register, sha256, stub, submitJob, upload } from "./helpers";

@@ -8,8 +8,14 @@ import { runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ShardPeers } from "../../src/pool/address";
-import { enterPool, LAYOUT_RECHECK_MS, type LayoutPeers, layoutAtStart, layoutPeers } from "../../src/pool/layout";
 import { PoolObject } from "../../src/pool/object";
+import {
+  enterPool,
+  LAYOUT_RECHECK_MS,
+  type LayoutPeers,
+  layoutAtStart,
+  layoutPeers,
+} from "../../src/pool/shards/layout";
 import { trialsJob } from "../fixtures/jobspec";
 import { registration } from "../fixtures/registration";
 import { call, freshPool, json, register, stub, submitJob } from "./helpers";

@@ -1,11 +1,13 @@
-// A passport's rules (src/pool/node-states.ts) on real SQLite: each
+// A passport's rules (src/pool/nodes/states.ts) on real SQLite: each
 // TypeScript form answers as its SQL form does over the passports table,
 // and a passport that is not admitting (its node's credential revoked at
 // home) makes its node unknown to a claim here, whatever else it says.
 
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { admit } from "../../src/pool/leases";
+import { admit } from "../../src/pool/leases/leases";
+import { type Passport, passportOf, upsertPassport } from "../../src/pool/nodes/passports";
+import { claimant } from "../../src/pool/nodes/registry";
 import {
   admittingSql,
   isAdmitting,
@@ -13,9 +15,7 @@ import {
   ONLINE_WINDOW_MS,
   type PassportStateRow,
   passportClaimableSql,
-} from "../../src/pool/node-states";
-import { claimant } from "../../src/pool/nodes";
-import { type Passport, passportOf, upsertPassport } from "../../src/pool/passports";
+} from "../../src/pool/nodes/states";
 import { freshPool, register, stub } from "./helpers";
 
 const NOW = 1_000_000_000;

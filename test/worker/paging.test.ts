@@ -6,7 +6,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { DEFAULT_PLACE, insertJob } from "../../src/pool/jobs";
+import { DEFAULT_PLACE, insertJob } from "../../src/pool/jobs/jobs";
 import { JobSpecSchema } from "../../src/protocol/jobs";
 import { EVENTS_STREAM_PAGE, LIST_PAGE_MAX_BYTES, MAX_JSON_BODY_BYTES } from "../../src/protocol/limits";
 import { jobShardCursor, nodeShardCursor } from "../../src/protocol/paging";

@@ -7,7 +7,7 @@ import { createExecutionContext, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import app from "../../src/index";
-import { migrate } from "../../src/pool/schema";
+import { migrate } from "../../src/pool/schema/schema";
 import type { Lease } from "../../src/protocol/tasks";
 import { FIRST_HOLD_MS } from "../../src/rules/scheduling";
 import {

@@ -1,10 +1,10 @@
-// Renders a pool's schema as src/pool/schema.sql: every table as the CREATE
+// Renders a pool's schema as src/pool/schema/schema.sql: every table as the CREATE
 // TABLE its migration wrote, then the columns later migrations added as the
 // ALTER TABLEs they were, its indexes, and last the triggers, each with the
 // rule it keeps. Run on an empty database, the file makes the same
 // sqlite_master again (test/worker/schema.test.ts checks that too).
 
-import { MIGRATIONS } from "../../src/pool/schema";
+import { MIGRATIONS } from "../../src/pool/schema/schema";
 import { rewindSchema } from "./schema-history";
 
 export type SchemaRow = { type: string; name: string; tbl_name: string; sql: string };
@@ -112,7 +112,7 @@ export function triggerNote(name: string, origins: Origins): string | undefined 
   return id === undefined ? undefined : MIGRATIONS[id - 1]?.triggers?.[name];
 }
 
-/** src/pool/schema.sql's text for the schema `rows`, made as `origins` says. */
+/** src/pool/schema/schema.sql's text for the schema `rows`, made as `origins` says. */
 export function renderSchema(rows: readonly SchemaRow[], origins: Origins): string {
   const of = (type: string) => rows.filter((r) => r.type === type);
   const made = (name: string) => {
@@ -120,7 +120,7 @@ export function renderSchema(rows: readonly SchemaRow[], origins: Origins): stri
     return id === undefined ? "made by migrate() itself" : `migration ${id}`;
   };
   const out = [
-    "-- The pool object's SQLite schema after every migration in src/pool/schema.ts",
+    "-- The pool object's SQLite schema after every migration in src/pool/schema/schema.ts",
     `-- (1-${MIGRATIONS.length}): what a new pool starts with and what every older pool is migrated to.`,
     "-- Generated from a freshly migrated pool's sqlite_master, never edited by hand:",
     "-- test/worker/schema.test.ts fails when they differ; after changing a migration,",

@@ -1,10 +1,10 @@
-// The schema reads in one place: src/pool/schema.sql is what the migrations
+// The schema reads in one place: src/pool/schema/schema.sql is what the migrations
 // make, each migration's `down` undoes exactly its `up`, and every trigger
 // says which rule it keeps.
 
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { MIGRATIONS, migrate } from "../../src/pool/schema";
+import { MIGRATIONS, migrate } from "../../src/pool/schema/schema";
 import { freshPool, stub } from "./helpers";
 import { rewindSchema } from "./schema-history";
 import {
@@ -16,7 +16,7 @@ import {
   triggerNote,
 } from "./schema-snapshot";
 
-const REGENERATE = "src/pool/schema.sql differs from a freshly migrated pool: run `npm run schema:snapshot`";
+const REGENERATE = "src/pool/schema/schema.sql differs from a freshly migrated pool: run `npm run schema:snapshot`";
 
 /** A new pool's schema as its constructor made it, and what replaying the migrations one by one says of it. */
 async function freshSchema(): Promise<{ rows: SchemaRow[]; replayed: SchemaRow[]; origins: Origins }> {
@@ -34,13 +34,13 @@ describe("the pool's schema", () => {
     for (const m of MIGRATIONS) expect(m.description, `migration ${m.id}`).toMatch(/\S/);
   });
 
-  it("is src/pool/schema.sql, table for table, index for index, trigger for trigger", async () => {
+  it("is src/pool/schema/schema.sql, table for table, index for index, trigger for trigger", async () => {
     const { rows, replayed, origins } = await freshSchema();
     expect(replayed).toEqual(rows);
-    await expect(renderSchema(rows, origins)).toMatchFileSnapshot("../../src/pool/schema.sql", REGENERATE);
+    await expect(renderSchema(rows, origins)).toMatchFileSnapshot("../../src/pool/schema/schema.sql", REGENERATE);
   });
 
-  it("src/pool/schema.sql, run on an empty database, makes the same schema", async () => {
+  it("src/pool/schema/schema.sql, run on an empty database, makes the same schema", async () => {
     const { rows, origins } = await freshSchema();
     const again = await runInDurableObject(stub(freshPool()), (_o, state) => {
       const sql = state.storage.sql;

@@ -8,7 +8,7 @@
 
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { NOT_HOME } from "../../../src/pool/homes";
+import { NOT_HOME } from "../../../src/pool/nodes/homes";
 import type { DashboardSummary } from "../../../src/protocol/dashboard";
 import type { Lease } from "../../../src/protocol/tasks";
 import { enrolledToken } from "../../../src/rules/enrolment";

@@ -7,10 +7,10 @@
 
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { forwardedClaim } from "../../../src/pool/claims/forwarded-claims";
 import type { ClaimTicket } from "../../../src/pool/contract";
-import { forwardedClaim } from "../../../src/pool/forwarded-claims";
-import { claim } from "../../../src/pool/leases";
-import { type Passport, passportOf } from "../../../src/pool/passports";
+import { claim } from "../../../src/pool/leases/leases";
+import { type Passport, passportOf } from "../../../src/pool/nodes/passports";
 import { freshPool, homeStub, nodeIdAt, registration, trialsJob } from "../../worker/helpers";
 import { bearer, call, enrol } from "../../worker-auth/helpers";
 import { shard, submitTo } from "../helpers";

@@ -1,0 +1,325 @@
+// The lease lifecycle's requests: claim, renew, fail and commit. How a
+// lease ends without a commit (the expiry sweep included) is in
+// lease-endings.ts, reading lease rows in lease-rows.ts. Every function here
+// runs inside one synchronous transaction of the pool object and must
+// never await: a claim can then never interleave with another claim, a
+// commit or a sweep.
+
+import { MAX_STORED_TEXT_BYTES } from "../../protocol/limits";
+import { parseEvidence } from "../../protocol/tasks";
+import { isLiveLease, mayDrive } from "../../rules/leases";
+import type { Membership } from "../../rules/placement";
+import type { Settings } from "../../rules/settings";
+import { truncateUtf8 } from "../../rules/text";
+import { evidenceLies } from "../../rules/verification";
+import type { ClaimResult } from "../claims/claim-result";
+import type { Turn } from "../contract";
+import { jobOpen, settleJob } from "../jobs/jobs";
+import type { TaskRow } from "../jobs/tasks";
+import { emit, tally } from "../ledger/events";
+import { nodeOutcome, renewedHere } from "../nodes/outcomes";
+import { type ClaimantRow, claimant, seen, storedNodeView } from "../nodes/registry";
+import { isAccepting, isHeldBack } from "../nodes/states";
+import { DEFAULT_RETRY_ELSEWHERE_MS, pickTask, useTurn } from "../scheduling/scheduling";
+import { commitKey, nextReplica, recordReplica } from "../verification/verification";
+import { endAttempt, sweep, taskOf } from "./endings";
+import { findLease, type Joined, leaseRecord, newLeaseId, type WireLease } from "./rows";
+
+export { earliestDeadline, endAttempt, endLeasesOf, sweep } from "./endings";
+export { findLease, type LeaseRow, newLeaseId, type WireLease } from "./rows";
+
+/** Tenant weights of docs/protocol.md §13; a tenant not in the map weighs 1. */
+export type TenantWeights = ReadonlyMap<string, number>;
+const EQUAL_WEIGHTS: TenantWeights = new Map();
+/** Owners configured for node ids (FLASHML_NODE_OWNERS, docs/protocol.md §14); a node not in the map has its enrolled or own. */
+export type NodeOwners = ReadonlyMap<string, string>;
+const NO_OWNERS: NodeOwners = new Map();
+
+/** What a claim in a pool of shards adds (docs/sharding.md §5.1, §7.1); nothing at one shard. */
+export type ShardedClaim = {
+  claimId?: string;
+  mint?: () => string;
+  floor?: number;
+  turn?: Turn;
+  idleElsewhere?: number;
+};
+
+/**
+ * What a claim decides by, from the coordinator's settings (`claimPolicy`):
+ * tenant weights (docs/protocol.md §13), the draw of adaptive replication's
+ * spot checks, rule 4's retry-elsewhere window, the nodes' owners (§14) and
+ * whose word makes a node a team pool's member (§9).
+ */
+export type ClaimPolicy = {
+  weights: TenantWeights;
+  random: () => number;
+  retryElsewhereMs: number;
+  owners: NodeOwners;
+  membership: Membership;
+};
+
+const DEFAULT_POLICY: ClaimPolicy = {
+  weights: EQUAL_WEIGHTS,
+  random: Math.random,
+  retryElsewhereMs: DEFAULT_RETRY_ELSEWHERE_MS,
+  owners: NO_OWNERS,
+  membership: "assigned",
+};
+
+/** The claim policy the coordinator's settings give. */
+export function claimPolicy(settings: Settings): ClaimPolicy {
+  const { tenantWeights, retryElsewhereMs, owners, membership } = settings;
+  return { weights: tenantWeights, random: Math.random, retryElsewhereMs, owners, membership };
+}
+
+export type RenewResult = { ok: true; lease: WireLease } | { ok: false; reason: "gone" | "not_holder" };
+export type FailResult = { ok: true } | { ok: false; reason: "gone" | "not_holder" };
+
+/**
+ * Leases the PENDING task (optionally of one job) that the scheduling
+ * policy picks among those the gate accepts for this node (docs/protocol.md §13,
+ * `pickTask`), and uses up the turns of its job and tenant. A replicated
+ * task (docs/protocol.md §14) is leased as its next replica, and stays PENDING while
+ * it wants more. `random` draws adaptive replication's spot checks;
+ * `retryElsewhereMs` is docs/protocol.md §13 rule 4's window. The lease records the
+ * node's owner now (`owners`, else its enrolment's, else itself), so the
+ * replicas it ran stay that owner's if ownership changes. `membership`
+ * says whose word makes the node a team pool's member (docs/protocol.md §9); the
+ * default is the enforcing one. The node is this shard's own or one whose
+ * passport is here (`claimant`). In a pool of shards (`sharded`), a
+ * forwarded claim names itself (`claimId`, docs/sharding.md §13.1),
+ * recorded on its lease; `mint` draws lease ids that name this shard; and
+ * `floor` leaves work below a priority another shard offers higher (§7.1);
+ * `turn` is the tenant the pool-wide passes say goes first (§7.2).
+ */
+export function claim(
+  sql: SqlStorage,
+  now: number,
+  nodeId: string,
+  jobId: string | null,
+  policy: Partial<ClaimPolicy> = {},
+  sharded: ShardedClaim = {},
+): ClaimResult {
+  const weights = policy.weights ?? DEFAULT_POLICY.weights;
+  const random = policy.random ?? DEFAULT_POLICY.random;
+  const retryElsewhereMs = policy.retryElsewhereMs ?? DEFAULT_POLICY.retryElsewhereMs;
+  const owners = policy.owners ?? DEFAULT_POLICY.owners;
+  const membership = policy.membership ?? DEFAULT_POLICY.membership;
+  sweep(sql, now);
+  const admitted = admit(sql, now, nodeId, owners);
+  if (!admitted.ok) return admitted;
+  const node = admitted.node;
+  const owner = node.owner;
+  const view = storedNodeView(node.registration, membership, node.assigned_pools);
+  const claimant = { nodeId, owner, view, membership, idleElsewhere: sharded.idleElsewhere };
+  const best = pickTask(sql, now, claimant, jobId, retryElsewhereMs, sharded.floor, sharded.turn);
+  if (best === undefined)
+    return { ok: false, reason: jobId !== null && !jobOpen(sql, jobId) ? "job_closed" : "nothing" };
+
+  const task = sql
+    .exec<TaskRow>(
+      // From its first replica on a task is replicating: out of the fresh head's index (docs/protocol.md §14 "Cost").
+      `UPDATE tasks SET state = 'LEASED', attempts_used = attempts_used + 1, lease_id = ?, replicating = replicas > 1
+       WHERE seq = ? RETURNING *`,
+      newLeaseId(sql, sharded.mint),
+      best,
+    )
+    .one();
+  // A replica (docs/protocol.md §14) leaves its task PENDING while it wants more, and
+  // uses no attempt: its attempt number counts the failed ones before it.
+  let replica = 0;
+  if (task.replicas > 1) {
+    const next = nextReplica(sql, task, node.trusted, random());
+    replica = next.replica;
+    task.attempts_used = next.attempt;
+    sql.exec("UPDATE tasks SET state = ?, attempts_used = ? WHERE seq = ?", next.state, next.attempt, task.seq);
+  }
+  const turn = useTurn(sql, now, task.job_id, weights);
+  const deadline = now + Math.round(task.lease_seconds * 1000);
+  sql.exec(
+    `INSERT INTO leases (lease_id, task_seq, node_id, attempt_number, issued_ms, deadline_ms, status, replica, owner, claim_id)
+     VALUES (?, ?, ?, ?, ?, ?, 'live', ?, ?, ?)`,
+    task.lease_id,
+    task.seq,
+    nodeId,
+    task.attempts_used,
+    now,
+    deadline,
+    replica,
+    owner,
+    sharded.claimId ?? null,
+  );
+  seen(sql, now, nodeId, deadline);
+  emit(
+    sql,
+    now,
+    task.job_id,
+    "LEASE_CLAIMED",
+    `task ${task.task_id} leased to ${nodeId} (attempt ${task.attempts_used}${replica > 0 ? `, replica ${replica}` : ""})`,
+    {
+      task_id: task.task_id,
+      node_id: nodeId,
+      lease_id: task.lease_id,
+      attempt: task.attempts_used,
+      // Sealed from nodes with the rest of a replicated task's events until it ends (docs/protocol.md §14).
+      ...(replica > 0 ? { replica } : {}),
+    },
+    task,
+  );
+  return { ok: true, lease: leaseRecord(findLease(sql, task.lease_id!)!), ...turn };
+}
+
+/**
+ * The claimant, when it may claim now: registered here (or with a passport
+ * here), accepting work and not held back (docs/protocol.md §13); else why
+ * not. A claim is a request, so it counts as the node being seen.
+ */
+export function admit(
+  sql: SqlStorage,
+  now: number,
+  nodeId: string,
+  owners: NodeOwners,
+): { ok: true; node: ClaimantRow } | { ok: false; reason: "unregistered" | "not_accepting" | "held_back" } {
+  const node = claimant(sql, nodeId, owners);
+  if (!node) return { ok: false, reason: "unregistered" };
+  seen(sql, now, nodeId);
+  if (!isAccepting(node)) return { ok: false, reason: "not_accepting" };
+  if (isHeldBack(node, now)) return { ok: false, reason: "held_back" };
+  return { ok: true, node };
+}
+
+/**
+ * Extends a live lease by its task's window; anything else is gone (410).
+ * `caller` is the node the request acts as (null: open mode), checked first.
+ */
+export function renew(sql: SqlStorage, now: number, leaseId: string, caller: string | null): RenewResult {
+  sweep(sql, now);
+  const row = findLease(sql, leaseId);
+  if (!mayDrive(row?.node_id, caller)) return { ok: false, reason: "not_holder" };
+  if (!row || !isLiveLease(row, now)) return { ok: false, reason: "gone" };
+  const deadline = now + Math.round(row.lease_seconds * 1000);
+  // No ledger row: a renewal is counted on its lease and in the event tally.
+  sql.exec(
+    "UPDATE leases SET deadline_ms = ?, renewals = renewals + 1, renewed_ms = ? WHERE lease_id = ?",
+    deadline,
+    now,
+    leaseId,
+  );
+  if (!seen(sql, now, row.node_id, deadline)) renewedHere(sql, now, row.node_id, deadline);
+  tally(sql, "LEASE_RENEWED");
+  return { ok: true, lease: leaseRecord({ ...row, deadline_ms: deadline }) };
+}
+
+/**
+ * The worker gave up: requeue or exhaust. Only a live lease can fail, only
+ * by its holder. Any reason is accepted; its event message keeps at most
+ * MAX_STORED_TEXT_BYTES of it, marked where it was cut (docs/protocol.md §12).
+ */
+export function failAttempt(
+  sql: SqlStorage,
+  now: number,
+  leaseId: string,
+  reason: string,
+  caller: string | null,
+): FailResult {
+  sweep(sql, now);
+  const row = findLease(sql, leaseId);
+  if (!mayDrive(row?.node_id, caller)) return { ok: false, reason: "not_holder" };
+  if (!row || !isLiveLease(row, now)) return { ok: false, reason: "gone" };
+  seen(sql, now, row.node_id);
+  const message = truncateUtf8(`attempt ${row.attempt_number} failed: ${reason}`, MAX_STORED_TEXT_BYTES);
+  endAttempt(sql, now, row, "failed", "TASK_ATTEMPT_FAILED", message);
+  return { ok: true };
+}
+
+export type CommitOutcome =
+  | { status: "not_holder" }
+  | { status: "unknown" }
+  | { status: "accepted" }
+  | { status: "rejected" }
+  | { status: "invalid"; detail: string };
+
+/**
+ * The stored object whose bytes passed validation against the claimed
+ * hash, and for a replica its metrics object as JSON text (docs/protocol.md §14).
+ */
+export type ValidOutput = { object: string; metrics: string | null };
+
+/**
+ * Judges a commit. `output` is what passed validation against the claimed
+ * hash, or null when validation failed; it is re-checked here against the
+ * key's current binding, so a binding replaced while the bytes were being
+ * read counts as failed validation. Evidence claiming more run time than
+ * passed since the claim is a lie: an invalid result (docs/protocol.md §14). Only the
+ * lease's holder may commit (`caller`, null in open mode).
+ */
+export function commit(
+  sql: SqlStorage,
+  now: number,
+  leaseId: string,
+  outputSha256: string,
+  output: ValidOutput | null,
+  evidence: unknown,
+  caller: string | null,
+): CommitOutcome {
+  sweep(sql, now);
+  const row = findLease(sql, leaseId);
+  if (!mayDrive(row?.node_id, caller)) return { status: "not_holder" };
+  if (!row) return { status: "unknown" };
+  seen(sql, now, row.node_id);
+  const live = isLiveLease(row, now);
+  const key = commitKey(row, row.replica);
+  const bound = sql
+    .exec<{ object: string; sha256: string; size_bytes: number; etag: string }>(
+      "SELECT object, sha256, size_bytes, etag FROM artifacts WHERE key = ?",
+      key,
+    )
+    .toArray()[0];
+  const valid =
+    output !== null &&
+    bound?.object === output.object &&
+    bound.sha256 === outputSha256 &&
+    (row.replica === 0 || output.metrics !== null);
+  const ids = { task_id: row.task_id, node_id: row.node_id, lease_id: leaseId };
+  if (live && !valid) {
+    endAttempt(sql, now, row, "failed", "TASK_ATTEMPT_FAILED", `output validation failed for ${key}`);
+    return { status: "invalid", detail: "output validation failed; attempt requeued" };
+  }
+  if (live && evidenceLies(evidence, now - row.issued_ms)) {
+    const claimed = (evidence as { wall_seconds: number }).wall_seconds;
+    const message = `evidence claims ${claimed} s of work, but ${(now - row.issued_ms) / 1000} s passed since the claim`;
+    endAttempt(sql, now, row, "failed", "TASK_ATTEMPT_FAILED", message);
+    nodeOutcome(sql, now, row.node_id, { outcome: "lie", reason: `its evidence lied: ${message}` });
+    return { status: "invalid", detail: `${message}: an invalid result; attempt requeued` };
+  }
+  if (live && valid && row.replica > 0) {
+    sql.exec("UPDATE leases SET status = 'completed' WHERE lease_id = ?", leaseId);
+    recordReplica(sql, now, { ...row, seq: row.task_seq }, row, bound!, output!.metrics!);
+    return { status: "accepted" };
+  }
+  if (live && valid) {
+    sql.exec("UPDATE leases SET status = 'completed' WHERE lease_id = ?", leaseId);
+    sql.exec("UPDATE tasks SET state = 'COMPLETED', accepted_object = ? WHERE seq = ?", bound!.object, row.task_seq);
+    nodeOutcome(sql, now, row.node_id, { outcome: "accepted" });
+    emit(
+      sql,
+      now,
+      row.job_id,
+      "TASK_COMMIT_ACCEPTED",
+      `commit of ${row.task_id} accepted from ${row.node_id}`,
+      { ...ids, output_sha256: outputSha256, evidence: parseEvidence(evidence) },
+      taskOf(row),
+    );
+    settleJob(sql, now, row.job_id);
+    return { status: "accepted" };
+  }
+  const message = `commit of ${row.task_id} rejected: ${rejection(row)}`;
+  emit(sql, now, row.job_id, "TASK_COMMIT_REJECTED", message, ids, taskOf(row));
+  return { status: "rejected" };
+}
+
+function rejection(row: Joined): string {
+  if (row.state === "COMPLETED") return "task already completed";
+  if (row.state === "CANCELLED") return "task cancelled";
+  return `lease ${row.status}`;
+}

@@ -1,0 +1,76 @@
+// The append-only event ledger of a pool. Every state change writes its
+// event in the same transaction as the change, so the ledger never disagrees
+// with the tables; a lease renewal only counts (docs/protocol.md §12: heartbeats cost no
+// history). Never updates or deletes a row.
+
+import type { EventType } from "../../protocol/jobs";
+import type { JsonObject } from "../../protocol/json";
+import { sealedTaskOf } from "./sealing";
+
+export const EVENT_SOURCE = "flashruntime.leases";
+
+export type EventData = JsonObject;
+
+export function emit(
+  sql: SqlStorage,
+  now: number,
+  jobId: string,
+  type: EventType,
+  message: string,
+  data: EventData,
+  task?: { seq: number; replicas: number },
+): void {
+  // An event about a replicated task is sealed with it (docs/protocol.md §14); a caller
+  // holding the task's row says so, saving the lookup. Every task has a
+  // TASK_CREATED: that one tells nothing, and a submission writes thousands.
+  const sealed =
+    task !== undefined
+      ? task.replicas > 1
+        ? task.seq
+        : null
+      : type === "TASK_CREATED"
+        ? null
+        : sealedTaskOf(sql, jobId, data.task_id);
+  sql.exec(
+    "INSERT INTO events (job_id, type, ts_ms, message, data, sealed_task) VALUES (?, ?, ?, ?, ?, ?)",
+    jobId,
+    type,
+    now,
+    message,
+    JSON.stringify(data),
+    sealed,
+  );
+  tally(sql, type);
+}
+
+/** Counts an event of `type` for metrics; emit() does, and so does a change that keeps no ledger row. */
+export function tally(sql: SqlStorage, type: EventType): void {
+  sql.exec("INSERT INTO event_counts (type, n) VALUES (?, 1) ON CONFLICT (type) DO UPDATE SET n = n + 1", type);
+}
+
+export type EventRow = {
+  seq: number;
+  job_id: string;
+  type: string;
+  ts_ms: number;
+  message: string;
+  data: string;
+};
+
+/** The wire form of a ledger row (docs/protocol.md §3.3 Event), plus its `seq` cursor. */
+export function eventRecord(row: EventRow) {
+  return {
+    schema_version: "v1alpha1" as const,
+    seq: row.seq,
+    job_id: row.job_id,
+    type: row.type,
+    timestamp: iso(row.ts_ms),
+    source: EVENT_SOURCE,
+    message: row.message,
+    data: JSON.parse(row.data) as EventData,
+  };
+}
+
+export function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
