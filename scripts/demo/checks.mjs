@@ -135,10 +135,10 @@ export async function summary(url, pool) {
     for (const n of report.nodes) say(dim(`    ${n.node_id.padEnd(10)} ${n.eligible ? "eligible" : n.reason}`));
     checks.push([report.unplaceable === true, `${stuck.name} is reported unplaceable, and the dashboard flags it`]);
   }
-  const fleetSummary = /** @type {{ demand: { classes: { servable: boolean, summary: string }[] } }} */ (
+  const fleetView = /** @type {{ demand: { classes: { servable: boolean, summary: string }[] } }} */ (
     await api(OPERATOR, "GET", "/nodes/summary")
   );
-  const unservable = fleetSummary.demand.classes.find((c) => !c.servable && c.summary.includes("≥ 81920 MB"));
+  const unservable = fleetView.demand.classes.find((c) => !c.servable && c.summary.includes("≥ 81920 MB"));
   say(`  demand no node can serve:  ${yellow(unservable?.summary ?? "(none flagged)")}`);
   checks.push([unservable !== undefined, "the demand panel flags the 2 × 80 GB tasks: no node has that"]);
   say("  checks:");

@@ -109,7 +109,7 @@ export interface ShardPeer {
   /** At a node's home: whether it holds `proof` as a valid credential (docs/sharding.md §8.4 "vouch"). */
   vouch(proof: CredentialProof): Answer<boolean>;
   /** Whether node `nodeId` lives here (src/pool/nodes/homes.ts). */
-  holdsNode(nodeId: string): Answer<boolean>;
+  livesHere(nodeId: string): Answer<boolean>;
   /** Where this shard knows node `nodeId` lives, itself or by its pointer; null: it does not know. */
   whereIs(nodeId: string): Answer<number | null>;
   /** The nodes held here whose registry shard is `registry`, pulled by it as pointers. */

@@ -35,8 +35,8 @@ import * as nodes from "./nodes/calls";
 import { ABOUT_NODE, Homes, type NodeCall, PROVING, registering, whenHome } from "./nodes/homes";
 import { type PeerHost, PoolPeer } from "./peer";
 import { Pool } from "./pool";
-import { dashboardSummary, liveLeasesByNode, STUCK_CLASSES_CHECKED } from "./reads/dashboard";
-import { fleetSummary, nodeAnswers, type PendingClass, pendingClasses } from "./reads/fleet";
+import { dashboardView, liveLeasesByNode, STUCK_CLASSES_CHECKED } from "./reads/dashboard";
+import { fleetView, nodeAnswers, type PendingClass, pendingClasses } from "./reads/fleet";
 import { metricsSample } from "./reads/metrics";
 import { placementAnswers, placementFacts, placementReport, queueElsewhere } from "./reads/placement-report";
 import { migrate } from "./schema/schema";
@@ -497,14 +497,14 @@ export class PoolObject extends DurableObject<Env> {
   /** The dashboard's bounded summary of this pool: counts, and at most `limit` of each list. */
   dashboard(pool: string, limit: number, viewer: Viewer) {
     return this.#serve(() =>
-      dashboardSummary(this.#pool.sql, Date.now(), pool, limit, viewer, this.#pool.settings.membership),
+      dashboardView(this.#pool.sql, Date.now(), pool, limit, viewer, this.#pool.settings.membership),
     );
   }
 
   /** GET /nodes/summary: the fleet's GPUs and the demand on them, bounded. */
   fleet(pool: string, limit: number, viewer: Viewer) {
     return this.#serve(() =>
-      fleetSummary(this.#pool.sql, Date.now(), pool, limit, this.#pool.settings.membership, viewer),
+      fleetView(this.#pool.sql, Date.now(), pool, limit, this.#pool.settings.membership, viewer),
     );
   }
 
@@ -549,7 +549,7 @@ export class PoolObject extends DurableObject<Env> {
   shardDashboard(pool: string, limit: number, viewer: Viewer, answers: NodeAnswers) {
     return this.#serve(() => {
       const { membership } = this.#pool.settings;
-      const part = dashboardSummary(this.#pool.sql, Date.now(), pool, limit, viewer, membership, answers);
+      const part = dashboardView(this.#pool.sql, Date.now(), pool, limit, viewer, membership, answers);
       return { ...part, leasesByNode: liveLeasesByNode(this.#pool.sql) };
     });
   }
@@ -557,7 +557,7 @@ export class PoolObject extends DurableObject<Env> {
   /** This shard's part of the fleet, its demand judged by the pool's node answers. */
   shardFleet(pool: string, limit: number, viewer: Viewer, answers: NodeAnswers) {
     return this.#serve(() =>
-      fleetSummary(this.#pool.sql, Date.now(), pool, limit, this.#pool.settings.membership, viewer, answers),
+      fleetView(this.#pool.sql, Date.now(), pool, limit, this.#pool.settings.membership, viewer, answers),
     );
   }
 

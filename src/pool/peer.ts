@@ -12,7 +12,7 @@ import { cutOffHere } from "./claims/held-claims";
 import type { ClaimTicket, CredentialProof, IssuedCredential, OutcomeMessage, ShardPeer } from "./contract";
 import { credentialValid, enrolledAmong } from "./enrolment/credentials";
 import { installCredential } from "./enrolment/device-codes";
-import { holdsNode, homedFor, type NodeCall, PROVING, registering, whereIs } from "./nodes/homes";
+import { homedFor, livesHere, type NodeCall, PROVING, registering, whereIs } from "./nodes/homes";
 import { deliver } from "./nodes/outcomes";
 import type { Passport } from "./nodes/passports";
 import type { Pool } from "./pool";
@@ -54,8 +54,8 @@ export class PoolPeer extends RpcTarget implements ShardPeer {
     );
   }
 
-  holdsNode(nodeId: string) {
-    return this.#host.serve(() => holdsNode(this.#pool.sql, nodeId));
+  livesHere(nodeId: string) {
+    return this.#host.serve(() => livesHere(this.#pool.sql, nodeId));
   }
 
   whereIs(nodeId: string) {

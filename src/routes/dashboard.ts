@@ -25,7 +25,7 @@ export const dashboardData = new Hono<AppEnv>().get(
   "/",
   describeRoute(
     documented({
-      id: "dashboardSummary",
+      id: "dashboardView",
       tag: "observability",
       summary: "The pool's bounded summary the dashboard page polls",
       parameters: [

@@ -210,7 +210,7 @@ export const nodes = new Hono<AppEnv>()
     "/summary",
     describeRoute(
       documented({
-        id: "fleetSummary",
+        id: "fleetView",
         tag: "nodes",
         summary: "The fleet's GPUs by model, memory and compute capability, and the demand on them",
         description:

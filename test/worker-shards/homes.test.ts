@@ -16,7 +16,7 @@ const SHARDS = 4;
 
 /** The shards that hold node `nodeId`: its registration or credential. */
 async function holders(pool: string, nodeId: string): Promise<number[]> {
-  const held = await Promise.all(Array.from({ length: SHARDS }, (_, k) => shard(pool, k).peer().holdsNode(nodeId)));
+  const held = await Promise.all(Array.from({ length: SHARDS }, (_, k) => shard(pool, k).peer().livesHere(nodeId)));
   return held.flatMap((h, k) => (h ? [k] : []));
 }
 

@@ -41,7 +41,7 @@ export function shardStubs(pool: string) {
 export async function homeShardOf(pool: string, nodeId: string): Promise<number> {
   const shards = shardStubs(pool);
   if (shards.length === 1) return 0;
-  const k = (await Promise.all(shards.map((s) => s.peer().holdsNode(nodeId)))).indexOf(true);
+  const k = (await Promise.all(shards.map((s) => s.peer().livesHere(nodeId)))).indexOf(true);
   return k === -1 ? registryShard(nodeId, shards.length) : k;
 }
 

@@ -48,7 +48,7 @@ export async function claimForwarded(pool: Pool, ticket: ClaimTicket): Promise<F
   // Held no later than the home may still take a lease (its hold end + 1 s, less that second here).
   const waitMs = Math.min(ticket.holdMs ?? 0, ticket.notAfter - NOT_AFTER_SLACK_MS - now);
   if (result.ok || !worthWaiting(result) || ticket.jobId === null || waitMs <= 0) return result;
-  return pool.held.hold(ticket.passport.nodeId, ticket.jobId, now, waitMs, { forAnotherHome: true });
+  return pool.held.hold(ticket.passport.nodeId, ticket.jobId, now, waitMs, { parked: true });
 }
 
 /**

@@ -11,8 +11,12 @@ import { type ClaimResult, NOTHING, worthWaiting } from "./claim-result";
 export type HeldClaim = {
   /** Its place in arrival order (`HeldClaims.arrive`). */
   readonly arrived: number;
-  /** Held here for a job of this shard on behalf of the node's home, which holds the claim too. */
-  readonly forAnotherHome: boolean;
+  /**
+   * Parked: a claim held here, at a job's shard, for that job's work on
+   * behalf of the node's home, which holds the claim too. Not parked: a
+   * claim held at the node's home.
+   */
+  readonly parked: boolean;
   readonly nodeId: string;
   readonly jobId: string | null;
   /** The hold's end on the object's clock: no lease to this claim at or after it. */
@@ -42,7 +46,7 @@ export type HeldClaim = {
 export type Refusals = Map<number, number>;
 
 /** How a claim is held: the shards that refused it, its place by arrival, whose claim it is. */
-export type HoldOptions = { refused?: Refusals; arrived?: number; forAnotherHome?: boolean };
+export type HoldOptions = { refused?: Refusals; arrived?: number; parked?: boolean };
 
 /** Claims answered by one try, to be taken off the list and answered once the change is durable. */
 export type Answered = Array<[HeldClaim, ClaimResult]>;
@@ -67,24 +71,24 @@ export class HeldClaims {
 
   /** The claims held for this shard's own nodes: not those held here for a job on behalf of their home. */
   get ownSize(): number {
-    return this.list.filter((held) => !held.forAnotherHome).length;
+    return this.list.filter((held) => !held.parked).length;
   }
 
   /**
    * Holds a claim from `now` for `waitMs`, in its place by `arrived` (now,
    * unless given); its timer answers nothing when the hold ends.
-   * `forAnotherHome`: a claim for one of this shard's jobs that the node's
-   * home forwarded (src/pool/claims/forwarded-claims.ts), which the home holds too.
+   * `parked`: a claim for one of this shard's jobs that the node's home
+   * forwarded (src/pool/claims/forwarded-claims.ts), which the home holds too.
    */
   hold(
     nodeId: string,
     jobId: string | null,
     now: number,
     waitMs: number,
-    { refused, arrived = this.arrive(), forAnotherHome = false }: HoldOptions = {},
+    { refused, arrived = this.arrive(), parked = false }: HoldOptions = {},
   ): Promise<ClaimResult> {
     return new Promise((resolve) =>
-      this.insert(this.newHeld(arrived, nodeId, jobId, now, waitMs, resolve, refused, forAnotherHome)),
+      this.insert(this.newHeld(arrived, nodeId, jobId, now, waitMs, resolve, refused, parked)),
     );
   }
 
@@ -123,11 +127,11 @@ export class HeldClaims {
     waitMs: number,
     resolve: (result: ClaimResult) => void,
     refused: Refusals = new Map(),
-    forAnotherHome = false,
+    parked = false,
   ): HeldClaim {
     const held: HeldClaim = {
       arrived,
-      forAnotherHome,
+      parked,
       nodeId,
       jobId,
       endsAt: now + waitMs,

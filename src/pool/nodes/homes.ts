@@ -42,7 +42,7 @@ export function notHomeShard(error: unknown): number | null {
 const UNKNOWN_MS = 60_000;
 
 /** Whether this shard is the home of `nodeId`: it holds its registration or its enrolled credential. */
-export function holdsNode(sql: SqlStorage, nodeId: string): boolean {
+export function livesHere(sql: SqlStorage, nodeId: string): boolean {
   return (
     sql
       .exec(
@@ -124,7 +124,7 @@ async function pullPointers(pool: Pool): Promise<void> {
 
 /** Where this shard knows node `nodeId` lives: here, or where its pointer says; null: it does not know. */
 export function whereIs(sql: SqlStorage, self: number, nodeId: string): number | null {
-  return holdsNode(sql, nodeId) ? self : pointer(sql, nodeId);
+  return livesHere(sql, nodeId) ? self : pointer(sql, nodeId);
 }
 
 /**
@@ -155,7 +155,7 @@ function homeByLocation(pool: Pool, nodeId: string, locale: Locale | null): numb
  * (docs/sharding.md §8.4), by `locale` when that shard is this one.
  */
 export function enrolledHome(pool: Pool, nodeId: string, locale: Locale | null): number {
-  if (pool.shards === 1 || holdsNode(pool.sql, nodeId)) return pool.shard;
+  if (pool.shards === 1 || livesHere(pool.sql, nodeId)) return pool.shard;
   const pointed = pointer(pool.sql, nodeId);
   if (pointed !== null) return pointed;
   const registry = registryShard(nodeId, pool.shards);
@@ -205,7 +205,7 @@ export class Homes {
     locale: Locale | null = null,
     proving = false,
   ): Promise<void> {
-    if (pool.shards === 1 || holdsNode(pool.sql, nodeId)) return;
+    if (pool.shards === 1 || livesHere(pool.sql, nodeId)) return;
     const known = this.#known.get(nodeId) ?? pointer(pool.sql, nodeId) ?? undefined;
     if (known !== undefined && known !== pool.shard) throw new Error(`${NOT_HOME}${known}`);
     if (proving) {

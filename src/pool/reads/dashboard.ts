@@ -53,7 +53,7 @@ export function liveLeasesByNode(sql: SqlStorage): Record<string, number> {
   return live;
 }
 
-export function dashboardSummary(
+export function dashboardView(
   sql: SqlStorage,
   now: number,
   pool: string,

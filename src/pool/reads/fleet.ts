@@ -127,7 +127,7 @@ export function demand(
 }
 
 /** `GET /v1alpha1/nodes/summary`: the GPU groups and the demand (judged by the pool's `answers` in a sharded pool). */
-export function fleetSummary(
+export function fleetView(
   sql: SqlStorage,
   now: number,
   pool: string,
