@@ -17,7 +17,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { it } from "vitest";
 import { MIGRATIONS } from "../src/pool/schema/schema";
-import { rewindSchema } from "../test/worker/schema-history";
+import { rewindSchema } from "../test/worker/schema/schema-history";
 
 const settings = env as unknown as Record<string, string | undefined>;
 const SIZES = (settings.BENCH_SIZES || "100000,1000000").split(",").map(Number);

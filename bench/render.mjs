@@ -1238,7 +1238,7 @@ function render() {
     "- `claim` (`src/pool/leases/leases.ts`) ran one statement per requirement class ever seen, parsing and gating each class " +
       "before seeking its head. It now reads every class's head in one statement (an index seek per class inside SQLite, " +
       "classes with nothing pending dropped, earliest head first) and runs the gate in head order, stopping at the first " +
-      "class the node may take. Same answer (the equivalence test in `test/worker/claim-equivalence.test.ts` compares it " +
+      "class the node may take. Same answer (the equivalence test in `test/worker/scheduling/claim-equivalence.test.ts` compares it " +
       "with a one-by-one scan); classes that are only history or queued behind the answer no longer cost a gate evaluation " +
       "(1,001 classes of history: 2.3 ms → 0.3–0.4 ms per claim; 3 classes: the head search went from 10 to 7.5 µs).",
   );

@@ -1,7 +1,7 @@
 // The pure half of docs/protocol.md §12 "Bounded rows": every sha256 field is 64
 // lowercase hex characters, evidence text is cut short, and a registration
 // is measured as it will be stored. The Worker half is
-// test/worker/bounded-rows.test.ts.
+// test/worker/schema/bounded-rows.test.ts.
 
 import { describe, expect, it } from "vitest";
 import {

@@ -1,7 +1,7 @@
 -- The pool object's SQLite schema after every migration in src/pool/schema/schema.ts
 -- (1-23): what a new pool starts with and what every older pool is migrated to.
 -- Generated from a freshly migrated pool's sqlite_master, never edited by hand:
--- test/worker/schema.test.ts fails when they differ; after changing a migration,
+-- test/worker/schema/schema.test.ts fails when they differ; after changing a migration,
 -- `npm run schema:snapshot` rewrites this file. Run on an empty database it makes
 -- the same schema. Columns a later migration added are the ALTER TABLEs it ran.
 

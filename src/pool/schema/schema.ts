@@ -1,6 +1,6 @@
 // The pool object's SQLite schema: an ordered list of migrations, as data
 // (src/pool/schema/migrations/), and the schema they make, committed as
-// src/pool/schema/schema.sql (test/worker/schema.test.ts holds them equal; `npm
+// src/pool/schema/schema.sql (test/worker/schema/schema.test.ts holds them equal; `npm
 // run schema:snapshot` rewrites it). Every step newer than the recorded
 // version runs once, in order, in one transaction inside the constructor's
 // blockConcurrencyWhile, so a deployed object upgrades in place.

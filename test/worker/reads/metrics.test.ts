@@ -1,9 +1,9 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { MIGRATIONS, migrate } from "../../src/pool/schema/schema";
-import type { Lease } from "../../src/protocol/tasks";
-import { call, claim, freshPool, json, register, sha256, stub, submitJob, trialsJob, upload } from "./helpers";
-import { rewindSchema } from "./schema-history";
+import { MIGRATIONS, migrate } from "../../../src/pool/schema/schema";
+import type { Lease } from "../../../src/protocol/tasks";
+import { call, claim, freshPool, json, register, sha256, stub, submitJob, trialsJob, upload } from "../helpers";
+import { rewindSchema } from "../schema/schema-history";
 
 describe("GET /metrics", () => {
   it("counts tasks, leases, claims, commits and nodes in Prometheus text", async () => {

@@ -7,18 +7,18 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { ShardPeers } from "../../src/pool/address";
-import { PoolObject } from "../../src/pool/object";
+import { ShardPeers } from "../../../src/pool/address";
+import { PoolObject } from "../../../src/pool/object";
 import {
   enterPool,
   LAYOUT_RECHECK_MS,
   type LayoutPeers,
   layoutAtStart,
   layoutPeers,
-} from "../../src/pool/shards/layout";
-import { trialsJob } from "../fixtures/jobspec";
-import { registration } from "../fixtures/registration";
-import { call, freshPool, json, register, stub, submitJob } from "./helpers";
+} from "../../../src/pool/shards/layout";
+import { trialsJob } from "../../fixtures/jobspec";
+import { registration } from "../../fixtures/registration";
+import { call, freshPool, json, register, stub, submitJob } from "../helpers";
 
 const SHARD_TABLES = ["homes", "passports", "outbox", "inbox_seen"];
 

@@ -5,11 +5,11 @@
 import { abortAllDurableObjects, createExecutionContext, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import app from "../../src/index";
-import type { Lease } from "../../src/protocol/tasks";
-import { jobSpec } from "../fixtures/jobspec";
-import { expireLeases, freshPool, homeStub, json, nodeIdAt, registration, shardStubs, sleep, stub } from "./helpers";
-import { violations } from "./invariants";
+import app from "../../../src/index";
+import type { Lease } from "../../../src/protocol/tasks";
+import { jobSpec } from "../../fixtures/jobspec";
+import { expireLeases, freshPool, homeStub, json, nodeIdAt, registration, shardStubs, sleep, stub } from "../helpers";
+import { violations } from "../invariants";
 
 /** A request to the pool through the real Worker, with claims held up to `holdSeconds`. */
 function send(pool: string, holdSeconds: number, method: string, path: string, body?: unknown) {

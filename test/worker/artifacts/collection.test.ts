@@ -4,8 +4,8 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { COLLECT_BATCH, takeForCollection } from "../../src/pool/artifacts/collection";
-import { call, freshPool, storedObjects, stub, upload } from "./helpers";
+import { COLLECT_BATCH, takeForCollection } from "../../../src/pool/artifacts/collection";
+import { call, freshPool, storedObjects, stub, upload } from "../helpers";
 
 function rows(pool: string) {
   return runInDurableObject(stub(pool), (_o, state) =>

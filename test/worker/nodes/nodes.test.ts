@@ -1,6 +1,6 @@
 import { abortAllDurableObjects } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { Lease } from "../../src/protocol/tasks";
+import type { Lease } from "../../../src/protocol/tasks";
 import {
   call,
   claim,
@@ -13,7 +13,7 @@ import {
   summarized,
   trialsJob,
   upload,
-} from "./helpers";
+} from "../helpers";
 
 type NodeRow = Record<string, unknown> & { node_id: string };
 

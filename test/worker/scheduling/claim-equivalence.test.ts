@@ -15,11 +15,11 @@
 
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { NodeRegistrationSchema } from "../../src/protocol/nodes";
-import type { TaskSpec } from "../../src/protocol/tasks";
-import { eligible, nodeView } from "../../src/rules/placement";
-import { Rng } from "../fixtures/rng";
-import { freshPool, insertTasks, stub, task } from "./helpers";
+import { NodeRegistrationSchema } from "../../../src/protocol/nodes";
+import type { TaskSpec } from "../../../src/protocol/tasks";
+import { eligible, nodeView } from "../../../src/rules/placement";
+import { Rng } from "../../fixtures/rng";
+import { freshPool, insertTasks, stub, task } from "../helpers";
 
 // Values per gate key, well-formed ones first and more likely; the rest are
 // the type confusions the gate must refuse (and the class key must not merge).

@@ -4,8 +4,8 @@
 // another one.
 
 import { describe, expect, it } from "vitest";
-import type { Lease } from "../../src/protocol/tasks";
-import type { Report } from "../fixtures/placement-report";
+import type { Lease } from "../../../src/protocol/tasks";
+import type { Report } from "../../fixtures/placement-report";
 import {
   ARGV_NODE,
   call,
@@ -18,7 +18,7 @@ import {
   submitJob,
   task,
   trialsJob,
-} from "./helpers";
+} from "../helpers";
 
 async function placement(pool: string, jobId: string, taskId: string) {
   return call(pool, "GET", `/jobs/${encodeURIComponent(jobId)}/tasks/${encodeURIComponent(taskId)}/placement`);

@@ -2,7 +2,7 @@
 // `down` steps, so a test can check that a migration upgrades a pool that
 // was created before it (its backfill).
 
-import { MIGRATIONS } from "../../src/pool/schema/schema";
+import { MIGRATIONS } from "../../../src/pool/schema/schema";
 
 /** Undoes every applied migration after `version`, newest first, and records `version`. */
 export function rewindSchema(sql: SqlStorage, version: number): void {

@@ -6,10 +6,10 @@
 import { createExecutionContext, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import app from "../../src/index";
-import { migrate } from "../../src/pool/schema/schema";
-import type { Lease } from "../../src/protocol/tasks";
-import { FIRST_HOLD_MS } from "../../src/rules/scheduling";
+import app from "../../../src/index";
+import { migrate } from "../../../src/pool/schema/schema";
+import type { Lease } from "../../../src/protocol/tasks";
+import { FIRST_HOLD_MS } from "../../../src/rules/scheduling";
 import {
   call,
   claim,
@@ -29,9 +29,9 @@ import {
   summarized,
   trialsJob,
   upload,
-} from "./helpers";
-import { violations } from "./invariants";
-import { rewindSchema } from "./schema-history";
+} from "../helpers";
+import { violations } from "../invariants";
+import { rewindSchema } from "../schema/schema-history";
 
 /** A JobSpec with metadata labels (how priority and tenant are given). */
 function labelled(spec: ReturnType<typeof trialsJob>, labels: Record<string, string>, name = "job") {

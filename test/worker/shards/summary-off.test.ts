@@ -6,8 +6,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { PoolObject } from "../../src/pool/object";
-import { call, claim, freshPool, json, register, stub, submitJob, trialsJob } from "./helpers";
+import { PoolObject } from "../../../src/pool/object";
+import { call, claim, freshPool, json, register, stub, submitJob, trialsJob } from "../helpers";
 
 describe("the pool summary at one shard", () => {
   it("an idle pool with pending work sets no alarm, joins no summary and counts no grant", async () => {

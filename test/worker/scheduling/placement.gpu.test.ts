@@ -4,7 +4,7 @@
 // malformed label is a 422 naming it.
 
 import { describe, expect, it } from "vitest";
-import type { Lease } from "../../src/protocol/tasks";
+import type { Lease } from "../../../src/protocol/tasks";
 import {
   ARGV_NODE,
   call,
@@ -16,7 +16,7 @@ import {
   register,
   submitJob,
   trialsJob,
-} from "./helpers";
+} from "../helpers";
 
 const LABELS = {
   "flashml.dev/gpu-memory-mb": "40960",

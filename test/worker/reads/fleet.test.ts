@@ -3,9 +3,9 @@
 // GET /nodes left the plain list it was.
 
 import { describe, expect, it } from "vitest";
-import { DEMAND_CLASSES_CHECKED } from "../../src/pool/reads/fleet";
-import type { Lease } from "../../src/protocol/tasks";
-import { call, claim, freshPool, insertTasks, json, register, submitJob, task, trialsJob } from "./helpers";
+import { DEMAND_CLASSES_CHECKED } from "../../../src/pool/reads/fleet";
+import type { Lease } from "../../../src/protocol/tasks";
+import { call, claim, freshPool, insertTasks, json, register, submitJob, task, trialsJob } from "../helpers";
 
 const RTX_3060 = {
   name: "GeForce RTX 3060",

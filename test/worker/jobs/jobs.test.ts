@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { Lease } from "../../src/protocol/tasks";
+import type { Lease } from "../../../src/protocol/tasks";
 import {
   ARGV_NODE,
   call,
@@ -14,7 +14,7 @@ import {
   submitJob,
   trialsJob,
   upload,
-} from "./helpers";
+} from "../helpers";
 
 type JobRecord = {
   job_id: string;

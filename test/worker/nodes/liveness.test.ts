@@ -7,9 +7,9 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { migrate } from "../../src/pool/schema/schema";
-import type { Lease } from "../../src/protocol/tasks";
-import { jobSpec } from "../fixtures/jobspec";
+import { migrate } from "../../../src/pool/schema/schema";
+import type { Lease } from "../../../src/protocol/tasks";
+import { jobSpec } from "../../fixtures/jobspec";
 import {
   call,
   claim,
@@ -25,8 +25,8 @@ import {
   shardsOf,
   stub,
   upload,
-} from "./helpers";
-import { rewindSchema } from "./schema-history";
+} from "../helpers";
+import { rewindSchema } from "../schema/schema-history";
 
 const SHARDED = (env.FLASHML_POOL_SHARDS ?? "") !== "";
 

@@ -1,15 +1,15 @@
 import { abortAllDurableObjects, createExecutionContext, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import app from "../../src/index";
-import { LATEST_FOR_WORLD_SIZE_SQL, LATEST_SQL } from "../../src/pool/artifacts/checkpoints";
+import app from "../../../src/index";
+import { LATEST_FOR_WORLD_SIZE_SQL, LATEST_SQL } from "../../../src/pool/artifacts/checkpoints";
 import {
   type CheckpointManifest,
   CheckpointManifestSchema,
   type CheckpointPart,
   MANIFEST_ID_RE,
-} from "../../src/protocol/checkpoints";
-import type { Lease } from "../../src/protocol/tasks";
+} from "../../../src/protocol/checkpoints";
+import type { Lease } from "../../../src/protocol/tasks";
 import {
   call,
   claim,
@@ -23,7 +23,7 @@ import {
   shardStubs,
   submitJob,
   trialsJob,
-} from "./helpers";
+} from "../helpers";
 
 /** The pool's checkpoint manifests, in every shard. */
 async function manifestCount(pool: string): Promise<number> {

@@ -1,7 +1,18 @@
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { Lease } from "../../src/protocol/tasks";
-import { call, claim, freshPool, json, register, sha256, storedObjects, submitJob, trialsJob, upload } from "./helpers";
+import type { Lease } from "../../../src/protocol/tasks";
+import {
+  call,
+  claim,
+  freshPool,
+  json,
+  register,
+  sha256,
+  storedObjects,
+  submitJob,
+  trialsJob,
+  upload,
+} from "../helpers";
 
 describe("artifacts on R2", () => {
   it("an upload answers an ArtifactRecord and reads back byte for byte", async () => {

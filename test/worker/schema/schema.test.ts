@@ -4,8 +4,8 @@
 
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { MIGRATIONS, migrate } from "../../src/pool/schema/schema";
-import { freshPool, stub } from "./helpers";
+import { MIGRATIONS, migrate } from "../../../src/pool/schema/schema";
+import { freshPool, stub } from "../helpers";
 import { rewindSchema } from "./schema-history";
 import {
   type Origins,
@@ -37,7 +37,7 @@ describe("the pool's schema", () => {
   it("is src/pool/schema/schema.sql, table for table, index for index, trigger for trigger", async () => {
     const { rows, replayed, origins } = await freshSchema();
     expect(replayed).toEqual(rows);
-    await expect(renderSchema(rows, origins)).toMatchFileSnapshot("../../src/pool/schema/schema.sql", REGENERATE);
+    await expect(renderSchema(rows, origins)).toMatchFileSnapshot("../../../src/pool/schema/schema.sql", REGENERATE);
   });
 
   it("src/pool/schema/schema.sql, run on an empty database, makes the same schema", async () => {

@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { Lease } from "../../src/protocol/tasks";
+import type { Lease } from "../../../src/protocol/tasks";
 import {
   ARGV_NODE,
   call,
@@ -19,7 +19,7 @@ import {
   submitJob,
   trialsJob,
   upload,
-} from "./helpers";
+} from "../helpers";
 
 async function taskState(pool: string, jobId: string, taskId: string) {
   return runInDurableObject(jobStub(pool, jobId), (_o, state) =>

@@ -5,12 +5,12 @@
 import { createExecutionContext, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import app from "../../src/index";
-import { archiveObjects, startArchive } from "../../src/pool/alarm/archive";
-import { DEFAULT_PLACE } from "../../src/pool/jobs/jobs";
-import { archivePrefix } from "../../src/protocol/archive";
-import type { Lease } from "../../src/protocol/tasks";
-import { DEFAULT_JOB_RETENTION_SECONDS } from "../../src/rules/retention";
+import app from "../../../src/index";
+import { archiveObjects, startArchive } from "../../../src/pool/alarm/archive";
+import { DEFAULT_PLACE } from "../../../src/pool/jobs/jobs";
+import { archivePrefix } from "../../../src/protocol/archive";
+import type { Lease } from "../../../src/protocol/tasks";
+import { DEFAULT_JOB_RETENTION_SECONDS } from "../../../src/rules/retention";
 import {
   call,
   claim,
@@ -23,7 +23,7 @@ import {
   submitJob,
   trialsJob,
   upload,
-} from "./helpers";
+} from "../helpers";
 
 const RETENTION_MS = DEFAULT_JOB_RETENTION_SECONDS * 1000; // vitest.config.ts sets none
 

@@ -2,9 +2,9 @@
 // TABLE its migration wrote, then the columns later migrations added as the
 // ALTER TABLEs they were, its indexes, and last the triggers, each with the
 // rule it keeps. Run on an empty database, the file makes the same
-// sqlite_master again (test/worker/schema.test.ts checks that too).
+// sqlite_master again (test/worker/schema/schema.test.ts checks that too).
 
-import { MIGRATIONS } from "../../src/pool/schema/schema";
+import { MIGRATIONS } from "../../../src/pool/schema/schema";
 import { rewindSchema } from "./schema-history";
 
 export type SchemaRow = { type: string; name: string; tbl_name: string; sql: string };
@@ -123,7 +123,7 @@ export function renderSchema(rows: readonly SchemaRow[], origins: Origins): stri
     "-- The pool object's SQLite schema after every migration in src/pool/schema/schema.ts",
     `-- (1-${MIGRATIONS.length}): what a new pool starts with and what every older pool is migrated to.`,
     "-- Generated from a freshly migrated pool's sqlite_master, never edited by hand:",
-    "-- test/worker/schema.test.ts fails when they differ; after changing a migration,",
+    "-- test/worker/schema/schema.test.ts fails when they differ; after changing a migration,",
     "-- `npm run schema:snapshot` rewrites this file. Run on an empty database it makes",
     "-- the same schema. Columns a later migration added are the ALTER TABLEs it ran.",
     "",

@@ -6,12 +6,12 @@
 import { runInDurableObject } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { DEFAULT_PLACE, insertJob } from "../../src/pool/jobs/jobs";
-import { JobSpecSchema } from "../../src/protocol/jobs";
-import { EVENTS_STREAM_PAGE, LIST_PAGE_MAX_BYTES, MAX_JSON_BODY_BYTES } from "../../src/protocol/limits";
-import { jobShardCursor, nodeShardCursor } from "../../src/protocol/paging";
-import type { Lease } from "../../src/protocol/tasks";
-import { mintShardHex } from "../../src/rules/shard-ids";
+import { DEFAULT_PLACE, insertJob } from "../../../src/pool/jobs/jobs";
+import { JobSpecSchema } from "../../../src/protocol/jobs";
+import { EVENTS_STREAM_PAGE, LIST_PAGE_MAX_BYTES, MAX_JSON_BODY_BYTES } from "../../../src/protocol/limits";
+import { jobShardCursor, nodeShardCursor } from "../../../src/protocol/paging";
+import type { Lease } from "../../../src/protocol/tasks";
+import { mintShardHex } from "../../../src/rules/shard-ids";
 import {
   call,
   claim,
@@ -30,8 +30,8 @@ import {
   task,
   trialsJob,
   upload,
-} from "./helpers";
-import { violations } from "./invariants";
+} from "../helpers";
+import { violations } from "../invariants";
 
 type Page<T> = { status: number; items: T[]; next: string | null; bytes: number; url: string };
 type Job = { job_id: string; spec: { metadata: { name: string } }; task_counts: Record<string, number> };

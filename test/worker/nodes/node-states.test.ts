@@ -5,9 +5,9 @@
 
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { admit } from "../../src/pool/leases/leases";
-import { type Passport, passportOf, upsertPassport } from "../../src/pool/nodes/passports";
-import { claimant } from "../../src/pool/nodes/registry";
+import { admit } from "../../../src/pool/leases/leases";
+import { type Passport, passportOf, upsertPassport } from "../../../src/pool/nodes/passports";
+import { claimant } from "../../../src/pool/nodes/registry";
 import {
   admittingSql,
   isAdmitting,
@@ -15,8 +15,8 @@ import {
   ONLINE_WINDOW_MS,
   type PassportStateRow,
   passportClaimableSql,
-} from "../../src/pool/nodes/states";
-import { freshPool, register, stub } from "./helpers";
+} from "../../../src/pool/nodes/states";
+import { freshPool, register, stub } from "../helpers";
 
 const NOW = 1_000_000_000;
 

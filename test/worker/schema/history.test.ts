@@ -3,12 +3,12 @@
 
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { POLICY_SQL } from "../../src/pool/scheduling/scheduling";
-import { migrate } from "../../src/pool/schema/schema";
-import type { Lease } from "../../src/protocol/tasks";
-import { trialsJob } from "../fixtures/jobspec";
-import { call, claim, freshPool, json, register, sha256, stub, submitJob, upload } from "./helpers";
-import { violations } from "./invariants";
+import { POLICY_SQL } from "../../../src/pool/scheduling/scheduling";
+import { migrate } from "../../../src/pool/schema/schema";
+import type { Lease } from "../../../src/protocol/tasks";
+import { trialsJob } from "../../fixtures/jobspec";
+import { call, claim, freshPool, json, register, sha256, stub, submitJob, upload } from "../helpers";
+import { violations } from "../invariants";
 import { rewindSchema } from "./schema-history";
 
 async function commit(pool: string, lease: Lease) {

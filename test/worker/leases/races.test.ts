@@ -6,8 +6,8 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { Lease } from "../../src/protocol/tasks";
-import { Rng } from "../fixtures/rng";
+import type { Lease } from "../../../src/protocol/tasks";
+import { Rng } from "../../fixtures/rng";
 import {
   ARGV_NODE,
   call,
@@ -24,8 +24,8 @@ import {
   submitJob,
   trialsJob,
   upload,
-} from "./helpers";
-import { violations } from "./invariants";
+} from "../helpers";
+import { violations } from "../invariants";
 
 /** Uploads an output for the lease's task and commits it; answers what the client was told. */
 async function commit(pool: string, lease: Lease): Promise<{ accepted: boolean }> {

@@ -7,8 +7,8 @@
 import { createExecutionContext, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import app from "../../src/index";
-import { type Addressed, freshPool, json, recordingNamespace, registration } from "./helpers";
+import app from "../../../src/index";
+import { type Addressed, freshPool, json, recordingNamespace, registration } from "../helpers";
 
 function send(settings: Record<string, unknown>, path: string, body?: unknown) {
   const init: RequestInit =

@@ -7,11 +7,11 @@
 
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { newManifestId } from "../../src/pool/artifacts/checkpoints";
-import { newLeaseId } from "../../src/pool/leases/leases";
-import { MAX_JSON_BODY_BYTES, MAX_REGISTRATION_BYTES, MAX_STORED_TEXT_BYTES } from "../../src/protocol/limits";
-import { NodeRegistrationSchema } from "../../src/protocol/nodes";
-import type { Lease } from "../../src/protocol/tasks";
+import { newManifestId } from "../../../src/pool/artifacts/checkpoints";
+import { newLeaseId } from "../../../src/pool/leases/leases";
+import { MAX_JSON_BODY_BYTES, MAX_REGISTRATION_BYTES, MAX_STORED_TEXT_BYTES } from "../../../src/protocol/limits";
+import { NodeRegistrationSchema } from "../../../src/protocol/nodes";
+import type { Lease } from "../../../src/protocol/tasks";
 import {
   call,
   claim,
@@ -24,8 +24,8 @@ import {
   submitJob,
   trialsJob,
   upload,
-} from "./helpers";
-import { violations } from "./invariants";
+} from "../helpers";
+import { violations } from "../invariants";
 
 const bytes = (text: string) => new TextEncoder().encode(text).length;
 const MARKER = /… \[truncated from \d+ bytes\]$/;
