@@ -103,13 +103,18 @@ export function registerPart(
   );
   // The key is any string: the message keeps a bounded copy, the data the key itself.
   const message = truncateUtf8(`checkpoint part ${part.key} of step ${step} registered`, MAX_STORED_TEXT_BYTES);
-  emit(sql, now, jobId, "CHECKPOINT_PARTS_REGISTERED", message, {
-    ...scope(taskId, writer),
-    attempt_id,
-    step,
-    key: part.key,
-    sha256: part.sha256,
-    size_bytes: part.size_bytes,
+  emit(sql, now, {
+    jobId,
+    type: "CHECKPOINT_PARTS_REGISTERED",
+    message,
+    data: {
+      ...scope(taskId, writer),
+      attempt_id,
+      step,
+      key: part.key,
+      sha256: part.sha256,
+      size_bytes: part.size_bytes,
+    },
   });
   if (writer !== null) seen(sql, now, writer); // any request of a node proves it alive (docs/protocol.md §5)
   return { ok: true, key: part.key };
@@ -155,11 +160,16 @@ export function commitManifest(
   const problems = commitProblems(registered, request.expected_parts);
   if (problems.length > 0) {
     // The answer lists every problem; the ledger keeps the first few (docs/protocol.md §12: bounded rows).
-    emit(sql, now, jobId, "CHECKPOINT_REJECTED", `checkpoint of step ${step} refused: ${problems.length} problem(s)`, {
-      ...scope(taskId, writer),
-      attempt_id,
-      step,
-      problems: truncateList(problems, MAX_STORED_TEXT_BYTES),
+    emit(sql, now, {
+      jobId,
+      type: "CHECKPOINT_REJECTED",
+      message: `checkpoint of step ${step} refused: ${problems.length} problem(s)`,
+      data: {
+        ...scope(taskId, writer),
+        attempt_id,
+        step,
+        problems: truncateList(problems, MAX_STORED_TEXT_BYTES),
+      },
     });
     return { ok: false, reason: "rejected", problems };
   }
@@ -196,13 +206,18 @@ export function commitManifest(
       now,
     )
     .one();
-  emit(sql, now, jobId, "CHECKPOINT_MANIFEST_COMMITTED", `checkpoint ${row.manifest_id} of step ${step} committed`, {
-    ...scope(taskId, writer),
-    manifest_id: row.manifest_id,
-    attempt_id,
-    step,
-    world_size: row.world_size,
-    parts: request.expected_parts.length,
+  emit(sql, now, {
+    jobId,
+    type: "CHECKPOINT_MANIFEST_COMMITTED",
+    message: `checkpoint ${row.manifest_id} of step ${step} committed`,
+    data: {
+      ...scope(taskId, writer),
+      manifest_id: row.manifest_id,
+      attempt_id,
+      step,
+      world_size: row.world_size,
+      parts: request.expected_parts.length,
+    },
   });
   return { ok: true, manifest: manifestRecord(row), deduplicated: false };
 }
@@ -281,19 +296,17 @@ export function markRestoreVerified(
       row.seq,
     )
     .one();
-  emit(
-    sql,
-    now,
+  emit(sql, now, {
     jobId,
-    "CHECKPOINT_RESTORE_VERIFIED",
-    `checkpoint ${manifestId} of step ${row.step} restore-verified`,
-    {
+    type: "CHECKPOINT_RESTORE_VERIFIED",
+    message: `checkpoint ${manifestId} of step ${row.step} restore-verified`,
+    data: {
       task_id: taskId,
       manifest_id: manifestId,
       attempt_id: row.attempt_id,
       step: row.step,
     },
-  );
+  });
   return { ok: true, manifest: manifestRecord(updated) };
 }
 
@@ -327,12 +340,17 @@ export function quarantine(
     )
     .one();
   const message = `checkpoint ${manifestId} of step ${row.step} quarantined: ${reason}`;
-  emit(sql, now, jobId, "CHECKPOINT_REJECTED", truncateUtf8(message, MAX_STORED_TEXT_BYTES), {
-    task_id: taskId,
-    manifest_id: manifestId,
-    attempt_id: row.attempt_id,
-    step: row.step,
-    reason: kept,
+  emit(sql, now, {
+    jobId,
+    type: "CHECKPOINT_REJECTED",
+    message: truncateUtf8(message, MAX_STORED_TEXT_BYTES),
+    data: {
+      task_id: taskId,
+      manifest_id: manifestId,
+      attempt_id: row.attempt_id,
+      step: row.step,
+      reason: kept,
+    },
   });
   return { ok: true, manifest: manifestRecord(updated) };
 }

@@ -56,8 +56,9 @@ export function settleJob(sql: SqlStorage, now: number, jobId: string): void {
   const state = deriveJobState(taskCounts(sql, jobId));
   if (!TERMINAL_JOB_STATES.includes(state)) return;
   sql.exec("UPDATE jobs SET terminal_state = ?, finished_ms = ? WHERE job_id = ?", state, now, jobId);
-  if (state === "SUCCEEDED") emit(sql, now, jobId, "JOB_SUCCEEDED", "all tasks completed", {});
-  if (state === "FAILED") emit(sql, now, jobId, "JOB_FAILED", "a task exhausted its attempts", {});
+  if (state === "SUCCEEDED") emit(sql, now, { jobId, type: "JOB_SUCCEEDED", message: "all tasks completed", data: {} });
+  if (state === "FAILED")
+    emit(sql, now, { jobId, type: "JOB_FAILED", message: "a task exhausted its attempts", data: {} });
 }
 
 type JobRow = {
@@ -104,10 +105,15 @@ export function insertJob(
     spec.spec.workload.type,
     now,
   );
-  emit(sql, now, jobId, "JOB_ACCEPTED", `job ${spec.metadata.name} accepted with ${tasks.length} tasks`, {
-    tasks: tasks.length,
+  emit(sql, now, {
+    jobId,
+    type: "JOB_ACCEPTED",
+    message: `job ${spec.metadata.name} accepted with ${tasks.length} tasks`,
+    data: {
+      tasks: tasks.length,
+    },
   });
-  emit(sql, now, jobId, "BACKEND_SELECTED", "backend leases selected", { backend: "leases" });
+  emit(sql, now, { jobId, type: "BACKEND_SELECTED", message: "backend leases selected", data: { backend: "leases" } });
   // Before its tasks: their triggers count them into this queue.
   sql.exec("INSERT INTO job_queues (job_id, priority, tenant) VALUES (?, ?, ?)", jobId, place.priority, place.tenant);
   const added = addTasks(sql, now, tasks, {

@@ -80,7 +80,12 @@ export function addTasks(
       toleranceAbs,
       replicas,
     );
-    emit(sql, now, t.job_id, "TASK_CREATED", `task ${t.task_id} created`, { task_id: t.task_id });
+    emit(sql, now, {
+      jobId: t.job_id,
+      type: "TASK_CREATED",
+      message: `task ${t.task_id} created`,
+      data: { task_id: t.task_id },
+    });
   }
   return { ok: true, added: tasks.length };
 }

@@ -44,7 +44,7 @@ export function endAttempt(
 ): void {
   const ids = { task_id: row.task_id, node_id: row.node_id, lease_id: row.lease_id };
   sql.exec("UPDATE leases SET status = ? WHERE lease_id = ?", leaseStatus, row.lease_id);
-  emit(sql, now, row.job_id, type, message, ids, taskOf(row));
+  emit(sql, now, { jobId: row.job_id, type, message, data: ids, task: taskOf(row) });
   attemptFailed(sql, now, row.node_id, row.task_seq);
   if (row.replica > 0) {
     // Abandoning a replica is not free (docs/protocol.md §14); and the task's attempts
@@ -61,7 +61,13 @@ export function endAttempt(
   }
   if (mayRetry({ ...row, worker_losses: losses })) {
     sql.exec("UPDATE tasks SET state = 'PENDING' WHERE seq = ?", row.task_seq);
-    emit(sql, now, row.job_id, "TASK_REQUEUED", `task ${row.task_id} requeued`, ids, taskOf(row));
+    emit(sql, now, {
+      jobId: row.job_id,
+      type: "TASK_REQUEUED",
+      message: `task ${row.task_id} requeued`,
+      data: ids,
+      task: taskOf(row),
+    });
   } else {
     sql.exec("UPDATE tasks SET state = 'FAILED' WHERE seq = ?", row.task_seq);
     // Other replicas still out are wasted work now, and no verdict will come (docs/protocol.md §14).
@@ -70,7 +76,13 @@ export function endAttempt(
       lost && losses >= row.max_worker_losses
         ? `was lost to ${losses} workers`
         : `exhausted ${row.max_attempts} attempts`;
-    emit(sql, now, row.job_id, "TASK_EXHAUSTED", `task ${row.task_id} ${why}`, ids, taskOf(row));
+    emit(sql, now, {
+      jobId: row.job_id,
+      type: "TASK_EXHAUSTED",
+      message: `task ${row.task_id} ${why}`,
+      data: ids,
+      task: taskOf(row),
+    });
     settleJob(sql, now, row.job_id);
   }
 }

@@ -150,13 +150,11 @@ export function claim(
     sharded.claimId ?? null,
   );
   seen(sql, now, nodeId, deadline);
-  emit(
-    sql,
-    now,
-    task.job_id,
-    "LEASE_CLAIMED",
-    `task ${task.task_id} leased to ${nodeId} (attempt ${task.attempts_used}${replica > 0 ? `, replica ${replica}` : ""})`,
-    {
+  emit(sql, now, {
+    jobId: task.job_id,
+    type: "LEASE_CLAIMED",
+    message: `task ${task.task_id} leased to ${nodeId} (attempt ${task.attempts_used}${replica > 0 ? `, replica ${replica}` : ""})`,
+    data: {
       task_id: task.task_id,
       node_id: nodeId,
       lease_id: task.lease_id,
@@ -165,7 +163,7 @@ export function claim(
       ...(replica > 0 ? { replica } : {}),
     },
     task,
-  );
+  });
   return { ok: true, lease: leaseRecord(findLease(sql, task.lease_id!)!), ...turn };
 }
 
@@ -301,20 +299,18 @@ export function commit(
     sql.exec("UPDATE leases SET status = 'completed' WHERE lease_id = ?", leaseId);
     sql.exec("UPDATE tasks SET state = 'COMPLETED', accepted_object = ? WHERE seq = ?", bound!.object, row.task_seq);
     nodeOutcome(sql, now, row.node_id, { outcome: "accepted" });
-    emit(
-      sql,
-      now,
-      row.job_id,
-      "TASK_COMMIT_ACCEPTED",
-      `commit of ${row.task_id} accepted from ${row.node_id}`,
-      { ...ids, output_sha256: outputSha256, evidence: parseEvidence(evidence) },
-      taskOf(row),
-    );
+    emit(sql, now, {
+      jobId: row.job_id,
+      type: "TASK_COMMIT_ACCEPTED",
+      message: `commit of ${row.task_id} accepted from ${row.node_id}`,
+      data: { ...ids, output_sha256: outputSha256, evidence: parseEvidence(evidence) },
+      task: taskOf(row),
+    });
     settleJob(sql, now, row.job_id);
     return { status: "accepted" };
   }
   const message = `commit of ${row.task_id} rejected: ${rejection(row)}`;
-  emit(sql, now, row.job_id, "TASK_COMMIT_REJECTED", message, ids, taskOf(row));
+  emit(sql, now, { jobId: row.job_id, type: "TASK_COMMIT_REJECTED", message, data: ids, task: taskOf(row) });
   return { status: "rejected" };
 }
 

@@ -11,15 +11,20 @@ export const EVENT_SOURCE = "flashruntime.leases";
 
 export type EventData = JsonObject;
 
-export function emit(
-  sql: SqlStorage,
-  now: number,
-  jobId: string,
-  type: EventType,
-  message: string,
-  data: EventData,
-  task?: { seq: number; replicas: number },
-): void {
+/**
+ * One ledger event of job `jobId`: its type, message and data, and, from a
+ * caller holding the task's row, the task (`seq`, `replicas`) it is about.
+ */
+export type EventEntry = {
+  jobId: string;
+  type: EventType;
+  message: string;
+  data: EventData;
+  task?: { seq: number; replicas: number };
+};
+
+/** Appends `entry` to the ledger at `now`, sealed with its task when that task is replicated, and counts it. */
+export function emit(sql: SqlStorage, now: number, { jobId, type, message, data, task }: EventEntry): void {
   // An event about a replicated task is sealed with it (docs/protocol.md §14); a caller
   // holding the task's row says so, saving the lookup. Every task has a
   // TASK_CREATED: that one tells nothing, and a submission writes thousands.

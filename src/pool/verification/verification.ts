@@ -109,20 +109,18 @@ export function recordReplica(
     judged.size_bytes,
     judged.etag,
   );
-  emit(
-    sql,
-    now,
-    task.job_id,
-    "TASK_ATTEMPT_COMPLETED",
-    `replica ${lease.replica} of ${task.task_id} committed by ${lease.node_id}`,
-    {
+  emit(sql, now, {
+    jobId: task.job_id,
+    type: "TASK_ATTEMPT_COMPLETED",
+    message: `replica ${lease.replica} of ${task.task_id} committed by ${lease.node_id}`,
+    data: {
       task_id: task.task_id,
       node_id: lease.node_id,
       lease_id: lease.lease_id,
       replica: lease.replica,
       output_sha256: sha256,
     },
-  );
+  });
   judge(sql, now, task);
 }
 
@@ -158,8 +156,13 @@ function wantMoreReplicas(sql: SqlStorage, now: number, task: ReplicatedTask, ou
     task.seq,
   );
   if (more > 0) {
-    emit(sql, now, task.job_id, "TASK_REQUEUED", `task ${task.task_id} wants another replica: no quorum yet`, {
-      task_id: task.task_id,
+    emit(sql, now, {
+      jobId: task.job_id,
+      type: "TASK_REQUEUED",
+      message: `task ${task.task_id} wants another replica: no quorum yet`,
+      data: {
+        task_id: task.task_id,
+      },
     });
   }
 }
@@ -174,14 +177,12 @@ function failWithoutQuorum(
 ): void {
   abandonReplicas(sql, task.seq);
   sql.exec("UPDATE tasks SET state = 'FAILED' WHERE seq = ?", task.seq);
-  emit(
-    sql,
-    now,
-    task.job_id,
-    "TASK_EXHAUSTED",
-    `task ${task.task_id} found no quorum of ${quorum} in ${rows.length} replicas`,
-    { task_id: task.task_id, replicas: evidence(rows, () => "undecided") },
-  );
+  emit(sql, now, {
+    jobId: task.job_id,
+    type: "TASK_EXHAUSTED",
+    message: `task ${task.task_id} found no quorum of ${quorum} in ${rows.length} replicas`,
+    data: { task_id: task.task_id, replicas: evidence(rows, () => "undecided") },
+  });
   settleJob(sql, now, task.job_id);
 }
 
@@ -211,36 +212,32 @@ function acceptQuorum(
     } else {
       nodeOutcome(sql, now, r.node_id, { outcome: "invalid" });
       attemptFailed(sql, now, r.node_id, task.seq);
-      emit(
-        sql,
-        now,
-        task.job_id,
-        "TASK_COMMIT_REJECTED",
-        `replica ${r.replica} of ${task.task_id} from ${r.node_id} disagrees with the quorum`,
-        {
+      emit(sql, now, {
+        jobId: task.job_id,
+        type: "TASK_COMMIT_REJECTED",
+        message: `replica ${r.replica} of ${task.task_id} from ${r.node_id} disagrees with the quorum`,
+        data: {
           ...ids,
           node_id: r.node_id,
           lease_id: r.lease_id,
           output_sha256: r.sha256,
           verdict: "invalid",
         },
-      );
+      });
     }
   }
-  emit(
-    sql,
-    now,
-    task.job_id,
-    "TASK_COMMIT_ACCEPTED",
-    `commit of ${task.task_id} accepted: ${winners.size} of ${rows.length} replicas agree`,
-    {
+  emit(sql, now, {
+    jobId: task.job_id,
+    type: "TASK_COMMIT_ACCEPTED",
+    message: `commit of ${task.task_id} accepted: ${winners.size} of ${rows.length} replicas agree`,
+    data: {
       ...ids,
       node_id: winner.node_id,
       lease_id: winner.lease_id,
       output_sha256: winner.sha256,
       replicas: evidence(rows, (id) => (winners.has(id) ? "valid" : "invalid")),
     },
-  );
+  });
   settleJob(sql, now, task.job_id);
 }
 
