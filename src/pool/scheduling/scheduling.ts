@@ -8,8 +8,8 @@ import { gateFor, type Membership, type NodeView, type PayloadGate } from "../..
 import { DEFAULT_RETRY_ELSEWHERE_SECONDS, MAX_PRIORITY } from "../../rules/scheduling";
 import type { Turn } from "../contract";
 import { nodeOutcome } from "../nodes/outcomes";
-import { ASSIGNED_POOLS, ONLINE_WINDOW_MS, storedNodeView } from "../nodes/registry";
-import { ACCEPTING_STATUS, claimableSql } from "../nodes/states";
+import { ASSIGNED_POOLS, storedNodeView } from "../nodes/registry";
+import { claimableSql, passportClaimableSql } from "../nodes/states";
 
 /** Rows per page of an ordered walk. */
 const PAGE = 16;
@@ -135,11 +135,10 @@ export const POLICY_SQL = {
       AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.node_id = n.node_id AND l.status = 'live')
       AND n.node_id NOT IN (SELECT node_id FROM task_failures WHERE task_seq = ?3 AND failed_ms > ?4) AND n.rowid > ?5
     ORDER BY n.rowid LIMIT ${PAGE}`,
-  // The same for the nodes of other shards this shard has served (docs/sharding.md §7.3): online by their last
-  // request here, accepting and not held back by their passport.
+  // The same for the nodes of other shards this shard has served (docs/sharding.md §7.3): claimable by their
+  // passport (online by their last request here, accepting, not held back, not revoked at home).
   othersElsewhere: `SELECT p.rowid AS id, p.registration, p.assigned_pools FROM passports p
-    WHERE p.last_request_ms + ${ONLINE_WINDOW_MS} > ?1 AND p.status = '${ACCEPTING_STATUS}' AND p.held_until_ms <= ?1
-      AND p.revoked = 0 AND p.node_id <> ?2
+    WHERE ${passportClaimableSql("p", "?1")} AND p.node_id <> ?2
       AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.node_id = p.node_id AND l.status = 'live')
       AND p.node_id NOT IN (SELECT node_id FROM task_failures WHERE task_seq = ?3 AND failed_ms > ?4) AND p.rowid > ?5
     ORDER BY p.rowid LIMIT ${PAGE}`,
