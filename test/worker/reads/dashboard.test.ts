@@ -5,6 +5,12 @@ import { runInDurableObject } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { DASHBOARD_HTML, DASHBOARD_SCRIPT, DASHBOARD_STYLE } from "../../../src/dashboard/page";
+import type {
+  FleetSummary,
+  PageConfig,
+  PlacementReport as PagePlacementReport,
+  Summary,
+} from "../../../src/dashboard/wire";
 import { registerNode } from "../../../src/pool/nodes/registry";
 import type { DashboardSummary } from "../../../src/protocol/dashboard";
 import { POOL_NAME_RE } from "../../../src/protocol/keys";
@@ -13,12 +19,6 @@ import { NodeRegistrationSchema } from "../../../src/protocol/nodes";
 import type { PlacementReport, FleetSummary as ServerFleetSummary } from "../../../src/protocol/responses";
 import { type Lease, TASK_STATES } from "../../../src/protocol/tasks";
 import { PRIORITY_LABEL, TENANT_LABEL } from "../../../src/rules/scheduling";
-import type {
-  FleetSummary,
-  PageConfig,
-  PlacementReport as PagePlacementReport,
-  Summary,
-} from "../../../src/dashboard/wire";
 import {
   call,
   claim,
