@@ -19,9 +19,8 @@ import { type Passport, upsertPassport } from "../nodes/passports";
 import type { Pool } from "../pool";
 import { countGrant } from "../shards/exchange";
 import { replicaTask } from "../verification/replicas-elsewhere";
-import { type ClaimResult, worthWaiting } from "./claim-result";
+import { type ClaimResult, NOTHING, worthWaiting } from "./claim-result";
 
-const NOTHING: ForwardedClaimResult = { ok: false, reason: "nothing" };
 
 /** Serves a forwarded claim in one change, and holds one for a job that has nothing yet (see the header). */
 export async function claimForwarded(pool: Pool, ticket: ClaimTicket): Promise<ForwardedClaimResult> {

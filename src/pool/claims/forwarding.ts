@@ -371,7 +371,8 @@ export async function pushPassports(pool: Pool): Promise<void> {
     for (const k of shards)
       pushes.push(ask(async () => await pool.peers.at(k).passportChanged(passport), Date.now() + 1_000, null));
   }
-  await Promise.allSettled(pushes);
+  // `ask` answers null for a push that fails: none rejects.
+  await Promise.all(pushes);
 }
 
 /**
