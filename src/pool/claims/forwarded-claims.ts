@@ -21,7 +21,6 @@ import { countGrant } from "../shards/exchange";
 import { replicaTask } from "../verification/replicas-elsewhere";
 import { type ClaimResult, NOTHING, worthWaiting } from "./claim-result";
 
-
 /** Serves a forwarded claim in one change, and holds one for a job that has nothing yet (see the header). */
 export async function claimForwarded(pool: Pool, ticket: ClaimTicket): Promise<ForwardedClaimResult> {
   const result = await pool.change((now) => {
