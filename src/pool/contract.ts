@@ -55,6 +55,14 @@ export type ForwardedClaimResult = ClaimResult | (Extract<ClaimResult, { ok: tru
 export type Turn = { priority: number; tenant: string };
 
 /**
+ * A claim's id, minted by the Worker for each claim request (16 random hex,
+ * docs/sharding.md §13.1), which its forwards carry; and, when the Worker
+ * asks again a claim whose home restarted under it, the id it was first
+ * asked under (`lost`), whose leftovers on other shards the new home takes over.
+ */
+export type ClaimIds = { claimId: string; lost?: string };
+
+/**
  * A replica's task as the job's shard tells its node's home: the task (its
  * seq there), its class and priority, whether it is among the shard's
  * replicating pending tasks now (`counted`), and the digest version the
@@ -132,6 +140,12 @@ export interface ShardPeer {
   passportChanged(passport: Passport): Answer<void>;
   /** Answers a claim of `nodeId` held here for its home with nothing: the node claimed again there. */
   releaseForwarded(nodeId: string): Answer<void>;
+  /**
+   * The home of `nodeId` restarted while claim `claimId` was forwarded here:
+   * its tickets lease nothing more, a claim of it held here is answered with
+   * nothing, and the live lease it got here, if any, is the answer.
+   */
+  claimLost(claimId: string, nodeId: string): Answer<ForwardedClaimResult>;
   /** At a node's home: outcomes of its leases on shard `from`, each applied once (src/pool/nodes/outcomes.ts). */
   deliver(from: number, batch: OutcomeMessage[], digestVersion?: number): Answer<{ acked: number }>;
   /** The summary's poke: work appeared elsewhere and this shard holds claims, so exchange now. */

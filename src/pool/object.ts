@@ -24,7 +24,7 @@ import type { StoredObject, Writer } from "./artifacts/artifacts";
 import type { ClaimResult } from "./claims/claim-result";
 import { forwardHeld } from "./claims/forwarding";
 import { claimOrHold } from "./claims/held-claims";
-import type { CredentialProof } from "./contract";
+import type { ClaimIds, CredentialProof } from "./contract";
 import { credentialValid } from "./enrolment/credentials";
 import * as enrolment from "./enrolment/device-codes";
 import * as jobs from "./jobs/calls";
@@ -232,8 +232,10 @@ export class PoolObject extends DurableObject<Env> {
 
   // -- claims and leases (src/pool/claims/held-claims.ts, src/pool/leases/calls.ts) ----
 
-  claim(nodeId: string, jobId: string | null, waitMs = 0): Promise<ClaimResult> {
-    return this.#serve(() => this.#whenHome(nodeId, ABOUT_NODE, () => claimOrHold(this.#pool, nodeId, jobId, waitMs)));
+  claim(nodeId: string, jobId: string | null, waitMs = 0, ids?: ClaimIds): Promise<ClaimResult> {
+    return this.#serve(() =>
+      this.#whenHome(nodeId, ABOUT_NODE, () => claimOrHold(this.#pool, nodeId, jobId, waitMs, ids)),
+    );
   }
 
   renewLease(leaseId: string, caller: string | null) {

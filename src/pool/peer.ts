@@ -7,7 +7,7 @@
 
 import { RpcTarget } from "cloudflare:workers";
 import type { Locale } from "../rules/homing";
-import { claimForwarded, claimsForwarded, passportChanged } from "./claims/forwarded-claims";
+import { claimForwarded, claimLost, claimsForwarded, passportChanged } from "./claims/forwarded-claims";
 import { cutOffHere } from "./claims/held-claims";
 import type { ClaimTicket, CredentialProof, IssuedCredential, OutcomeMessage, ShardPeer } from "./contract";
 import { credentialValid, enrolledAmong } from "./enrolment/credentials";
@@ -96,6 +96,10 @@ export class PoolPeer extends RpcTarget implements ShardPeer {
     return this.#host.serve(() => {
       this.#pool.held.releaseNode(nodeId);
     });
+  }
+
+  claimLost(claimId: string, nodeId: string) {
+    return this.#host.serve(() => claimLost(this.#pool, claimId, nodeId));
   }
 
   deliver(from: number, batch: OutcomeMessage[], digestVersion?: number) {

@@ -16,6 +16,7 @@ import { mintShardHex } from "../rules/shard-ids";
 import { ShardPeers, shardName, shardOfName } from "./address";
 import { AlarmClock } from "./alarm/alarm-clock";
 import { HeldClaims } from "./claims/held-list";
+import { LostClaims } from "./claims/lost-claims";
 import { SentPassports } from "./claims/sent-passports";
 import { Reservations } from "./jobs/reservations";
 import { logLine } from "./ledger/log";
@@ -60,6 +61,8 @@ export class Pool {
   readonly allotments = new Map<number, { version: number; left: number }>();
   /** The passports out at other shards with claims in flight (src/pool/claims/sent-passports.ts). */
   readonly sent = new SentPassports();
+  /** Claims whose home restarted under their forward here (src/pool/claims/lost-claims.ts). */
+  readonly lost = new LostClaims();
   /** Whether the pool's layout refuses this object's calls (src/pool/shards/layout.ts), decided at its start. */
   readonly gate = new LayoutGate();
   /** The outbox's deliveries running and its backoff (src/pool/shards/outbox.ts). */

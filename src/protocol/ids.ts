@@ -6,6 +6,11 @@ export function hex(bytes: Uint8Array): string {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
+/** 16 random lowercase hex characters: a claim's id, from the Worker to the pool's objects (docs/sharding.md §13.1). */
+export function newClaimId(): string {
+  return hex(crypto.getRandomValues(new Uint8Array(8)));
+}
+
 /** 12 random lowercase hex characters. */
 export function randomHex12(): string {
   return hex(crypto.getRandomValues(new Uint8Array(6)));

@@ -3,6 +3,7 @@
 import { Hono } from "hono";
 import { describeRoute } from "hono-openapi";
 import type { ClaimResult } from "../pool/claims/claim-result";
+import { newClaimId } from "../protocol/ids";
 import { documented, jsonBody, NO_NODE_IDENTITY, parameter, request, served } from "../protocol/openapi-operations";
 import { ClaimRequestSchema, CompleteRequestSchema, FailRequestSchema } from "../protocol/tasks";
 import { isObjectReset } from "../rules/object-errors";
@@ -47,13 +48,28 @@ export const leases = new Hono<AppEnv>().post(
  * caller that already left. The object decides the hold's end by its own
  * clock and answers by then at the latest, never with a lease after it
  * (src/pool/claims/held-claims.ts), so whatever this answers is the whole truth.
- * A claim whose object restarts is lost with the object's memory, where
- * held claims live: the call fails, no lease can follow, and that reads as
- * "nothing yet".
+ *
+ * Each claim has an id of its own, which its forwards to other shards carry
+ * (docs/sharding.md §13.1). A home that restarts under the claim loses it
+ * with its memory, held or forwarded; the Worker asks it once more, under a
+ * new id naming the lost one, for what is left of the wait: the new home
+ * takes over what the lost claim left on other shards, the lease one issued
+ * it included, so no lease is left behind for a node told 204. A second
+ * restart reads as "nothing yet".
  */
 async function claimWithin(c: AppContext, nodeId: string, jobId: string | null): Promise<ClaimResult> {
+  const waitMs = c.var.settings.claimWaitMs;
+  const ends = Date.now() + waitMs;
+  const first = newClaimId();
   try {
-    return await c.var.shards.home(nodeId, async (s) => s.claim(nodeId, jobId, c.var.settings.claimWaitMs));
+    return await c.var.shards.home(nodeId, async (s) => s.claim(nodeId, jobId, waitMs, { claimId: first }));
+  } catch (e) {
+    if (!isObjectReset(e)) throw e;
+  }
+  const ids = { claimId: newClaimId(), lost: first };
+  const left = Math.max(0, ends - Date.now());
+  try {
+    return await c.var.shards.home(nodeId, async (s) => s.claim(nodeId, jobId, left, ids));
   } catch (e) {
     if (isObjectReset(e)) return { ok: false, reason: "nothing" };
     throw e;

@@ -20,6 +20,7 @@ import type { PoolObject } from "../pool/object";
 import { CREDENTIAL_REFUSED } from "../pool/session";
 import { randomHex8, randomHex12 } from "../protocol/ids";
 import { jobOfKey } from "../protocol/keys";
+import { isObjectReset } from "../rules/object-errors";
 import { shardCount } from "../rules/pool-shards";
 import type { Settings } from "../rules/settings";
 import { placeSubmission, twoDistinct } from "../rules/shard-choice";
@@ -149,8 +150,18 @@ export function poolShards(
       return await call(moved);
     }
   };
-  const home = <T>(nodeId: string, call: (calls: PoolCalls) => Promise<T>): Promise<T> =>
-    count === 1 ? call(shard(0)) : routed(nodeId, (k) => call(shard(k)));
+  const home = <T>(nodeId: string, call: (calls: PoolCalls) => Promise<T>): Promise<T> => {
+    // A stub that saw its object reset is broken for good: a caller asking again gets a fresh one.
+    const once = async (k: number) => {
+      try {
+        return await call(shard(k));
+      } catch (error) {
+        if (isObjectReset(error)) made.delete(k);
+        throw error;
+      }
+    };
+    return count === 1 ? once(0) : routed(nodeId, once);
+  };
   let vouched: Promise<boolean> | null = null;
   const vouch = async (): Promise<void> => {
     vouched ??= routed(proof!.nodeId, (h) => stub(h).peer().vouch(proof!));

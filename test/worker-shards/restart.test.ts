@@ -5,21 +5,25 @@
 // The restart is the object aborting itself (ctx.abort(), from inside it),
 // so the next call meets a fresh instance over the same storage.
 
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { createExecutionContext, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it, vi } from "vitest";
+import app from "../../src/index";
 import type { ClaimTicket } from "../../src/pool/contract";
 import { passportOf } from "../../src/pool/nodes/passports";
-import { freshPool, register, trialsJob } from "../worker/helpers";
+import { PoolObject } from "../../src/pool/object";
+import { newClaimId } from "../../src/protocol/ids";
+import type { Lease } from "../../src/protocol/tasks";
+import { freshPool, json, register, registration, trialsJob } from "../worker/helpers";
 import { shard, submitTo } from "./helpers";
 
 const K = 2;
 
-async function ticketFor(pool: string, nodeId: string): Promise<ClaimTicket> {
+async function ticketFor(pool: string, nodeId: string, claimId = newClaimId()): Promise<ClaimTicket> {
   const passport = await runInDurableObject(shard(pool, 0), (_o, state) =>
     passportOf(state.storage.sql, nodeId, new Map()),
   );
   if (passport === null) throw new Error(`${nodeId} is not registered at shard 0`);
-  const claimId = crypto.randomUUID().replaceAll("-", "").slice(0, 16);
   return { claimId, passport, jobId: null, notAfter: Date.now() + 10_000 };
 }
 
@@ -35,6 +39,30 @@ function leasesAt(pool: string, k: number) {
     state.storage.sql
       .exec<{ lease_id: string; claim_id: string | null }>("SELECT lease_id, claim_id FROM leases ORDER BY rowid")
       .toArray(),
+  );
+}
+
+function liveLeasesAt(pool: string, k: number) {
+  return runInDurableObject(shard(pool, k), (_o, state) =>
+    state.storage.sql
+      .exec<{ lease_id: string; node_id: string }>("SELECT lease_id, node_id FROM leases WHERE status = 'live'")
+      .toArray(),
+  );
+}
+
+/** Shard k's held claims: at a job's shard, those parked there for their home. */
+const heldAt = (pool: string, k: number) => runInDurableObject(shard(pool, k), (o) => PoolObject.poolOf(o).held.size);
+
+/** A request through the real Worker, with claims held up to `holdSeconds`. */
+function send(pool: string, holdSeconds: number, method: string, path: string, body?: unknown) {
+  const init: RequestInit =
+    body === undefined
+      ? { method }
+      : { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) };
+  return app.fetch(
+    new Request(`http://x/pools/${pool}/v1alpha1${path}`, init),
+    { ...env, FLASHML_CLAIM_WAIT_SECONDS: String(holdSeconds) },
+    createExecutionContext(),
   );
 }
 
@@ -78,6 +106,57 @@ describe("a shard that restarts around a forwarded claim", () => {
     await reset(pool, K);
     expect(await shard(pool, K).peer().claimForwarded(ticket)).toEqual({ ok: false, reason: "nothing" });
     expect(await leasesAt(pool, K)).toHaveLength(1);
+  });
+});
+
+describe("a home that restarts under a forwarded claim", () => {
+  // The Worker asks the claim again under a new id naming the lost one (src/routes/leases.ts claimWithin).
+  it("gives the node the lease another shard issued for the lost claim, and leaves no second", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await submitTo(pool, K, trialsJob(2));
+    const lost = await ticketFor(pool, "n1");
+    // The forward leased at K; its answer went with the home's memory.
+    const issued = await shard(pool, K).peer().claimForwarded(lost);
+    if (!issued.ok) throw new Error(issued.reason);
+    await reset(pool, 0);
+    const again = await shard(pool, 0).claim("n1", null, 0, { claimId: newClaimId(), lost: lost.claimId });
+    expect(again).toEqual({ ok: true, lease: issued.lease });
+    expect(await liveLeasesAt(pool, K)).toEqual([{ lease_id: issued.lease.lease_id, node_id: "n1" }]);
+  });
+
+  it("a ticket of the lost claim that lands after the claim was asked again leases nothing", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await submitTo(pool, K, trialsJob(2));
+    const lost = await ticketFor(pool, "n1");
+    await reset(pool, 0);
+    const again = await shard(pool, 0).claim("n1", null, 0, { claimId: newClaimId(), lost: lost.claimId });
+    if (!again.ok) throw new Error(again.reason);
+    // The old home's ticket, slow on its way, lands now: the node is not leased the job's second task.
+    expect(await shard(pool, K).peer().claimForwarded(lost)).toEqual({ ok: false, reason: "nothing" });
+    expect(await liveLeasesAt(pool, K)).toEqual([{ lease_id: again.lease.lease_id, node_id: "n1" }]);
+  });
+
+  it("a claim for a job, parked at the job's shard, is answered by that job's work after its home restarts", async () => {
+    const pool = freshPool();
+    for (const node of ["n1", "n2"])
+      expect((await send(pool, 0, "POST", "/nodes/register", registration(node))).status).toBe(200);
+    const job = await submitTo(pool, K, trialsJob(1));
+    const taken = await json<Lease>(await send(pool, 0, "POST", "/leases/claim", { node_id: "n2", job_id: job }));
+    // n1 waits for the job's one task, parked at K, with its home (0) holding the claim.
+    const waiting = send(pool, 8, "POST", "/leases/claim", { node_id: "n1", job_id: job });
+    await vi.waitFor(async () => expect(await heldAt(pool, K)).toBe(1));
+    await reset(pool, 0);
+    // Asked again: the lost claim's parked copy is answered, the new one parks in its place.
+    await vi.waitFor(async () => expect(await heldAt(pool, 0)).toBe(1));
+    expect(await heldAt(pool, K)).toBe(1);
+    expect((await send(pool, 0, "POST", `/attempts/${taken.lease_id}/fail`, { reason: "x" })).status).toBe(200);
+    const r = await waiting;
+    expect(r.status).toBe(200);
+    const lease = await json<Lease>(r);
+    expect(lease).toMatchObject({ job_id: job, task_id: taken.task_id, node_id: "n1" });
+    expect(await liveLeasesAt(pool, K)).toEqual([{ lease_id: lease.lease_id, node_id: "n1" }]);
   });
 });
 

@@ -24,6 +24,8 @@ import { type ClaimResult, NOTHING, worthWaiting } from "./claim-result";
 /** Serves a forwarded claim in one change, and holds one for a job that has nothing yet (see the header). */
 export async function claimForwarded(pool: Pool, ticket: ClaimTicket): Promise<ForwardedClaimResult> {
   const result = await pool.change((now) => {
+    // Its home restarted and the claim is being served again (src/pool/claims/lost-claims.ts).
+    if (pool.lost.has(ticket.claimId, now)) return NOTHING;
     const policy = claimPolicy(pool.settings);
     return forwardedClaim(
       pool.sql,
@@ -46,7 +48,27 @@ export async function claimForwarded(pool: Pool, ticket: ClaimTicket): Promise<F
   // Held no later than the home may still take a lease (its hold end + 1 s, less that second here).
   const waitMs = Math.min(ticket.holdMs ?? 0, ticket.notAfter - NOT_AFTER_SLACK_MS - now);
   if (result.ok || !worthWaiting(result) || ticket.jobId === null || waitMs <= 0) return result;
-  return pool.held.hold(ticket.passport.nodeId, ticket.jobId, now, waitMs, { parked: true });
+  if (pool.lost.has(ticket.claimId, now)) return NOTHING;
+  return pool.held.hold(ticket.passport.nodeId, ticket.jobId, now, waitMs, { parked: true, claimId: ticket.claimId });
+}
+
+/**
+ * The far half of the home's `recoverLost` (docs/sharding.md §13.1): claim
+ * `claimId` of `nodeId` is lost with its home's memory. Its tickets still on
+ * their way lease nothing here, a claim of it parked here is answered with
+ * nothing, and the live lease it got here is answered again, as a retried
+ * ticket's would be; the home gives it to the node.
+ */
+export function claimLost(pool: Pool, claimId: string, nodeId: string): Promise<ForwardedClaimResult> {
+  const now = Date.now();
+  pool.lost.add(claimId, now);
+  pool.held.releaseClaim(claimId);
+  return pool.change((now) => {
+    const row = leaseOfClaim(pool.sql, claimId);
+    return row !== undefined && isLiveLease(row, now) && row.node_id === nodeId
+      ? placed(pool.sql, leaseRecord(row), row.task_seq, pool.link.built?.version ?? 0)
+      : NOTHING;
+  });
 }
 
 /**
@@ -96,18 +118,21 @@ export function forwardedClaim(
   if (now > ticket.notAfter) return NOTHING;
   const { passport } = ticket;
   upsertPassport(sql, passport, now);
-  const earlier = sql
-    .exec<{ lease_id: string }>("SELECT lease_id FROM leases WHERE claim_id = ?", ticket.claimId)
-    .toArray()[0];
+  const earlier = leaseOfClaim(sql, ticket.claimId);
   if (earlier !== undefined) {
     // The claim was served before its answer was lost; once that lease has ended, it gets nothing more.
-    const row = findLease(sql, earlier.lease_id);
-    return row && isLiveLease(row, now) && row.node_id === passport.nodeId
-      ? placed(sql, leaseRecord(row), row.task_seq, digestVersion)
+    return isLiveLease(earlier, now) && earlier.node_id === passport.nodeId
+      ? placed(sql, leaseRecord(earlier), earlier.task_seq, digestVersion)
       : NOTHING;
   }
   const result = claimAs(sql, passport.nodeId, ticket.jobId, ticket.claimId);
   return result.ok ? placed(sql, result.lease, leaseTask(sql, result.lease.lease_id), digestVersion) : result;
+}
+
+/** The lease issued here for claim `claimId`, live or not. */
+function leaseOfClaim(sql: SqlStorage, claimId: string) {
+  const issued = sql.exec<{ lease_id: string }>("SELECT lease_id FROM leases WHERE claim_id = ?", claimId).toArray()[0];
+  return issued === undefined ? undefined : findLease(sql, issued.lease_id);
 }
 
 const leaseTask = (sql: SqlStorage, leaseId: string): number =>

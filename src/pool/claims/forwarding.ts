@@ -7,7 +7,7 @@
 // never a wrong lease). Held claims are sent on the same way when a summary
 // reply brings new work elsewhere. At one shard nothing here runs.
 
-import { hex } from "../../protocol/ids";
+import { newClaimId } from "../../protocol/ids";
 import { isObjectReset } from "../../rules/object-errors";
 import { chooseShard, type Offer, shardOffers } from "../../rules/shard-choice";
 import { shardOfId } from "../../rules/shard-ids";
@@ -59,15 +59,15 @@ export async function claimAcrossShards(
   nodeId: string,
   jobId: string | null,
   local: LocalClaim,
-  credential: Credential,
+  claimed: Claimed,
   refused: Refusals = new Map(),
 ): Promise<ClaimResult> {
   if (jobId !== null) {
     const k = jobElsewhere(pool, jobId) ?? pool.shard;
-    const there = k === pool.shard ? await local() : await forwardAdmitted(pool, k, nodeId, jobId, credential);
+    const there = k === pool.shard ? await local() : await forwardAdmitted(pool, k, nodeId, jobId, claimed);
     // An id from the pool's one-shard days names a shard by chance and lives in shard 0 (src/pool/shards/legacy-ids.ts).
     if (there.ok || there.reason !== "job_closed" || k === 0 || !hadOneShard(pool.sql)) return there;
-    return pool.shard === 0 ? local() : forwardAdmitted(pool, 0, nodeId, jobId, credential);
+    return pool.shard === 0 ? local() : forwardAdmitted(pool, 0, nodeId, jobId, claimed);
   }
   await refresh(pool);
   const node = gateOf(pool, nodeId);
@@ -92,8 +92,8 @@ export async function claimAcrossShards(
     forwards++;
     const version = pool.summary.version(choice.shard);
     const result = await forward(pool, choice.shard, nodeId, null, Date.now() + UNHELD_NOT_AFTER_MS, {
+      ...claimed,
       turn: turnOf(offered),
-      credential,
     });
     if (result.ok || result.reason !== "nothing") return result;
     tried.add(choice.shard);
@@ -118,15 +118,8 @@ export function jobElsewhere(pool: Pool, jobId: string): number | null {
  * claim waiting on the answer: a lease, nothing at the hold's end, or the
  * job's close.
  */
-export function holdElsewhere(
-  pool: Pool,
-  k: number,
-  nodeId: string,
-  jobId: string,
-  holdMs: number,
-  credential: Credential,
-) {
-  return forward(pool, k, nodeId, jobId, Date.now() + holdMs + NOT_AFTER_SLACK_MS, { holdMs, credential });
+export function holdElsewhere(pool: Pool, k: number, nodeId: string, jobId: string, holdMs: number, claimed: Claimed) {
+  return forward(pool, k, nodeId, jobId, Date.now() + holdMs + NOT_AFTER_SLACK_MS, { ...claimed, holdMs });
 }
 
 /** Answers a claim of `nodeId` held at shard k with nothing, now: the node claimed again. */
@@ -144,11 +137,11 @@ async function forwardAdmitted(
   k: number,
   nodeId: string,
   jobId: string,
-  credential: Credential,
+  claimed: Claimed,
 ): Promise<ClaimResult> {
   const admitted = await pool.change((now) => admit(pool.sql, now, nodeId, pool.settings.owners));
   if (!admitted.ok) return admitted;
-  return forward(pool, k, nodeId, jobId, Date.now() + UNHELD_NOT_AFTER_MS, { credential });
+  return forward(pool, k, nodeId, jobId, Date.now() + UNHELD_NOT_AFTER_MS, claimed);
 }
 
 /**
@@ -186,7 +179,10 @@ export function forwardHeld(pool: Pool, changed?: string | null): void {
     const choice = chooseShard(offers, pool.shard, null, new Set(), Math.random);
     if (choice.kind !== "forward") continue;
     const offered = offers.find((o) => o.shard === choice.shard)!;
-    const ticket = ticketFor(pool, held.nodeId, null, held.endsAt + NOT_AFTER_SLACK_MS, { turn: turnOf(offered) });
+    const ticket = ticketFor(pool, held.nodeId, null, held.endsAt + NOT_AFTER_SLACK_MS, {
+      claimId: held.claimId ?? newClaimId(),
+      turn: turnOf(offered),
+    });
     if (typeof ticket === "string") continue;
     left(choice.shard).left -= 1;
     const batch = batches.get(choice.shard) ?? [];
@@ -295,7 +291,7 @@ async function forward(
   nodeId: string,
   jobId: string | null,
   notAfter: number,
-  options: { holdMs?: number; turn?: Turn; credential?: Credential } = {},
+  options: TicketOptions,
 ): Promise<ClaimResult> {
   const ticket = ticketFor(pool, nodeId, jobId, notAfter, options);
   if (ticket === "unregistered") return { ok: false, reason: "unregistered" };
@@ -322,11 +318,16 @@ async function forward(
  */
 export type Credential = string | null | undefined;
 
+/** What a claim's forwards carry of it: its id, and the credential its session was checked with. */
+export type Claimed = { claimId: string; credential?: Credential };
+
+type TicketOptions = Claimed & { holdMs?: number; turn?: Turn };
+
 /** A claim whose machine was cut off while it was under way: answered at once, never held (§9). */
 export const CUT_OFF: ClaimResult = { ok: false, reason: "not_accepting" };
 
 /**
- * A forward's ticket: a fresh claim id and the node's passport; none for a
+ * A forward's ticket: the claim's id and the node's passport; none for a
  * node no longer registered here, or for a revoked machine, or one
  * whose credential is no longer the one its claim was checked with (§9: no
  * lease after a revocation's answer, on any shard).
@@ -336,12 +337,27 @@ function ticketFor(
   nodeId: string,
   jobId: string | null,
   notAfter: number,
-  { holdMs, turn, credential }: { holdMs?: number; turn?: Turn; credential?: Credential },
+  { claimId, holdMs, turn, credential }: TicketOptions,
 ): ClaimTicket | "unregistered" | "cut_off" {
   const passport = passportOf(pool.sql, nodeId, pool.settings.owners);
   if (passport === null) return "unregistered";
   if (passport.revoked || (credential !== undefined && passport.credentialSha256 !== credential)) return "cut_off";
-  return { claimId: claimId(), passport, jobId, notAfter, ...(holdMs ? { holdMs } : {}), ...(turn ? { turn } : {}) };
+  return { claimId, passport, jobId, notAfter, ...(holdMs ? { holdMs } : {}), ...(turn ? { turn } : {}) };
+}
+
+/**
+ * The Worker asks again a claim whose home (this shard, before it
+ * restarted) lost it mid-forward (§13.1): every other shard drops what the
+ * lost claim left there, and the live lease one of them issued it, if any,
+ * is the node's answer now, as the lost home would have answered it. Null
+ * when none did. A shard that cannot be reached holds only tickets that end
+ * by their notAfter.
+ */
+export async function recoverLost(pool: Pool, nodeId: string, lost: string): Promise<ClaimResult | null> {
+  const answers = await pool.peers.all(pool.peers.others(), async (peer) => await peer.claimLost(lost, nodeId));
+  for (const answer of answers)
+    if (answer.status === "fulfilled" && answer.value.ok) return received(pool, answer.shard, nodeId, answer.value);
+  return null;
 }
 
 /**
@@ -419,9 +435,4 @@ export function tookLease(
     seen(pool.sql, Date.now(), nodeId, deadline);
     if (replica !== undefined) replicaElsewhere(pool, k, nodeId, replica, true);
   });
-}
-
-/** 16 random hex: a forwarded claim's id (§5.1). */
-function claimId(): string {
-  return hex(crypto.getRandomValues(new Uint8Array(8)));
 }

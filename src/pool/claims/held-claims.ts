@@ -8,8 +8,9 @@
 // instead of being tried. The Worker waits for that answer
 // (src/routes/leases.ts), so no lease goes to a caller that already read 204.
 
+import { newClaimId } from "../../protocol/ids";
 import { arm } from "../alarm/housekeeping";
-import type { Turn } from "../contract";
+import type { ClaimIds, Turn } from "../contract";
 import { liveCredential } from "../enrolment/credentials";
 import { poolTaskCounts } from "../jobs/jobs";
 import { claim, claimPolicy, endLeasesOf } from "../leases/leases";
@@ -24,6 +25,7 @@ import {
   holdElsewhere,
   jobElsewhere,
   type LocalClaim,
+  recoverLost,
   releaseElsewhere,
 } from "./forwarding";
 import type { Answered, Refusals } from "./held-list";
@@ -37,13 +39,14 @@ import type { Answered, Refusals } from "./held-list";
  * nothing when the wait ends — by the object's clock, and never with a
  * lease after that. Each answer is its own claim transaction, so no task
  * is handed out twice. Held claims live in memory only: a restart drops
- * them, and the Worker answers a dropped claim with 204.
+ * them, and the Worker asks a dropped claim again (`ClaimIds`).
  */
 export async function claimOrHold(
   pool: Pool,
   nodeId: string,
   jobId: string | null,
   waitMs: number,
+  ids: ClaimIds = { claimId: newClaimId() },
 ): Promise<ClaimResult> {
   // Its place among the held claims is its arrival here, not the end of its search, whose exchange may be slow.
   const arrived = pool.held.arrive();
@@ -60,17 +63,24 @@ export async function claimOrHold(
   if (forwarded !== null) void releaseElsewhere(pool, forwarded.shard, nodeId);
   const taken = forwarded === null ? null : await forwarded.forwarding;
   if (taken?.ok) return taken;
+  // The Worker asks again a claim whose home restarted under it: what a forward of it left elsewhere is the node's.
+  if (ids.lost !== undefined && pool.shards > 1) {
+    const recovered = await recoverLost(pool, nodeId, ids.lost);
+    if (recovered !== null) return cutOffSince() ? CUT_OFF : recovered;
+  }
   const local: LocalClaim = (floor, turn) =>
-    pool.change((now) => (cutOffSince() ? CUT_OFF : claimFor(pool, now, nodeId, jobId, floor, turn)));
+    pool.change((now) => (cutOffSince() ? CUT_OFF : claimFor(pool, now, nodeId, jobId, { floor, turn })));
   const refused: Refusals = new Map();
   const result =
-    pool.shards === 1 ? await local() : await claimAcrossShards(pool, nodeId, jobId, local, credential, refused);
+    pool.shards === 1
+      ? await local()
+      : await claimAcrossShards(pool, nodeId, jobId, local, { credential, claimId: ids.claimId }, refused);
   if (result.ok || !worthWaiting(result) || waitMs <= 0) return result;
   if (cutOffSince()) return CUT_OFF;
   // A claim for a job of another shard waits there, where the job's work and its close are.
   const elsewhere = jobId === null ? null : jobElsewhere(pool, jobId);
   if (elsewhere === null) {
-    const held = pool.held.hold(nodeId, jobId, Date.now(), waitMs, { refused, arrived });
+    const held = pool.held.hold(nodeId, jobId, Date.now(), waitMs, { refused, arrived, claimId: ids.claimId });
     // A shard holding a claim ticks busy (nextTick): an alarm set while it was quiet, up to 5 s off, comes forward,
     // so the summary learns of the claim in one tick and pokes this shard when work appears elsewhere.
     if (pool.shards > 1 && pool.held.size === 1) void arm(pool);
@@ -82,17 +92,27 @@ export async function claimOrHold(
     Date.now(),
     waitMs,
     elsewhere,
-    () => holdElsewhere(pool, elsewhere, nodeId, jobId!, waitMs, credential),
-    arrived,
+    () => holdElsewhere(pool, elsewhere, nodeId, jobId!, waitMs, { credential, claimId: ids.claimId }),
+    { arrived, claimId: ids.claimId },
   );
 }
 
-/** One claim transaction's body, by the settings' claim policy; `floor` and `turn` as claim's. Its grant counted. */
-function claimFor(pool: Pool, now: number, nodeId: string, jobId: string | null, floor?: number, turn?: Turn) {
+/**
+ * One claim transaction's body, by the settings' claim policy; `floor`, `turn`
+ * and `claimId` (a parked claim's, on its lease) as claim's. Its grant counted.
+ */
+function claimFor(
+  pool: Pool,
+  now: number,
+  nodeId: string,
+  jobId: string | null,
+  { floor, turn, claimId }: { floor?: number; turn?: Turn; claimId?: string } = {},
+) {
   const result = claim(pool.sql, now, nodeId, jobId, claimPolicy(pool.settings), {
     mint: pool.mintHex,
     floor,
     turn,
+    claimId,
     idleElsewhere: pool.summary.idleElsewhere(now), // 0 at one shard: its copy is empty
   });
   if (result.ok) countGrant(pool, result);
@@ -111,7 +131,8 @@ export function answerHeld(pool: Pool, nodeId: string | null): Answered {
   const answered = pool.transaction(() =>
     pool.held.retry(
       now,
-      (held) => claimFor(pool, now, held.nodeId, held.jobId),
+      // A parked claim's lease names its claim: its home, restarted, finds it by that (§13.1).
+      (held) => claimFor(pool, now, held.nodeId, held.jobId, held.parked ? { claimId: held.claimId } : {}),
       () => poolTaskCounts(pool.sql).PENDING > 0,
       nodeId,
     ),

@@ -19,6 +19,11 @@ export type HeldClaim = {
   readonly parked: boolean;
   readonly nodeId: string;
   readonly jobId: string | null;
+  /**
+   * The claim's id (docs/sharding.md §13.1): the one its forwards carry, and
+   * a parked claim's lease records; absent for a claim held at one shard.
+   */
+  readonly claimId?: string;
   /** The hold's end on the object's clock: no lease to this claim at or after it. */
   readonly endsAt: number;
   readonly resolve: (result: ClaimResult) => void;
@@ -46,7 +51,7 @@ export type HeldClaim = {
 export type Refusals = Map<number, number>;
 
 /** How a claim is held: the shards that refused it, its place by arrival, whose claim it is. */
-export type HoldOptions = { refused?: Refusals; arrived?: number; parked?: boolean };
+export type HoldOptions = { refused?: Refusals; arrived?: number; parked?: boolean; claimId?: string };
 
 /** Claims answered by one try, to be taken off the list and answered once the change is durable. */
 export type Answered = Array<[HeldClaim, ClaimResult]>;
@@ -85,10 +90,10 @@ export class HeldClaims {
     jobId: string | null,
     now: number,
     waitMs: number,
-    { refused, arrived = this.arrive(), parked = false }: HoldOptions = {},
+    { refused, arrived = this.arrive(), parked = false, claimId }: HoldOptions = {},
   ): Promise<ClaimResult> {
     return new Promise((resolve) =>
-      this.insert(this.newHeld(arrived, nodeId, jobId, now, waitMs, resolve, refused, parked)),
+      this.insert(this.newHeld(arrived, nodeId, jobId, now, waitMs, resolve, { refused, parked, claimId })),
     );
   }
 
@@ -103,10 +108,10 @@ export class HeldClaims {
     waitMs: number,
     k: number,
     start: () => Promise<ClaimResult>,
-    arrived = this.arrive(),
+    { arrived = this.arrive(), claimId }: HoldOptions = {},
   ): Promise<ClaimResult> {
     return new Promise((resolve) => {
-      const held = this.newHeld(arrived, nodeId, jobId, now, waitMs, resolve);
+      const held = this.newHeld(arrived, nodeId, jobId, now, waitMs, resolve, { claimId });
       this.insert(held);
       this.forward(held, start(), k, null);
     });
@@ -126,14 +131,14 @@ export class HeldClaims {
     now: number,
     waitMs: number,
     resolve: (result: ClaimResult) => void,
-    refused: Refusals = new Map(),
-    parked = false,
+    { refused = new Map(), parked = false, claimId }: HoldOptions,
   ): HeldClaim {
     const held: HeldClaim = {
       arrived,
       parked,
       nodeId,
       jobId,
+      ...(claimId === undefined ? {} : { claimId }),
       endsAt: now + waitMs,
       resolve,
       timer: setTimeout(() => this.end(held), waitMs),
@@ -154,6 +159,12 @@ export class HeldClaims {
     const mine = this.list.filter((held) => held.nodeId === nodeId);
     for (const held of mine) this.release(held);
     return mine.length > 0;
+  }
+
+  /** Answers the claim `claimId` with nothing, now, if it is held here: its home restarted (docs/sharding.md §13.1). */
+  releaseClaim(claimId: string): void {
+    const held = this.list.find((h) => h.claimId === claimId);
+    if (held) this.release(held);
   }
 
   /**
