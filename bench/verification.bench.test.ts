@@ -35,6 +35,7 @@ import { JobSpecSchema } from "../src/protocol/jobs";
 import { TRUST_AFTER_VALID } from "../src/rules/verification";
 import { jobSpec } from "../test/fixtures/jobspec";
 import { registration, trialTask } from "./in-workerd";
+import { type Adversary, fleet, generator, shuffle } from "./verification-fleet";
 
 const settings = env as unknown as Record<string, string | undefined>;
 const QUICK = settings.BENCH_QUICK === "1";
@@ -49,28 +50,6 @@ const ROUND_MS = 60_000;
 
 const SPEC = JobSpecSchema.parse(jobSpec({ type: "hyperparameter_search", parameters: {} }, {}, "verify"));
 
-/** mulberry32: small, fast and good enough for a simulation's draws. */
-function generator(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function shuffle<T>(items: T[], random: () => number): T[] {
-  for (let i = items.length - 1; i > 0; i--) {
-    const j = Math.floor(random() * (i + 1));
-    [items[i], items[j]] = [items[j]!, items[i]!];
-  }
-  return items;
-}
-
-type Behaviour = "honest" | "always" | "sometimes" | "copycat" | "dodger" | "sleeper";
-type Adversary = "mixed" | "copycat" | "dodger" | "sleeper";
 const ADVERSARIES = (settings.BENCH_ADVERSARIES || "mixed,copycat,dodger,sleeper").split(",") as Adversary[];
 
 /** The task's true metrics object: what every honest run returns. */
@@ -89,20 +68,9 @@ async function scenario(mode: "fixed" | "adaptive", rate: number, adversary: Adv
     const random = generator(SEED);
     // Fixed replication: every draw is a spot check, so no task ever runs alone.
     const claimDraw = mode === "fixed" ? () => 0 : random;
-    // At least one cheater of each kind, spread through the fleet: every
-    // `spacing`-th node, alternately always and sometimes wrong.
-    const cheaters = Math.max(2, Math.round(NODES * rate));
-    const spacing = Math.floor(NODES / cheaters);
-    const behaviour = new Map<string, Behaviour>();
-    for (let n = 0; n < NODES; n++) {
-      const nodeId = `node-${String(n).padStart(4, "0")}`;
-      const c = n / spacing;
-      const mixed: Behaviour = c % 2 === 0 ? "always" : "sometimes";
-      const kind: Behaviour =
-        !Number.isInteger(c) || c >= cheaters ? "honest" : adversary === "mixed" ? mixed : adversary;
-      behaviour.set(nodeId, kind);
+    const behaviour = fleet(NODES, rate, adversary);
+    for (const nodeId of behaviour.keys())
       state.storage.transactionSync(() => registerNode(sql, Date.now(), registration(nodeId, 0)));
-    }
     const nodes = [...behaviour.keys()];
     // What a node can read and count, as its credential would (the sealed views, docs/protocol.md §14).
     const own = (nodeId: string) =>

@@ -26,6 +26,18 @@ export default defineConfig({
           BENCH_SOMETIMES: process.env.BENCH_SOMETIMES ?? "",
           BENCH_SEED: process.env.BENCH_SEED ?? "",
           BENCH_SIZES: process.env.BENCH_SIZES ?? "",
+          BENCH_ADVERSARIES: process.env.BENCH_ADVERSARIES ?? "",
+          // The sharded verification bench (bench/verification-shards.bench.test.ts): its pool's shards and tokens,
+          // and claims answered at once (its rounds ask every node once; a held claim would stall them).
+          BENCH_POOL_SHARDS: process.env.BENCH_POOL_SHARDS ?? "",
+          ...(process.env.BENCH_POOL_SHARDS
+            ? {
+                FLASHML_POOL_SHARDS: `*=${process.env.BENCH_POOL_SHARDS}`,
+                FLASHML_NODE_TOKENS: process.env.BENCH_NODE_TOKENS ?? "",
+                FLASHML_OPERATOR_TOKENS: "ops:tok-ops",
+                FLASHML_CLAIM_WAIT_SECONDS: "0",
+              }
+            : {}),
           FLASHML_LOG_STATE_CHANGES: "0",
         },
       },
