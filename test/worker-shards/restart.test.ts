@@ -14,7 +14,7 @@ import { passportOf } from "../../src/pool/nodes/passports";
 import { PoolObject } from "../../src/pool/object";
 import { newClaimId } from "../../src/protocol/ids";
 import type { Lease } from "../../src/protocol/tasks";
-import { freshPool, json, register, registration, trialsJob } from "../worker/helpers";
+import { freshPool, json, register, registration, sleep, trialsJob } from "../worker/helpers";
 import { shard, submitTo } from "./helpers";
 
 const K = 2;
@@ -106,6 +106,26 @@ describe("a shard that restarts around a forwarded claim", () => {
     await reset(pool, K);
     expect(await shard(pool, K).peer().claimForwarded(ticket)).toEqual({ ok: false, reason: "nothing" });
     expect(await leasesAt(pool, K)).toHaveLength(1);
+  });
+});
+
+describe("a retried ticket for one job", () => {
+  it("whose lease has ended gets nothing and waits for nothing: its claim id leases once", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    const job = await submitTo(pool, K, trialsJob(2));
+    const ticket = { ...(await ticketFor(pool, "n1")), jobId: job, holdMs: 3_000 };
+    const first = await shard(pool, K).peer().claimForwarded(ticket);
+    if (!first.ok) throw new Error(first.reason);
+    expect(await shard(pool, K).failLease(first.lease.lease_id, "gave up", null)).toEqual({ ok: true });
+    await reset(pool, K);
+    const retried = shard(pool, K).peer().claimForwarded(ticket);
+    await sleep(200);
+    // Work arrives while the retry might wait for it: the job's shard takes it in as ever.
+    await submitTo(pool, K, trialsJob(1));
+    expect(await retried).toEqual({ ok: false, reason: "nothing" });
+    const issued = (await leasesAt(pool, K)).filter((l) => l.claim_id === ticket.claimId);
+    expect(issued).toEqual([{ lease_id: first.lease.lease_id, claim_id: ticket.claimId }]);
   });
 });
 

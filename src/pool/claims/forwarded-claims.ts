@@ -48,7 +48,8 @@ export async function claimForwarded(pool: Pool, ticket: ClaimTicket): Promise<F
   // Held no later than the home may still take a lease (its hold end + 1 s, less that second here).
   const waitMs = Math.min(ticket.holdMs ?? 0, ticket.notAfter - NOT_AFTER_SLACK_MS - now);
   if (result.ok || !worthWaiting(result) || ticket.jobId === null || waitMs <= 0) return result;
-  if (pool.lost.has(ticket.claimId, now)) return NOTHING;
+  // A lost claim waits for nothing; nor does one already answered here (a retried ticket): its lease has ended.
+  if (pool.lost.has(ticket.claimId, now) || leaseOfClaim(pool.sql, ticket.claimId) !== undefined) return NOTHING;
   return pool.held.hold(ticket.passport.nodeId, ticket.jobId, now, waitMs, { parked: true, claimId: ticket.claimId });
 }
 
