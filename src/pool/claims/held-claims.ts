@@ -1,6 +1,6 @@
 // Claims waiting for work (docs/protocol.md §5, long-poll): connections held open, not
-// state. Losing them (eviction, restart) loses nothing: each caller gets 204
-// and claims again. The object's side is here (claiming or holding, waking
+// state. Losing them (eviction, restart) loses nothing: the Worker asks each
+// again once (src/routes/leases.ts), then answers 204 and the agent claims again. The object's side is here (claiming or holding, waking
 // held claims after a change, cutting a machine off), then the list itself,
 // which keeps them in arrival order, answers each exactly once, and must
 // never lease to a claim whose hold has ended: the object decides the hold's
