@@ -5,16 +5,14 @@
 // The restart is the object aborting itself (ctx.abort(), from inside it),
 // so the next call meets a fresh instance over the same storage.
 
-import { createExecutionContext, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { env } from "cloudflare:workers";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
-import app from "../../src/index";
 import type { ClaimTicket } from "../../src/pool/contract";
 import { passportOf } from "../../src/pool/nodes/passports";
 import { PoolObject } from "../../src/pool/object";
 import { newClaimId } from "../../src/protocol/ids";
 import type { Lease } from "../../src/protocol/tasks";
-import { freshPool, json, register, registration, sleep, trialsJob } from "../worker/helpers";
+import { freshPool, json, register, registration, callHolding as send, sleep, trialsJob } from "../worker/helpers";
 import { shard, submitTo } from "./helpers";
 
 const K = 2;
@@ -52,19 +50,6 @@ function liveLeasesAt(pool: string, k: number) {
 
 /** Shard k's held claims: at a job's shard, those parked there for their home. */
 const heldAt = (pool: string, k: number) => runInDurableObject(shard(pool, k), (o) => PoolObject.poolOf(o).held.size);
-
-/** A request through the real Worker, with claims held up to `holdSeconds`. */
-function send(pool: string, holdSeconds: number, method: string, path: string, body?: unknown) {
-  const init: RequestInit =
-    body === undefined
-      ? { method }
-      : { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) };
-  return app.fetch(
-    new Request(`http://x/pools/${pool}/v1alpha1${path}`, init),
-    { ...env, FLASHML_CLAIM_WAIT_SECONDS: String(holdSeconds) },
-    createExecutionContext(),
-  );
-}
 
 describe("a shard that restarts around a forwarded claim", () => {
   it("answers the retry of a claim whose answer was lost with the same lease, and issues no second", async () => {

@@ -1,8 +1,9 @@
 // Test-side helpers: talk to the Worker over its real fetch handler, exactly
 // as an agent would, and reach a pool's object for what HTTP cannot show.
 
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { createExecutionContext, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
+import app from "../../src/index";
 import { shardStub } from "../../src/pool/address";
 import { addTasks as queueTasks } from "../../src/pool/jobs/tasks";
 import type { PoolObject } from "../../src/pool/object";
@@ -84,6 +85,19 @@ export function call(pool: string, method: string, path: string, body?: unknown,
     if (!(body instanceof Uint8Array)) (init.headers as Record<string, string>)["content-type"] = "application/json";
   }
   return exports.default.fetch(new Request(`http://flashedge.test/pools/${pool}/v1alpha1${path}`, init));
+}
+
+/** A request to the pool through the real Worker, with claims held up to `holdSeconds` (FLASHML_CLAIM_WAIT_SECONDS). */
+export function callHolding(pool: string, holdSeconds: number, method: string, path: string, body?: unknown) {
+  const init: RequestInit =
+    body === undefined
+      ? { method }
+      : { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) };
+  return app.fetch(
+    new Request(`http://x/pools/${pool}/v1alpha1${path}`, init),
+    { ...env, FLASHML_CLAIM_WAIT_SECONDS: String(holdSeconds) },
+    createExecutionContext(),
+  );
 }
 
 export async function json<T = Record<string, unknown>>(response: Response): Promise<T> {

@@ -2,27 +2,23 @@
 // answered the moment a task this node may take appears, else 204 when the
 // hold ends. Each test sets its own hold through the Worker's settings.
 
-import { abortAllDurableObjects, createExecutionContext, runInDurableObject } from "cloudflare:test";
-import { env } from "cloudflare:workers";
+import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
-import app from "../../../src/index";
 import type { Lease } from "../../../src/protocol/tasks";
 import { jobSpec } from "../../fixtures/jobspec";
-import { expireLeases, freshPool, homeStub, json, nodeIdAt, registration, shardStubs, sleep, stub } from "../helpers";
+import {
+  expireLeases,
+  freshPool,
+  homeStub,
+  json,
+  nodeIdAt,
+  registration,
+  callHolding as send,
+  shardStubs,
+  sleep,
+  stub,
+} from "../helpers";
 import { violations } from "../invariants";
-
-/** A request to the pool through the real Worker, with claims held up to `holdSeconds`. */
-function send(pool: string, holdSeconds: number, method: string, path: string, body?: unknown) {
-  const init: RequestInit =
-    body === undefined
-      ? { method }
-      : { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) };
-  return app.fetch(
-    new Request(`http://x/pools/${pool}/v1alpha1${path}`, init),
-    { ...env, FLASHML_CLAIM_WAIT_SECONDS: String(holdSeconds) },
-    createExecutionContext(),
-  );
-}
 
 function searchJob(tasks: number, extra: { lease_seconds?: number; name?: string; gpus?: number } = {}) {
   const parameters: Record<string, unknown> = { trials: Array.from({ length: tasks }, (_, i) => ({ i })) };
