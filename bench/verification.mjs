@@ -187,11 +187,12 @@ const goalMet =
  */
 const reference = SHARDED
   ? summarize(
-      await runSeeds("bench/verification.bench.test.ts", {
-        ...Object.fromEntries(
+      await runSeeds(
+        "bench/verification.bench.test.ts",
+        Object.fromEntries(
           Object.entries(VARS).filter(([k]) => !["BENCH_POOL_SHARDS", "BENCH_NODE_TOKENS"].includes(k)),
         ),
-      }),
+      ),
     ).filter((s) => s.mode === "adaptive")
   : [];
 const parity = summaries.map((s) => {

@@ -130,6 +130,18 @@ describe("a home that restarts under a forwarded claim", () => {
     expect(await liveLeasesAt(pool, K)).toEqual([{ lease_id: issued.lease.lease_id, node_id: "n1" }]);
   });
 
+  it("a lost claim's lease is answered only to its own node: another node's home asking for it gets nothing", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await register(pool, "n2");
+    await submitTo(pool, K, trialsJob(2));
+    const lost = await ticketFor(pool, "n1");
+    const issued = await shard(pool, K).peer().claimForwarded(lost);
+    if (!issued.ok) throw new Error(issued.reason);
+    expect(await shard(pool, K).peer().claimLost(lost.claimId, "n2")).toEqual({ ok: false, reason: "nothing" });
+    expect(await liveLeasesAt(pool, K)).toEqual([{ lease_id: issued.lease.lease_id, node_id: "n1" }]);
+  });
+
   it("a ticket of the lost claim that lands after the claim was asked again leases nothing", async () => {
     const pool = freshPool();
     await register(pool, "n1");
