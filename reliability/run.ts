@@ -66,6 +66,8 @@ export interface RunReport {
   completed: number;
   /** FAILED tasks: attempts exhausted, or lost to too many workers. */
   failed: number;
+  /** Each FAILED task and the nodes whose attempts failed it, in order (its TASK_ATTEMPT_FAILED events). */
+  failedTasks: Array<{ task_id: string; failers: string[] }>;
   unfinished: number;
   acceptedCommits: number;
   jobs: JobReport[];
@@ -208,6 +210,16 @@ export async function reliabilityRun(options: RunOptions): Promise<RunReport> {
       kills,
       completed: states.filter((s) => s === "COMPLETED").length,
       failed: states.filter((s) => s === "FAILED").length,
+      failedTasks: allTasks
+        .filter((t) => t.state === "FAILED")
+        .map((t) => ({
+          task_id: t.task_id as string,
+          failers: allEvents
+            .filter((e) => e.type === "TASK_ATTEMPT_FAILED" && e.job_id === t.job_id)
+            .map((e) => JSON.parse(e.data as string) as { task_id: string; node_id: string })
+            .filter((d) => d.task_id === t.task_id)
+            .map((d) => d.node_id),
+        })),
       unfinished: states.filter((s) => s !== "COMPLETED" && s !== "FAILED").length,
       acceptedCommits: allLeases.filter((l) => l.status === "completed").length,
       jobs,
@@ -301,6 +313,25 @@ function poolLedger(snapshots: readonly PoolSnapshot[]): PoolSnapshot["events"] 
  * broken node was held back (in the ledger and on GET /nodes), every
  * vanishing agent abandoned a lease, and each of those was a worker loss.
  */
+/**
+ * Every task committed once — or failed with its attempts used, a broken
+ * node among those that failed it. A saturated pool may hand a task back to
+ * the node that just failed it (docs/protocol.md §13 rule 4: retry elsewhere
+ * only while another node is idle), so a broken node can use a task's
+ * attempts; a healthy fleet's random failures alone practically never do.
+ */
+export function expectDrained(report: RunReport): void {
+  expect(report.unfinished).toBe(0);
+  expect(report.completed + report.failed).toBe(report.options.tasks);
+  expect(report.acceptedCommits).toBe(report.completed);
+  const broken = new Set(brokenNodes(report.options));
+  for (const task of report.failedTasks) {
+    expect(task.failers.length).toBeGreaterThanOrEqual(report.options.maxAttempts);
+    expect(task.failers.some((n) => broken.has(n))).toBe(true);
+  }
+  expect(report.failed).toBeLessThanOrEqual(report.options.tasks / 100);
+}
+
 export function expectScheduling(report: RunReport): void {
   const broken = brokenNodes(report.options);
   expect(Object.keys(report.heldBackInLedger)).toEqual(expect.arrayContaining(broken));
