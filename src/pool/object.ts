@@ -530,7 +530,7 @@ export class PoolObject extends DurableObject<Env> {
    * to read, since rows written move with whether a task is being checked.
    */
   #costs(viewer: Viewer) {
-    return viewer === null ? { sql: this.#pool.sql.totals() } : {};
+    return viewer === null ? { sql: this.#pool.sql.totals(), r2: this.#pool.r2.totals() } : {};
   }
 
   // A sharded pool's reads of every shard (docs/sharding.md §10): the Worker

@@ -21,6 +21,7 @@ import { SentPassports } from "./claims/sent-passports";
 import { Reservations } from "./jobs/reservations";
 import { logLine } from "./ledger/log";
 import { MeteredSql } from "./metered-sql";
+import { R2Operations } from "./r2-operations";
 import { Grants } from "./shards/digest";
 import { LayoutGate } from "./shards/layout";
 import { OutboxSends } from "./shards/outbox-sends";
@@ -47,6 +48,8 @@ export type AfterChange = (pool: Pool, change: ChangeMade) => Promise<void>;
 export class Pool {
   /** Every statement the object runs, counted (src/pool/metered-sql.ts). */
   readonly sql: MeteredSql;
+  /** R2 operations by billing class (docs/protocol.md §16). */
+  readonly r2 = new R2Operations();
   // Held claims in arrival order (src/pool/claims/held-claims.ts): connections, not state.
   readonly held = new HeldClaims();
   readonly clock = new AlarmClock();

@@ -31,6 +31,8 @@ export interface MetricsSample {
   // What the object's statements read and wrote since it started (docs/protocol.md §16):
   // an operator's read only, since rows written move with whether a task is being checked.
   sql?: { rowsRead: number; rowsWritten: number };
+  // The R2 operations its work made, by billing class (docs/protocol.md §16); an operator's read only.
+  r2?: { A: number; B: number };
 }
 
 /** A series' labels beyond the pool's (and the shard's), by name; every value is escaped. */
@@ -256,6 +258,20 @@ const METRICS: readonly MetricDefinition[] = [
     read: (s) => s.sql?.rowsWritten,
   },
   {
+    name: "flashedge_r2_operations_total",
+    type: "counter",
+    help: "R2 operations the pool object's work made or admitted, by billing class: A (PUT, LIST), B (GET, HEAD); deletes are free (docs/protocol.md §16). In memory, so it restarts at 0 when the object restarts.",
+    shown: (a) => a.sql,
+    of: "object",
+    read: (s) =>
+      s.r2 === undefined
+        ? undefined
+        : [
+            [{ class: "A" }, s.r2.A],
+            [{ class: "B" }, s.r2.B],
+          ],
+  },
+  {
     name: "flashedge_storage_limit_bytes",
     type: "gauge",
     help: "The storage limit of one Durable Object.",
@@ -360,6 +376,9 @@ export function mergeMetrics(samples: readonly MetricsSample[]): MetricsSample {
     },
     ...(samples.every((s) => s.sql !== undefined) && samples.length > 0
       ? { sql: { rowsRead: sum((s) => s.sql!.rowsRead), rowsWritten: sum((s) => s.sql!.rowsWritten) } }
+      : {}),
+    ...(samples.every((s) => s.r2 !== undefined) && samples.length > 0
+      ? { r2: { A: sum((s) => s.r2!.A), B: sum((s) => s.r2!.B) } }
       : {}),
   };
 }

@@ -52,10 +52,16 @@ describe("metrics text", () => {
 
   it("shows the rows the object's statements read and wrote when the sample has them (an operator's read), else none", () => {
     const sample = mergeMetrics([]);
-    const costed = renderMetrics("p", { ...sample, sql: { rowsRead: 120, rowsWritten: 73 } }).split("\n");
+    const costed = renderMetrics("p", {
+      ...sample,
+      sql: { rowsRead: 120, rowsWritten: 73 },
+      r2: { A: 4, B: 9 },
+    }).split("\n");
     expect(costed).toContain('flashedge_sql_rows_read_total{pool="p"} 120');
     expect(costed).toContain('flashedge_sql_rows_written_total{pool="p"} 73');
-    expect(renderMetrics("p", sample)).not.toMatch(/flashedge_sql_rows/);
+    expect(costed).toContain('flashedge_r2_operations_total{pool="p",class="A"} 4');
+    expect(costed).toContain('flashedge_r2_operations_total{pool="p",class="B"} 9');
+    expect(renderMetrics("p", sample)).not.toMatch(/flashedge_sql_rows|flashedge_r2/);
     const a = { ...sample, sql: { rowsRead: 1, rowsWritten: 2 } };
     const b = { ...sample, sql: { rowsRead: 10, rowsWritten: 20 } };
     const sharded = renderMetrics("p", mergeMetrics([a, b]), [a, b]).split("\n");
@@ -278,6 +284,7 @@ describe("the whole metrics text", () => {
       demand: { classes: [{ class_id: 1, pending: 1, needs: "1 GPU" }], unservable_classes: 1, unservable_tasks: 1 },
       links: { summaryAgeMs: 250, forwardedClaims: 7, outboxRows: 2 },
       sql: { rowsRead: 1000, rowsWritten: 30 },
+      r2: { A: 2, B: 5 },
     }),
     sample({
       storageBytes: 40,
@@ -289,9 +296,10 @@ describe("the whole metrics text", () => {
       events: { LEASE_EXPIRED: 1 },
       demand: { classes: [{ class_id: 1, pending: 2, needs: "nothing" }], unservable_classes: 0, unservable_tasks: 0 },
       sql: { rowsRead: 7, rowsWritten: 3 },
+      r2: { A: 0, B: 1 },
     }),
   ];
-  const bare = shards.map(({ links: _links, sql: _sql, ...rest }) => rest);
+  const bare = shards.map(({ links: _links, sql: _sql, r2: _r2, ...rest }) => rest);
   const summary = { requests: { tick: 12, on_demand: 3, poke: 1, other: 2 }, busyMs: 5 };
 
   it("of one shard without SQL costs", () => {
@@ -365,7 +373,7 @@ describe("the whole metrics text", () => {
   });
 
   it("of one shard with SQL costs (its links, if any, are not shown)", () => {
-    const costed = { ...one, sql: { rowsRead: 120, rowsWritten: 73 }, links: shards[0]!.links };
+    const costed = { ...one, sql: { rowsRead: 120, rowsWritten: 73 }, r2: { A: 2, B: 5 }, links: shards[0]!.links };
     expect(renderMetrics("p", costed)).toMatchInlineSnapshot(`
       "# HELP flashedge_tasks Tasks in the pool by state.
       # TYPE flashedge_tasks gauge
@@ -428,6 +436,10 @@ describe("the whole metrics text", () => {
       # HELP flashedge_sql_rows_written_total SQLite rows the pool object's statements wrote, each index entry and trigger write counted (what Cloudflare bills, docs/protocol.md §16); in memory, so it restarts at 0 when the object restarts.
       # TYPE flashedge_sql_rows_written_total counter
       flashedge_sql_rows_written_total{pool="p"} 73
+      # HELP flashedge_r2_operations_total R2 operations the pool object's work made or admitted, by billing class: A (PUT, LIST), B (GET, HEAD); deletes are free (docs/protocol.md §16). In memory, so it restarts at 0 when the object restarts.
+      # TYPE flashedge_r2_operations_total counter
+      flashedge_r2_operations_total{pool="p",class="A"} 2
+      flashedge_r2_operations_total{pool="p",class="B"} 5
       # HELP flashedge_storage_limit_bytes The storage limit of one Durable Object.
       # TYPE flashedge_storage_limit_bytes gauge
       flashedge_storage_limit_bytes{pool="p"} 10000000000
@@ -442,7 +454,7 @@ describe("the whole metrics text", () => {
   });
 
   it("of three shards with SQL costs (a shard without its own shows none) and links, read by an operator", () => {
-    const costed = { ...mergeMetrics(shards), sql: { rowsRead: 1007, rowsWritten: 33 } };
+    const costed = { ...mergeMetrics(shards), sql: { rowsRead: 1007, rowsWritten: 33 }, r2: { A: 2, B: 6 } };
     expect(renderMetrics("p", costed, shards, summary)).toMatchInlineSnapshot(`
       "# HELP flashedge_tasks Tasks in the pool by state.
       # TYPE flashedge_tasks gauge
@@ -541,6 +553,12 @@ describe("the whole metrics text", () => {
       # TYPE flashedge_sql_rows_written_total counter
       flashedge_sql_rows_written_total{pool="p",shard="0"} 30
       flashedge_sql_rows_written_total{pool="p",shard="2"} 3
+      # HELP flashedge_r2_operations_total R2 operations the pool object's work made or admitted, by billing class: A (PUT, LIST), B (GET, HEAD); deletes are free (docs/protocol.md §16). In memory, so it restarts at 0 when the object restarts.
+      # TYPE flashedge_r2_operations_total counter
+      flashedge_r2_operations_total{pool="p",shard="0",class="A"} 2
+      flashedge_r2_operations_total{pool="p",shard="0",class="B"} 5
+      flashedge_r2_operations_total{pool="p",shard="2",class="A"} 0
+      flashedge_r2_operations_total{pool="p",shard="2",class="B"} 1
       # HELP flashedge_storage_limit_bytes The storage limit of one Durable Object.
       # TYPE flashedge_storage_limit_bytes gauge
       flashedge_storage_limit_bytes{pool="p"} 10000000000

@@ -81,6 +81,7 @@ async function archive(pool: Pool): Promise<void> {
     if (jobId === null) return;
     try {
       for (const object of archiveObjects(pool.sql, name, jobId)) {
+        pool.r2.count("A");
         await pool.env.ARTIFACTS.put(object.key, object.body, { httpMetadata: { contentType: "application/json" } });
       }
     } catch (err) {

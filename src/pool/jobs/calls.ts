@@ -118,12 +118,14 @@ export function cancelJob(pool: Pool, jobId: string, name: string) {
  * May `writer` write `key`? If so, records that bytes are about to stream
  * into `object`, so they are collected unless a bind claims them in time.
  */
-export function beginUpload(pool: Pool, key: string, object: string, writer: Writer) {
-  return pool.change((now) => {
+export async function beginUpload(pool: Pool, key: string, object: string, writer: Writer) {
+  const check = await pool.change((now) => {
     const check = checkWrite(pool.sql, now, key, writer);
     if (check.ok) uploadStarted(pool.sql, now, object);
     return check;
   });
+  if (check.ok) pool.r2.count("A"); // the Worker's PUT of the bytes, admitted here
+  return check;
 }
 
 /** The upload into `object` failed: collect whatever reached R2. */
@@ -141,7 +143,9 @@ export async function bindArtifact(pool: Pool, key: string, stored: StoredObject
 }
 
 export function resolveArtifact(pool: Pool, key: string, viewer: Viewer) {
-  return readArtifact(pool.sql, key, viewer) ?? archivedOrNull(pool, jobOfKey(key));
+  const row = readArtifact(pool.sql, key, viewer);
+  if (row) pool.r2.count("B"); // the Worker's GET of the bytes it names
+  return row ?? archivedOrNull(pool, jobOfKey(key));
 }
 
 /** One page of a job's artifacts after the key `after` (null: the first page). */

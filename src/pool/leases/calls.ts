@@ -60,6 +60,7 @@ export async function completeLease(
 /** The object's bytes when they are one JSON object, else null. */
 async function jsonObject(pool: Pool, object: string, size: number): Promise<string | null> {
   if (size > MAX_JSON_OUTPUT_BYTES) return null;
+  pool.r2.count("B");
   const body = await pool.env.ARTIFACTS.get(object);
   if (!body) return null;
   try {
