@@ -106,15 +106,21 @@ export function claim(
   const owners = policy.owners ?? DEFAULT_POLICY.owners;
   const membership = policy.membership ?? DEFAULT_POLICY.membership;
   sweep(sql, now);
-  const admitted = admit(sql, now, nodeId, owners);
-  if (!admitted.ok) return admitted;
+  // The claim proves the node alive once: with the lease's deadline when it leases (below), else now.
+  const admitted = admission(sql, now, nodeId, owners);
+  if (!admitted.ok) {
+    seen(sql, now, nodeId);
+    return admitted;
+  }
   const node = admitted.node;
   const owner = node.owner;
   const view = storedNodeView(node.registration, membership, node.assigned_pools);
   const claimant = { nodeId, owner, view, membership, idleElsewhere: sharded.idleElsewhere };
   const best = pickTask(sql, now, claimant, jobId, retryElsewhereMs, sharded.floor, sharded.turn);
-  if (best === undefined)
+  if (best === undefined) {
+    seen(sql, now, nodeId);
     return { ok: false, reason: jobId !== null && !jobOpen(sql, jobId) ? "job_closed" : "nothing" };
+  }
 
   const task = sql
     .exec<TaskRow>(
@@ -167,20 +173,24 @@ export function claim(
   return { ok: true, lease: leaseRecord(findLease(sql, task.lease_id!)!), ...turn };
 }
 
+type Admission =
+  | { ok: true; node: ClaimantRow }
+  | { ok: false; reason: "unregistered" | "not_accepting" | "held_back" };
+
 /**
  * The claimant, when it may claim now: registered here (or with a passport
  * here), accepting work and not held back (docs/protocol.md §13); else why
  * not. A claim is a request, so it counts as the node being seen.
  */
-export function admit(
-  sql: SqlStorage,
-  now: number,
-  nodeId: string,
-  owners: NodeOwners,
-): { ok: true; node: ClaimantRow } | { ok: false; reason: "unregistered" | "not_accepting" | "held_back" } {
+export function admit(sql: SqlStorage, now: number, nodeId: string, owners: NodeOwners): Admission {
+  seen(sql, now, nodeId);
+  return admission(sql, now, nodeId, owners);
+}
+
+/** Whether the claimant may claim now, as `admit` says, without counting the request as the node being seen. */
+function admission(sql: SqlStorage, now: number, nodeId: string, owners: NodeOwners): Admission {
   const node = claimant(sql, nodeId, owners);
   if (!node) return { ok: false, reason: "unregistered" };
-  seen(sql, now, nodeId);
   if (!isAccepting(node)) return { ok: false, reason: "not_accepting" };
   if (isHeldBack(node, now)) return { ok: false, reason: "held_back" };
   return { ok: true, node };

@@ -130,7 +130,9 @@ export function heartbeatNode(
     if (!registrationFits(reg)) return { ok: false, reason: "too_large" };
     registration = JSON.stringify(reg);
   }
-  sql.exec("UPDATE nodes SET status = ?, registration = ? WHERE node_id = ?", hb.status, registration, nodeId);
+  // Most heartbeats change neither: a row rewritten unchanged is still a row billed (docs/protocol.md §16).
+  if (hb.status !== row.status || registration !== row.registration)
+    sql.exec("UPDATE nodes SET status = ?, registration = ? WHERE node_id = ?", hb.status, registration, nodeId);
   if (hb.pools != null && assignedBy !== null) assignPools(sql, now, nodeId, hb.pools, assignedBy);
   seen(sql, now, nodeId);
   return { ok: true };

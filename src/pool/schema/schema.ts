@@ -20,6 +20,7 @@ import { SHARDS } from "./migrations/v18-shards";
 import { PASSPORTS } from "./migrations/v19-passports";
 import { REPLICAS_ELSEWHERE } from "./migrations/v22-replicas-elsewhere";
 import { UNUSED } from "./migrations/v23-unused";
+import { COSTS } from "./migrations/v24-costs";
 
 export type { Migration } from "./migrations/migration";
 
@@ -32,6 +33,7 @@ export const MIGRATIONS: readonly Migration[] = [
   ...PASSPORTS,
   ...REPLICAS_ELSEWHERE,
   ...UNUSED,
+  ...COSTS,
 ];
 
 /** Applies every migration newer than the recorded version, in order (the caller holds the transaction). */

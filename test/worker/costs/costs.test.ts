@@ -1,0 +1,101 @@
+// What a pool's work costs (docs/protocol.md §16), counted through the
+// metrics an operator reads: the SQLite rows each request kind writes and the
+// R2 operations it makes, summed over every shard. Counts, not timings: the
+// same requests write the same rows, so each is held to a ceiling. The
+// ceilings are today's counts, a ratchet toward §16's budgets (a task's
+// lifecycle ≤ 20 rows, a renewal ≤ 1), which a cut lowers with it.
+
+import { describe, expect, it } from "vitest";
+import type { Lease } from "../../../src/protocol/tasks";
+import {
+  call,
+  claim,
+  freshPool,
+  json,
+  nodeIdAt,
+  register,
+  sha256,
+  shardOfJob,
+  shardsOf,
+  submitJob,
+  trialsJob,
+  upload,
+} from "../helpers";
+
+type Costs = { written: number; r2A: number; r2B: number };
+
+/** The pool's counters now, summed over its shards. */
+async function costs(pool: string): Promise<Costs> {
+  const text = await (await call(pool, "GET", "/metrics")).text();
+  const total = (name: string, labels = "") => {
+    let sum = 0;
+    for (const m of text.matchAll(new RegExp(`^${name}\\{pool="${pool}"[^}]*${labels}\\} (\\S+)$`, "gm")))
+      sum += Number(m[1]);
+    return sum;
+  };
+  return {
+    written: total("flashedge_sql_rows_written_total"),
+    r2A: total("flashedge_r2_operations_total", 'class="A"'),
+    r2B: total("flashedge_r2_operations_total", 'class="B"'),
+  };
+}
+
+/** What `request` cost, by the counters before and after it. */
+async function costOf(pool: string, request: () => Promise<unknown>): Promise<Costs> {
+  const before = await costs(pool);
+  await request();
+  const after = await costs(pool);
+  return { written: after.written - before.written, r2A: after.r2A - before.r2A, r2B: after.r2B - before.r2B };
+}
+
+describe("what a task's requests cost", () => {
+  it("each request kind writes at most its rows, and an output's upload is one R2 write", async () => {
+    const pool = freshPool();
+    const tasks = 20;
+    let jobId = "";
+    const submit = await costOf(pool, async () => {
+      jobId = (await submitJob(pool, trialsJob(tasks))).job_id;
+    });
+    // At several shards, the dearer case: a node homed at another shard than the job's.
+    const n1 = nodeIdAt(pool, "n1", (shardOfJob(pool, jobId) + 1) % shardsOf(pool));
+    await register(pool, n1);
+    let lease!: Lease;
+    const claimed = await costOf(pool, async () => {
+      const r = await claim(pool, n1);
+      expect(r.status).toBe(200);
+      lease = await json<Lease>(r);
+    });
+    const renewal = await costOf(pool, async () =>
+      expect((await call(pool, "POST", `/attempts/${lease.lease_id}/heartbeat`)).status).toBe(200),
+    );
+    const heartbeat = await costOf(pool, async () =>
+      expect((await call(pool, "POST", `/nodes/${n1}/heartbeat`, { node_id: n1, status: "online" })).status).toBe(200),
+    );
+    const output = JSON.stringify({ score: 0.5 });
+    const key = `jobs/${lease.job_id}/${lease.task_id}/metrics.json`;
+    const uploaded = await costOf(pool, async () => expect((await upload(pool, key, output)).status).toBe(200));
+    const committed = await costOf(pool, async () => {
+      const r = await call(pool, "POST", `/attempts/${lease.lease_id}/complete`, {
+        output_sha256: await sha256(output),
+      });
+      expect(await json(r)).toMatchObject({ accepted: true });
+    });
+    const read = await costOf(pool, async () =>
+      expect((await call(pool, "GET", `/artifacts/${key}`)).status).toBe(200),
+    );
+    const lifecycle = submit.written / tasks + claimed.written + uploaded.written + committed.written;
+    console.log(
+      `COSTS S=${shardsOf(pool)} ${JSON.stringify({ submitPerTask: submit.written / tasks, claim: claimed.written, renewal: renewal.written, heartbeat: heartbeat.written, upload: uploaded.written, commit: committed.written, lifecycle })}`,
+    );
+
+    // An upload is one PUT and no read; the commit checks the hash the upload recorded; a download is one GET.
+    expect(uploaded).toMatchObject({ r2A: 1, r2B: 0 });
+    expect(committed).toMatchObject({ r2A: 0, r2B: 0 });
+    expect(read).toMatchObject({ written: 0, r2A: 0, r2B: 1 });
+    // A node heartbeat that changes nothing but liveness writes the node's row and its liveness index entry.
+    expect(heartbeat.written).toBeLessThanOrEqual(2);
+    expect(renewal.written).toBeLessThanOrEqual(6);
+    // At 4 shards the commit also tells the node's home and the summary (docs/sharding.md §8.3).
+    expect(lifecycle).toBeLessThanOrEqual(shardsOf(pool) === 1 ? 78 : 91);
+  });
+});
