@@ -156,7 +156,12 @@ export function violations(s: PoolSnapshot): string[] {
   }
   if (!s.released && !s.archived) out.push(...replayHolds(s.events).violations);
 
-  const liveDeadlines = s.leases.filter((l) => l.status === "live").map((l) => l.deadline_ms as number);
+  // A live lease is looked at (check_ms, schema step 25) no later than its deadline, and the alarm by then.
+  const live = s.leases.filter((l) => l.status === "live");
+  for (const l of live)
+    if ((l.check_ms as number) > (l.deadline_ms as number))
+      out.push(`lease ${l.lease_id}: its deadline ${l.deadline_ms} is before the alarm looks at it (${l.check_ms})`);
+  const liveDeadlines = live.map((l) => l.check_ms as number);
   if (s.alarm !== undefined && liveDeadlines.length > 0 && (s.alarm === null || s.alarm > Math.min(...liveDeadlines))) {
     out.push(`alarm ${s.alarm} is not armed by the earliest live deadline ${Math.min(...liveDeadlines)}`);
   }

@@ -466,7 +466,7 @@ describe("outcomes of a forwarded lease go home", () => {
     await submitTo(pool, K, trialsJob(1));
     await leaseAtK(pool, "n1");
     await runInDurableObject(shard(pool, K), (_o, state) => {
-      state.storage.sql.exec("UPDATE leases SET deadline_ms = ?", Date.now() - 1);
+      state.storage.sql.exec("UPDATE leases SET deadline_ms = ?1, check_ms = ?1", Date.now() - 1);
     });
     expect(await runDurableObjectAlarm(shard(pool, K))).toBe(true);
     await delivered(pool, K);

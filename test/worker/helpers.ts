@@ -6,6 +6,8 @@ import { env, exports } from "cloudflare:workers";
 import app from "../../src/index";
 import { shardStub } from "../../src/pool/address";
 import { addTasks as queueTasks } from "../../src/pool/jobs/tasks";
+import { lastRequests } from "../../src/pool/nodes/liveness";
+import { settleLiveness } from "../../src/pool/nodes/registry";
 import type { PoolObject } from "../../src/pool/object";
 import type { TaskSpec } from "../../src/protocol/tasks";
 import { parsePoolShards, shardCount } from "../../src/rules/pool-shards";
@@ -196,7 +198,8 @@ export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve
  * Moves the deadline of live leases — all of the pool's, or only those in
  * `leaseIds` — to `deadlineMs` (by default just past), as if that much time
  * had gone by: leases are at least 5 seconds long and tests do not sleep
- * through them. Nothing else changes; the alarm stays where it was armed, so
+ * through them, as if issued with that deadline (the sweep looks at it
+ * then: check_ms). Nothing else changes; the alarm stays where it was armed, so
  * only a sweep (a claim, a commit, or the alarm run by hand) expires them.
  */
 export async function moveDeadlines(pool: string, options: { leaseIds?: string[]; deadlineMs?: number } = {}) {
@@ -204,18 +207,41 @@ export async function moveDeadlines(pool: string, options: { leaseIds?: string[]
   for (const shard of shardStubs(pool)) {
     await runInDurableObject(shard, (_o, state) => {
       if (options.leaseIds === undefined) {
-        state.storage.sql.exec("UPDATE leases SET deadline_ms = ? WHERE status = 'live'", deadline);
+        state.storage.sql.exec("UPDATE leases SET deadline_ms = ?1, check_ms = ?1 WHERE status = 'live'", deadline);
         return;
       }
       for (const id of options.leaseIds) {
         state.storage.sql.exec(
-          "UPDATE leases SET deadline_ms = ? WHERE status = 'live' AND lease_id = ?",
+          "UPDATE leases SET deadline_ms = ?1, check_ms = ?1 WHERE status = 'live' AND lease_id = ?2",
           deadline,
           id,
         );
       }
     });
   }
+}
+
+/**
+ * Moves node `nodeId`'s last request `ms` into the past at its home: its row,
+ * and what the home keeps in memory of it (soft liveness, docs/protocol.md
+ * §16), which the home then writes down as its alarm does once the online
+ * window after the request ends. Leases and other shards' passports are the caller's.
+ */
+export async function ageNode(pool: string, nodeId: string, ms: number): Promise<void> {
+  await runInDurableObject(await homeStub(pool, nodeId), (_o, state) => {
+    state.storage.sql.exec(
+      "UPDATE nodes SET last_heartbeat_ms = last_heartbeat_ms - ?1, live_until_ms = live_until_ms - ?1 WHERE node_id = ?2",
+      ms,
+      nodeId,
+    );
+    const known = lastRequests(state.storage.sql);
+    const node = known.get(nodeId);
+    if (node !== undefined) {
+      known.saw(nodeId, node.at - ms);
+      known.heldElsewhere(nodeId, Math.max(0, node.elsewhere - ms), true);
+    }
+    state.storage.transactionSync(() => settleLiveness(state.storage.sql, Date.now()));
+  });
 }
 
 /**

@@ -11,6 +11,7 @@
 import { collected, nextCollection, takeForCollection } from "../artifacts/collection";
 import { earliestDeadline, sweep } from "../leases/leases";
 import { logLine } from "../ledger/log";
+import { lastRequests } from "../nodes/liveness";
 import { forgetPassports } from "../nodes/passports";
 import type { Pool } from "../pool";
 import { afterNewWork, exchange, nextTick } from "../shards/exchange";
@@ -42,7 +43,8 @@ export async function alarm(pool: Pool): Promise<void> {
 }
 
 /**
- * Keeps the alarm at the earliest live lease deadline, collection, archiving
+ * Keeps the alarm at the earliest live lease deadline, a silent node's
+ * liveness to write down (src/pool/nodes/liveness.ts), collection, archiving
  * or (at S > 1 only) summary tick due, or unset when none is.
  */
 export async function arm(pool: Pool): Promise<void> {
@@ -51,7 +53,8 @@ export async function arm(pool: Pool): Promise<void> {
   const due = nextArchive(pool.sql, now, pool.settings.jobRetentionMs);
   const archiving = due === null ? null : Math.max(due, pool.clock.archiveRetryAt);
   const tick = nextTick(pool, now);
-  const times = [deadline, nextCollection(pool.sql), archiving, outboxDue(pool), tick].filter(
+  const settling = lastRequests(pool.sql).due();
+  const times = [deadline, settling, nextCollection(pool.sql), archiving, outboxDue(pool), tick].filter(
     (t): t is number => t !== null,
   );
   const next = times.length === 0 ? null : Math.min(...times);

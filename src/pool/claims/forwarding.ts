@@ -14,6 +14,7 @@ import { shardOfId } from "../../rules/shard-ids";
 import { allotment, pendingOf } from "../../rules/summary";
 import type { ClaimTicket, ForwardedClaimResult, ReplicaTask, Turn } from "../contract";
 import { admit } from "../leases/leases";
+import { lastRequests } from "../nodes/liveness";
 import { passportOf } from "../nodes/passports";
 import { seen } from "../nodes/registry";
 import type { Pool } from "../pool";
@@ -433,6 +434,7 @@ export function tookLease(
   const deadline = Date.parse(lease.deadline);
   pool.transaction(() => {
     seen(pool.sql, Date.now(), nodeId, deadline);
+    lastRequests(pool.sql).heldElsewhere(nodeId, deadline, false);
     if (replica !== undefined) replicaElsewhere(pool, k, nodeId, replica, true);
   });
 }

@@ -7,20 +7,38 @@ import { mayRetry } from "../../rules/scheduling";
 import { settleJob } from "../jobs/jobs";
 import { emit } from "../ledger/events";
 import { nodeOutcome } from "../nodes/outcomes";
+import { holdsUntil, lastRequestWritten, settleLiveness } from "../nodes/registry";
 import { attemptFailed } from "../scheduling/scheduling";
 import { abandonReplicas, endedReplicas } from "../verification/verification";
 import { findLease, type Joined } from "./rows";
 
-/** Expires every live lease whose deadline has passed; answers how many. */
+/**
+ * Expires every live lease whose deadline has passed, and looks again at its
+ * new deadline at one renewed since (docs/protocol.md §16); answers how many
+ * expired. First writes down the rows of nodes gone silent.
+ */
 export function sweep(sql: SqlStorage, now: number): number {
+  settleLiveness(sql, now);
   const due = sql
-    .exec<{ lease_id: string }>("SELECT lease_id FROM leases WHERE status = 'live' AND deadline_ms <= ?", now)
+    .exec<{ lease_id: string; node_id: string; deadline_ms: number }>(
+      "SELECT lease_id, node_id, deadline_ms FROM leases WHERE status = 'live' AND check_ms <= ?",
+      now,
+    )
     .toArray();
-  for (const { lease_id } of due) {
-    const row = findLease(sql, lease_id)!;
-    endAttempt(sql, now, row, "expired", "LEASE_EXPIRED", `lease ${lease_id} expired`);
+  let expired = 0;
+  for (const lease of due) {
+    if (lease.deadline_ms > now) {
+      // Renewed since it was last looked at: look again at its deadline, to which its node is online.
+      sql.exec("UPDATE leases SET check_ms = deadline_ms WHERE lease_id = ?", lease.lease_id);
+      holdsUntil(sql, lease.node_id, lease.deadline_ms);
+      continue;
+    }
+    lastRequestWritten(sql, lease.node_id);
+    const row = findLease(sql, lease.lease_id)!;
+    endAttempt(sql, now, row, "expired", "LEASE_EXPIRED", `lease ${lease.lease_id} expired`);
+    expired++;
   }
-  return due.length;
+  return expired;
 }
 
 /** What emit() needs to seal a lease's events with its task (docs/protocol.md §14). */
@@ -104,7 +122,7 @@ export function endLeasesOf(sql: SqlStorage, now: number, nodeId: string, why: s
   return live.length;
 }
 
-/** The earliest live deadline: where the alarm must be. */
+/** The earliest time a live lease is to be looked at (its deadline, or an earlier one it was renewed past): where the alarm must be. */
 export function earliestDeadline(sql: SqlStorage): number | null {
-  return sql.exec<{ d: number | null }>("SELECT MIN(deadline_ms) AS d FROM leases WHERE status = 'live'").one().d;
+  return sql.exec<{ d: number | null }>("SELECT MIN(check_ms) AS d FROM leases WHERE status = 'live'").one().d;
 }

@@ -16,9 +16,9 @@ import type { ClaimResult } from "../claims/claim-result";
 import type { Turn } from "../contract";
 import { jobOpen, settleJob } from "../jobs/jobs";
 import type { TaskRow } from "../jobs/tasks";
-import { emit, tally } from "../ledger/events";
+import { emit } from "../ledger/events";
 import { nodeOutcome, renewedHere } from "../nodes/outcomes";
-import { type ClaimantRow, claimant, seen, storedNodeView } from "../nodes/registry";
+import { type ClaimantRow, claimant, ending, seen, storedNodeView } from "../nodes/registry";
 import { isAccepting, isHeldBack } from "../nodes/states";
 import { DEFAULT_RETRY_ELSEWHERE_MS, pickTask, useTurn } from "../scheduling/scheduling";
 import { commitKey, nextReplica, recordReplica } from "../verification/verification";
@@ -143,13 +143,14 @@ export function claim(
   const turn = useTurn(sql, now, task.job_id, weights);
   const deadline = now + Math.round(task.lease_seconds * 1000);
   sql.exec(
-    `INSERT INTO leases (lease_id, task_seq, node_id, attempt_number, issued_ms, deadline_ms, status, replica, owner, claim_id)
-     VALUES (?, ?, ?, ?, ?, ?, 'live', ?, ?, ?)`,
+    `INSERT INTO leases (lease_id, task_seq, node_id, attempt_number, issued_ms, deadline_ms, check_ms, status, replica, owner, claim_id)
+     VALUES (?, ?, ?, ?, ?, ?, ?, 'live', ?, ?, ?)`,
     task.lease_id,
     task.seq,
     nodeId,
     task.attempts_used,
     now,
+    deadline,
     deadline,
     replica,
     owner,
@@ -206,15 +207,16 @@ export function renew(sql: SqlStorage, now: number, leaseId: string, caller: str
   if (!mayDrive(row?.node_id, caller)) return { ok: false, reason: "not_holder" };
   if (!row || !isLiveLease(row, now)) return { ok: false, reason: "gone" };
   const deadline = now + Math.round(row.lease_seconds * 1000);
-  // No ledger row: a renewal is counted on its lease and in the event tally.
+  // One row (docs/protocol.md §16): no index holds the deadline (the sweep finds the lease
+  // by check_ms), the tally hears of the renewals when the lease ends (schema step 25), and
+  // the node is online by its lease, its row written ahead when the sweep next looks.
   sql.exec(
     "UPDATE leases SET deadline_ms = ?, renewals = renewals + 1, renewed_ms = ? WHERE lease_id = ?",
     deadline,
     now,
     leaseId,
   );
-  if (!seen(sql, now, row.node_id, deadline)) renewedHere(sql, now, row.node_id, deadline);
-  tally(sql, "LEASE_RENEWED");
+  if (!seen(sql, now, row.node_id)) renewedHere(sql, now, row.node_id, deadline);
   return { ok: true, lease: leaseRecord({ ...row, deadline_ms: deadline }) };
 }
 
@@ -234,9 +236,10 @@ export function failAttempt(
   const row = findLease(sql, leaseId);
   if (!mayDrive(row?.node_id, caller)) return { ok: false, reason: "not_holder" };
   if (!row || !isLiveLease(row, now)) return { ok: false, reason: "gone" };
-  seen(sql, now, row.node_id);
+  ending(sql, now, row.node_id);
   const message = truncateUtf8(`attempt ${row.attempt_number} failed: ${reason}`, MAX_STORED_TEXT_BYTES);
   endAttempt(sql, now, row, "failed", "TASK_ATTEMPT_FAILED", message);
+  seen(sql, now, row.node_id);
   return { ok: true };
 }
 
@@ -274,7 +277,21 @@ export function commit(
   const row = findLease(sql, leaseId);
   if (!mayDrive(row?.node_id, caller)) return { status: "not_holder" };
   if (!row) return { status: "unknown" };
+  ending(sql, now, row.node_id);
+  const judged = judge(sql, now, row, outputSha256, output, evidence);
   seen(sql, now, row.node_id);
+  return judged;
+}
+
+function judge(
+  sql: SqlStorage,
+  now: number,
+  row: Joined,
+  outputSha256: string,
+  output: ValidOutput | null,
+  evidence: unknown,
+): CommitOutcome {
+  const leaseId = row.lease_id;
   const live = isLiveLease(row, now);
   const key = commitKey(row, row.replica);
   const bound = sql

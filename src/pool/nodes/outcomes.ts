@@ -16,6 +16,7 @@ import type { NodeOutcome, Outcome, OutcomeMessage, ReplicaTask } from "../contr
 import { appendOutbox } from "../ledger/outbox-rows";
 import type { Pool } from "../pool";
 import { replicaElsewhere } from "../verification/replicas-elsewhere";
+import { lastRequests } from "./liveness";
 import { ONLINE_WINDOW_MS } from "./states";
 
 /**
@@ -81,7 +82,9 @@ function seenElsewhere(sql: SqlStorage, nodeId: string, seen: { at: number; unti
          WHERE node_id = ?3`
     : `UPDATE nodes SET last_heartbeat_ms = MAX(last_heartbeat_ms, ?1),
          live_until_ms = MAX(live_until_ms, ?1 + ${ONLINE_WINDOW_MS}, ?2) WHERE node_id = ?3`;
-  return sql.exec(statement, seen.at, seen.until, nodeId).rowsWritten > 0;
+  const here = sql.exec(statement, seen.at, seen.until, nodeId).rowsWritten > 0;
+  if (here) lastRequests(sql).heldElsewhere(nodeId, seen.until, seen.ended === 1);
+  return here;
 }
 
 /**

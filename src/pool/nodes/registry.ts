@@ -8,6 +8,7 @@ import { ownerOf } from "../../rules/owners";
 import { type Membership, type NodeView, nodeView } from "../../rules/placement";
 import { trusted } from "../../rules/verification";
 import { iso } from "../ledger/events";
+import { LIVENESS_LEAD_MS, lastRequestOf, lastRequests } from "./liveness";
 import { ACCEPTING_STATUS, admittingSql, isHeldBack, isOnline, ONLINE_WINDOW_MS } from "./states";
 
 // The online window is the "online" rule's (src/pool/nodes/states.ts), which a
@@ -50,8 +51,10 @@ export function registerNode(
     registration.node_id,
     JSON.stringify(registration),
     now,
-    now + ONLINE_WINDOW_MS,
+    // Written anyway, so a minute ahead, as `seen` writes it.
+    now + ONLINE_WINDOW_MS + LIVENESS_LEAD_MS,
   );
+  lastRequests(sql).saw(registration.node_id, now);
   if (assignedBy !== null) assignPools(sql, now, registration.node_id, registration.capabilities.pools, assignedBy);
 }
 
@@ -141,23 +144,85 @@ export function heartbeatNode(
 /**
  * A request from `nodeId` proves it alive (docs/protocol.md §5): online for the window
  * from now, or until `holdsUntil` (the deadline of a lease it was just
- * issued or renewed), whichever is later; for a node with a passport here,
- * its last request here. Unknown nodes are left alone. True when the
- * node's record is here (its home).
+ * issued), whichever is later; for a node with a passport here, its last
+ * request here. Unknown nodes are left alone. True when the node's record
+ * is here (its home). Soft (src/pool/nodes/liveness.ts): the row is written
+ * only when it would say less than that, and then a minute ahead.
  */
 export function seen(sql: SqlStorage, now: number, nodeId: string, holdsUntil = 0): boolean {
-  const home = sql.exec(
-    "UPDATE nodes SET last_heartbeat_ms = ?, live_until_ms = MAX(live_until_ms, ?, ?) WHERE node_id = ?",
-    now,
-    now + ONLINE_WINDOW_MS,
-    holdsUntil,
-    nodeId,
-  ).rowsWritten;
-  if (home > 0) return true;
+  const row = sql
+    .exec<{ live_until_ms: number }>("SELECT live_until_ms FROM nodes WHERE node_id = ?", nodeId)
+    .toArray()[0];
+  if (row) {
+    const needs = Math.max(now + ONLINE_WINDOW_MS, holdsUntil);
+    if (row.live_until_ms < needs)
+      sql.exec(
+        "UPDATE nodes SET last_heartbeat_ms = ?, live_until_ms = MAX(live_until_ms, ?) WHERE node_id = ?",
+        now,
+        needs + LIVENESS_LEAD_MS,
+        nodeId,
+      );
+    lastRequests(sql).saw(nodeId, now);
+    return true;
+  }
   // A node whose home is another shard is alive here too (docs/sharding.md §8.3). Its home learns of it by its
   // lease, and by the outcome a lease's end here writes (schema step 20), sent once this change is durable.
-  sql.exec("UPDATE passports SET last_request_ms = ? WHERE node_id = ?", now, nodeId);
+  sql.exec("UPDATE passports SET last_request_ms = ?1 WHERE node_id = ?2 AND last_request_ms < ?1", now, nodeId);
   return false;
+}
+
+/**
+ * A request that may end one of the node's leases (a commit, a fail), before
+ * it does: its time is written, for the end to keep the node online from it
+ * (schema step 14 here; step 20 tells another shard's node's home). Then
+ * `seen`, which writes nothing more unless no lease ended.
+ */
+export function ending(sql: SqlStorage, now: number, nodeId: string): void {
+  if (sql.exec("UPDATE nodes SET last_heartbeat_ms = ? WHERE node_id = ?", now, nodeId).rowsWritten > 0)
+    lastRequests(sql).saw(nodeId, now);
+  else seen(sql, now, nodeId);
+}
+
+/**
+ * A node homed here holds a live lease until `deadline`, renewed since its
+ * row last said so: online until then (docs/protocol.md §5).
+ */
+export function holdsUntil(sql: SqlStorage, nodeId: string, deadline: number): void {
+  sql.exec("UPDATE nodes SET live_until_ms = ?1 WHERE node_id = ?2 AND live_until_ms < ?1", deadline, nodeId);
+}
+
+/**
+ * A lease of the node is about to end with no request from it (an expiry):
+ * the end keeps it online from its last request (schema step 14), so the
+ * row hears of one kept only in memory first.
+ */
+export function lastRequestWritten(sql: SqlStorage, nodeId: string): void {
+  const known = lastRequests(sql).get(nodeId);
+  if (known)
+    sql.exec("UPDATE nodes SET last_heartbeat_ms = ?1 WHERE node_id = ?2 AND last_heartbeat_ms < ?1", known.at, nodeId);
+}
+
+/**
+ * Writes down the rows of nodes gone silent, which `seen` wrote ahead: once
+ * a node's last request is older than the window, and no live lease (here
+ * or one another shard told of) keeps it online, its row says it is online
+ * until that request + the window, as a lease's end makes it (schema step
+ * 14). A node still holding a lease is online either way; its lease's end
+ * writes its row exactly.
+ */
+export function settleLiveness(sql: SqlStorage, now: number): void {
+  for (const [nodeId, { at, elsewhere }] of lastRequests(sql).takeDue(now)) {
+    const exact = `MAX(?1 + ${ONLINE_WINDOW_MS}, ?3,
+      COALESCE((SELECT MAX(l.deadline_ms) FROM leases l WHERE l.node_id = ?2 AND l.status = 'live'), 0))`;
+    sql.exec(
+      `UPDATE nodes SET last_heartbeat_ms = MAX(last_heartbeat_ms, ?1), live_until_ms = ${exact}
+       WHERE node_id = ?2 AND live_until_ms > ${exact} AND ${exact} <= ?4`,
+      at,
+      nodeId,
+      elsewhere,
+      now,
+    );
+  }
 }
 
 export function findNode(sql: SqlStorage, nodeId: string): NodeRow | undefined {
@@ -273,7 +338,7 @@ export function listNodes(
       ? sql.exec<Row>(`${withOwner} ORDER BY n.node_id LIMIT ?`, limit)
       : sql.exec<Row>(`${withOwner} WHERE n.node_id > ? ORDER BY n.node_id LIMIT ?`, after, limit);
   const { items, last } = fillPage(rows, maxBytes, (row) => {
-    const age = Math.max(0, now - row.last_heartbeat_ms);
+    const age = Math.max(0, now - lastRequestOf(sql, row.node_id, row.last_heartbeat_ms));
     const registration = JSON.parse(row.registration) as NodeRegistration;
     const pools = memberPools(registration.capabilities.pools, membership, row.assigned_pools);
     return {

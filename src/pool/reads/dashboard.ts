@@ -28,6 +28,7 @@ import { storageReport } from "../../rules/storage";
 import { poolTaskCounts, taskCounts } from "../jobs/jobs";
 import { iso } from "../ledger/events";
 import { asSeenByNodes, SEALED_EVENT, sealedPending, type Viewer } from "../ledger/sealing";
+import { lastRequestOf } from "../nodes/liveness";
 import { ASSIGNED_POOLS, memberPools, ONLINE_WINDOW_MS } from "../nodes/registry";
 import { acceptingSql, heldBackSql, isHeldBack, isOnline, onlineSql } from "../nodes/states";
 import { CLIP_ENTRIES, clip, clipLabels } from "./clipping";
@@ -155,7 +156,8 @@ function nodesPage(
       hostname: clip(reg.hostname ?? ""),
       online: isOnline(row, now),
       status: row.status,
-      last_heartbeat_age_s: Math.round(Math.max(0, now - row.last_heartbeat_ms) / 100) / 10,
+      last_heartbeat_age_s:
+        Math.round(Math.max(0, now - lastRequestOf(sql, row.node_id, row.last_heartbeat_ms)) / 100) / 10,
       environment: clip(reg.environment ?? ""),
       os: clip(caps.os ?? ""),
       architecture: clip(caps.architecture ?? ""),

@@ -29,6 +29,9 @@ export function metricsSample(
   Object.assign(tasks, asSeenByNodes(tasks, sum(sealedPending(sql, viewer, "job_id").values())));
   const events: Record<string, number> = {};
   for (const r of sql.exec<{ type: string; n: number }>("SELECT type, n FROM event_counts")) events[r.type] = r.n;
+  // A live lease's renewals reach the tally when it ends (schema step 25).
+  const renewing = sql.exec<{ n: number }>("SELECT TOTAL(renewals) AS n FROM leases WHERE status = 'live'").one().n;
+  if (renewing > 0) events.LEASE_RENEWED = (events.LEASE_RENEWED ?? 0) + renewing;
   const pending = demand(sql, now, membership, viewer, false, answers);
   const count = (query: string, ...args: number[]) => sql.exec<{ n: number }>(query, ...args).one().n;
   return {

@@ -1,5 +1,5 @@
 -- The pool object's SQLite schema after every migration in src/pool/schema/schema.ts
--- (1-24): what a new pool starts with and what every older pool is migrated to.
+-- (1-25): what a new pool starts with and what every older pool is migrated to.
 -- Generated from a freshly migrated pool's sqlite_master, never edited by hand:
 -- test/worker/schema/schema.test.ts fails when they differ; after changing a migration,
 -- `npm run schema:snapshot` rewrites this file. Run on an empty database it makes
@@ -165,8 +165,9 @@ ALTER TABLE leases ADD COLUMN renewed_ms INTEGER; -- migration 6
 ALTER TABLE leases ADD COLUMN replica INTEGER NOT NULL DEFAULT 0; -- migration 13
 ALTER TABLE leases ADD COLUMN owner TEXT; -- migration 16
 ALTER TABLE leases ADD COLUMN claim_id TEXT; -- migration 18
+ALTER TABLE leases ADD COLUMN check_ms INTEGER; -- migration 25
 CREATE UNIQUE INDEX leases_claim ON leases (claim_id) WHERE claim_id IS NOT NULL; -- migration 18
-CREATE INDEX leases_live_deadline ON leases (deadline_ms) WHERE status = 'live'; -- migration 1
+CREATE INDEX leases_live_check ON leases (check_ms) WHERE status = 'live'; -- migration 25
 CREATE INDEX leases_live_node ON leases (node_id, task_seq) WHERE status = 'live'; -- migration 1
 CREATE INDEX leases_replica_node ON leases (node_id, task_seq) WHERE replica > 0; -- migration 21
 CREATE INDEX leases_task ON leases (task_seq); -- migration 8
@@ -468,6 +469,17 @@ CREATE TRIGGER leases_end_liveness AFTER UPDATE OF status ON leases
     UPDATE nodes SET live_until_ms = MAX(last_heartbeat_ms + 15000, COALESCE(
         (SELECT MAX(l.deadline_ms) FROM leases l WHERE l.node_id = NEW.node_id AND l.status = 'live'), 0))
       WHERE node_id = NEW.node_id;
+  END;
+
+-- leases_end_renewals (migration 25):
+-- docs/protocol.md §16, a renewal writes one row: when a lease stops being live (commit, fail,
+-- expiry, cancel), its renewals are added to event_counts' LEASE_RENEWED. TypeScript half:
+-- src/pool/leases/leases.ts renew() counts on the lease only, src/pool/reads/metrics.ts adds
+-- the live leases' renewals to the tally.
+CREATE TRIGGER leases_end_renewals AFTER UPDATE OF status ON leases
+    WHEN OLD.status = 'live' AND NEW.status <> 'live' AND NEW.renewals > 0 BEGIN
+    INSERT INTO event_counts (type, n) VALUES ('LEASE_RENEWED', NEW.renewals)
+      ON CONFLICT (type) DO UPDATE SET n = n + excluded.n;
   END;
 
 -- leases_end_tell_home (migration 20):

@@ -4,13 +4,15 @@
 // moved by shifting a node's stored times into the past, as if its last
 // request had been that long ago.
 
-import { runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { LIVENESS_LEAD_MS, lastRequests } from "../../../src/pool/nodes/liveness";
 import { migrate } from "../../../src/pool/schema/schema";
 import type { Lease } from "../../../src/protocol/tasks";
 import { jobSpec } from "../../fixtures/jobspec";
 import {
+  ageNode,
   call,
   claim,
   delivered,
@@ -23,6 +25,7 @@ import {
   shardOfJob,
   shardStubs,
   shardsOf,
+  sleep,
   stub,
   upload,
 } from "../helpers";
@@ -35,20 +38,11 @@ type NodeRow = { node_id: string; online: boolean; last_heartbeat_age_s: number 
 /** Moves everything the pool knows about `nodeId`'s requests and leases `ms` into the past. */
 async function age(pool: string, nodeId: string, ms: number) {
   await delivered(pool); // what the node did at other shards is in its home's record first
-  await runInDurableObject(await homeStub(pool, nodeId), (_o, state) => {
-    state.storage.sql.exec(
-      "UPDATE nodes SET last_heartbeat_ms = last_heartbeat_ms - ?, live_until_ms = live_until_ms - ? WHERE node_id = ?",
-      ms,
-      ms,
-      nodeId,
-    );
-  });
   // Its leases are in the shards that issued them, and what those shards saw of it in its passports there.
   for (const shard of shardStubs(pool)) {
     await runInDurableObject(shard, (_o, state) => {
       state.storage.sql.exec(
-        "UPDATE leases SET issued_ms = issued_ms - ?, deadline_ms = deadline_ms - ? WHERE node_id = ?",
-        ms,
+        "UPDATE leases SET issued_ms = issued_ms - ?1, deadline_ms = deadline_ms - ?1, check_ms = check_ms - ?1 WHERE node_id = ?2",
         ms,
         nodeId,
       );
@@ -60,6 +54,7 @@ async function age(pool: string, nodeId: string, ms: number) {
       );
     });
   }
+  await ageNode(pool, nodeId, ms);
 }
 
 async function node(pool: string, nodeId: string): Promise<NodeRow> {
@@ -214,5 +209,79 @@ describe("liveness", () => {
     expect(after.online).toBe(true);
     const elsewhere = name === "an attempt heartbeat" && shardsOf(pool) > 1 && shardOfJob(pool, lease.job_id) !== 0;
     if (!elsewhere) expect(after.last_heartbeat_age_s).toBeLessThan(5);
+  });
+});
+
+// Soft liveness (docs/protocol.md §16): the row is written a minute ahead, the exact last request is kept in
+// memory, and once its window ends the alarm writes the row down to it.
+describe("soft liveness", () => {
+  it("an idle node's requests write its row once, a minute ahead; the alarm writes it down once it goes silent", async () => {
+    const pool = freshPool();
+    await register(pool, "quiet");
+    const home = await homeStub(pool, "quiet");
+    const row = () =>
+      runInDurableObject(home, (_o, state) =>
+        state.storage.sql
+          .exec<{ last_heartbeat_ms: number; live_until_ms: number }>(
+            "SELECT last_heartbeat_ms, live_until_ms FROM nodes WHERE node_id = 'quiet'",
+          )
+          .one(),
+      );
+    const registered = await row();
+    expect(registered.live_until_ms).toBe(registered.last_heartbeat_ms + 15_000 + LIVENESS_LEAD_MS);
+    await sleep(30);
+    for (let i = 0; i < 3; i++)
+      expect((await call(pool, "POST", "/nodes/quiet/heartbeat", { node_id: "quiet" })).status).toBe(200);
+    // The row is as it was; the node's age is its last request's, kept in memory.
+    expect(await row()).toEqual(registered);
+    expect((await node(pool, "quiet")).last_heartbeat_age_s).toBeLessThan(0.03);
+
+    // 16 s of silence later, by the home's clock: the alarm armed for it writes the row down.
+    const silentSince = await runInDurableObject(home, (_o, state) => {
+      const known = lastRequests(state.storage.sql);
+      known.saw("quiet", known.get("quiet")!.at - 16_000);
+      return known.get("quiet")!.at;
+    });
+    expect(await runDurableObjectAlarm(home)).toBe(true);
+    const settled = await row();
+    expect(settled.live_until_ms).toBe(silentSince + 15_000);
+    expect(settled.live_until_ms).toBeLessThan(Date.now());
+    expect((await node(pool, "quiet")).online).toBe(false);
+  });
+
+  it("a working node's silence between renewals writes nothing: its lease keeps it online", async () => {
+    const pool = await setUp(600);
+    const lease = await json<Lease>(await claim(pool, "busy"));
+    expect((await call(pool, "POST", `/attempts/${lease.lease_id}/heartbeat`)).status).toBe(200);
+    const home = await homeStub(pool, "busy");
+    const liveUntil = () =>
+      runInDurableObject(
+        home,
+        (_o, state) =>
+          state.storage.sql.exec<{ t: number }>("SELECT live_until_ms AS t FROM nodes WHERE node_id = 'busy'").one().t,
+      );
+    const before = await liveUntil();
+    await runInDurableObject(home, (_o, state) => {
+      const known = lastRequests(state.storage.sql);
+      known.saw("busy", known.get("busy")!.at - 16_000);
+    });
+    await runDurableObjectAlarm(home);
+    expect(await liveUntil()).toBe(before);
+    expect((await node(pool, "busy")).online).toBe(true);
+  });
+
+  it("after a restart the written row stands, a minute ahead at most, until the node's next request", async () => {
+    const pool = freshPool();
+    await register(pool, "quiet");
+    const home = await homeStub(pool, "quiet");
+    // A restart forgets what memory held; the row says online until a minute past the request's window.
+    await runInDurableObject(home, (_o, state) => lastRequests(state.storage.sql).takeDue(Number.POSITIVE_INFINITY));
+    const { written } = await runInDurableObject(home, (_o, state) => ({
+      written: state.storage.sql
+        .exec<{ t: number }>("SELECT live_until_ms - last_heartbeat_ms AS t FROM nodes WHERE node_id = 'quiet'")
+        .one().t,
+    }));
+    expect(written).toBe(15_000 + LIVENESS_LEAD_MS);
+    expect((await node(pool, "quiet")).online).toBe(true);
   });
 });

@@ -20,6 +20,7 @@ import type { PlacementReport, FleetSummary as ServerFleetSummary } from "../../
 import { type Lease, TASK_STATES } from "../../../src/protocol/tasks";
 import { PRIORITY_LABEL, TENANT_LABEL } from "../../../src/rules/scheduling";
 import {
+  ageNode,
   call,
   claim,
   expireLeases,
@@ -83,14 +84,7 @@ async function submit(pool: string, body: unknown): Promise<string> {
 
 /** Moves a node's last request into the past, past the online window. */
 function silence(pool: string, nodeId: string, ms = 60_000) {
-  return runInDurableObject(stub(pool), (_o, state) => {
-    state.storage.sql.exec(
-      "UPDATE nodes SET last_heartbeat_ms = last_heartbeat_ms - ?, live_until_ms = live_until_ms - ? WHERE node_id = ?",
-      ms,
-      ms,
-      nodeId,
-    );
-  });
+  return ageNode(pool, nodeId, ms);
 }
 
 /** The one element `tag` of a served page, its text exactly as served; fails unless there is exactly one. */

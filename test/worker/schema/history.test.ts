@@ -199,3 +199,78 @@ describe("heartbeats cost no history", () => {
     expect(await violations(pool)).toEqual([]);
   });
 });
+
+// docs/protocol.md §16: a renewal writes its lease's row only. The tally hears of it when the lease ends
+// (schema step 25's trigger), the metric adds the live leases' renewals, and the sweep finds a lease by
+// when to look at it (check_ms), moved to its renewed deadline when it gets there.
+describe("a renewal writes one row", () => {
+  const renewed = async (pool: string) =>
+    Number(
+      /^flashedge_events_total\{pool="[^"]+",type="LEASE_RENEWED"\} (\d+)$/m.exec(
+        await (await call(pool, "GET", "/metrics")).text(),
+      )?.[1] ?? 0,
+    );
+
+  it("is counted once whether its lease is live or ended, and across schema step 25", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await submitJob(pool, trialsJob(2, { lease_seconds: 600 }));
+    const first = await json<Lease>(await claim(pool, "n1"));
+    for (let i = 0; i < 3; i++) await call(pool, "POST", `/attempts/${first.lease_id}/heartbeat`);
+    expect(await renewed(pool)).toBe(3);
+    await call(pool, "POST", `/attempts/${first.lease_id}/fail`, { reason: "x" });
+    expect(await renewed(pool)).toBe(3);
+    // A pool from before step 25 tallied each renewal as it came: a lease live across the upgrade is not counted twice.
+    const second = await json<Lease>(await claim(pool, "n1"));
+    await runInDurableObject(stub(pool), (_o, state) => {
+      const sql = state.storage.sql;
+      rewindSchema(sql, 24);
+      sql.exec("UPDATE leases SET renewals = 2 WHERE lease_id = ?", second.lease_id);
+      sql.exec("UPDATE event_counts SET n = n + 2 WHERE type = 'LEASE_RENEWED'");
+      state.storage.transactionSync(() => migrate(sql));
+    });
+    expect(await renewed(pool)).toBe(5);
+    await call(pool, "POST", `/attempts/${second.lease_id}/heartbeat`);
+    await call(pool, "POST", `/attempts/${second.lease_id}/fail`, { reason: "x" });
+    expect(await renewed(pool)).toBe(6);
+    expect(await violations(pool)).toEqual([]);
+  });
+
+  it("a lease renewed past its first deadline lives to its new one, looked at again then", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await submitJob(pool, trialsJob(1, { lease_seconds: 600 }));
+    const lease = await json<Lease>(await claim(pool, "n1"));
+    const row = () =>
+      runInDurableObject(stub(pool), (_o, state) =>
+        state.storage.sql
+          .exec<{ status: string; deadline_ms: number; check_ms: number }>(
+            "SELECT status, deadline_ms, check_ms FROM leases WHERE lease_id = ?",
+            lease.lease_id,
+          )
+          .one(),
+      );
+    const issued = await row();
+    expect(issued.check_ms).toBe(issued.deadline_ms);
+    expect((await call(pool, "POST", `/attempts/${lease.lease_id}/heartbeat`)).status).toBe(200);
+    const renewedRow = await row();
+    expect(renewedRow.check_ms).toBe(issued.check_ms); // the renewal moved only its deadline
+    expect(renewedRow.deadline_ms).toBeGreaterThan(issued.deadline_ms);
+    // Its first deadline passes: the sweep finds it renewed, keeps it, and looks again at its new deadline.
+    await runInDurableObject(stub(pool), (_o, state) =>
+      state.storage.sql.exec("UPDATE leases SET check_ms = ? WHERE lease_id = ?", Date.now() - 1, lease.lease_id),
+    );
+    expect((await claim(pool, "n1")).status).toBe(204); // a claim sweeps
+    const kept = await row();
+    expect(kept).toEqual({ status: "live", deadline_ms: renewedRow.deadline_ms, check_ms: renewedRow.deadline_ms });
+    // Its node is online by it to the new deadline: written then, not at each renewal.
+    const liveUntil = await runInDurableObject(
+      stub(pool),
+      (_o, state) =>
+        state.storage.sql.exec<{ t: number }>("SELECT live_until_ms AS t FROM nodes WHERE node_id = 'n1'").one().t,
+    );
+    expect(liveUntil).toBeGreaterThanOrEqual(renewedRow.deadline_ms);
+    expect((await call(pool, "POST", `/attempts/${lease.lease_id}/heartbeat`)).status).toBe(200);
+    expect(await violations(pool)).toEqual([]);
+  });
+});

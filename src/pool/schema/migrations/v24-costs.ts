@@ -1,10 +1,21 @@
-// Step 24 of the pool's schema: what a pool costs (docs/protocol.md §16).
-// tasks_claim_job indexed a job's pending tasks by class, which steps 16's
+// Steps 24 and 25 of the pool's schema: what a pool costs (docs/protocol.md §16).
+//
+// 24: tasks_claim_job indexed a job's pending tasks by class, which steps 16's
 // tasks_fresh_job and tasks_replicating_job now split between them: every
 // claim walks those two, and the one other reader of a job's pending tasks
 // (the placement report's count before a task) seeks tasks_job_state. It
 // cost a row on each task's insert and on each change of its state. Bounded
 // work on any history: dropping an index frees its pages and reads no row.
+//
+// 25: a renewal writes its lease's row and nothing else. The expiry sweep
+// and the alarm seek a live lease by when to look at it again (check_ms),
+// no longer by its deadline, which a renewal moves: check_ms starts at the
+// deadline and moves only when the sweep finds the lease renewed past it,
+// about once per lease length. And a renewal is counted on its lease
+// (renewals), added to event_counts when the lease ends (the trigger) and
+// read with the live leases' count: no tally row per renewal. Work bounded
+// by the live leases (at most a few per node), but for the index's build,
+// which reads the leases once (steps 15–16 read every task).
 
 import type { Migration } from "./migration";
 
@@ -14,5 +25,31 @@ export const COSTS: readonly Migration[] = [
     description: "drops tasks_claim_job, which the fresh and replicating indexes of step 16 replaced",
     up: "DROP INDEX tasks_claim_job;",
     down: "CREATE INDEX tasks_claim_job ON tasks (job_id, class_id, seq) WHERE state = 'PENDING';",
+  },
+  {
+    id: 25,
+    description:
+      "a renewal writes one row: leases seek the sweep by check_ms; renewals reach event_counts at the lease's end",
+    up: `ALTER TABLE leases ADD COLUMN check_ms INTEGER;
+  UPDATE leases SET check_ms = deadline_ms WHERE status = 'live';
+  CREATE INDEX leases_live_check ON leases (check_ms) WHERE status = 'live';
+  DROP INDEX leases_live_deadline;
+  UPDATE event_counts SET n = n - (SELECT TOTAL(renewals) FROM leases WHERE status = 'live')
+    WHERE type = 'LEASE_RENEWED';
+  CREATE TRIGGER leases_end_renewals AFTER UPDATE OF status ON leases
+    WHEN OLD.status = 'live' AND NEW.status <> 'live' AND NEW.renewals > 0 BEGIN
+    INSERT INTO event_counts (type, n) VALUES ('LEASE_RENEWED', NEW.renewals)
+      ON CONFLICT (type) DO UPDATE SET n = n + excluded.n;
+  END;`,
+    down: `DROP TRIGGER leases_end_renewals;
+  UPDATE event_counts SET n = n + (SELECT TOTAL(renewals) FROM leases WHERE status = 'live')
+    WHERE type = 'LEASE_RENEWED';
+  CREATE INDEX leases_live_deadline ON leases (deadline_ms) WHERE status = 'live';
+  DROP INDEX leases_live_check;
+  ALTER TABLE leases DROP COLUMN check_ms;`,
+    triggers: {
+      leases_end_renewals:
+        "docs/protocol.md §16, a renewal writes one row: when a lease stops being live (commit, fail, expiry, cancel), its renewals are added to event_counts' LEASE_RENEWED. TypeScript half: src/pool/leases/leases.ts renew() counts on the lease only, src/pool/reads/metrics.ts adds the live leases' renewals to the tally.",
+    },
   },
 ];
