@@ -1026,6 +1026,215 @@ function shardsSection(r, agents, s1) {
   return out;
 }
 
+/**
+ * bench/results/cost.json (bench/cost.mjs): billed quantities per unit and the workloads priced, per shard count.
+ * @typedef {{ requests: number, do_requests: number, gb_s: number, rows_written: number, rows_read: number,
+ *   r2_a: number, r2_b: number, gb_month: number }} CostUsage
+ * @typedef {{ usage: CostUsage, total: number, breakdown: CostUsage, goal?: number }} CostPriced
+ * @typedef {{ value: number, budget: number, met: boolean }} CostBudget
+ * @typedef {object} CostShard
+ * @property {number} shards
+ * @property {number} objects
+ * @property {string} r2_counted_by
+ * @property {Record<"submit_per_task" | "node_heartbeat" | "claim" | "attempt_heartbeat" | "upload" | "commit"
+ *   | "after_answers_per_task" | "archive_per_task" | "task" | "idle_loop" | "node_heartbeat_alone" | "empty_claim_alone"
+ *   | "replicated_task", CostUsage> & { idle_loop_seconds: number, leases_per_replicated_task: number,
+ *   storage_bytes_per_task: number }} measured
+ * @property {{ busy: CostUsage, idle: CostUsage, rest: CostUsage }} background
+ * @property {{ per_million_tasks: CostPriced, per_idle_agent_month: CostPriced, per_million_replicated_tasks: CostPriced,
+ *   fleet_per_month: CostPriced & { busy_agents: number, idle_agents: number, do_requests_per_shard_per_second: number,
+ *   over_soft_limit: boolean } }} outputs
+ * @property {{ lifecycle_rows_written: CostBudget, attempt_heartbeat_rows_written: CostBudget,
+ *   idle_loop_rows_written: CostBudget, upload_r2: { value: { a: number, b: number }, met: boolean } }} budgets
+ * @typedef {{ command: string, date: string, machine: import("./lib.mjs").Machine, wall_s: number, quick: boolean,
+ *   prices: { file: string, date: string, source: string, currency: string, do_billed_memory_mb: number },
+ *   model: { month_s: number, task_s: number, busy_agents: number, idle_agents: number,
+ *   fleet: { agents: number, tasks_per_day: number }, retention_s: number },
+ *   goals: { per_million_tasks: number, per_idle_agent_month: number }, shards: CostShard[],
+ *   records: Array<{ shards: number, busy: { agents: number }, idle: { fleets: Array<{ agents: number, window: { seconds: number } }> },
+ *   replicated: { tasks: number, nodes: number, leases: number, rejected_commits: number } }> }} CostResult
+ */
+
+/** The billed quantities, in the order the tables show them. */
+const COST_KEYS = /** @type {const} */ ([
+  ["requests", "requests"],
+  ["do_requests", "DO requests"],
+  ["gb_s", "duration"],
+  ["rows_written", "rows written"],
+  ["rows_read", "rows read"],
+  ["r2_a", "R2 class A"],
+  ["r2_b", "R2 class B"],
+  ["gb_month", "storage"],
+]);
+
+/** @param {number} x */
+function dollars(x) {
+  if (x === 0) return "$0";
+  if (Math.abs(x) >= 1000) return `$${fmt(Math.round(x))}`;
+  return `$${Math.abs(x) >= 1 ? x.toFixed(2) : Number(x.toPrecision(2))}`;
+}
+
+/** @param {number} x */
+const count = (x) => (Math.abs(x) >= 100 ? fmt(Math.round(x)) : String(round(x, 2)));
+
+/**
+ * Section 14 (issue 42, SPEC §16): what a pool costs, priced.
+ * @param {CostResult} c
+ */
+function costSection(c) {
+  /** @type {string[]} */
+  const out = [];
+  const [one, many] = [c.shards[0], c.shards[c.shards.length - 1]];
+  if (!one || !many) return out;
+  const rec = c.records.find((r) => r.shards === many.shards) ?? c.records[0];
+  const fleets = rec?.idle.fleets.map((f) => f.agents) ?? [];
+  out.push("## 14. What a pool costs");
+  out.push("");
+  out.push(
+    `- Command: \`${c.command}\` (runs \`bench/cost.bench.test.ts\` under workerd via \`bench/vitest.cost.config.ts\`, every shard count at once)`,
+  );
+  out.push(`- Machine: ${machineLine(c.machine)}`);
+  out.push(`- Date: ${c.date}; ${fmt(c.wall_s)} s wall`);
+  out.push(`- Prices: \`${c.prices.file}\`, dated ${c.prices.date}: ${c.prices.source}`);
+  out.push(
+    "- How: the agents' requests go through the real Worker to the pool's objects (SQLite storage, R2), one pool per " +
+      "workload and shard count, and what they cost is counted, not timed: rows read and written and R2 operations " +
+      "by class by the objects themselves (`GET /metrics`, every shard), Durable Object requests as the calls the " +
+      "objects served (the Worker's, alarms, calls between objects, the pool summary's), Worker requests by the " +
+      "harness. The metrics reads' own cost is taken out. Each request kind is counted at the agent's own cadence: " +
+      `${rec?.busy.agents ?? "the"} busy agents in step, one-minute tasks on one-minute leases, a node heartbeat and a claim, ` +
+      "two attempt heartbeats 20 s apart, an upload and a commit, the second of two cycles counted; each job of 100 " +
+      "tasks, its submission counted per task; a job run to its end and archived (retention is 10 s in the bench), " +
+      "for the archive's share. Idle agents loop as the agent does (a claim held 12.5 s, a second asleep, a node " +
+      `heartbeat once 5 s have passed) for ${round(rec?.idle.fleets[0]?.window.seconds ?? 0, 0)} s of real time, ` +
+      `two fleets at once (${fleets.join(" and ")} at S = ${many.shards}): their difference is the agents', the rest the pool's. ` +
+      `A job of replicas 3 (its quorum the default, 3; ${rec?.replicated.tasks ?? ""} tasks) runs on ${rec?.replicated.nodes ?? ""} nodes, ` +
+      "too few results each to be trusted alone, so every task runs 3 leases; the driver's own empty claims are " +
+      "taken out. At S > 1 the background is the shards' ticks with the pool summary: each window's ticks are taken " +
+      "out at what a tick costs in a pool with work on every shard and no request, and priced over time instead.",
+  );
+  out.push(
+    "- Composed, not measured whole: a one-minute task is its submission share, a node heartbeat, the claim, 2 " +
+      "attempt heartbeats, the upload, the commit and the archive; at " +
+      `${fmt(c.model.busy_agents)} busy agents it holds the pool ${round(c.model.task_s / c.model.busy_agents, 2)} s, over ` +
+      "which it pays the busy pool's background and duration. An idle agent-month is the agents' own counts over " +
+      `30 days plus 1/${fmt(c.model.idle_agents)} of the idle pool's background and duration. A 3-replica task adds ` +
+      "each lease's heartbeats to its run. The fleet runs " +
+      `${fmt(c.model.fleet.tasks_per_day)} one-minute tasks a day for 30 days, which keep some of its agents busy; ` +
+      "the others idle all month; it pays the larger of the two backgrounds and every object's duration all month, " +
+      "and a retention's worth of finished tasks in storage. Duration: every object (S shards, and the summary at " +
+      `S > 1) is active all the time, at ${c.prices.do_billed_memory_mb} MB. Storage: a finished task's rows for ` +
+      `${round(c.model.retention_s / 86_400, 1)} days (\`FLASHML_JOB_RETENTION_SECONDS\`), then archived. Not priced: ` +
+      "the plan's $5 a month and its included amounts, Worker CPU time, R2 storage.",
+  );
+  out.push("");
+  out.push(`| dollars | S | total | ${COST_KEYS.map(([, name]) => name).join(" | ")} | goal |`);
+  out.push(`|---|---:|---:|${COST_KEYS.map(() => "---:").join("|")}|---|`);
+  /** @type {Array<[string, (s: CostShard) => CostPriced]>} */
+  const outputs = [
+    [`per million one-minute tasks, ${fmt(c.model.busy_agents)} busy agents`, (s) => s.outputs.per_million_tasks],
+    [
+      `per idle agent-month, ${fmt(c.model.idle_agents)} idle agents holding claims`,
+      (s) => s.outputs.per_idle_agent_month,
+    ],
+    ["per million one-minute tasks of a job of replicas 3 (quorum 3)", (s) => s.outputs.per_million_replicated_tasks],
+    [
+      `per month: ${fmt(c.model.fleet.agents)} agents, ${fmt(c.model.fleet.tasks_per_day)} one-minute tasks a day`,
+      (s) => s.outputs.fleet_per_month,
+    ],
+  ];
+  for (const [name, of] of outputs) {
+    for (const s of c.shards) {
+      const p = of(s);
+      const goal = p.goal === undefined ? "" : `≤ $${p.goal.toFixed(2)}: ${p.total <= p.goal ? "met" : "**not met**"}`;
+      out.push(
+        `| ${name} | ${s.shards} | **${dollars(p.total)}** | ${COST_KEYS.map(([k]) => dollars(p.breakdown[k])).join(" | ")} | ${goal} |`,
+      );
+    }
+  }
+  out.push("");
+  const fleetLines = c.shards.map((s) => {
+    const f = s.outputs.fleet_per_month;
+    return (
+      `at S = ${s.shards} ${fmt(Math.round(f.do_requests_per_shard_per_second))} Durable Object requests/s per shard` +
+      (f.over_soft_limit ? " (over one object's soft limit of about 1,000/s: this fleet needs more shards)" : "")
+    );
+  });
+  out.push(
+    `The fleet keeps ${fmt(Math.round(one.outputs.fleet_per_month.busy_agents))} agents busy on average and ` +
+      `${fmt(Math.round(one.outputs.fleet_per_month.idle_agents))} idle; it sends ${fleetLines.join(", ")}.`,
+  );
+  out.push("");
+  out.push(
+    `Counted per unit, at S = ${one.shards} / S = ${many.shards} (one figure where both are the same); R2 operations as counted by ${one.r2_counted_by}:`,
+  );
+  out.push("");
+  out.push("| what | per | Worker requests | DO requests | rows written | rows read | R2 class A | R2 class B |");
+  out.push("|---|---|---:|---:|---:|---:|---:|---:|");
+  /** @type {Array<[string, string, (s: CostShard) => CostUsage]>} */
+  const lines = [
+    ["submission, its share (jobs of 100 tasks)", "task", (s) => s.measured.submit_per_task],
+    ["node heartbeat, in the busy loop", "request", (s) => s.measured.node_heartbeat],
+    ["claim that leases", "request", (s) => s.measured.claim],
+    ["attempt heartbeat (a renewal)", "request", (s) => s.measured.attempt_heartbeat],
+    ["upload of metrics.json", "request", (s) => s.measured.upload],
+    ["commit, accepted", "request", (s) => s.measured.commit],
+    ["what the answers left to do (between requests)", "task", (s) => s.measured.after_answers_per_task],
+    ["archive, after retention", "task", (s) => s.measured.archive_per_task],
+    ["**a one-minute task, all of it**", "task", (s) => s.measured.task],
+    [
+      `**an idle agent's loop** (${round(one.measured.idle_loop_seconds, 1)} s: a held claim, a node heartbeat)`,
+      "loop",
+      (s) => s.measured.idle_loop,
+    ],
+    ["node heartbeat alone, to its answer", "request", (s) => s.measured.node_heartbeat_alone],
+    ["claim answered 204 at once, alone, to its answer", "request", (s) => s.measured.empty_claim_alone],
+    [
+      `**a task of replicas 3, quorum 3** (${round(one.measured.leases_per_replicated_task, 2)} leases, one-minute)`,
+      "task",
+      (s) => s.measured.replicated_task,
+    ],
+    ["background: pool with work on every shard", "second", (s) => s.background.busy],
+    ["background: pool holding idle agents' claims", "second", (s) => s.background.idle],
+    ["background: pool at rest", "second", (s) => s.background.rest],
+  ];
+  for (const [what, per, of] of lines) {
+    const [a, b] = [of(one), of(many)];
+    /** @param {keyof CostUsage} k */
+    const both = (k) => (count(a[k]) === count(b[k]) ? count(a[k]) : `${count(a[k])} / ${count(b[k])}`);
+    out.push(
+      `| ${what} | ${per} | ${both("requests")} | ${both("do_requests")} | ${both("rows_written")} | ${both("rows_read")} | ${both("r2_a")} | ${both("r2_b")} |`,
+    );
+  }
+  out.push("");
+  const budget = (/** @type {CostShard} */ s) => {
+    const b = s.budgets;
+    /** @param {CostBudget} x */
+    const v = (x) => `${count(x.value)} (≤ ${x.budget}: ${x.met ? "within" : "**over**"})`;
+    return (
+      `at S = ${s.shards}, a task's lifecycle (submission share, claim, upload, commit, what they left) ${v(b.lifecycle_rows_written)}, ` +
+      `an attempt heartbeat ${v(b.attempt_heartbeat_rows_written)}, an idle agent's loop ${v(b.idle_loop_rows_written)}; ` +
+      `an upload ${count(b.upload_r2.value.a)} R2 class A and ${count(b.upload_r2.value.b)} class B (${b.upload_r2.met ? "as stated" : "**not as stated**"})`
+    );
+  };
+  out.push(`SPEC §16's budgets of rows written: ${c.shards.map(budget).join("; ")}.`);
+  out.push("");
+  out.push(
+    "Exact: Worker requests, rows, R2 operations, the calls each object served. Modelled: duration (every object " +
+      "active all the time), storage (bytes per finished task from the objects' SQLite size, in pages, over the " +
+      "retention), the fleet's split into busy and idle agents, and what the background adds per task or agent " +
+      "(its rate over the wall time each holds). At S > 1 a window's ticks are taken out at their average cost, so " +
+      "a request kind's DO requests carry about ±0.1 of noise. Rows written also count what a request leaves the " +
+      "pool to do later (a liveness write it defers, an alarm) only where it lands inside a measured window: the " +
+      "busy cycle counts the time between requests, the idle fleets their whole window. Goals (issue 42): at most " +
+      `$${c.goals.per_million_tasks.toFixed(2)} per million one-minute tasks all-in, at most ` +
+      `$${c.goals.per_idle_agent_month.toFixed(2)} per idle agent-month. ` +
+      "Any other price list: `node bench/cost.mjs --reprice --prices FILE` prices these counts again.",
+  );
+  out.push("");
+  return out;
+}
+
 function render() {
   const inObject = /** @type {InObjectResult | null} */ (readResult("in-object"));
   const http = /** @type {HttpResult | null} */ (readResult("http"));
@@ -1049,7 +1258,8 @@ function render() {
       "(about 15 minutes) reruns only section 8; `npm run bench:verification` (about 2 minutes) only section 9; `node bench/verification.mjs --shards 4` (about 9 minutes) only section 9.1; " +
       "`npm run bench:migrations` (about 3 minutes) only section 10; `node bench/gpu-classes.mjs --base DIR` " +
       "(about 20 minutes; DIR a copy of this checkout with the code before issue 26 in src/) only section 11; " +
-      "`npm run bench:shards` (about 20 minutes; `--quick` about 4) only section 13; `npm run bench:shards-s1` (about 2 minutes) only its S = 1 cost line; `npm run bench:quick` is the " +
+      "`npm run bench:shards` (about 20 minutes; `--quick` about 4) only section 13; `npm run bench:shards-s1` (about 2 minutes) only its S = 1 cost line; " +
+      "`npm run bench:cost` (about 3 minutes) only section 14; `npm run bench:quick` is the " +
       "small version CI runs.",
   );
   out.push("");
@@ -1274,6 +1484,8 @@ function render() {
   if (inObject?.replicas) out.push(...replicasSection(inObject));
   if (gpuClasses) out.push(...gpuClassesSection(gpuClasses));
   if (shards) out.push(...shardsSection(shards, agents, /** @type {S1Result | null} */ (readResult("shards-s1"))));
+  const cost = /** @type {CostResult | null} */ (readResult("cost"));
+  if (cost && !cost.quick) out.push(...costSection(cost));
 
   out.push("## Changes made for these numbers");
   out.push("");
