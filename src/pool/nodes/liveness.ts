@@ -19,6 +19,7 @@
 // than exact) or its next request. Leases, holds and everything else that
 // decides a claim stay in SQL.
 
+import { MeteredSql } from "../metered-sql";
 import { ONLINE_WINDOW_MS } from "./states";
 
 /** How far ahead of what a request needs `live_until_ms` is written: the most a row lags its node's requests. */
@@ -80,7 +81,7 @@ const byHandle = new WeakMap<object, LastRequests>();
 
 /** The object's last requests, found by its SQL handle. */
 export function lastRequests(sql: SqlStorage): LastRequests {
-  const handle = "inner" in sql ? (sql.inner as object) : sql;
+  const handle = sql instanceof MeteredSql ? sql.inner : sql;
   const found = byHandle.get(handle) ?? new LastRequests();
   byHandle.set(handle, found);
   return found;

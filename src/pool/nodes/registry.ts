@@ -177,7 +177,7 @@ export function seen(sql: SqlStorage, now: number, nodeId: string, holdsUntil = 
  * (schema step 14 here; step 20 tells another shard's node's home). Then
  * `seen`, which writes nothing more unless no lease ended.
  */
-export function ending(sql: SqlStorage, now: number, nodeId: string): void {
+export function seenEnding(sql: SqlStorage, now: number, nodeId: string): void {
   if (sql.exec("UPDATE nodes SET last_heartbeat_ms = ? WHERE node_id = ?", now, nodeId).rowsWritten > 0)
     lastRequests(sql).saw(nodeId, now);
   else seen(sql, now, nodeId);
