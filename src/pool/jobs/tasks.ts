@@ -4,7 +4,7 @@
 import type { TaskSpec } from "../../protocol/tasks";
 import { requirementClass, requirementOf } from "../../rules/placement";
 import { type Replication, SINGLE_REPLICA } from "../../rules/verification";
-import { emit } from "../ledger/events";
+import { chunks, emitTasksCreated } from "../ledger/events";
 
 export type TaskRow = {
   seq: number;
@@ -54,40 +54,96 @@ export function addTasks(
   }
   if (duplicates.length > 0) return { ok: false, reason: "duplicate", duplicates };
   const classIds = new Map<string, number>();
-  for (const t of tasks) {
+  const classOf = (t: TaskSpec) => {
     const key = requirementClass(t.payload);
-    let classId = classIds.get(key);
-    if (classId === undefined) {
-      classId = internClass(sql, key, t.payload);
-      classIds.set(key, classId);
-    }
+    const classId = classIds.get(key) ?? internClass(sql, key, t.payload);
+    classIds.set(key, classId);
+    return classId;
+  };
+  // A statement per chunk of rows, not per row: an AUTOINCREMENT table writes its
+  // sequence once a statement, and a row billed is a row written (docs/protocol.md §16).
+  const rows = tasks.map((t) => [
+    t.job_id,
+    t.task_id,
+    classOf(t),
+    JSON.stringify(t.payload),
+    t.commit_key,
+    t.max_attempts,
+    t.lease_seconds,
+    t.max_worker_losses,
+  ]);
+  for (const chunk of chunks(rows)) {
     sql.exec(
       `INSERT INTO tasks (job_id, task_id, class_id, payload, commit_key, max_attempts, lease_seconds, output_json,
                           max_worker_losses, replicas, quorum, tolerance, tolerance_abs, wanted)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      t.job_id,
-      t.task_id,
-      classId,
-      JSON.stringify(t.payload),
-      t.commit_key,
-      t.max_attempts,
-      t.lease_seconds,
+       SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, ?2,
+              value ->> 7, ?3, ?4, ?5, ?6, ?3
+       FROM json_each(?1) ORDER BY key`,
+      chunk,
       options.outputJson ? 1 : 0,
-      t.max_worker_losses,
       replicas,
       quorum,
       tolerance,
       toleranceAbs,
-      replicas,
     );
-    emit(sql, now, {
-      jobId: t.job_id,
-      type: "TASK_CREATED",
-      message: `task ${t.task_id} created`,
-      data: { task_id: t.task_id },
-    });
   }
+  countAdded(
+    sql,
+    tasks.map((t, i) => [t.job_id, rows[i]![2] as number]),
+  );
+  emitTasksCreated(sql, now, tasks);
   return { ok: true, added: tasks.length };
+}
+
+/**
+ * The counts the queue keeps, for a batch of new PENDING tasks (job, class):
+ * by state, per job and pool (metrics, job records), pending per class, per
+ * job and per (job, class) (the claim's seeks). A statement per counter row,
+ * not per task: schema step 26 took this from the insert triggers, which
+ * wrote each counter once per task. The job's first pending task activates
+ * its queue, as one at a time did (job_queues' triggers).
+ */
+function countAdded(sql: SqlStorage, added: ReadonlyArray<readonly [string, number]>): void {
+  if (added.length === 0) return;
+  const perJob = new Map<string, number>();
+  const perClass = new Map<number, number>();
+  const perJobClass = new Map<string, [string, number, number]>();
+  for (const [jobId, classId] of added) {
+    perJob.set(jobId, (perJob.get(jobId) ?? 0) + 1);
+    perClass.set(classId, (perClass.get(classId) ?? 0) + 1);
+    const key = `${classId}/${jobId}`;
+    const entry = perJobClass.get(key) ?? [jobId, classId, 0];
+    entry[2]++;
+    perJobClass.set(key, entry);
+  }
+  sql.exec(
+    "INSERT INTO task_counts (state, n) VALUES ('PENDING', ?1) ON CONFLICT (state) DO UPDATE SET n = n + ?1",
+    added.length,
+  );
+  for (const [jobId, n] of perJob) {
+    sql.exec(
+      `INSERT INTO job_task_counts (job_id, state, n) VALUES (?1, 'PENDING', ?2)
+       ON CONFLICT (job_id, state) DO UPDATE SET n = n + ?2`,
+      jobId,
+      n,
+    );
+    sql.exec(
+      "INSERT INTO job_queues (job_id, pending) VALUES (?1, ?2) ON CONFLICT (job_id) DO UPDATE SET pending = pending + ?2",
+      jobId,
+      n,
+    );
+  }
+  for (const [classId, n] of perClass)
+    sql.exec("UPDATE classes SET pending = pending + ? WHERE class_id = ?", n, classId);
+  for (const [jobId, classId, n] of perJobClass.values())
+    sql.exec(
+      `INSERT INTO queue_classes (job_id, class_id, priority, pending)
+       VALUES (?1, ?2, (SELECT priority FROM job_queues WHERE job_id = ?1), ?3)
+       ON CONFLICT (job_id, class_id) DO UPDATE SET pending = pending + ?3`,
+      jobId,
+      classId,
+      n,
+    );
 }
 
 function internClass(sql: SqlStorage, key: string, payload: unknown): number {

@@ -1,5 +1,5 @@
 -- The pool object's SQLite schema after every migration in src/pool/schema/schema.ts
--- (1-25): what a new pool starts with and what every older pool is migrated to.
+-- (1-26): what a new pool starts with and what every older pool is migrated to.
 -- Generated from a freshly migrated pool's sqlite_master, never edited by hand:
 -- test/worker/schema/schema.test.ts fails when they differ; after changing a migration,
 -- `npm run schema:snapshot` rewrites this file. Run on an empty database it makes
@@ -612,19 +612,6 @@ CREATE TRIGGER tasks_count_delete AFTER DELETE ON tasks BEGIN
     UPDATE classes SET pending = pending - 1 WHERE class_id = OLD.class_id AND OLD.state = 'PENDING';
   END;
 
--- tasks_count_insert (migration 5):
--- docs/protocol.md §12, counters not scans: keeps job_task_counts, task_counts and
--- classes.pending equal to counts of tasks in the same transaction as a task's insert.
--- TypeScript half: src/pool/jobs.ts taskCounts and poolTaskCounts read the counts (a job's
--- state and the pool's totals), and src/pool/scheduling.ts POLICY_SQL.pendingClasses reads
--- classes.pending for the classes the gate judges at each claim.
-CREATE TRIGGER tasks_count_insert AFTER INSERT ON tasks BEGIN
-    INSERT INTO job_task_counts (job_id, state, n) VALUES (NEW.job_id, NEW.state, 1)
-      ON CONFLICT (job_id, state) DO UPDATE SET n = n + 1;
-    INSERT INTO task_counts (state, n) VALUES (NEW.state, 1) ON CONFLICT (state) DO UPDATE SET n = n + 1;
-    UPDATE classes SET pending = pending + 1 WHERE class_id = NEW.class_id AND NEW.state = 'PENDING';
-  END;
-
 -- tasks_count_state (migration 5):
 -- docs/protocol.md §12, counters not scans: keeps job_task_counts, task_counts and
 -- classes.pending equal to counts of tasks in the same transaction as a task's change of state.
@@ -651,22 +638,6 @@ CREATE TRIGGER tasks_count_state AFTER UPDATE OF state ON tasks WHEN OLD.state <
 CREATE TRIGGER tasks_queue_delete AFTER DELETE ON tasks WHEN OLD.state = 'PENDING' BEGIN
     UPDATE queue_classes SET pending = pending - 1 WHERE job_id = OLD.job_id AND class_id = OLD.class_id;
     UPDATE job_queues SET pending = pending - 1 WHERE job_id = OLD.job_id;
-  END;
-
--- tasks_queue_insert (migration 10):
--- docs/protocol.md §13 rules 1 and 2 (priority, then fair share): keeps job_queues.pending and
--- queue_classes.pending, the pending tasks per job and per (job, class), in the same
--- transaction as a task's insert, and copies the job's priority into its queue_classes row
--- (rule 1: one seek per class the node accepts finds the highest level), so a claim finds the
--- jobs holding work a node may take by index. TypeScript half: src/pool/scheduling.ts pickTask
--- walks those rows (POLICY_SQL.level, firstJob, jobs); src/pool/jobs.ts creates the job's queue
--- with its priority and tenant (src/rules/scheduling.ts jobPriority, jobTenant).
-CREATE TRIGGER tasks_queue_insert AFTER INSERT ON tasks WHEN NEW.state = 'PENDING' BEGIN
-    INSERT INTO job_queues (job_id, pending) VALUES (NEW.job_id, 1)
-      ON CONFLICT (job_id) DO UPDATE SET pending = pending + 1;
-    INSERT INTO queue_classes (job_id, class_id, priority, pending)
-      VALUES (NEW.job_id, NEW.class_id, (SELECT priority FROM job_queues WHERE job_id = NEW.job_id), 1)
-      ON CONFLICT (job_id, class_id) DO UPDATE SET pending = pending + 1;
   END;
 
 -- tasks_queue_state (migration 9):

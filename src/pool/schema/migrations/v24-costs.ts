@@ -1,4 +1,4 @@
-// Steps 24 and 25 of the pool's schema: what a pool costs (docs/protocol.md §16).
+// Steps 24 to 26 of the pool's schema: what a pool costs (docs/protocol.md §16).
 //
 // 24: tasks_claim_job indexed a job's pending tasks by class, which steps 16's
 // tasks_fresh_job and tasks_replicating_job now split between them: every
@@ -16,6 +16,12 @@
 // read with the live leases' count: no tally row per renewal. Work bounded
 // by the live leases (at most a few per node), but for the index's build,
 // which reads the leases once (steps 15–16 read every task).
+//
+// 26: a task's insert counted it in five counter rows by trigger, once per
+// task: a 10,000-task submission rewrote the same five rows 10,000 times.
+// The one place that inserts tasks (src/pool/jobs/tasks.ts addTasks) now
+// counts its batch, a statement per counter row, in the same transaction;
+// the triggers for a task's change of state and delete stay. Bounded work.
 
 import type { Migration } from "./migration";
 
@@ -51,5 +57,23 @@ export const COSTS: readonly Migration[] = [
       leases_end_renewals:
         "docs/protocol.md §16, a renewal writes one row: when a lease stops being live (commit, fail, expiry, cancel), its renewals are added to event_counts' LEASE_RENEWED. TypeScript half: src/pool/leases/leases.ts renew() counts on the lease only, src/pool/reads/metrics.ts adds the live leases' renewals to the tally.",
     },
+  },
+  {
+    id: 26,
+    description: "a submission counts its tasks a statement per counter, not a trigger row per task",
+    up: "DROP TRIGGER tasks_count_insert; DROP TRIGGER tasks_queue_insert;",
+    down: `CREATE TRIGGER tasks_count_insert AFTER INSERT ON tasks BEGIN
+    INSERT INTO job_task_counts (job_id, state, n) VALUES (NEW.job_id, NEW.state, 1)
+      ON CONFLICT (job_id, state) DO UPDATE SET n = n + 1;
+    INSERT INTO task_counts (state, n) VALUES (NEW.state, 1) ON CONFLICT (state) DO UPDATE SET n = n + 1;
+    UPDATE classes SET pending = pending + 1 WHERE class_id = NEW.class_id AND NEW.state = 'PENDING';
+  END;
+  CREATE TRIGGER tasks_queue_insert AFTER INSERT ON tasks WHEN NEW.state = 'PENDING' BEGIN
+    INSERT INTO job_queues (job_id, pending) VALUES (NEW.job_id, 1)
+      ON CONFLICT (job_id) DO UPDATE SET pending = pending + 1;
+    INSERT INTO queue_classes (job_id, class_id, priority, pending)
+      VALUES (NEW.job_id, NEW.class_id, (SELECT priority FROM job_queues WHERE job_id = NEW.job_id), 1)
+      ON CONFLICT (job_id, class_id) DO UPDATE SET pending = pending + 1;
+  END;`,
   },
 ];
