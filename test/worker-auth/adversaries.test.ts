@@ -184,6 +184,20 @@ describe("dodging spot checks", () => {
     expect([dashboard.counts.leases_live, dashboard.leases.items.map((l) => l.replica)]).toEqual([1, [0]]);
   });
 
+  // The rows a commit writes, and the R2 reads of a checked output, differ when its task is checked
+  // (docs/protocol.md §16): what the pool's work costs is an operator's to read, never a node's.
+  it("a node reading the metrics finds no cost counter to tell a check by; the operator finds them", async () => {
+    const { pool, job } = await setUp(["n1", "n2"]);
+    await trust(pool, "n1");
+    await claimWithDraw(pool, job, "n1", 0);
+    const asNode = await (await call(pool, "GET", "/metrics", undefined, "n1")).text();
+    expect(asNode).toMatch(/^flashedge_tasks\{/m);
+    expect(asNode).not.toMatch(/flashedge_sql_rows|flashedge_r2_operations/);
+    const asOperator = await (await call(pool, "GET", "/metrics")).text();
+    expect(asOperator).toMatch(/^flashedge_sql_rows_written_total\{[^}]*\} [1-9]/m);
+    expect(asOperator).toMatch(/^flashedge_r2_operations_total\{[^}]*class="A"\} \d+$/m);
+  });
+
   it("the replication decision is made once: a check that is failed is not re-drawn as a solo run", async () => {
     const { pool, job } = await setUp(["n1", "n2", "n3"]);
     for (const n of ["n1", "n2"]) await trust(pool, n);
