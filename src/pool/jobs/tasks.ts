@@ -62,10 +62,11 @@ export function addTasks(
   };
   // A statement per chunk of rows, not per row: an AUTOINCREMENT table writes its
   // sequence once a statement, and a row billed is a row written (docs/protocol.md §16).
-  const rows = tasks.map((t) => [
+  const classes = tasks.map(classOf);
+  const rows = tasks.map((t, i) => [
     t.job_id,
     t.task_id,
-    classOf(t),
+    classes[i],
     JSON.stringify(t.payload),
     t.commit_key,
     t.max_attempts,
@@ -89,7 +90,7 @@ export function addTasks(
   }
   countAdded(
     sql,
-    tasks.map((t, i) => [t.job_id, rows[i]![2] as number]),
+    tasks.map((t, i) => [t.job_id, classes[i]!]),
   );
   emitTasksCreated(sql, now, tasks);
   return { ok: true, added: tasks.length };
