@@ -1,7 +1,8 @@
 // Claims waiting for work (docs/protocol.md §5, long-poll): connections held open, not
 // state. Losing them (eviction, restart) loses nothing: the Worker asks each
-// again once (src/routes/leases.ts), then answers 204 and the agent claims again. The object's side is here (claiming or holding, waking
-// held claims after a change, cutting a machine off), then the list itself,
+// again once (src/routes/leases.ts), then answers 204 and the agent claims
+// again. The object's side is here (claiming or holding, waking held claims
+// after a change, cutting a machine off), then the list itself,
 // which keeps them in arrival order, answers each exactly once, and must
 // never lease to a claim whose hold has ended: the object decides the hold's
 // end itself, by its own clock, and a claim past it is answered with nothing
