@@ -318,8 +318,13 @@ function queuePosition(sql: SqlStorage, jobId: string, seq: number, heldBack: nu
       "SELECT TOTAL(pending) AS n FROM job_queues WHERE priority > ? AND pending > 0",
       place.priority,
     ),
+    // Per class of the job, a range of the fresh and the replicating index: no index holds a job's pending tasks by seq alone.
     earlier_in_job: count(
-      "SELECT COUNT(*) AS n FROM tasks WHERE state = 'PENDING' AND job_id = ? AND seq < ?",
+      `SELECT TOTAL((SELECT COUNT(*) FROM tasks t INDEXED BY tasks_fresh_job WHERE t.state = 'PENDING'
+           AND t.replicating = 0 AND t.job_id = c.job_id AND t.class_id = c.class_id AND t.seq < ?2)
+         + (SELECT COUNT(*) FROM tasks t INDEXED BY tasks_replicating_job WHERE t.state = 'PENDING'
+           AND t.replicating = 1 AND t.job_id = c.job_id AND t.class_id = c.class_id AND t.seq < ?2)) AS n
+       FROM queue_classes c WHERE c.job_id = ?1 AND c.pending > 0`,
       jobId,
       seq,
     ),

@@ -1,4 +1,4 @@
-// Steps 24 to 26 of the pool's schema: what a pool costs (docs/protocol.md §16).
+// Steps 24 to 27 of the pool's schema: what a pool costs (docs/protocol.md §16).
 //
 // 24: tasks_claim_job indexed a job's pending tasks by class, which steps 16's
 // tasks_fresh_job and tasks_replicating_job now split between them: every
@@ -22,6 +22,12 @@
 // The one place that inserts tasks (src/pool/jobs/tasks.ts addTasks) now
 // counts its batch, a statement per counter row, in the same transaction;
 // the triggers for a task's change of state and delete stay. Bounded work.
+//
+// 27: tasks_job_state goes, written at a task's insert and at each change
+// of its state: since step 5's counters only a job's cancel (which reads
+// the job's tasks by their (job_id, task_id) key instead) and the placement
+// report (which counts per class, in the fresh and replicating indexes)
+// sought it. A task's lifecycle writes 3 rows fewer. Bounded work.
 
 import type { Migration } from "./migration";
 
@@ -75,5 +81,11 @@ export const COSTS: readonly Migration[] = [
       VALUES (NEW.job_id, NEW.class_id, (SELECT priority FROM job_queues WHERE job_id = NEW.job_id), 1)
       ON CONFLICT (job_id, class_id) DO UPDATE SET pending = pending + 1;
   END;`,
+  },
+  {
+    id: 27,
+    description: "drops tasks_job_state: a job's cancel and the placement report read what they need by other keys",
+    up: "DROP INDEX tasks_job_state;",
+    down: "CREATE INDEX tasks_job_state ON tasks (job_id, state);",
   },
 ];
