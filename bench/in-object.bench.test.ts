@@ -31,7 +31,9 @@ import { jobSpec } from "../test/fixtures/jobspec";
 import { alignToClockStep, kindOf, mixedTask, registration, round, timeBatch } from "./in-workerd";
 
 // Bench-only bindings (bench/vitest.bench.config.ts), not in the generated Env.
-const settings = env as unknown as { BENCH_QUICK?: string; BENCH_DEPTHS?: string };
+const settings = env as unknown as { BENCH_QUICK?: string; BENCH_DEPTHS?: string; BENCH_PROFILE?: string };
+/** bench/profile.mjs samples the CPU between these lines: the core cycles only. */
+const PROFILING = Boolean(settings.BENCH_PROFILE);
 const QUICK = settings.BENCH_QUICK === "1";
 const DEPTHS = (settings.BENCH_DEPTHS || (QUICK ? "1000" : "1000,10000,100000")).split(",").map(Number);
 /** Cycles per timed batch: long enough that the 1 ms clock step is under ~5%. */
@@ -82,11 +84,15 @@ async function coreCycles(
   topUp: TopUp,
   weights?: TenantWeights,
 ) {
-  const sql = storage.sql;
+  const sql = PROFILING ? timedSql(storage.sql) : storage.sql;
   const claimUs: number[] = [];
   const commitUs: number[] = [];
   const cyclesPerS: number[] = [];
   let maxSingleClaimMs = 0;
+  if (PROFILING) {
+    console.log("PROFILE start");
+    await scheduler.wait(1000);
+  }
   for (let b = 0; b <= BATCHES; b++) {
     const leases: WireLease[] = [];
     const perClaim = timeBatch(BATCH, () => {
@@ -118,6 +124,7 @@ async function coreCycles(
     }
     await topUp(leases);
   }
+  if (PROFILING) console.log(`PROFILE stop ${JSON.stringify(statementTimes.splice(0))}`);
   return {
     node: nodeId,
     cycles: BATCH * BATCHES,
@@ -126,6 +133,32 @@ async function coreCycles(
     cycles_per_s: cyclesPerS,
     max_single_claim_ms: maxSingleClaimMs,
   };
+}
+
+/** Per statement, while profiling: its text, how often it ran and the µs its exec call took in all. */
+const statementTimes: { query: string; n: number; us: number }[] = [];
+
+/**
+ * The statements' own time, for bench/profile.mjs: each exec call timed
+ * (one-row statements run whole in it; a cursor read later is not counted).
+ */
+function timedSql(sql: SqlStorage): SqlStorage {
+  const byQuery = new Map<string, { query: string; n: number; us: number }>();
+  return {
+    exec(query: string, ...bindings: unknown[]) {
+      const t0 = performance.now();
+      const cursor = sql.exec(query, ...bindings);
+      let entry = byQuery.get(query);
+      if (!entry) {
+        entry = { query: query.replace(/\s+/g, " "), n: 0, us: 0 };
+        byQuery.set(query, entry);
+        statementTimes.push(entry);
+      }
+      entry.n++;
+      entry.us += (performance.now() - t0) * 1000;
+      return cursor;
+    },
+  } as SqlStorage;
 }
 
 /** Adds `tasks` in one transaction, as a top-up does, then lets storage commit. */

@@ -19,6 +19,7 @@ export default defineConfig({
         bindings: {
           BENCH_QUICK: process.env.BENCH_QUICK ?? "",
           BENCH_DEPTHS: process.env.BENCH_DEPTHS ?? "",
+          BENCH_PROFILE: process.env.BENCH_PROFILE ?? "",
           BENCH_MARKS: process.env.BENCH_MARKS ?? "",
           BENCH_NODES: process.env.BENCH_NODES ?? "",
           BENCH_TASKS: process.env.BENCH_TASKS ?? "",
