@@ -110,7 +110,7 @@ it("every migration step on a pool with a large history, as the constructor runs
         sql.exec("UPDATE schema_version SET version = ?", MIGRATIONS.length);
       });
       const migrateMs = Math.round(performance.now() - started);
-      const counted = sql.exec<{ n: number }>("SELECT n FROM task_counts WHERE state = 'COMPLETED'").one().n;
+      const counted = sql.exec<{ n: number }>("SELECT completed AS n FROM pool_task_counts").one().n;
       if (counted !== size) throw new Error(`after migrating, ${counted} COMPLETED tasks counted, not ${size}`);
       return {
         finished_tasks: size,

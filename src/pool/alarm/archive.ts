@@ -110,7 +110,6 @@ export function finishArchive(sql: SqlStorage, now: number, jobId: string): numb
   sql.exec("DELETE FROM replica_results WHERE task_seq IN (SELECT seq FROM tasks WHERE job_id = ?)", jobId);
   sql.exec("DELETE FROM events WHERE job_id = ?", jobId);
   sql.exec("DELETE FROM tasks WHERE job_id = ?", jobId);
-  sql.exec("DELETE FROM job_task_counts WHERE job_id = ?", jobId);
   sql.exec("DELETE FROM queue_classes WHERE job_id = ?", jobId);
   sql.exec("DELETE FROM job_queues WHERE job_id = ?", jobId);
   sql.exec("DELETE FROM artifacts WHERE key >= ? AND key < ?", ...jobKeyRange(jobId));

@@ -15,13 +15,13 @@ import { type EventRow, emit, eventRecord, iso } from "../ledger/events";
 import { asSeenByNodes, SEALED_EVENT, sealedPending, type Viewer } from "../ledger/sealing";
 import { addTasks } from "./tasks";
 
+/** The counter columns of a state (schema step 28), as TaskCounts names them. */
+const COUNTS_SQL = `pending AS PENDING, leased AS LEASED, completed AS COMPLETED, failed AS FAILED,
+  cancelled AS CANCELLED`;
+
 /** The pool's tasks by state, from the counters kept by the schema's triggers (no scan). */
 export function poolTaskCounts(sql: SqlStorage): TaskCounts {
-  const counts = emptyTaskCounts();
-  for (const r of sql.exec<{ state: keyof TaskCounts; n: number }>("SELECT state, n FROM task_counts")) {
-    counts[r.state] = r.n;
-  }
-  return counts;
+  return sql.exec<TaskCounts>(`SELECT ${COUNTS_SQL} FROM pool_task_counts`).one();
 }
 
 /** Whether a job has a task PENDING or LEASED: work may still come from it. */
@@ -32,14 +32,10 @@ export function jobOpen(sql: SqlStorage, jobId: string): boolean {
 
 /** A job's tasks by state, from the counters kept by the schema's triggers (no scan). */
 export function taskCounts(sql: SqlStorage, jobId: string): TaskCounts {
-  const counts = emptyTaskCounts();
-  for (const r of sql.exec<{ state: keyof TaskCounts; n: number }>(
-    "SELECT state, n FROM job_task_counts WHERE job_id = ?",
-    jobId,
-  )) {
-    counts[r.state] = r.n;
-  }
-  return counts;
+  return (
+    sql.exec<TaskCounts>(`SELECT ${COUNTS_SQL} FROM job_queues WHERE job_id = ?`, jobId).toArray()[0] ??
+    emptyTaskCounts()
+  );
 }
 
 /**

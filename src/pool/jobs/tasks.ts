@@ -98,8 +98,8 @@ export function addTasks(
 
 /**
  * The counts the queue keeps, for a batch of new PENDING tasks (job, class):
- * by state, per job and pool (metrics, job records), pending per class, per
- * job and per (job, class) (the claim's seeks). A statement per counter row,
+ * pending per job (its queue row: metrics, job records, the claim's seeks)
+ * and pool, per class and per (job, class) (the claim's seeks). A statement per counter row,
  * not per task: schema step 26 took this from the insert triggers, which
  * wrote each counter once per task. The job's first pending task activates
  * its queue, as one at a time did (job_queues' triggers).
@@ -117,17 +117,8 @@ function countAdded(sql: SqlStorage, added: ReadonlyArray<readonly [string, numb
     entry[2]++;
     perJobClass.set(key, entry);
   }
-  sql.exec(
-    "INSERT INTO task_counts (state, n) VALUES ('PENDING', ?1) ON CONFLICT (state) DO UPDATE SET n = n + ?1",
-    added.length,
-  );
+  sql.exec("UPDATE pool_task_counts SET pending = pending + ?", added.length);
   for (const [jobId, n] of perJob) {
-    sql.exec(
-      `INSERT INTO job_task_counts (job_id, state, n) VALUES (?1, 'PENDING', ?2)
-       ON CONFLICT (job_id, state) DO UPDATE SET n = n + ?2`,
-      jobId,
-      n,
-    );
     sql.exec(
       "INSERT INTO job_queues (job_id, pending) VALUES (?1, ?2) ON CONFLICT (job_id) DO UPDATE SET pending = pending + ?2",
       jobId,

@@ -1,5 +1,5 @@
 -- The pool object's SQLite schema after every migration in src/pool/schema/schema.ts
--- (1-27): what a new pool starts with and what every older pool is migrated to.
+-- (1-28): what a new pool starts with and what every older pool is migrated to.
 -- Generated from a freshly migrated pool's sqlite_master, never edited by hand:
 -- test/worker/schema/schema.test.ts fails when they differ; after changing a migration,
 -- `npm run schema:snapshot` rewrites this file. Run on an empty database it makes
@@ -130,12 +130,11 @@ CREATE TABLE job_queues (
     pending INTEGER NOT NULL DEFAULT 0,
     worker_losses INTEGER NOT NULL DEFAULT 0
   );
+ALTER TABLE job_queues ADD COLUMN leased INTEGER NOT NULL DEFAULT 0; -- migration 28
+ALTER TABLE job_queues ADD COLUMN completed INTEGER NOT NULL DEFAULT 0; -- migration 28
+ALTER TABLE job_queues ADD COLUMN failed INTEGER NOT NULL DEFAULT 0; -- migration 28
+ALTER TABLE job_queues ADD COLUMN cancelled INTEGER NOT NULL DEFAULT 0; -- migration 28
 CREATE INDEX job_queues_next ON job_queues (priority, tenant, pass, turn) WHERE pending > 0; -- migration 9
-
--- job_task_counts: migration 5
-CREATE TABLE job_task_counts (
-    job_id TEXT NOT NULL, state TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (job_id, state)
-  );
 
 -- jobs: migration 1
 CREATE TABLE jobs (
@@ -260,6 +259,13 @@ CREATE TABLE pool_layout (
 -- pool_name: migration 8
 CREATE TABLE pool_name (name TEXT NOT NULL);
 
+-- pool_task_counts: migration 28
+CREATE TABLE pool_task_counts (
+    one INTEGER PRIMARY KEY CHECK (one = 1),
+    pending INTEGER NOT NULL, leased INTEGER NOT NULL, completed INTEGER NOT NULL,
+    failed INTEGER NOT NULL, cancelled INTEGER NOT NULL
+  );
+
 -- queue_classes: migration 9
 CREATE TABLE queue_classes (
     job_id TEXT NOT NULL, class_id INTEGER NOT NULL, pending INTEGER NOT NULL DEFAULT 0,
@@ -305,9 +311,6 @@ CREATE TABLE schema_version (version INTEGER NOT NULL);
 
 -- shard_self: migration 18
 CREATE TABLE shard_self (pool TEXT NOT NULL, shard INTEGER NOT NULL);
-
--- task_counts: migration 5
-CREATE TABLE task_counts (state TEXT PRIMARY KEY, n INTEGER NOT NULL);
 
 -- task_failures: migration 9
 CREATE TABLE task_failures (
@@ -598,59 +601,62 @@ CREATE TRIGGER queue_classes_owners_delete AFTER DELETE ON queue_classes BEGIN
     DELETE FROM owner_replicas WHERE job_id = OLD.job_id AND class_id = OLD.class_id;
   END;
 
--- tasks_count_delete (migration 5):
--- docs/protocol.md §12, counters not scans: keeps job_task_counts, task_counts and
--- classes.pending equal to counts of tasks in the same transaction as a task's delete
--- (archiving a job). TypeScript half: src/pool/jobs.ts taskCounts and poolTaskCounts read the
--- counts (a job's state and the pool's totals), and src/pool/scheduling.ts
--- POLICY_SQL.pendingClasses reads classes.pending for the classes the gate judges at each
--- claim.
+-- tasks_count_delete (migration 28):
+-- docs/protocol.md §12, counters not scans: a task's delete (archiving its job) takes it out of
+-- the same counts as tasks_count_state, in the same transaction. TypeScript half:
+-- src/pool/alarm/archive.ts deletes an archived job's tasks, then its queue row.
 CREATE TRIGGER tasks_count_delete AFTER DELETE ON tasks BEGIN
-    UPDATE job_task_counts SET n = n - 1 WHERE job_id = OLD.job_id AND state = OLD.state;
-    UPDATE task_counts SET n = n - 1 WHERE state = OLD.state;
+    UPDATE job_queues SET pending = pending - (OLD.state = 'PENDING'),
+        leased = leased - (OLD.state = 'LEASED'),
+        completed = completed - (OLD.state = 'COMPLETED'),
+        failed = failed - (OLD.state = 'FAILED'),
+        cancelled = cancelled - (OLD.state = 'CANCELLED')
+      WHERE job_id = OLD.job_id AND OLD.state = 'PENDING';
+    UPDATE job_queues SET leased = leased - (OLD.state = 'LEASED'),
+        completed = completed - (OLD.state = 'COMPLETED'),
+        failed = failed - (OLD.state = 'FAILED'),
+        cancelled = cancelled - (OLD.state = 'CANCELLED')
+      WHERE job_id = OLD.job_id AND OLD.state <> 'PENDING';
+    UPDATE pool_task_counts SET pending = pending - (OLD.state = 'PENDING'),
+        leased = leased - (OLD.state = 'LEASED'),
+        completed = completed - (OLD.state = 'COMPLETED'),
+        failed = failed - (OLD.state = 'FAILED'),
+        cancelled = cancelled - (OLD.state = 'CANCELLED');
     UPDATE classes SET pending = pending - 1 WHERE class_id = OLD.class_id AND OLD.state = 'PENDING';
+    UPDATE queue_classes SET pending = pending - 1
+      WHERE job_id = OLD.job_id AND class_id = OLD.class_id AND OLD.state = 'PENDING';
   END;
 
--- tasks_count_state (migration 5):
--- docs/protocol.md §12, counters not scans: keeps job_task_counts, task_counts and
--- classes.pending equal to counts of tasks in the same transaction as a task's change of state.
--- TypeScript half: src/pool/jobs.ts taskCounts and poolTaskCounts read the counts (a job's
--- state and the pool's totals), and src/pool/scheduling.ts POLICY_SQL.pendingClasses reads
--- classes.pending for the classes the gate judges at each claim.
+-- tasks_count_state (migration 28):
+-- docs/protocol.md §12, counters not scans, and §16, a row per counter per change: in the same
+-- transaction as a task's change of state, its job's counts by state (job_queues: pending and
+-- the others, one row), the pool's (pool_task_counts, one row), its class's pending count
+-- (classes) and its (job, class)'s (queue_classes). TypeScript half: src/pool/jobs/jobs.ts
+-- taskCounts and poolTaskCounts read the counts (a job's state and the pool's totals),
+-- src/pool/jobs/tasks.ts countAdded counts a submission's tasks,
+-- src/pool/scheduling/scheduling.ts walks job_queues, queue_classes and classes for the claim
+-- (docs/protocol.md §13 rules 1 and 2).
 CREATE TRIGGER tasks_count_state AFTER UPDATE OF state ON tasks WHEN OLD.state <> NEW.state BEGIN
-    UPDATE job_task_counts SET n = n - 1 WHERE job_id = OLD.job_id AND state = OLD.state;
-    INSERT INTO job_task_counts (job_id, state, n) VALUES (NEW.job_id, NEW.state, 1)
-      ON CONFLICT (job_id, state) DO UPDATE SET n = n + 1;
-    UPDATE task_counts SET n = n - 1 WHERE state = OLD.state;
-    INSERT INTO task_counts (state, n) VALUES (NEW.state, 1) ON CONFLICT (state) DO UPDATE SET n = n + 1;
+    UPDATE job_queues SET pending = pending + (NEW.state = 'PENDING') - (OLD.state = 'PENDING'),
+        leased = leased + (NEW.state = 'LEASED') - (OLD.state = 'LEASED'),
+        completed = completed + (NEW.state = 'COMPLETED') - (OLD.state = 'COMPLETED'),
+        failed = failed + (NEW.state = 'FAILED') - (OLD.state = 'FAILED'),
+        cancelled = cancelled + (NEW.state = 'CANCELLED') - (OLD.state = 'CANCELLED')
+      WHERE job_id = NEW.job_id AND (OLD.state = 'PENDING') <> (NEW.state = 'PENDING');
+    UPDATE job_queues SET leased = leased + (NEW.state = 'LEASED') - (OLD.state = 'LEASED'),
+        completed = completed + (NEW.state = 'COMPLETED') - (OLD.state = 'COMPLETED'),
+        failed = failed + (NEW.state = 'FAILED') - (OLD.state = 'FAILED'),
+        cancelled = cancelled + (NEW.state = 'CANCELLED') - (OLD.state = 'CANCELLED')
+      WHERE job_id = NEW.job_id AND (OLD.state = 'PENDING') = (NEW.state = 'PENDING');
+    UPDATE pool_task_counts SET pending = pending + (NEW.state = 'PENDING') - (OLD.state = 'PENDING'),
+        leased = leased + (NEW.state = 'LEASED') - (OLD.state = 'LEASED'),
+        completed = completed + (NEW.state = 'COMPLETED') - (OLD.state = 'COMPLETED'),
+        failed = failed + (NEW.state = 'FAILED') - (OLD.state = 'FAILED'),
+        cancelled = cancelled + (NEW.state = 'CANCELLED') - (OLD.state = 'CANCELLED');
     UPDATE classes SET pending = pending - 1 WHERE class_id = OLD.class_id AND OLD.state = 'PENDING';
     UPDATE classes SET pending = pending + 1 WHERE class_id = NEW.class_id AND NEW.state = 'PENDING';
-  END;
-
--- tasks_queue_delete (migration 9):
--- docs/protocol.md §13 rules 1 and 2 (priority, then fair share): keeps job_queues.pending and
--- queue_classes.pending, the pending tasks per job and per (job, class), in the same
--- transaction as a pending task's delete, so a claim finds the jobs holding work a node may
--- take by index. TypeScript half: src/pool/scheduling.ts pickTask walks those rows
--- (POLICY_SQL.level, firstJob, jobs); src/pool/jobs.ts creates the job's queue with its
--- priority and tenant (src/rules/scheduling.ts jobPriority, jobTenant).
-CREATE TRIGGER tasks_queue_delete AFTER DELETE ON tasks WHEN OLD.state = 'PENDING' BEGIN
-    UPDATE queue_classes SET pending = pending - 1 WHERE job_id = OLD.job_id AND class_id = OLD.class_id;
-    UPDATE job_queues SET pending = pending - 1 WHERE job_id = OLD.job_id;
-  END;
-
--- tasks_queue_state (migration 9):
--- docs/protocol.md §13 rules 1 and 2 (priority, then fair share): keeps job_queues.pending and
--- queue_classes.pending, the pending tasks per job and per (job, class), in the same
--- transaction as a task's move into or out of PENDING, so a claim finds the jobs holding work a
--- node may take by index. TypeScript half: src/pool/scheduling.ts pickTask walks those rows
--- (POLICY_SQL.level, firstJob, jobs); src/pool/jobs.ts creates the job's queue with its
--- priority and tenant (src/rules/scheduling.ts jobPriority, jobTenant).
-CREATE TRIGGER tasks_queue_state AFTER UPDATE OF state ON tasks
-    WHEN (OLD.state = 'PENDING') <> (NEW.state = 'PENDING') BEGIN
     UPDATE queue_classes SET pending = pending + IIF(NEW.state = 'PENDING', 1, -1)
-      WHERE job_id = NEW.job_id AND class_id = NEW.class_id;
-    UPDATE job_queues SET pending = pending + IIF(NEW.state = 'PENDING', 1, -1) WHERE job_id = NEW.job_id;
+      WHERE job_id = NEW.job_id AND class_id = NEW.class_id AND (OLD.state = 'PENDING') <> (NEW.state = 'PENDING');
   END;
 
 -- tasks_replicating_delete (migration 16):

@@ -1,7 +1,7 @@
 // This shard's digest for the pool summary (docs/sharding.md §6.1), read from
 // the counters the schema keeps: the classes with pending tasks
 // (classes_pending) and their levels per priority (queue_classes_level), the
-// pending tasks per tenant (job_queues_next), task_counts, and the node
+// pending tasks per tenant (job_queues_next), pool_task_counts, and the node
 // and job counts. Its cost grows with live classes, jobs, tenants and
 // priorities, never with history. Only a pool of more than one shard reads
 // it: at S = 1 nothing here runs, and `Grants` counts nothing.

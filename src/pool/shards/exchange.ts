@@ -124,7 +124,7 @@ export function nextTick(pool: Pool, now: number): number | null {
   // A change the digest may show: the ledger grew, or the pending count moved (a cancel records no event).
   const seen = pool.sql
     .exec<{ seq: number | null; pending: number | null }>(
-      "SELECT (SELECT MAX(seq) FROM events) AS seq, (SELECT n FROM task_counts WHERE state = 'PENDING') AS pending",
+      "SELECT (SELECT MAX(seq) FROM events) AS seq, (SELECT pending FROM pool_task_counts) AS pending",
     )
     .one();
   const mark = `${seen.seq ?? 0}|${seen.pending ?? 0}`;

@@ -47,7 +47,7 @@ function rowsOf(pool: string, jobId: string) {
       artifacts: count("artifacts WHERE key LIKE ?", `jobs/${jobId}/%`),
       manifests: count("checkpoint_manifests WHERE job_id = ?", jobId),
       parts: count("checkpoint_parts WHERE job_id = ?", jobId),
-      counts: count("job_task_counts WHERE job_id = ?", jobId),
+      counts: count("job_queues WHERE job_id = ?", jobId),
     };
   });
 }

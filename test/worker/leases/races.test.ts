@@ -206,8 +206,8 @@ describe("the invariant checker", () => {
     ["attempts beyond the limit", "UPDATE tasks SET attempts_used = 9", /attempts/],
     ["a lease to a node the gate refuses", "UPDATE tasks SET payload = '{\"gpus\": 4}'", /gate refuses/],
     ["an unarmed alarm", "UPDATE leases SET deadline_ms = 1", /alarm/],
-    ["a task counter that drifted", "UPDATE task_counts SET n = n + 1 WHERE state = 'LEASED'", /tasks in state LEASED/],
-    ["a job's task counter that drifted", "UPDATE job_task_counts SET n = 0", /tasks of job and state/],
+    ["a task counter that drifted", "UPDATE pool_task_counts SET leased = leased + 1", /tasks in state LEASED/],
+    ["a job's task counter that drifted", "UPDATE job_queues SET completed = 7", /tasks of job and state/],
     ["a job counter that drifted", "UPDATE job_counts SET n = 7", /jobs in state RUNNING/],
     ["a class's pending count that drifted", "UPDATE classes SET pending = 3", /pending tasks of class/],
   ];

@@ -65,6 +65,28 @@ describe("counters, not scans", () => {
     expect(await violations(pool)).toEqual([]);
   });
 
+  // Schema step 28 moved the counts by state into columns (docs/protocol.md §16): a job's into its queue row,
+  // the pool's into one row. A pool counted by the rows before it reads the same counts after, and keeps them.
+  it("a pool counted by state rows has the same counts after step 28, and keeps them as it works", async () => {
+    const { pool, jobs } = await busyPool();
+    const counts = async () => ({
+      dashboard: (await json<{ counts: unknown }>(await call(pool, "GET", "/dashboard"))).counts,
+      job: (await json<{ task_counts: unknown }>(await call(pool, "GET", `/jobs/${jobs.running.job_id}`))).task_counts,
+    });
+    const before = await counts();
+    await runInDurableObject(stub(pool), (_o, state) => {
+      rewindSchema(state.storage.sql, 27);
+      expect(state.storage.sql.exec("SELECT COUNT(*) AS n FROM job_task_counts").one().n).toBeGreaterThan(0);
+      state.storage.transactionSync(() => migrate(state.storage.sql));
+    });
+    expect(await counts()).toEqual(before);
+    expect(await violations(pool)).toEqual([]);
+    const lease = await json<Lease>(await claim(pool, "n1", jobs.running.job_id));
+    expect(await json(await commit(pool, lease))).toEqual({ accepted: true });
+    expect((await counts()).job).toEqual({ PENDING: 2, LEASED: 1, COMPLETED: 1, FAILED: 0, CANCELLED: 0 });
+    expect(await violations(pool)).toEqual([]);
+  });
+
   it("the claim's statements seek indexes: tenants, jobs and tasks are never scanned", async () => {
     const { pool } = await busyPool();
     const plans = await runInDurableObject(stub(pool), (_o, state) => {

@@ -1,4 +1,4 @@
-// Steps 24 to 27 of the pool's schema: what a pool costs (docs/protocol.md §16).
+// Steps 24 to 28 of the pool's schema: what a pool costs (docs/protocol.md §16).
 //
 // 24: tasks_claim_job indexed a job's pending tasks by class, which steps 16's
 // tasks_fresh_job and tasks_replicating_job now split between them: every
@@ -28,6 +28,15 @@
 // the job's tasks by their (job_id, task_id) key instead) and the placement
 // report (which counts per class, in the fresh and replicating indexes)
 // sought it. A task's lifecycle writes 3 rows fewer. Bounded work.
+//
+// 28: a task's change of state wrote seven counter rows: its job's count in
+// the old state and the new (job_task_counts), the pool's two
+// (task_counts), its class's, its (job, class)'s and its job's pending
+// count. The per-state counts now live as columns, a job's in its queue row
+// (job_queues, which already counted its pending tasks) and the pool's in
+// one row (pool_task_counts): one row each per change, four for a claim, two
+// for a commit. The same trigger keeps them all. Work bounded by the jobs:
+// each queue row is filled from its job's counters once.
 
 import type { Migration } from "./migration";
 
@@ -87,5 +96,131 @@ export const COSTS: readonly Migration[] = [
     description: "drops tasks_job_state: a job's cancel and the placement report read what they need by other keys",
     up: "DROP INDEX tasks_job_state;",
     down: "CREATE INDEX tasks_job_state ON tasks (job_id, state);",
+  },
+  {
+    id: 28,
+    description: "a task's counts by state kept per change: its job's in its queue row, the pool's in one row",
+    up: `ALTER TABLE job_queues ADD COLUMN leased INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE job_queues ADD COLUMN completed INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE job_queues ADD COLUMN failed INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE job_queues ADD COLUMN cancelled INTEGER NOT NULL DEFAULT 0;
+  INSERT INTO job_queues (job_id) SELECT DISTINCT job_id FROM job_task_counts
+    WHERE job_id NOT IN (SELECT job_id FROM job_queues);
+  UPDATE job_queues SET
+    leased = COALESCE((SELECT n FROM job_task_counts c WHERE c.job_id = job_queues.job_id AND c.state = 'LEASED'), 0),
+    completed = COALESCE((SELECT n FROM job_task_counts c WHERE c.job_id = job_queues.job_id AND c.state = 'COMPLETED'), 0),
+    failed = COALESCE((SELECT n FROM job_task_counts c WHERE c.job_id = job_queues.job_id AND c.state = 'FAILED'), 0),
+    cancelled = COALESCE((SELECT n FROM job_task_counts c WHERE c.job_id = job_queues.job_id AND c.state = 'CANCELLED'), 0);
+  CREATE TABLE pool_task_counts (
+    one INTEGER PRIMARY KEY CHECK (one = 1),
+    pending INTEGER NOT NULL, leased INTEGER NOT NULL, completed INTEGER NOT NULL,
+    failed INTEGER NOT NULL, cancelled INTEGER NOT NULL
+  );
+  INSERT INTO pool_task_counts (one, pending, leased, completed, failed, cancelled) SELECT 1,
+    COALESCE((SELECT n FROM task_counts WHERE state = 'PENDING'), 0),
+    COALESCE((SELECT n FROM task_counts WHERE state = 'LEASED'), 0),
+    COALESCE((SELECT n FROM task_counts WHERE state = 'COMPLETED'), 0),
+    COALESCE((SELECT n FROM task_counts WHERE state = 'FAILED'), 0),
+    COALESCE((SELECT n FROM task_counts WHERE state = 'CANCELLED'), 0);
+  DROP TRIGGER tasks_count_state;
+  DROP TRIGGER tasks_queue_state;
+  DROP TRIGGER tasks_count_delete;
+  DROP TRIGGER tasks_queue_delete;
+  DROP TABLE job_task_counts;
+  DROP TABLE task_counts;
+  CREATE TRIGGER tasks_count_state AFTER UPDATE OF state ON tasks WHEN OLD.state <> NEW.state BEGIN
+    UPDATE job_queues SET pending = pending + (NEW.state = 'PENDING') - (OLD.state = 'PENDING'),
+        leased = leased + (NEW.state = 'LEASED') - (OLD.state = 'LEASED'),
+        completed = completed + (NEW.state = 'COMPLETED') - (OLD.state = 'COMPLETED'),
+        failed = failed + (NEW.state = 'FAILED') - (OLD.state = 'FAILED'),
+        cancelled = cancelled + (NEW.state = 'CANCELLED') - (OLD.state = 'CANCELLED')
+      WHERE job_id = NEW.job_id AND (OLD.state = 'PENDING') <> (NEW.state = 'PENDING');
+    UPDATE job_queues SET leased = leased + (NEW.state = 'LEASED') - (OLD.state = 'LEASED'),
+        completed = completed + (NEW.state = 'COMPLETED') - (OLD.state = 'COMPLETED'),
+        failed = failed + (NEW.state = 'FAILED') - (OLD.state = 'FAILED'),
+        cancelled = cancelled + (NEW.state = 'CANCELLED') - (OLD.state = 'CANCELLED')
+      WHERE job_id = NEW.job_id AND (OLD.state = 'PENDING') = (NEW.state = 'PENDING');
+    UPDATE pool_task_counts SET pending = pending + (NEW.state = 'PENDING') - (OLD.state = 'PENDING'),
+        leased = leased + (NEW.state = 'LEASED') - (OLD.state = 'LEASED'),
+        completed = completed + (NEW.state = 'COMPLETED') - (OLD.state = 'COMPLETED'),
+        failed = failed + (NEW.state = 'FAILED') - (OLD.state = 'FAILED'),
+        cancelled = cancelled + (NEW.state = 'CANCELLED') - (OLD.state = 'CANCELLED');
+    UPDATE classes SET pending = pending - 1 WHERE class_id = OLD.class_id AND OLD.state = 'PENDING';
+    UPDATE classes SET pending = pending + 1 WHERE class_id = NEW.class_id AND NEW.state = 'PENDING';
+    UPDATE queue_classes SET pending = pending + IIF(NEW.state = 'PENDING', 1, -1)
+      WHERE job_id = NEW.job_id AND class_id = NEW.class_id AND (OLD.state = 'PENDING') <> (NEW.state = 'PENDING');
+  END;
+  CREATE TRIGGER tasks_count_delete AFTER DELETE ON tasks BEGIN
+    UPDATE job_queues SET pending = pending - (OLD.state = 'PENDING'),
+        leased = leased - (OLD.state = 'LEASED'),
+        completed = completed - (OLD.state = 'COMPLETED'),
+        failed = failed - (OLD.state = 'FAILED'),
+        cancelled = cancelled - (OLD.state = 'CANCELLED')
+      WHERE job_id = OLD.job_id AND OLD.state = 'PENDING';
+    UPDATE job_queues SET leased = leased - (OLD.state = 'LEASED'),
+        completed = completed - (OLD.state = 'COMPLETED'),
+        failed = failed - (OLD.state = 'FAILED'),
+        cancelled = cancelled - (OLD.state = 'CANCELLED')
+      WHERE job_id = OLD.job_id AND OLD.state <> 'PENDING';
+    UPDATE pool_task_counts SET pending = pending - (OLD.state = 'PENDING'),
+        leased = leased - (OLD.state = 'LEASED'),
+        completed = completed - (OLD.state = 'COMPLETED'),
+        failed = failed - (OLD.state = 'FAILED'),
+        cancelled = cancelled - (OLD.state = 'CANCELLED');
+    UPDATE classes SET pending = pending - 1 WHERE class_id = OLD.class_id AND OLD.state = 'PENDING';
+    UPDATE queue_classes SET pending = pending - 1
+      WHERE job_id = OLD.job_id AND class_id = OLD.class_id AND OLD.state = 'PENDING';
+  END;`,
+    down: `DROP TRIGGER tasks_count_state;
+  DROP TRIGGER tasks_count_delete;
+  CREATE TABLE job_task_counts (
+    job_id TEXT NOT NULL, state TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (job_id, state)
+  );
+  INSERT INTO job_task_counts (job_id, state, n)
+    SELECT job_id, 'PENDING', pending FROM job_queues WHERE pending <> 0
+    UNION ALL SELECT job_id, 'LEASED', leased FROM job_queues WHERE leased <> 0
+    UNION ALL SELECT job_id, 'COMPLETED', completed FROM job_queues WHERE completed <> 0
+    UNION ALL SELECT job_id, 'FAILED', failed FROM job_queues WHERE failed <> 0
+    UNION ALL SELECT job_id, 'CANCELLED', cancelled FROM job_queues WHERE cancelled <> 0;
+  CREATE TABLE task_counts (state TEXT PRIMARY KEY, n INTEGER NOT NULL);
+  INSERT INTO task_counts (state, n)
+    SELECT 'PENDING', pending FROM pool_task_counts UNION ALL SELECT 'LEASED', leased FROM pool_task_counts
+    UNION ALL SELECT 'COMPLETED', completed FROM pool_task_counts UNION ALL SELECT 'FAILED', failed FROM pool_task_counts
+    UNION ALL SELECT 'CANCELLED', cancelled FROM pool_task_counts;
+  DROP TABLE pool_task_counts;
+  ALTER TABLE job_queues DROP COLUMN leased;
+  ALTER TABLE job_queues DROP COLUMN completed;
+  ALTER TABLE job_queues DROP COLUMN failed;
+  ALTER TABLE job_queues DROP COLUMN cancelled;
+  CREATE TRIGGER tasks_count_delete AFTER DELETE ON tasks BEGIN
+    UPDATE job_task_counts SET n = n - 1 WHERE job_id = OLD.job_id AND state = OLD.state;
+    UPDATE task_counts SET n = n - 1 WHERE state = OLD.state;
+    UPDATE classes SET pending = pending - 1 WHERE class_id = OLD.class_id AND OLD.state = 'PENDING';
+  END;
+  CREATE TRIGGER tasks_count_state AFTER UPDATE OF state ON tasks WHEN OLD.state <> NEW.state BEGIN
+    UPDATE job_task_counts SET n = n - 1 WHERE job_id = OLD.job_id AND state = OLD.state;
+    INSERT INTO job_task_counts (job_id, state, n) VALUES (NEW.job_id, NEW.state, 1)
+      ON CONFLICT (job_id, state) DO UPDATE SET n = n + 1;
+    UPDATE task_counts SET n = n - 1 WHERE state = OLD.state;
+    INSERT INTO task_counts (state, n) VALUES (NEW.state, 1) ON CONFLICT (state) DO UPDATE SET n = n + 1;
+    UPDATE classes SET pending = pending - 1 WHERE class_id = OLD.class_id AND OLD.state = 'PENDING';
+    UPDATE classes SET pending = pending + 1 WHERE class_id = NEW.class_id AND NEW.state = 'PENDING';
+  END;
+  CREATE TRIGGER tasks_queue_delete AFTER DELETE ON tasks WHEN OLD.state = 'PENDING' BEGIN
+    UPDATE queue_classes SET pending = pending - 1 WHERE job_id = OLD.job_id AND class_id = OLD.class_id;
+    UPDATE job_queues SET pending = pending - 1 WHERE job_id = OLD.job_id;
+  END;
+  CREATE TRIGGER tasks_queue_state AFTER UPDATE OF state ON tasks
+    WHEN (OLD.state = 'PENDING') <> (NEW.state = 'PENDING') BEGIN
+    UPDATE queue_classes SET pending = pending + IIF(NEW.state = 'PENDING', 1, -1)
+      WHERE job_id = NEW.job_id AND class_id = NEW.class_id;
+    UPDATE job_queues SET pending = pending + IIF(NEW.state = 'PENDING', 1, -1) WHERE job_id = NEW.job_id;
+  END;`,
+    triggers: {
+      tasks_count_state:
+        "docs/protocol.md §12, counters not scans, and §16, a row per counter per change: in the same transaction as a task's change of state, its job's counts by state (job_queues: pending and the others, one row), the pool's (pool_task_counts, one row), its class's pending count (classes) and its (job, class)'s (queue_classes). TypeScript half: src/pool/jobs/jobs.ts taskCounts and poolTaskCounts read the counts (a job's state and the pool's totals), src/pool/jobs/tasks.ts countAdded counts a submission's tasks, src/pool/scheduling/scheduling.ts walks job_queues, queue_classes and classes for the claim (docs/protocol.md §13 rules 1 and 2).",
+      tasks_count_delete:
+        "docs/protocol.md §12, counters not scans: a task's delete (archiving its job) takes it out of the same counts as tasks_count_state, in the same transaction. TypeScript half: src/pool/alarm/archive.ts deletes an archived job's tasks, then its queue row.",
+    },
   },
 ];
