@@ -11,6 +11,12 @@
 // it), whose sum() adds floats left to right with no compensation; so every
 // sum here is a plain loop in the reference's order. Pure: no I/O. Malformed
 // input is refused as a value naming the field, never coerced.
+//
+// Python reads a JSON integer as an exact int, and squares and sums it
+// exactly; a double cannot always. Read a blob's text with strict-json's
+// parseMetrics, which keeps an integer past 2^53 as a bigint (JSON.parse
+// would round it unseen): such a datum is refused, as is a blob whose leading
+// integers' squares stop summing exactly. Below 2^53 the two agree to the bit.
 
 import { compareKeys } from "../protocol/archive";
 import { shorten } from "./text";
@@ -37,7 +43,7 @@ export type FedavgRefusalReason =
   | "malformed_weights"
   | "shape_mismatch"
   | "not_finite"
-  | "norm_not_exact"
+  | "not_exact"
   | "malformed_metrics"
   | "unsafe_delta_file"
   | "duplicate_task";
@@ -88,8 +94,10 @@ function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 function shown(value: unknown): string {
-  if (typeof value === "number") return String(value);
-  return shorten(JSON.stringify(value) ?? String(value), 40);
+  if (typeof value === "number" || typeof value === "bigint") return String(value);
+  // strict-json's bigints are shown as their digits: JSON.stringify would throw.
+  const text = JSON.stringify(value, (_key, v: unknown) => (typeof v === "bigint" ? String(v) : v));
+  return shorten(text ?? String(value), 40);
 }
 
 /**
@@ -251,9 +259,7 @@ export function readTaskMetrics(
 export function reduceRound(weights: Weights, committed: readonly CommittedTask[]): ReducedRound | FedavgRefusal {
   // Every metrics key is jobs/{job}/{task}/metrics.json, so the reference's
   // sorted(keys) orders them by "{task}/metrics.json", code point by code point.
-  const ordered = [...committed].sort((a, b) =>
-    compareKeys(`${a.taskId}/metrics.json`, `${b.taskId}/metrics.json`),
-  );
+  const ordered = [...committed].sort((a, b) => compareKeys(`${a.taskId}/metrics.json`, `${b.taskId}/metrics.json`));
   for (let i = 1; i < ordered.length; i++) {
     if (ordered[i]!.taskId === ordered[i - 1]!.taskId) {
       return refuse("duplicate_task", `task ${shown(ordered[i]!.taskId)} committed twice`);
@@ -330,6 +336,9 @@ function sameParams(a: Unchecked | Weights, b: Unchecked | Weights): string | un
 function requireFinite(blob: Unchecked | Weights, where: string): { ok: true; weights: Weights } | FedavgRefusal {
   for (const [name, p] of blob) {
     for (const [i, v] of p.data.entries()) {
+      if (typeof v === "bigint") {
+        return refuse("not_exact", `${where}: parameter '${name}' index ${i} is an integer past 2^53 (${v})`);
+      }
       // A boolean too: the reference would read true as 1.
       if (typeof v !== "number" || !Number.isFinite(v)) {
         return refuse("not_finite", `${where}: parameter '${name}' index ${i} is not a finite number (${shown(v)})`);
@@ -341,28 +350,31 @@ function requireFinite(blob: Unchecked | Weights, where: string): { ok: true; we
 
 /**
  * √(Σ v²) over every datum in blob order, or a refusal where the reference's
- * result cannot be known from doubles. JSON.parse reads `3` and `3.0` alike;
- * the reference squares a JSON integer exactly and, while a blob opens with
- * integers, sums them exactly too. Below 2^53 both agree bit for bit.
+ * answer cannot be known from doubles. The reference squares a JSON integer
+ * exactly and, while a blob opens with integers, sums their squares exactly
+ * too; JSON.parse reads `3` and `3.0` alike. So while the blob opens with
+ * integer values below 2^53, each partial sum must be exact, whichever of
+ * them were integers: past 2^53 it is checked against a bigint.
  */
 function l2Norm(blob: Weights, where: string): number | FedavgRefusal {
   let sum = 0;
-  let integersSoFar = true;
+  let opening = true;
+  let exact: bigint | undefined;
   for (const [name, p] of blob) {
     for (const [i, v] of p.data.entries()) {
-      if (!Number.isInteger(v)) integersSoFar = false;
-      else if (Math.abs(v) >= EXACT_INTEGERS) {
-        return refuse(
-          "norm_not_exact",
-          `${where}: parameter '${name}' index ${i} (${v}) is past 2^53: its norm is not exact`,
-        );
-      }
+      // At 2^53 or more a number was written with a fraction or an exponent
+      // (a bigint otherwise, refused above): a float to the reference too.
+      if (opening && !(Number.isInteger(v) && Math.abs(v) < EXACT_INTEGERS)) opening = false;
+      const before = sum;
       sum += v * v;
-      if (integersSoFar && sum >= EXACT_INTEGERS) {
-        return refuse(
-          "norm_not_exact",
-          `${where}: its leading integers' squares pass 2^53 at parameter '${name}' index ${i}`,
-        );
+      if (opening && sum >= EXACT_INTEGERS) {
+        exact = (exact ?? BigInt(before)) + BigInt(v) * BigInt(v);
+        if (BigInt(sum) !== exact) {
+          return refuse(
+            "not_exact",
+            `${where}: the squares of its leading integers stop summing exactly at parameter '${name}' index ${i}`,
+          );
+        }
       }
     }
   }
