@@ -3,7 +3,8 @@
 // samples the CPU through the Chrome DevTools protocol while the timed
 // batches run, and prints self time by function and by source file. The
 // profile itself is written for DevTools (open it in Chrome's Performance
-// panel) to bench/results/profile.cpuprofile (not committed).
+// panel) to bench/results/profile.cpuprofile (not committed); the figures to
+// bench/results/profile.json, which BENCHMARKS.md section 1.1 renders.
 //
 //   npm run bench:profile                      depth 100,000, the by-depth test
 //   (node --experimental-websocket bench/profile.mjs: Node 20 has WebSocket behind that flag)
@@ -13,15 +14,17 @@
 // carries each statement's own time, timed around its exec call.
 // @ts-check
 
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { option, ROOT } from "./lib.mjs";
+import { machine, option, ROOT, today, writeResult } from "./lib.mjs";
+import { load } from "./paired.mjs";
 
 const DEPTH = option("depth", "100000");
 const TEST = option("test", "cycles inside one pool object, by queue depth");
 const TOP = Number(option("top", "40"));
 const PORT = 9339;
+const loadAtStart = load();
 
 const child = spawn(
   process.execPath,
@@ -163,3 +166,29 @@ for (const s of [...statements.values()].sort((a, b) => b.us - a.us).slice(0, TO
   console.log(
     `${((100 * s.us) / execUs).toFixed(1).padStart(5)}%  ${(s.us / s.n).toFixed(1).padStart(6)} µs × ${String(s.n).padStart(6)}  ${s.query.slice(0, 120)}`,
   );
+
+/** @param {Map<string, number>} m @param {number} n */
+const top = (m, n) =>
+  [...m]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([what, us]) => ({ what, share_pct: Math.round((1000 * us) / total) / 10 }));
+writeResult("profile", {
+  command: `npm run bench:profile -- --depth ${DEPTH}`,
+  date: today(),
+  machine: { ...machine(), load_at_start: loadAtStart, load_at_end: load() },
+  head: execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: ROOT, encoding: "utf8" }).trim(),
+  depth: Number(DEPTH),
+  sampled_s: Math.round(sampledMs / 100) / 10,
+  busy_ms: Math.round(total / 1000),
+  by_file: top(byFile, 8),
+  by_function: top(byFunction, 12),
+  statements: [...statements.values()]
+    .sort((a, b) => b.us - a.us)
+    .slice(0, 12)
+    .map((st) => ({
+      query: st.query.slice(0, 140),
+      us: Math.round(st.us / st.n),
+      share_pct: Math.round((1000 * st.us) / execUs) / 10,
+    })),
+});

@@ -1235,6 +1235,50 @@ function costSection(c) {
   return out;
 }
 
+/**
+ * bench/profile.mjs's results file.
+ * @typedef {object} ProfileResult
+ * @property {string} command
+ * @property {string} date
+ * @property {import("./lib.mjs").Machine} machine
+ * @property {string} head
+ * @property {number} depth
+ * @property {number} sampled_s
+ * @property {number} busy_ms
+ * @property {{ what: string, share_pct: number }[]} by_file
+ * @property {{ what: string, share_pct: number }[]} by_function
+ * @property {{ query: string, us: number, share_pct: number }[]} statements
+ */
+
+/** Section 1.1: where a cycle's time goes. @param {string[]} out @param {ProfileResult} p */
+function profileSection(out, p) {
+  const native = p.by_file.find((f) => f.what === "(native)")?.share_pct ?? 0;
+  out.push("### 1.1 Where a cycle's time goes");
+  out.push("");
+  out.push(
+    `- Command: \`${p.command}\` (the in-object bench's core cycles at ${fmt(p.depth)} pending, under workerd's inspector)`,
+  );
+  out.push(`- Machine: ${machineLine(p.machine)}`);
+  out.push(`- Date: ${p.date}; code at \`${p.head}\``);
+  out.push("");
+  out.push(
+    `The CPU sampled every 50 µs through the DevTools protocol while the CPU and GPU nodes ran their core cycles (${p.sampled_s} s, ` +
+      `${fmt(p.busy_ms)} ms busy). **${native}% of the busy time is native code, nearly all of it SQLite's \`exec\`**: ` +
+      "the statements, their indexes and the triggers they fire, not the JavaScript around them. The statements below " +
+      "are timed around each exec call (one-row statements run whole in it) with the profiler running, so their µs are " +
+      "higher than the table above's; their shares are what to read.",
+  );
+  out.push("");
+  out.push("| statement | µs each | share of the statements' time |");
+  out.push("|---|---:|---:|");
+  for (const st of p.statements) out.push(`| \`${st.query.replace(/\|/g, "\\|")}\` | ${st.us} | ${st.share_pct}% |`);
+  out.push("");
+  out.push(
+    `Self time by file: ${p.by_file.map((f) => `${f.what.replace(/^.*\/work\/main\//, "")} ${f.share_pct}%`).join(", ")}.`,
+  );
+  out.push("");
+}
+
 function render() {
   const inObject = /** @type {InObjectResult | null} */ (readResult("in-object"));
   const http = /** @type {HttpResult | null} */ (readResult("http"));
@@ -1374,6 +1418,8 @@ function render() {
     );
     out.push("");
   }
+  const profile = /** @type {ProfileResult | null} */ (readResult("profile"));
+  if (profile) profileSection(out, profile);
 
   if (http) {
     out.push("## 2. Over HTTP: simulated nodes against `wrangler dev`");
