@@ -70,7 +70,7 @@ describe("liveness of a node working on another shard", () => {
         (_o, state) =>
           state.storage.sql.exec<{ t: number }>("SELECT live_until_ms AS t FROM nodes WHERE node_id = 'n1'").one().t,
       );
-    // The forwarded claim's answer told the home the deadline, which it writes a minute ahead (docs/protocol.md §16).
+    // The forwarded claim's answer told the home the deadline, which it writes ahead (docs/protocol.md §16).
     expect(await liveUntil()).toBe(Date.parse(lease.deadline) + LIVENESS_LEAD_MS);
     const failedAt = Date.now();
     expect((await call(pool, "POST", `/attempts/${lease.lease_id}/fail`, { reason: "x" })).status).toBe(200);

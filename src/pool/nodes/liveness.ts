@@ -2,8 +2,8 @@
 // Each request proves its node alive for the online window (§5), but a row
 // written per request is a row billed per request: an idle agent's loop
 // would cost more than its work. So the node's row is written lazily and
-// ahead — `live_until_ms` a minute past what the request needs, at most
-// about once a minute for liveness alone — and the exact last request is
+// ahead — `live_until_ms` five minutes past what the request needs, at
+// most about once in five minutes for liveness alone — and the exact last request is
 // kept here, in the object's memory:
 //
 // - reads that show it (`last_heartbeat_age_s`) take the later of the two;
@@ -15,15 +15,21 @@
 //   its node's row exactly, as always.
 //
 // After a restart this memory is empty: a node's written time stands, and it
-// counts online until the `live_until_ms` last written (at most a minute more
-// than exact) or its next request. Leases, holds and everything else that
+// counts online until the `live_until_ms` last written (at most five minutes
+// more than exact) or its next request. Leases, holds and everything else that
 // decides a claim stay in SQL.
 
 import { MeteredSql } from "../metered-sql";
 import { ONLINE_WINDOW_MS } from "./states";
 
-/** How far ahead of what a request needs `live_until_ms` is written: the most a row lags its node's requests. */
-export const LIVENESS_LEAD_MS = 60_000;
+/**
+ * How far ahead of what a request needs `live_until_ms` is written: the most
+ * a row lags its node's requests, and how long after a restart a silent node
+ * may still count online. Five minutes: an idle agent's row is then a row
+ * write about every five minutes, not every minute (docs/protocol.md §16's
+ * idle agent-month, whose requests alone are most of its budget).
+ */
+export const LIVENESS_LEAD_MS = 300_000;
 
 /** What is known here of a node whose row may say more than it: its last request, and the latest deadline of a lease another shard told its home of. */
 export type Known = { at: number; elsewhere: number };

@@ -51,7 +51,7 @@ export function registerNode(
     registration.node_id,
     JSON.stringify(registration),
     now,
-    // Written anyway, so a minute ahead, as `seen` writes it.
+    // Written anyway, so ahead (LIVENESS_LEAD_MS), as `seen` writes it.
     now + ONLINE_WINDOW_MS + LIVENESS_LEAD_MS,
   );
   lastRequests(sql).saw(registration.node_id, now);
@@ -147,7 +147,7 @@ export function heartbeatNode(
  * issued), whichever is later; for a node with a passport here, its last
  * request here. Unknown nodes are left alone. True when the node's record
  * is here (its home). Soft (src/pool/nodes/liveness.ts): the row is written
- * only when it would say less than that, and then a minute ahead.
+ * only when it would say less than that, and then LIVENESS_LEAD_MS ahead.
  */
 export function seen(sql: SqlStorage, now: number, nodeId: string, holdsUntil = 0): boolean {
   const row = sql

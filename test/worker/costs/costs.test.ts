@@ -117,7 +117,7 @@ describe("what a task's requests cost", () => {
 describe("what an idle agent costs", () => {
   // The agent's loop (test/support/agent.mjs, the wrangler.toml hold): a claim held up to 12.5 s and
   // answered 204, and a node heartbeat every 5 s beside it, for over a minute of real time: the node's row
-  // is written a minute ahead (src/pool/nodes/liveness.ts), so at most once in the window.
+  // is written five minutes ahead (src/pool/nodes/liveness.ts), so at most once in the window.
   const HOLD_S = 12.5;
   const HEARTBEAT_MS = 5_000;
   const WINDOW_MS = 65_000;

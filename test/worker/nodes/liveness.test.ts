@@ -212,10 +212,10 @@ describe("liveness", () => {
   });
 });
 
-// Soft liveness (docs/protocol.md §16): the row is written a minute ahead, the exact last request is kept in
+// Soft liveness (docs/protocol.md §16): the row is written five minutes ahead, the exact last request is kept in
 // memory, and once its window ends the alarm writes the row down to it.
 describe("soft liveness", () => {
-  it("an idle node's requests write its row once, a minute ahead; the alarm writes it down once it goes silent", async () => {
+  it("an idle node's requests write its row once, five minutes ahead; the alarm writes it down once it goes silent", async () => {
     const pool = freshPool();
     await register(pool, "quiet");
     const home = await homeStub(pool, "quiet");
@@ -270,11 +270,11 @@ describe("soft liveness", () => {
     expect((await node(pool, "busy")).online).toBe(true);
   });
 
-  it("after a restart the written row stands, a minute ahead at most, until the node's next request", async () => {
+  it("after a restart the written row stands, five minutes ahead at most, until the node's next request", async () => {
     const pool = freshPool();
     await register(pool, "quiet");
     const home = await homeStub(pool, "quiet");
-    // A restart forgets what memory held; the row says online until a minute past the request's window.
+    // A restart forgets what memory held; the row says online until five minutes past the request's window.
     await runInDurableObject(home, (_o, state) => lastRequests(state.storage.sql).takeDue(Number.POSITIVE_INFINITY));
     const { written } = await runInDurableObject(home, (_o, state) => ({
       written: state.storage.sql
