@@ -6,7 +6,7 @@ import { execFileSync } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { shardOfId } from "../src/rules/shard-ids";
-import type { PoolSnapshot } from "../test/invariants/check";
+import { COUNTER_ROWS_SQL, type PoolSnapshot } from "../test/invariants/check";
 
 function query(file: string, sql: string): Array<Record<string, string | number | null>> {
   const out = execFileSync("sqlite3", ["-readonly", "-json", file, sql], { encoding: "utf8", maxBuffer: 1 << 30 });
@@ -48,8 +48,8 @@ export function snapshotsFromDisk(
       leases: query(file, "SELECT * FROM leases ORDER BY issued_ms, lease_id"),
       events: query(file, "SELECT * FROM events ORDER BY seq"),
       counters: {
-        job_task_counts: query(file, "SELECT * FROM job_task_counts"),
-        task_counts: query(file, "SELECT * FROM task_counts"),
+        job_task_counts: query(file, COUNTER_ROWS_SQL.job_task_counts),
+        task_counts: query(file, COUNTER_ROWS_SQL.task_counts),
         job_counts: query(file, "SELECT * FROM job_counts"),
         classes: query(file, "SELECT * FROM classes"),
         job_queues: query(file, "SELECT * FROM job_queues"),

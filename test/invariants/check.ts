@@ -10,6 +10,28 @@ import { holdBackMs } from "../../src/rules/scheduling";
 
 type Row = Record<string, string | number | null | ArrayBuffer>;
 
+const STATE_COLUMNS = [
+  ["PENDING", "pending"],
+  ["LEASED", "leased"],
+  ["COMPLETED", "completed"],
+  ["FAILED", "failed"],
+  ["CANCELLED", "cancelled"],
+] as const;
+
+/**
+ * The task counters as the (state, n) rows the snapshot's `counters` holds:
+ * since schema step 28 they are columns, a job's in its job_queues row and
+ * the pool's in pool_task_counts' one row.
+ */
+export const COUNTER_ROWS_SQL = {
+  job_task_counts: STATE_COLUMNS.map(
+    ([state, c]) => `SELECT job_id, '${state}' AS state, ${c} AS n FROM job_queues`,
+  ).join(" UNION ALL "),
+  task_counts: STATE_COLUMNS.map(([state, c]) => `SELECT '${state}' AS state, ${c} AS n FROM pool_task_counts`).join(
+    " UNION ALL ",
+  ),
+};
+
 export interface PoolSnapshot {
   nodes: Row[];
   jobs: Row[];

@@ -3,8 +3,7 @@
 
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { TASK_STATES } from "../../src/protocol/tasks";
-import { violations as check, type PoolSnapshot } from "../invariants/check";
+import { COUNTER_ROWS_SQL, violations as check, type PoolSnapshot } from "../invariants/check";
 import { shardStubs } from "./helpers";
 
 type Shard = ReturnType<typeof shardStubs>[number];
@@ -44,15 +43,13 @@ function tables(shard: Shard, options: { released?: boolean }): Promise<PoolSnap
       events: all("events", "seq"),
       alarm: await state.storage.getAlarm(),
       counters: {
-        // Kept as columns since schema step 28 (a job's in its queue row, the pool's in one row): read as (state, n) rows.
+        // Columns since schema step 28; a pool rewound to before it still has the rows.
         job_task_counts: has("job_task_counts")
           ? all("job_task_counts", "job_id, state")
-          : all("job_queues", "job_id").flatMap((q) =>
-              TASK_STATES.map((state) => ({ job_id: q.job_id ?? null, state, n: q[state.toLowerCase()] ?? 0 })),
-            ),
+          : state.storage.sql.exec(COUNTER_ROWS_SQL.job_task_counts).toArray(),
         task_counts: has("task_counts")
           ? all("task_counts", "state")
-          : TASK_STATES.map((state) => ({ state, n: all("pool_task_counts", "one")[0]?.[state.toLowerCase()] ?? 0 })),
+          : state.storage.sql.exec(COUNTER_ROWS_SQL.task_counts).toArray(),
         job_counts: all("job_counts", "state"),
         classes: all("classes", "class_id"),
         job_queues: maybe("job_queues", "job_id"),

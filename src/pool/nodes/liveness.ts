@@ -3,8 +3,8 @@
 // written per request is a row billed per request: an idle agent's loop
 // would cost more than its work. So the node's row is written lazily and
 // ahead — `live_until_ms` five minutes past what the request needs, at
-// most about once in five minutes for liveness alone — and the exact last request is
-// kept here, in the object's memory:
+// most about once in five minutes for liveness alone — and the exact last
+// request is kept here, in the object's memory:
 //
 // - reads that show it (`last_heartbeat_age_s`) take the later of the two;
 // - once a node's last request is older than the window and no lease keeps
@@ -16,8 +16,8 @@
 //
 // After a restart this memory is empty: a node's written time stands, and it
 // counts online until the `live_until_ms` last written (at most five minutes
-// more than exact) or its next request. Leases, holds and everything else that
-// decides a claim stay in SQL.
+// more than exact) or its next request. Leases, holds and everything else
+// that decides a claim stay in SQL.
 
 import { MeteredSql } from "../metered-sql";
 import { ONLINE_WINDOW_MS } from "./states";
