@@ -148,11 +148,11 @@ for (const p of profiles) {
   }
 }
 writeFileSync(join(ROOT, "bench/results/profile.cpuprofile"), JSON.stringify(profiles[0]));
+/** The `n` largest entries of `m`, largest first. @param {Map<string, number>} m @param {number} n */
+const heaviest = (m, n) => [...m].sort((a, b) => b[1] - a[1]).slice(0, n);
 /** @param {Map<string, number>} m @param {number} n */
 const show = (m, n) =>
-  [...m]
-    .sort((a, b) => b[1] - a[1])
-    .slice(0, n)
+  heaviest(m, n)
     .map(([k, us]) => `${((100 * us) / total).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(0).padStart(6)} ms  ${k}`)
     .join("\n");
 console.log(
@@ -168,11 +168,7 @@ for (const s of [...statements.values()].sort((a, b) => b.us - a.us).slice(0, TO
   );
 
 /** @param {Map<string, number>} m @param {number} n */
-const top = (m, n) =>
-  [...m]
-    .sort((a, b) => b[1] - a[1])
-    .slice(0, n)
-    .map(([what, us]) => ({ what, share_pct: Math.round((1000 * us) / total) / 10 }));
+const top = (m, n) => heaviest(m, n).map(([what, us]) => ({ what, share_pct: Math.round((1000 * us) / total) / 10 }));
 writeResult("profile", {
   command: `npm run bench:profile -- --depth ${DEPTH}`,
   date: today(),

@@ -101,8 +101,9 @@ export function addTasks(
  * pending per job (its queue row: metrics, job records, the claim's seeks)
  * and pool, per class and per (job, class) (the claim's seeks). A statement
  * per counter row, not per task: schema step 26 took this from the insert
- * triggers, which wrote each counter once per task. The job's first pending task activates
- * its queue, as one at a time did (job_queues' triggers).
+ * triggers, which wrote each counter once per task. The job's first
+ * pending task activates its queue, as one at a time did (job_queues'
+ * triggers).
  */
 function countAdded(sql: SqlStorage, added: ReadonlyArray<readonly [string, number]>): void {
   if (added.length === 0) return;
