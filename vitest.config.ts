@@ -45,6 +45,7 @@ const SHARDED = [
   "test/worker/artifacts/checkpoints.test.ts",
   "test/worker/scheduling/placement.test.ts",
   "test/worker/costs/costs.test.ts",
+  "test/worker/runs/runs.test.ts",
   "test/worker-shards/*.test.ts",
 ];
 const SHARDED_AUTH = [

@@ -20,11 +20,13 @@ import { metrics } from "./routes/metrics";
 import { nodes } from "./routes/nodes";
 import { openapiOf } from "./routes/openapi";
 import { placement } from "./routes/placement";
+import { runs } from "./routes/runs";
 import { refuseMisconfigured } from "./routes/settings";
 import { poolShards } from "./routes/shards";
 import { layoutRefusal } from "./rules/layout";
 
 export { PoolObject } from "./pool/object";
+export { RunWorkflow } from "./runs/workflow";
 export { PoolSummary } from "./summary/object";
 
 const api = new Hono<AppEnv>();
@@ -62,6 +64,7 @@ api.route("/jobs/:job_id/tasks/:task_id/placement", placement);
 api.route("/dashboard", dashboardData);
 api.route("/metrics", metrics);
 api.route("/jobs", jobs);
+api.route("/runs", runs);
 
 const app = new Hono<AppEnv>();
 app.use(refuseMisconfigured);

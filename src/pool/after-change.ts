@@ -3,7 +3,7 @@
 // claims it lets through get their turn before anyone else, its events are
 // logged, the alarm moves to the earliest live deadline, held claims go on
 // to other shards, new passports reach the shards a claim is in flight to,
-// and the outbox rows it wrote leave. The object installs it
+// the outbox rows it wrote leave, and a run whose round it ended hears so. The object installs it
 // (src/pool/object.ts); the modules that change state only call `change`.
 
 import { arm } from "./alarm/housekeeping";
@@ -12,6 +12,7 @@ import { answerHeld } from "./claims/held-claims";
 import type { EventRow } from "./ledger/events";
 import { logEvent } from "./ledger/log";
 import type { ChangeMade, Pool } from "./pool";
+import { tellRuns } from "./runs/tell";
 import { sendWritten } from "./shards/outbox";
 
 /**
@@ -49,6 +50,8 @@ export async function afterChange(
   await pushPassports(pool);
   // Outbox rows the change wrote for other shards leave now (src/pool/shards/outbox.ts); none at one shard.
   await sendWritten(pool, outboxBefore, () => arm(pool));
+  // A round whose quorum the change met, or whose job it ended, is over: its run hears it now (docs/protocol.md §17).
+  await tellRuns(pool);
 }
 
 /** Whether the ledger since `seq` queued work or closed a job: what a held claim waits for. */

@@ -10,8 +10,10 @@ import { DurableObject } from "cloudflare:workers";
 import type { CommitCheckpointRequest, RegisterPartRequest } from "../protocol/checkpoints";
 import type { DeviceCodeRequest } from "../protocol/device";
 import type { JobSpec } from "../protocol/jobs";
+import { LIST_PAGE_MAX_BYTES } from "../protocol/limits";
 import type { NodeHeartbeat, NodeRegistration } from "../protocol/nodes";
 import type { ReplicaItem } from "../protocol/responses";
+import type { RunRequest, RunRound, RunState } from "../protocol/runs";
 import type { TaskSpec } from "../protocol/tasks";
 import type { Locale } from "../rules/homing";
 import { noLoad } from "../rules/object-load";
@@ -39,6 +41,7 @@ import { dashboardView, liveLeasesByNode, STUCK_CLASSES_CHECKED } from "./reads/
 import { fleetView, nodeAnswers, type PendingClass, pendingClasses } from "./reads/fleet";
 import { metricsSample } from "./reads/metrics";
 import { placementAnswers, placementFacts, placementReport, queueElsewhere } from "./reads/placement-report";
+import * as runs from "./runs/calls";
 import { migrate } from "./schema/schema";
 import { sessionClass } from "./session";
 import { enterPool, layoutAtStart, layoutPeers, serveCall } from "./shards/layout";
@@ -454,6 +457,56 @@ export class PoolObject extends DurableObject<Env> {
     );
   }
 
+  // -- hosted runs (docs/protocol.md §17, src/pool/runs/calls.ts) ----------------------
+
+  createRun(runId: string, request: RunRequest, operator: string | null, pool: string) {
+    return this.#serve(() => runs.createRun(this.#pool, runId, request, operator, pool));
+  }
+
+  getRun(runId: string) {
+    return this.#serve(() => runs.getRun(this.#pool, runId));
+  }
+
+  listRuns(after: number, limit: number, maxBytes = LIST_PAGE_MAX_BYTES) {
+    return this.#serve(() => runs.listRuns(this.#pool, after, limit, Math.min(maxBytes, LIST_PAGE_MAX_BYTES)));
+  }
+
+  /** Ends a run as its operator asks or its Workflow concludes; its live round is cancelled unless it succeeded. */
+  finishRun(
+    runId: string,
+    state: Exclude<RunState, "RUNNING">,
+    reason: string | null,
+    resultUri: string | null = null,
+  ) {
+    return this.#serve(() => runs.finishRun(this.#pool, runId, state, reason, resultUri));
+  }
+
+  // The run's Workflow alone (src/runs/workflow.ts): no node session offers these.
+
+  runToDrive(runId: string) {
+    return this.#serve(() => runs.runToDrive(this.#pool, runId));
+  }
+
+  submitRound(
+    runId: string,
+    round: number,
+    quorum: number,
+    jobId: string,
+    spec: JobSpec,
+    tasks: TaskSpec[],
+    place: JobPlace,
+  ) {
+    return this.#serve(() => runs.submitRound(this.#pool, runId, round, quorum, jobId, spec, tasks, place));
+  }
+
+  roundState(runId: string, round: number) {
+    return this.#serve(() => runs.roundState(this.#pool, runId, round));
+  }
+
+  recordRound(runId: string, round: number, result: RunRound) {
+    return this.#serve(() => runs.recordRound(this.#pool, runId, round, result));
+  }
+
   // -- observability (docs/protocol.md §11) ------------------------------------------------
 
   /** Every registered node's gate answer for one task: eligible, or the refusing gate. */
@@ -637,6 +690,10 @@ export const NODE_CALLS = [
   "checkpointLostWork",
   "verifyCheckpoint",
   "quarantineCheckpoint",
+  "createRun",
+  "getRun",
+  "listRuns",
+  "finishRun",
   "explainPlacement",
   "placementFacts",
   "placementNodes",
@@ -648,7 +705,10 @@ export const NODE_CALLS = [
   "shardDashboard",
   "shardFleet",
   "shardMetrics",
-] as const satisfies readonly Exclude<keyof PoolObject, "peer" | "session" | "alarm" | "fetch">[];
+] as const satisfies readonly Exclude<
+  keyof PoolObject,
+  "peer" | "session" | "alarm" | "fetch" | "runToDrive" | "submitRound" | "roundState" | "recordRound"
+>[];
 
 /** An enrolled node's session: the NODE_CALLS, each re-checking the credential (src/pool/session.ts). */
 const NodeSession = sessionClass(PoolObject.prototype, NODE_CALLS);

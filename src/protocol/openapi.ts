@@ -68,6 +68,7 @@ import {
   TaskRowSchema,
   ValidationErrorSchema,
 } from "./responses";
+import { RunRecordSchema, RunRequestSchema } from "./runs";
 import {
   ClaimRequestSchema,
   CompleteRequestSchema,
@@ -157,6 +158,8 @@ const WIRE = {
   CompleteRequest: CompleteRequestSchema,
   FailRequest: FailRequestSchema,
   JobSpec: JobSpecSchema,
+  RunRequest: RunRequestSchema,
+  RunRecord: RunRecordSchema,
   JobState: JobStateSchema,
   JobRecord: JobRecordSchema.extend({ task_counts: TaskCountsSchema }),
   EventType: EventTypeSchema,
@@ -347,6 +350,10 @@ export function openApiDocument(paths: OpenApiDocument["paths"]): OpenApiDocumen
       { name: "artifacts", description: "Task inputs and outputs, by key." },
       { name: "checkpoints", description: "A task's checkpoint catalog." },
       { name: "jobs", description: "Submission, state, events and outputs of jobs." },
+      {
+        name: "runs",
+        description: "Hosted runs: federated averaging and K-means driven by the coordinator, one job per round.",
+      },
       { name: "observability", description: "Dashboard, metrics and placement explanations." },
       { name: "service", description: "The Worker itself." },
     ],

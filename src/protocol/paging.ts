@@ -15,7 +15,7 @@ import { MAX_REGISTRATION_BYTES } from "./limits";
  * `{list}@{k}:{key}`, and `{list}@{k}` for the shard's start. Clients must
  * treat it as opaque.
  */
-type CursorList = "jobs" | "nodes" | "artifacts";
+type CursorList = "jobs" | "nodes" | "artifacts" | "runs";
 
 /** The longest cursor this coordinator hands out: a node_id is part of a bounded registration. */
 const MAX_CURSOR_CHARS = Math.ceil(((MAX_REGISTRATION_BYTES + "nodes@255:".length) * 4) / 3);
@@ -37,18 +37,27 @@ export type ShardCursor<K> = {
 
 /** GET /jobs over a pool of `shards`: `jobs:{seq}` in shard 0, `jobs@{k}:{seq}` in shard k. */
 export function jobShardCursor(shards: number): ShardCursor<number> {
+  return seqShardCursor("jobs", shards);
+}
+
+/** GET /runs over a pool of `shards`: `runs:{seq}` in shard 0, `runs@{k}:{seq}` in shard k. */
+export function runShardCursor(shards: number): ShardCursor<number> {
+  return seqShardCursor("runs", shards);
+}
+
+function seqShardCursor(list: "jobs" | "runs", shards: number): ShardCursor<number> {
   return {
     decode: (raw) => {
-      const read = decodeShard("jobs", raw, shards);
+      const read = decodeShard(list, raw, shards);
       if (!read.ok || read.after === null) return read as DecodedCursor<ShardKey<number>>;
       if (read.after.key === null) return { ok: true, after: { shard: read.after.shard, key: null } };
       // Exactly as encode writes it: a positive safe integer, no sign or leading zero.
       const seq = /^[1-9]\d{0,15}$/.test(read.after.key) ? Number(read.after.key) : Number.NaN;
       return Number.isSafeInteger(seq)
         ? { ok: true, after: { shard: read.after.shard, key: seq } }
-        : refuse("it does not continue a list of jobs");
+        : refuse(`it does not continue a list of ${list}`);
     },
-    encode: ({ shard, key }) => encodeShard("jobs", shard, key === null ? null : String(key)),
+    encode: ({ shard, key }) => encodeShard(list, shard, key === null ? null : String(key)),
   };
 }
 

@@ -86,6 +86,8 @@ export interface PoolShards {
    * random id at one shard, else one whose tag names k.
    */
   newId(k: number): string;
+  /** The shard an id minted by `newId` names, after its `prefix` (shard 0 for one it does not name). */
+  ofId(id: string, prefix: string): number;
 }
 
 /**
@@ -216,5 +218,6 @@ export function poolShards(
       return { shard: chosen.shard, reservation: chosen.reservation };
     },
     newId: (k) => (count === 1 ? randomHex12() : mintShardHex(pool, k, randomHex8())),
+    ofId: (id, prefix) => shardOfId(pool, id, prefix, count).shard,
   };
 }

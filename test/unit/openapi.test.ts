@@ -30,7 +30,7 @@ import type {
 } from "../../src/protocol/openapi";
 import { documentOf } from "../../src/routes/openapi";
 
-vi.mock("cloudflare:workers", () => ({ DurableObject: class {}, RpcTarget: class {} }));
+vi.mock("cloudflare:workers", () => ({ DurableObject: class {}, RpcTarget: class {}, WorkflowEntrypoint: class {} }));
 
 const doc = documentOf(app.routes);
 const METHODS: Method[] = ["get", "put", "post"];

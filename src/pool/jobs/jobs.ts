@@ -13,6 +13,7 @@ import { isOpenState, OPEN_STATES_SQL, OPEN_TASK_STATES } from "../../rules/task
 import { type Replication, SINGLE_REPLICA } from "../../rules/verification";
 import { type EventRow, emit, eventRecord, iso } from "../ledger/events";
 import { asSeenByNodes, SEALED_EVENT, sealedPending, type Viewer } from "../ledger/sealing";
+import { quorumMet, roundEnded } from "../runs/rounds";
 import { addTasks } from "./tasks";
 
 /** The counter columns of a state (schema step 28), as TaskCounts names them. */
@@ -49,9 +50,16 @@ export function settleJob(sql: SqlStorage, now: number, jobId: string): void {
     .toArray()[0];
   if (!job || job.terminal_state !== null) return;
   // Runs on every accepted commit: the job's counters, never its tasks.
-  const state = deriveJobState(taskCounts(sql, jobId));
+  const counts = taskCounts(sql, jobId);
+  // A hosted run's round is over at its quorum: what is still out is cancelled (docs/protocol.md §17).
+  if (quorumMet(sql, jobId, counts.COMPLETED)) {
+    cancelJob(sql, now, jobId);
+    return;
+  }
+  const state = deriveJobState(counts);
   if (!TERMINAL_JOB_STATES.includes(state)) return;
   sql.exec("UPDATE jobs SET terminal_state = ?, finished_ms = ? WHERE job_id = ?", state, now, jobId);
+  roundEnded(sql, jobId, state);
   if (state === "SUCCEEDED") emit(sql, now, { jobId, type: "JOB_SUCCEEDED", message: "all tasks completed", data: {} });
   if (state === "FAILED")
     emit(sql, now, { jobId, type: "JOB_FAILED", message: "a task exhausted its attempts", data: {} });
@@ -147,6 +155,7 @@ export function cancelJob(sql: SqlStorage, now: number, jobId: string): boolean 
     // value outside it would break the reference client's event parsing.
     sql.exec("UPDATE jobs SET terminal_state = 'CANCELLED', finished_ms = ? WHERE job_id = ?", now, jobId);
   }
+  roundEnded(sql, jobId, "CANCELLED");
   return true;
 }
 

@@ -1,5 +1,5 @@
 -- The pool object's SQLite schema after every migration in src/pool/schema/schema.ts
--- (1-28): what a new pool starts with and what every older pool is migrated to.
+-- (1-29): what a new pool starts with and what every older pool is migrated to.
 -- Generated from a freshly migrated pool's sqlite_master, never edited by hand:
 -- test/worker/schema/schema.test.ts fails when they differ; after changing a migration,
 -- `npm run schema:snapshot` rewrites this file. Run on an empty database it makes
@@ -305,6 +305,34 @@ CREATE TABLE replicas_elsewhere (
     PRIMARY KEY (node_id, shard, task_seq)
   ) WITHOUT ROWID;
 CREATE INDEX replicas_elsewhere_owner ON replicas_elsewhere (owner); -- migration 22
+
+-- run_rounds: migration 29
+CREATE TABLE run_rounds (
+    job_id TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    round INTEGER NOT NULL,
+    quorum INTEGER NOT NULL,
+    frozen TEXT,
+    ended TEXT,
+    told INTEGER NOT NULL DEFAULT 1,
+    result TEXT,
+    UNIQUE (run_id, round)
+  );
+CREATE INDEX run_rounds_untold ON run_rounds (job_id) WHERE told = 0; -- migration 29
+
+-- runs: migration 29
+CREATE TABLE runs (
+    seq INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    request TEXT NOT NULL,
+    operator TEXT,
+    state TEXT NOT NULL DEFAULT 'RUNNING',
+    reason TEXT,
+    result_uri TEXT,
+    created_ms INTEGER NOT NULL,
+    finished_ms INTEGER
+  );
 
 -- schema_version: migration 1
 CREATE TABLE schema_version (version INTEGER NOT NULL);

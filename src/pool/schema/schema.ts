@@ -21,6 +21,7 @@ import { PASSPORTS } from "./migrations/v19-passports";
 import { REPLICAS_ELSEWHERE } from "./migrations/v22-replicas-elsewhere";
 import { UNUSED } from "./migrations/v23-unused";
 import { COSTS } from "./migrations/v24-costs";
+import { RUNS } from "./migrations/v29-runs";
 
 export type { Migration } from "./migrations/migration";
 
@@ -34,6 +35,7 @@ export const MIGRATIONS: readonly Migration[] = [
   ...REPLICAS_ELSEWHERE,
   ...UNUSED,
   ...COSTS,
+  ...RUNS,
 ];
 
 /** Applies every migration newer than the recorded version, in order (the caller holds the transaction). */

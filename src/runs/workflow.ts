@@ -1,0 +1,325 @@
+// A hosted run's driver (docs/protocol.md §17): one Cloudflare Workflow
+// instance per run, doing what the reference's run_fedavg and run_kmeans do
+// (Zolli-Labs/flashml d5b29dd), each round in durable steps: submit the
+// round's job, wait for its quorum, reduce the frozen participants'
+// outputs with the reference's arithmetic (src/rules/fedavg.ts,
+// src/rules/kmeans.ts), write the result where the reference writes it,
+// and go on. Every step's outcome is recorded in the run's pool object
+// first (src/pool/runs/calls.ts), so a step the engine runs again after a
+// crash finds its work done: no round is submitted or aggregated twice.
+//
+// Two deliberate differences from the reference driver: the pool freezes
+// the participants and cancels the round's other tasks the moment its
+// quorum is met, and tells the run so with an event (src/pool/runs/tell.ts)
+// instead of being polled. The run still looks for itself every LOOK_MS, in
+// case an event is lost.
+
+import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from "cloudflare:workers";
+import { shardStub } from "../pool/address";
+import type { StoredObject } from "../pool/artifacts/artifacts";
+import type { PoolObject } from "../pool/object";
+import type { RoundState, RunRecord, RunToDrive } from "../pool/runs/calls";
+import { roundEventType } from "../pool/runs/tell";
+import { randomHex8, randomHex12 } from "../protocol/ids";
+import { type JobSpec, JobSpecSchema } from "../protocol/jobs";
+import type { RunRequest, RunRound } from "../protocol/runs";
+import { expandJob } from "../recipes";
+import {
+  type CommittedTask,
+  parseWeights,
+  readTaskMetrics,
+  reduceRound,
+  type Weights,
+  weightsToJson,
+} from "../rules/fedavg";
+import { reduceIteration } from "../rules/kmeans";
+import { shardCount } from "../rules/pool-shards";
+import {
+  converged,
+  endedShort,
+  metricsKey,
+  roundJobBody,
+  roundQuorum,
+  roundResultKey,
+  roundsOf,
+  roundTaskIds,
+  timedOut,
+} from "../rules/runs";
+import { jobPriority, jobTenant } from "../rules/scheduling";
+import { settingsOf } from "../rules/settings";
+import { mintShardHex, shardOfId } from "../rules/shard-ids";
+import { jobReplication } from "../rules/verification";
+
+/** What a run's instance is created with: which run, of which pool. */
+export type RunParams = { pool: string; runId: string };
+
+/** The longest a run waits for its round's event before it looks at the round itself. */
+export const LOOK_MS = 60_000;
+/** Job ids tried for a round before the step fails (and is retried by the engine). */
+const JOB_ID_ATTEMPTS = 5;
+
+type Pool = DurableObjectStub<PoolObject>;
+type Ended = { state: "SUCCEEDED" | "FAILED" | "CANCELLED"; reason: string | null; result_uri: string | null };
+
+export class RunWorkflow extends WorkflowEntrypoint<Env, RunParams> {
+  override async run(event: Readonly<WorkflowEvent<RunParams>>, step: WorkflowStep): Promise<Ended> {
+    const { pool: name, runId } = event.payload;
+    const read = settingsOf(this.env);
+    if (!read.ok) throw new Error(`settings unreadable: ${read.detail}`);
+    const { settings } = read;
+    const shards = shardCount(settings.poolShards, name);
+    const shard = shardOfId(name, runId, "run-", shards).shard;
+    const pool = () => shardStub(this.env, settings.poolLocations, name, shard) as unknown as Pool;
+
+    const drive = await durably(
+      step,
+      "read the run",
+      async () => (await pool().runToDrive(runId)) as RunToDrive | null,
+    );
+    if (drive === null) return { state: "FAILED", reason: `run ${runId} is unknown to pool ${name}`, result_uri: null };
+    const run = drive.request;
+    const finish = async (state: Ended["state"], reason: string | null, resultUri: string | null): Promise<Ended> => {
+      const ended = await durably(step, "finish", async () => {
+        const record = (await pool().finishRun(runId, state, reason, resultUri)) as RunRecord | null;
+        return {
+          state: record?.state ?? state,
+          reason: record?.reason ?? reason,
+          result_uri: record?.result_uri ?? resultUri,
+        };
+      });
+      return ended as Ended;
+    };
+
+    let resultUri: string | null = null;
+    let centroids = run.kind === "sharded_kmeans" ? run.centroids : [];
+    for (let r = 0; r < roundsOf(run); r++) {
+      const submitted = await durably(step, `round ${r}: submit`, async () => {
+        for (let attempt = 0; attempt < JOB_ID_ATTEMPTS; attempt++) {
+          const jobId = shards === 1 ? randomHex12() : mintShardHex(name, shard, randomHex8());
+          const body = roundJobBody(run, runId, r, { weightsUri: resultUri, centroids });
+          const spec = JobSpecSchema.parse(body) as JobSpec;
+          const expansion = expandJob(spec, jobId, {
+            allowUnsandboxedArgv: settings.allowUnsandboxedArgv,
+            maxWorkerLosses: settings.maxWorkerLosses,
+          });
+          if (!expansion.ok) return { ok: false as const, reason: `round ${r}: ${expansion.problems.join("; ")}` };
+          const place = placeOf(run, drive.operator);
+          const answer = await pool().submitRound(runId, r, roundQuorum(run), jobId, spec, expansion.tasks, place);
+          if (answer.ok) return { ok: true as const, jobId: answer.jobId };
+          if (answer.reason === "not_running") return { ok: false as const, reason: null };
+        }
+        throw new Error(`round ${r}: no unused job id found in ${JOB_ID_ATTEMPTS} tries`);
+      });
+      if (!submitted.ok) {
+        if (submitted.reason === null) return await finish("CANCELLED", null, resultUri);
+        return await finish("FAILED", submitted.reason, resultUri);
+      }
+      const deadline = await durably(
+        step,
+        `round ${r}: deadline`,
+        async () => Date.now() + run.round_timeout_seconds * 1000,
+      );
+
+      // Until the round's quorum is frozen: look, then wait for its event at most LOOK_MS.
+      for (let look = 0; ; look++) {
+        const seen = await durably(step, `round ${r}: look ${look}`, async () => {
+          const [state, drove] = await Promise.all([pool().roundState(runId, r), pool().runToDrive(runId)]);
+          return {
+            state: state as RoundState | null,
+            running: (drove as RunToDrive | null)?.state === "RUNNING",
+            left: deadline - Date.now(),
+          };
+        });
+        if (!seen.running) return await finish("CANCELLED", null, resultUri);
+        const state = seen.state!;
+        if (state.frozen !== null || state.result !== null) break;
+        if (state.ended !== null)
+          return await finish(
+            "FAILED",
+            endedShort(r, state.jobId, state.ended, state.committed, state.quorum),
+            resultUri,
+          );
+        if (seen.left <= 0)
+          return await finish(
+            "FAILED",
+            timedOut(r, state.committed, state.quorum, roundTaskIds(run, r).length),
+            resultUri,
+          );
+        try {
+          await step.waitForEvent(`round ${r}: wait ${look}`, {
+            type: roundEventType(r),
+            timeout: Math.max(1000, Math.min(seen.left, LOOK_MS)),
+          });
+        } catch {
+          // No event before the timeout: look again.
+        }
+      }
+
+      const aggregated = await durably(step, `round ${r}: aggregate`, async () =>
+        aggregate(this.env, pool(), name, runId, run, r, resultUri, centroids),
+      );
+      if (!aggregated.ok) return await finish("FAILED", aggregated.reason, resultUri);
+      resultUri = aggregated.round.result_uri;
+      if (run.kind === "sharded_kmeans") {
+        const before = centroids;
+        centroids = aggregated.centroids;
+        if (converged(before, centroids, run.tolerance)) break;
+      }
+    }
+    return await finish("SUCCEEDED", null, resultUri);
+  }
+}
+
+/**
+ * `step.do` for a JSON value: the engine persists what `run` answers and
+ * answers it again, without running it, to every later replay. RPC's
+ * Serializable typing cannot see that our values are plain JSON, hence the cast.
+ */
+function durably<T>(step: WorkflowStep, name: string, run: () => Promise<T>): Promise<T> {
+  const untyped = step as unknown as { do(name: string, run: () => Promise<unknown>): Promise<unknown> };
+  return untyped.do(name, run) as Promise<T>;
+}
+
+function placeOf(run: RunRequest, operator: string | null) {
+  const priority = jobPriority(run.labels);
+  const tenant = jobTenant(run.labels, operator);
+  const replication = jobReplication(run.labels);
+  // The route refused labels that do not place (src/routes/runs.ts): these cannot fail here.
+  if (!priority.ok || !tenant.ok || !replication.ok) throw new Error("the run's labels no longer place its rounds");
+  return { priority: priority.value, tenant: tenant.value, replication: replication.value };
+}
+
+type Aggregated = { ok: true; round: RunRound; centroids: number[][] } | { ok: false; reason: string };
+
+/**
+ * Round `r`'s reduce, once: its frozen participants' outputs read, reduced
+ * and the result written at the reference's key, then recorded. A round
+ * recorded already (the step run again after it wrote) answers its record.
+ */
+async function aggregate(
+  env: Env,
+  pool: Pool,
+  name: string,
+  runId: string,
+  run: RunRequest,
+  r: number,
+  previousUri: string | null,
+  centroids: readonly (readonly number[])[],
+): Promise<Aggregated> {
+  const state = (await pool.roundState(runId, r)) as RoundState;
+  if (state.result !== null)
+    return { ok: true, round: state.result, centroids: await readCentroids(env, pool, state.result) };
+  const jobId = state.jobId;
+  const taskIds = state.frozen!;
+  const fail = (message: string): Aggregated => ({ ok: false, reason: `round ${r}: ${message}` });
+  const resultKey = roundResultKey(run, jobId, r);
+  let round: Omit<RunRound, "result_uri" | "finished_at">;
+  let result: unknown;
+  let next: number[][] = [];
+  if (run.kind === "federated_averaging") {
+    const base = await baseWeights(env, pool, run, previousUri);
+    if (!base.ok) return fail(base.message);
+    const committed: CommittedTask[] = [];
+    for (const taskId of taskIds) {
+      const key = metricsKey(jobId, taskId);
+      const metrics = readTaskMetrics(key, await readJson(env, pool, key));
+      if (!metrics.ok) return fail(metrics.message);
+      committed.push({
+        taskId,
+        samples: metrics.samples,
+        loss: metrics.loss,
+        delta: await readJson(env, pool, metrics.deltaKey),
+      });
+    }
+    const reduced = reduceRound(base.weights, committed);
+    if (!reduced.ok) return fail(reduced.message);
+    result = weightsToJson(reduced.weights);
+    round = {
+      round: r,
+      job_id: jobId,
+      participants: reduced.participants,
+      task_ids: [...taskIds].sort(),
+      mean_loss: reduced.meanLoss,
+      clipped: reduced.clipped.map((c) => ({ task_id: c.taskId, norm: c.norm, cap: c.cap, scale: c.scale })),
+    };
+  } else {
+    const partials = [];
+    for (const taskId of taskIds)
+      partials.push({ taskId, metrics: await readJson(env, pool, metricsKey(jobId, taskId)) });
+    const reduced = reduceIteration(partials, centroids, run.shards.length);
+    if (!reduced.ok) return fail(reduced.message);
+    next = reduced.centroids.map((row) => [...row]);
+    result = next;
+    round = {
+      round: r,
+      job_id: jobId,
+      participants: partials.length,
+      task_ids: [...taskIds],
+      inertia: reduced.inertia,
+    };
+  }
+  await writeJson(env, pool, name, resultKey, result);
+  const recorded: RunRound = { ...round, result_uri: `artifact://${resultKey}`, finished_at: new Date().toISOString() };
+  await pool.recordRound(runId, r, recorded);
+  const final = ((await pool.roundState(runId, r)) as RoundState).result!;
+  return {
+    ok: true,
+    round: final,
+    centroids: run.kind === "sharded_kmeans" ? await readCentroids(env, pool, final) : next,
+  };
+}
+
+async function baseWeights(
+  env: Env,
+  pool: Pool,
+  run: Extract<RunRequest, { kind: "federated_averaging" }>,
+  previousUri: string | null,
+): Promise<{ ok: true; weights: Weights } | { ok: false; message: string }> {
+  const source = previousUri ?? run.initial_weights;
+  const blob = typeof source === "string" ? await readJson(env, pool, keyOf(source)) : source;
+  const parsed = parseWeights(blob, previousUri === null ? "initial_weights" : previousUri);
+  return parsed.ok ? parsed : { ok: false, message: parsed.message };
+}
+
+async function readCentroids(env: Env, pool: Pool, round: RunRound): Promise<number[][]> {
+  return round.inertia === undefined ? [] : ((await readJson(env, pool, keyOf(round.result_uri))) as number[][]);
+}
+
+function keyOf(uri: string): string {
+  return uri.slice("artifact://".length);
+}
+
+/** An artifact's bytes as JSON, as the pool resolves its key for an operator; a missing one fails the step. */
+async function readJson(env: Env, pool: Pool, key: string): Promise<unknown> {
+  const row = await pool.resolveArtifact(key, null);
+  if (row === null || row === "archived") throw new Error(`no artifact at ${key}`);
+  const body = await env.ARTIFACTS.get(row.object);
+  if (body === null) throw new Error(`no artifact at ${key}`);
+  try {
+    return JSON.parse(await body.text());
+  } catch {
+    return undefined; // not JSON: the reduce refuses it by name
+  }
+}
+
+/** Writes `value` as JSON at `key` and binds it there, as an operator's PUT /artifacts does. */
+async function writeJson(env: Env, pool: Pool, name: string, key: string, value: unknown): Promise<void> {
+  const bytes = new TextEncoder().encode(JSON.stringify(value));
+  const object = `pools/${name}/objects/${crypto.randomUUID()}`;
+  const before = await pool.beginUpload(key, object, null);
+  if (!before.ok) throw new Error(`cannot write ${key}: ${before.detail}`);
+  const put = (await env.ARTIFACTS.put(object, bytes))!;
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  const stored: StoredObject = {
+    object,
+    sha256: Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join(""),
+    size_bytes: put.size,
+    etag: put.etag,
+  };
+  const bound = await pool.bindArtifact(key, stored, null);
+  if (!bound.ok) {
+    await env.ARTIFACTS.delete(object);
+    throw new Error(`cannot write ${key}: ${bound.detail}`);
+  }
+  if (bound.replaced) await env.ARTIFACTS.delete(bound.replaced);
+}
