@@ -55,6 +55,7 @@ const SHARDED_AUTH = [
   "test/worker-auth/owners.test.ts",
   "test/worker-auth/enrolment.test.ts",
   "test/worker-auth/team-pools.test.ts",
+  "test/worker-auth/runs.test.ts",
   "test/worker-shards/auth/*.test.ts",
 ];
 

@@ -1,9 +1,9 @@
 // @ts-check
 // The pool the dashboard shows and its API (docs/protocol.md §11): which pool
-// the page's path names, the GETs of that pool's API with the tab's token,
-// and the summary it last answered. Inlined ahead of the panels and the
-// poll loop (src/dashboard/page.ts); its one global, `apiKit`, is what they
-// read.
+// the page's path names, the GETs of that pool's API with the tab's token
+// (a list's first page, and whether it has a next), and the summary it last
+// answered. Inlined ahead of the panels and the poll loop
+// (src/dashboard/page.ts); its one global, `apiKit`, is what they read.
 //
 // It never asks another origin: every request goes to this pool's API on
 // the page's own origin, without cookies, and refuses to follow a redirect.
@@ -46,6 +46,29 @@ const apiKit = (() => {
    * @returns {Promise<unknown>}
    */
   function api(path) {
+    return get(path).then((r) => r.json());
+  }
+
+  /**
+   * The first page of one of this pool's lists (`/jobs`, `/runs`, …), and
+   * whether the server links a next page (`Link: <…>; rel="next"`).
+   * @param {string} path
+   * @returns {Promise<{ items: unknown[], next: boolean }>}
+   */
+  function list(path) {
+    return get(path).then((r) =>
+      r.json().then((/** @type {unknown} */ body) => {
+        if (!Array.isArray(body)) throw new Error("the list is not a JSON array");
+        return { items: body, next: /;\s*rel="?next"?/.test(r.headers.get("link") ?? "") };
+      }),
+    );
+  }
+
+  /**
+   * @param {string} path
+   * @returns {Promise<Response>}
+   */
+  function get(path) {
     /** @type {Record<string, string>} */
     const headers = { accept: "application/json" };
     const token = getToken();
@@ -64,7 +87,7 @@ const apiKit = (() => {
             throw new Error(detail);
           });
       }
-      return r.json();
+      return r;
     });
   }
 
@@ -83,5 +106,5 @@ const apiKit = (() => {
     return last?.jobs.items.find((j) => j.job_id === jobId)?.name ?? null;
   }
 
-  return { config, pool, base, enrolPage, Unauthorized, api, lastSummary, setLastSummary, jobLabel };
+  return { config, pool, base, enrolPage, Unauthorized, api, list, lastSummary, setLastSummary, jobLabel };
 })();

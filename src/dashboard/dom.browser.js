@@ -6,7 +6,7 @@
 // Nothing here turns data into markup: every node id, job name, label and
 // message the page draws is attacker-controlled, so a string only ever
 // becomes a text node (textContent) or an attribute value (setAttribute),
-// and the panels build every element through `h`.
+// and the panels build every element through `h` (or `svg`, for a chart).
 //
 // Type-checked as a browser script: `tsc --noEmit -p tsconfig.dashboard.json`.
 
@@ -22,6 +22,7 @@ const domKit = (() => {
    */
 
   const { $ } = pageKit;
+  const SVG_NS = "http://www.w3.org/2000/svg";
 
   /**
    * Builds an element. Strings become text nodes, never markup.
@@ -42,6 +43,21 @@ const domKit = (() => {
         else node.setAttribute(key, String(value));
       }
     }
+    append(node, children);
+    return node;
+  }
+
+  /**
+   * Builds an SVG element, for the charts the page draws itself: every
+   * attribute through setAttribute, strings as text nodes, never markup.
+   * @param {string} tag
+   * @param {Record<string, string | number>} attrs
+   * @param {...Child} children
+   * @returns {SVGElement}
+   */
+  function svg(tag, attrs, ...children) {
+    const node = document.createElementNS(SVG_NS, tag);
+    for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, String(value));
     append(node, children);
     return node;
   }
@@ -138,5 +154,5 @@ const domKit = (() => {
     return Object.entries(labels).map(([key, value]) => h("span", { class: "chip", text: `${key}=${value}` }));
   }
 
-  return { h, replace, table, more, labelChips, when, whenDated, age, megabytes };
+  return { h, svg, replace, table, more, labelChips, when, whenDated, age, megabytes };
 })();

@@ -1,10 +1,12 @@
 // @ts-check
 // The dashboard's script (docs/protocol.md §11): polls the pool's JSON summary
-// (`GET …/v1alpha1/dashboard`) and draws it. This file is the poll loop and
-// the page's wiring; the Worker inlines it last, after the files it reads, as
-// one inline script byte for byte (src/dashboard/page.ts: common.browser.js,
-// dom.browser.js, api.browser.js, placement.browser.js, work.browser.js,
-// fleet.browser.js, then this), whose CSP admits it by its sha256 hash. It is
+// (`GET …/v1alpha1/dashboard`) and draws it, and with each answer asks the
+// runs panel to read the pool's runs (`GET …/v1alpha1/runs`). This file is the
+// poll loop and the page's wiring; the Worker inlines it last, after the files
+// it reads, as one inline script byte for byte (src/dashboard/page.ts:
+// common.browser.js, dom.browser.js, api.browser.js, placement.browser.js,
+// work.browser.js, fleet.browser.js, runs.browser.js, then this), whose CSP
+// admits it by its sha256 hash. It is
 // a classic script, so each file keeps everything inside its function and
 // adds at most one global, the namespace it returns; this one adds none.
 //
@@ -30,6 +32,7 @@
   const { closeExplain } = placementKit;
   const { renderTiles, renderStuck, renderDemand, renderJobs, renderLeases, renderEvents, countDown } = workKit;
   const { renderNodes, renderGpus, renderEnrolment } = fleetKit;
+  const { refreshRuns } = runsKit;
 
   /** @type {ReturnType<typeof setTimeout> | null} */
   let timer = null;
@@ -56,6 +59,8 @@
         receivedAt = Date.now();
         setLastSummary(data);
         render(data);
+        // Its own request, drawn when it answers: a failure shows in its panel, not the others'.
+        refreshRuns();
         schedule(POLL_MS);
       },
       (err) => {

@@ -20,6 +20,7 @@ import main from "./page.browser.js?raw";
 import style from "./page.css?raw";
 import markup from "./page.html?raw";
 import placement from "./placement.browser.js?raw";
+import runs from "./runs.browser.js?raw";
 import type { PageConfig } from "./wire";
 import work from "./work.browser.js?raw";
 
@@ -38,7 +39,7 @@ export const DASHBOARD_CONFIG = {
  * each file's namespace (`domKit`, `apiKit`, …) is read only by the files
  * after it, and page.browser.js, the poll loop and wiring, runs last.
  */
-const SCRIPTS = [dom, api, placement, work, fleet, main];
+const SCRIPTS = [dom, api, placement, work, fleet, runs, main];
 
 const page = assemblePage("the dashboard", { markup, script: SCRIPTS.join(""), style }, DASHBOARD_CONFIG);
 

@@ -227,3 +227,33 @@ export type PlacementReport = {
   /** A replicated task's replicas (docs/protocol.md §14); null for a task run once. */
   replicas: { wanted: number; quorum: number; items: ReplicaItem[] } | null;
 };
+
+/** The run states (RUN_STATES in src/protocol/runs.ts). */
+export type RunState = "RUNNING" | "SUCCEEDED" | "FAILED" | "CANCELLED";
+
+/** One aggregated round of a run: its mean loss (federated averaging) or inertia (K-means), when reported. */
+export type RunRound = {
+  round: number;
+  job_id: string;
+  mean_loss?: number;
+  inertia?: number;
+};
+
+/** An item of `GET …/v1alpha1/runs` (RunRecordSchema in src/protocol/runs.ts). */
+export type RunRecord = {
+  run_id: string;
+  kind: "federated_averaging" | "sharded_kmeans";
+  state: RunState;
+  /** Why it FAILED, or who CANCELLED it; null while it runs and when it SUCCEEDED. */
+  reason: string | null;
+  rounds: number;
+  rounds_completed: number;
+  /** The round being waited on; null once the run ended. */
+  live_round: { round: number; job_id: string; quorum: number; frozen: boolean } | null;
+  created_at: string;
+  /** The operator who started it; null in an open pool. */
+  started_by: string | null;
+  /** The run as it was started, its `labels` among it: narrowed before it is read. */
+  request: { [field: string]: unknown };
+  history: RunRound[];
+};

@@ -166,9 +166,6 @@ function refusal(c: AppContext, run: RunRequest): Response | null {
   if (replication.ok) {
     const unverifiable = replicationWithoutIdentities(replication.value, caller.kind !== "open");
     if (unverifiable !== null) problems.push(unverifiable);
-    else if (replication.value.replicas > 1)
-      // A replicated round's winning delta lies under its replica's prefix: not read yet (docs/protocol.md §17).
-      problems.push("replicated rounds are not served by hosted runs yet: drive them with the reference driver");
   }
   if (problems.length > 0) return field(["labels"], problems.join("; "));
   if (run.kind === "federated_averaging" && typeof run.initial_weights !== "string") {

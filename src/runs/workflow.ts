@@ -46,7 +46,7 @@ import {
   timedOut,
 } from "../rules/runs";
 import { jobPriority, jobTenant } from "../rules/scheduling";
-import { settingsOf } from "../rules/settings";
+import { type Settings, settingsOf } from "../rules/settings";
 import { mintShardHex, shardOfId } from "../rules/shard-ids";
 import { jobReplication } from "../rules/verification";
 
@@ -70,7 +70,24 @@ export class RunWorkflow extends WorkflowEntrypoint<Env, RunParams> {
     const shards = shardCount(settings.poolShards, name);
     const shard = shardOfId(name, runId, "run-", shards).shard;
     const pool = () => shardStub(this.env, settings.poolLocations, name, shard) as unknown as Pool;
+    try {
+      return await this.#drive(step, settings, name, shards, shard, runId, pool);
+    } catch (error) {
+      // A step that failed every retry: the run ends FAILED saying so, not RUNNING for ever.
+      const reason = `the run's driver failed: ${error instanceof Error ? error.message : String(error)}`;
+      return await durably(step, "fail", () => endRun(pool(), runId, "FAILED", reason, null));
+    }
+  }
 
+  async #drive(
+    step: WorkflowStep,
+    settings: Settings,
+    name: string,
+    shards: number,
+    shard: number,
+    runId: string,
+    pool: () => Pool,
+  ): Promise<Ended> {
     const drive = await durably(
       step,
       "read the run",
@@ -78,17 +95,8 @@ export class RunWorkflow extends WorkflowEntrypoint<Env, RunParams> {
     );
     if (drive === null) return { state: "FAILED", reason: `run ${runId} is unknown to pool ${name}`, result_uri: null };
     const run = drive.request;
-    const finish = async (state: Ended["state"], reason: string | null, resultUri: string | null): Promise<Ended> => {
-      const ended = await durably(step, "finish", async () => {
-        const record = (await pool().finishRun(runId, state, reason, resultUri)) as RunRecord | null;
-        return {
-          state: record?.state ?? state,
-          reason: record?.reason ?? reason,
-          result_uri: record?.result_uri ?? resultUri,
-        };
-      });
-      return ended as Ended;
-    };
+    const finish = (state: Ended["state"], reason: string | null, resultUri: string | null): Promise<Ended> =>
+      durably(step, "finish", () => endRun(pool(), runId, state, reason, resultUri));
 
     let resultUri: string | null = null;
     let centroids = run.kind === "sharded_kmeans" ? run.centroids : [];
@@ -180,6 +188,19 @@ function durably<T>(step: WorkflowStep, name: string, run: () => Promise<T>): Pr
   return untyped.do(name, run) as Promise<T>;
 }
 
+/** Ends the run `state` at its pool, and how it ended: as asked, or as it had ended already (a cancel). */
+async function endRun(
+  pool: Pool,
+  runId: string,
+  state: Ended["state"],
+  reason: string | null,
+  resultUri: string | null,
+): Promise<Ended> {
+  const record = (await pool.finishRun(runId, state, reason, resultUri)) as RunRecord | null;
+  if (record === null || record.state === "RUNNING") return { state, reason, result_uri: resultUri };
+  return { state: record.state, reason: record.reason, result_uri: record.result_uri };
+}
+
 function placeOf(run: RunRequest, operator: string | null) {
   const priority = jobPriority(run.labels);
   const tenant = jobTenant(run.labels, operator);
@@ -222,14 +243,15 @@ async function aggregate(
     const committed: CommittedTask[] = [];
     for (const taskId of taskIds) {
       const key = metricsKey(jobId, taskId);
-      const metrics = readTaskMetrics(key, await readJson(env, pool, key));
+      const read = await readJson(env, pool, key);
+      if (!read.ok) return fail(read.message);
+      const metrics = readTaskMetrics(key, read.value);
       if (!metrics.ok) return fail(metrics.message);
-      committed.push({
-        taskId,
-        samples: metrics.samples,
-        loss: metrics.loss,
-        delta: await readJson(env, pool, metrics.deltaKey),
-      });
+      // The delta beside the accepted metrics: a replicated task's lies under its accepted replica's prefix.
+      const deltaKey = state.prefixes![taskId] + metrics.deltaKey.slice(metrics.deltaKey.lastIndexOf("/") + 1);
+      const delta = await readJson(env, pool, deltaKey);
+      if (!delta.ok) return fail(delta.message);
+      committed.push({ taskId, samples: metrics.samples, loss: metrics.loss, delta: delta.value });
     }
     const reduced = reduceRound(base.weights, committed);
     if (!reduced.ok) return fail(reduced.message);
@@ -244,8 +266,11 @@ async function aggregate(
     };
   } else {
     const partials = [];
-    for (const taskId of taskIds)
-      partials.push({ taskId, metrics: await readJson(env, pool, metricsKey(jobId, taskId)) });
+    for (const taskId of taskIds) {
+      const read = await readJson(env, pool, metricsKey(jobId, taskId));
+      if (!read.ok) return fail(read.message);
+      partials.push({ taskId, metrics: read.value });
+    }
     const reduced = reduceIteration(partials, centroids, run.shards.length);
     if (!reduced.ok) return fail(reduced.message);
     next = reduced.centroids.map((row) => [...row]);
@@ -276,29 +301,43 @@ async function baseWeights(
   previousUri: string | null,
 ): Promise<{ ok: true; weights: Weights } | { ok: false; message: string }> {
   const source = previousUri ?? run.initial_weights;
-  const blob = typeof source === "string" ? await readJson(env, pool, keyOf(source)) : source;
-  const parsed = parseWeights(blob, previousUri === null ? "initial_weights" : previousUri);
+  const blob =
+    typeof source === "string" ? await readJson(env, pool, keyOf(source)) : { ok: true as const, value: source };
+  if (!blob.ok) return blob;
+  const parsed = parseWeights(blob.value, previousUri === null ? "initial_weights" : previousUri);
   return parsed.ok ? parsed : { ok: false, message: parsed.message };
 }
 
+/** A recorded K-means round's centroids, as it wrote them; a federated-averaging round has none. */
 async function readCentroids(env: Env, pool: Pool, round: RunRound): Promise<number[][]> {
-  return round.inertia === undefined ? [] : ((await readJson(env, pool, keyOf(round.result_uri))) as number[][]);
+  if (round.inertia === undefined) return [];
+  const read = await readJson(env, pool, keyOf(round.result_uri));
+  if (!read.ok) throw new Error(read.message);
+  return read.value as number[][];
 }
 
 function keyOf(uri: string): string {
   return uri.slice("artifact://".length);
 }
 
-/** An artifact's bytes as JSON, as the pool resolves its key for an operator; a missing one fails the step. */
-async function readJson(env: Env, pool: Pool, key: string): Promise<unknown> {
+/**
+ * An artifact's bytes as JSON, as the pool resolves its key for an
+ * operator. A missing artifact is the round's input missing, which no retry
+ * brings back (the reference's ArtifactNotFound); a failed read throws, and
+ * the engine retries the step.
+ */
+async function readJson(
+  env: Env,
+  pool: Pool,
+  key: string,
+): Promise<{ ok: true; value: unknown } | { ok: false; message: string }> {
   const row = await pool.resolveArtifact(key, null);
-  if (row === null || row === "archived") throw new Error(`no artifact at ${key}`);
-  const body = await env.ARTIFACTS.get(row.object);
-  if (body === null) throw new Error(`no artifact at ${key}`);
+  const body = row === null || row === "archived" ? null : await env.ARTIFACTS.get(row.object);
+  if (body === null) return { ok: false, message: `no artifact at ${key}` };
   try {
-    return JSON.parse(await body.text());
+    return { ok: true, value: JSON.parse(await body.text()) };
   } catch {
-    return undefined; // not JSON: the reduce refuses it by name
+    return { ok: true, value: undefined }; // not JSON: the reduce refuses it by name
   }
 }
 

@@ -10,10 +10,13 @@
 // page updating when a task completes, a stuck task flagged and explained,
 // enrolled machines with who approved, denied and revoked them, a
 // replicated task's replicas and verdicts and each node's validity record,
-// and attacker-chosen node ids, labels and hostnames rendered as text — no
-// injected script runs and the page's CSP is never violated. Writes a screenshot
-// (DASHBOARD_SCREENSHOT, default /tmp/flashedge-dashboard.png), and one of the
-// secured pool with a replicated task explained beside it (…-replicas.png).
+// hosted runs (a running one, then cancelled; one whose rounds a node ran,
+// charted round by round; none, and a failed request for them), and
+// attacker-chosen node ids, labels, hostnames and error details rendered as
+// text — no injected script runs and the page's CSP is never violated. Writes
+// a screenshot (DASHBOARD_SCREENSHOT, default /tmp/flashedge-dashboard.png),
+// one of the secured pool with a replicated task explained beside it
+// (…-replicas.png), and one of the runs panel (…-runs.png).
 //
 // Every server it starts is stopped by pid, whatever happens; every wait is
 // bounded (the harness and helpers shared with enrol.mjs are in lib.mjs).
@@ -52,8 +55,20 @@ const LAPTOP_2 = { node_id: "laptop-2", hostname: "laptop-2.local", platform: "d
 const LAPTOP_3 = { node_id: "laptop-3", hostname: "laptop-3.local", platform: "linux-aarch64" };
 
 const TOKENS = {
-  FLASHML_NODE_TOKENS: `worker-1:tok-w1,${EVIL_NODE}:tok-evil,${EVIL_NODE_2}:tok-evil2,rep-a:tok-rep-a,rep-b:tok-rep-b,rep-c:tok-rep-c`,
+  FLASHML_NODE_TOKENS: `worker-1:tok-w1,${EVIL_NODE}:tok-evil,${EVIL_NODE_2}:tok-evil2,rep-a:tok-rep-a,rep-b:tok-rep-b,rep-c:tok-rep-c,runner:tok-runner`,
   FLASHML_OPERATOR_TOKENS: "ops:tok-ops",
+};
+
+// A hosted run's worker parameters (docs/protocol.md §17): the reference's fedavg_worker's.
+const WORKER_PARAMS = {
+  local_steps: 2,
+  lr: 0.1,
+  batch_size: 4,
+  seed: 7,
+  in_dim: 2,
+  hidden: 2,
+  out_dim: 1,
+  dataset_size: 32,
 };
 
 /**
@@ -61,6 +76,14 @@ const TOKENS = {
  * @typedef {import("./lib.mjs").Server} Server
  * @typedef {import("./lib.mjs").Job} Job
  * @typedef {import("./lib.mjs").PageGlobals} PageGlobals
+ * @typedef {{
+ *   run_id: string,
+ *   state: string,
+ *   reason: string | null,
+ *   rounds_completed: number,
+ *   live_round: { round: number, job_id: string } | null,
+ *   history: Array<{ round: number, mean_loss?: number }>,
+ * }} Run
  */
 
 async function main() {
@@ -75,6 +98,7 @@ async function main() {
   const browser = await launch(chromium);
 
   await enforcedDashboard(browser, secured);
+  await hostedRuns(browser, secured);
   await openDashboard(browser, open);
   log("all checks passed");
 }
@@ -275,11 +299,22 @@ async function openDashboard(browser, server) {
   const context = await browser.newContext();
   const page = await context.newPage();
   const errors = await watch(page);
+  // The runs are refused at first, with a hostile detail: the runs panel says so, the others draw.
+  const runsUrl = /\/v1alpha1\/runs\?/;
+  await page.route(runsUrl, (route) =>
+    route.fulfill({ status: 503, contentType: "application/json", body: JSON.stringify({ detail: EVIL_HOSTNAME }) }),
+  );
   await page.goto(`${server.url}/`, { timeout: STEP_TIMEOUT_MS });
   log("open mode: the root page shows the pool 'local' without asking for a token");
   await waitForText(page, "#nodes", EVIL_NODE);
   await waitForText(page, "#jobs", "open-job");
   assert.equal(await page.locator("#auth").isHidden(), true);
+
+  log("open mode: a failed request for the runs is shown in their panel; a pool with none says so");
+  await waitForText(page, "#runs .error", `could not list runs: ${EVIL_HOSTNAME}`);
+  assert.equal(await page.locator("#runs img").count(), 0, "no element was made from an error's detail");
+  await page.unroute(runsUrl);
+  await waitForText(page, "#runs", "No runs yet. Start one with POST /v1alpha1/runs.");
 
   log("open mode: a job's priority and tenant, and a held-back node, are shown");
   const openRow = page.locator(`#jobs tr[data-job="${openJob.job_id}"]`);
@@ -303,6 +338,138 @@ async function openDashboard(browser, server) {
     "no injected script ran and the CSP was never violated",
   );
   assert.deepEqual(errors, [], "no uncaught errors and no CSP reports in the console");
+  await context.close();
+}
+
+/**
+ * Hosted runs (docs/protocol.md §17), as the operator sees them in a pool of
+ * their own: a run started through the API shows RUNNING with none of its
+ * rounds done and its live round's job; cancelled through the API, it shows
+ * CANCELLED with who cancelled it. A run whose two rounds a node ran (one
+ * shard, quorum 1) charts its mean loss as a polyline with one point per
+ * round, the values beside it as text.
+ * @param {Browser} browser
+ * @param {Server} server
+ */
+async function hostedRuns(browser, server) {
+  log("hosted runs: a running run, then cancelled; a finished run's loss per round");
+  const pool = `runs-${randomUUID().slice(0, 8)}`;
+  const ops = coordinator(server.url, { pool, token: "tok-ops", timeoutMs: STEP_TIMEOUT_MS });
+  const api = client(server.url, pool);
+
+  const long = await startRun(ops, {
+    kind: "federated_averaging",
+    rounds: 3,
+    num_shards: 2,
+    min_participants: 2,
+    worker_params: WORKER_PARAMS,
+    labels: { note: EVIL_LABEL },
+  });
+  const live = (await runWhen(ops, long.run_id, (r) => r.live_round !== null)).live_round;
+  assert.ok(live, "the run's first round is submitted");
+
+  const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+  const page = await context.newPage();
+  const errors = await watch(page);
+  await page.goto(`${server.url}/pools/${pool}/`, { timeout: STEP_TIMEOUT_MS });
+  await page.locator("#auth").waitFor({ state: "visible", timeout: STEP_TIMEOUT_MS });
+  await page.fill("#token", "tok-ops");
+  await page.press("#token", "Enter");
+
+  const longRow = page.locator(`#runs tr[data-run="${long.run_id}"]`);
+  await waitFor(
+    page,
+    () => longRow.locator("td.live").textContent(),
+    (t) => typeof t === "string" && t.includes(live.job_id),
+    "the live round's job in the run's row",
+  );
+  assert.equal(await longRow.locator(".badge").textContent(), "RUNNING");
+  assert.equal(await longRow.locator(".progress-label").textContent(), "0/3 rounds");
+  assert.equal(await longRow.locator("td.live div").first().textContent(), "round 0 · quorum 2");
+  assert.match((await longRow.locator("td:first-child").textContent()) ?? "", /federated_averaging · started by ops/);
+  assert.equal(await longRow.locator(".chip").textContent(), `note=${EVIL_LABEL}`, "a run's label is shown as text");
+  assert.equal(await longRow.locator("td.trend").textContent(), "no round aggregated yet");
+
+  const cancelled = await ops.send("POST", `/runs/${long.run_id}/cancel`);
+  assert.equal(cancelled.status, 200, cancelled.text);
+  assert.deepEqual((({ state, reason }) => ({ state, reason }))(/** @type {Run} */ (JSON.parse(cancelled.text))), {
+    state: "CANCELLED",
+    reason: "cancelled by ops",
+  });
+  await page.reload();
+  await waitFor(
+    page,
+    () => longRow.locator(".badge").textContent(),
+    (t) => t === "CANCELLED",
+    "the run shown CANCELLED",
+  );
+  assert.equal(await longRow.locator(".reason").textContent(), "cancelled by ops", "who cancelled it");
+  assert.equal(await longRow.locator(".progress-label").textContent(), "0/3 rounds");
+  assert.equal(await longRow.locator("td.live").textContent(), "—", "a run that ended has no live round");
+
+  // One shard, quorum 1: each round is one task, which one node runs and commits.
+  await api.register("tok-runner", { hostname: "runner.local" });
+  const short = await startRun(ops, {
+    kind: "federated_averaging",
+    rounds: 2,
+    num_shards: 1,
+    min_participants: 1,
+    worker_params: WORKER_PARAMS,
+  });
+  const losses = [0.9, 0.4];
+  for (const [round, loss] of losses.entries()) {
+    const job = (await runWhen(ops, short.run_id, (r) => r.live_round?.round === round)).live_round;
+    assert.ok(job);
+    await commitRound(server.url, pool, await api.claim("tok-runner", "runner", job.job_id), loss);
+  }
+  const done = await runWhen(ops, short.run_id, (r) => r.state !== "RUNNING");
+  assert.equal(done.state, "SUCCEEDED", done.reason ?? "");
+  assert.deepEqual(
+    done.history.map((h) => h.mean_loss),
+    losses,
+  );
+
+  const shortRow = page.locator(`#runs tr[data-run="${short.run_id}"]`);
+  await waitFor(
+    page,
+    () => shortRow.locator(".badge").textContent(),
+    (t) => t === "SUCCEEDED",
+    "the finished run shown SUCCEEDED",
+  );
+  assert.equal(await shortRow.locator(".progress-label").textContent(), "2/2 rounds");
+  const points = ((await shortRow.locator("svg.chart polyline").getAttribute("points")) ?? "").split(" ");
+  assert.equal(points.length, losses.length, `one point per round: ${points.join(" ")}`);
+  assert.deepEqual(points, ["4,4", "156,36"], "round 0's higher loss drawn top left, round 1's bottom right");
+  assert.equal(await shortRow.locator(".values").textContent(), "mean loss: r0 0.9 · r1 0.4", "the values as text");
+  assert.deepEqual(
+    await page.locator("#runs tbody tr").evaluateAll((rows) => rows.map((row) => row.getAttribute("data-run"))),
+    [short.run_id, long.run_id],
+    "newest run first",
+  );
+  assert.equal(await page.locator("#runs svg").count(), 1, "only a run with aggregated rounds has a chart");
+  assert.equal(await page.locator("#runs script, #runs img").count(), 0, "no element was made from data");
+  // A pool with more runs than a page: the server links a next page, and the panel says what it shows.
+  await page.route(/\/v1alpha1\/runs\?/, async (route) => {
+    const response = await route.fetch();
+    const headers = { ...response.headers(), link: `<${route.request().url()}&cursor=x>; rel="next"` };
+    await route.fulfill({ response, headers });
+  });
+  await waitForText(
+    page,
+    "#runs .more",
+    `… the first 2 runs of the pool are shown (GET /pools/${pool}/v1alpha1/runs lists all)`,
+  );
+  const shot = SCREENSHOT.replace(/(\.png)?$/, "-runs.png");
+  await page.locator("#runs-section").screenshot({ path: shot });
+  log(`screenshot: ${shot}`);
+  await page.unrouteAll();
+
+  assert.deepEqual(
+    await pageState(page),
+    { pwned: undefined, violations: [] },
+    "no injected script ran and the CSP was never violated",
+  );
+  assert.deepEqual(errors, [], "no uncaught errors in the page");
   await context.close();
 }
 
@@ -410,6 +577,59 @@ async function commitReplica(url, token, lease, metrics) {
 }
 
 // ---- helpers ---------------------------------------------------------------
+
+/**
+ * Starts a hosted run as the operator `ops`; answers its record.
+ * @param {ReturnType<typeof coordinator>} ops
+ * @param {Record<string, unknown>} body
+ * @returns {Promise<Run>}
+ */
+async function startRun(ops, body) {
+  const r = await ops.send("POST", "/runs", { body });
+  assert.equal(r.status, 201, `POST /runs: ${r.text}`);
+  return JSON.parse(r.text);
+}
+
+/**
+ * The run once `ready` holds of it, asked every 200 ms up to STEP_TIMEOUT_MS.
+ * @param {ReturnType<typeof coordinator>} ops
+ * @param {string} runId
+ * @param {(run: Run) => boolean} ready
+ * @returns {Promise<Run>}
+ */
+async function runWhen(ops, runId, ready) {
+  const until = Date.now() + STEP_TIMEOUT_MS;
+  /** @type {Run | undefined} */
+  let run;
+  while (Date.now() < until) {
+    const r = await ops.send("GET", `/runs/${runId}`);
+    assert.equal(r.status, 200, `GET /runs/${runId}: ${r.text}`);
+    run = /** @type {Run} */ (JSON.parse(r.text));
+    if (ready(run)) return run;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`timed out waiting for run ${runId} (last seen: ${JSON.stringify(run)})`);
+}
+
+/**
+ * What a fedavg_worker commits for its shard of a round: its delta.json,
+ * then its metrics.json (`{samples, loss}`) and the commit of the metrics'
+ * sha256, with the runner's token.
+ * @param {string} url
+ * @param {string} pool
+ * @param {import("./lib.mjs").Lease} lease
+ * @param {number} loss
+ */
+async function commitRound(url, pool, lease, loss) {
+  const agent = coordinator(url, { pool, token: "tok-runner", timeoutMs: STEP_TIMEOUT_MS });
+  const prefix = `jobs/${lease.job_id}/${lease.task_id}`;
+  const delta = { w: { shape: [2], data: [0.1, -0.2] }, b: { shape: [], data: [0.05] } };
+  assert.equal((await agent.upload(`${prefix}/delta.json`, JSON.stringify(delta))).status, 200);
+  const metrics = JSON.stringify({ samples: 8, loss });
+  assert.equal((await agent.upload(`${prefix}/metrics.json`, metrics)).status, 200);
+  const r = await agent.complete(lease.lease_id, { output_sha256: sha256(metrics) });
+  assert.deepEqual(JSON.parse(r.text), { accepted: true }, `the round's commit: ${r.text}`);
+}
 
 /**
  * A machine enrolled end to end: it asks, the operator approves, it redeems its node token.

@@ -14,10 +14,13 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync }
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import YAML from "yaml";
 import { client, ROOT, run, startCoordinator } from "../browser/lib.mjs";
 import { sleep } from "../support/index.mjs";
 
 const CLI = join(ROOT, "cli", "flashedge.mjs");
+const FEDAVG_RUN = join(ROOT, "examples", "fedavg-run.json");
+const KMEANS_RUN = join(ROOT, "examples", "kmeans-run.json");
 const home = mkdtempSync(join(tmpdir(), "flashedge-cli-"));
 const CONFIG = join(home, "flashedge", "config.json");
 
@@ -132,6 +135,42 @@ async function work(api, token, nodeId, jobId, n, outcome = "complete") {
     if (outcome === "complete") await api.complete(token, lease);
     else await api.fail(token, lease);
   }
+}
+
+/** @typedef {import("../../cli/runs.mjs").RunRecord} RunRecord */
+
+/**
+ * The run as `run-status --json` shows it once `ready` holds of it, asked
+ * every 200 ms for up to 20 s (its Workflow submits each round a moment
+ * after the start answers).
+ * @param {string[]} at
+ * @param {string} runId
+ * @param {(run: RunRecord) => boolean} ready
+ * @param {{ token?: string }} [options]
+ * @returns {Promise<RunRecord>}
+ */
+async function runOnce(at, runId, ready, options) {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const r = await cli([...at, "--json", "run-status", runId], options);
+    exits(r, 0);
+    const found = /** @type {RunRecord} */ (json(r.stdout));
+    if (ready(found)) return found;
+    if (Date.now() > deadline) throw new Error(`run ${runId} never got there: ${r.stdout}`);
+    await sleep(200);
+  }
+}
+
+/**
+ * A run file, written as a person would, from an example with some fields changed.
+ * @param {string} name
+ * @param {string} example
+ * @param {Record<string, unknown>} changes
+ */
+function runFile(name, example, changes) {
+  const file = join(home, `${name}.json`);
+  writeFileSync(file, JSON.stringify({ ...json(readFileSync(example, "utf8")), ...changes }, null, 2));
+  return file;
 }
 
 /** A loopback server that records one request and answers it, to see the bytes the CLI sends. */
@@ -295,6 +334,154 @@ async function openCoordinator() {
     exits(r, 1);
     assert.match(r.stderr, /answered 400: this coordinator is open/);
   });
+
+  await openRuns(server.url);
+}
+
+/**
+ * Hosted runs on the open coordinator, in a pool of their own so the
+ * job checks' pool sees no round jobs. No node works here: a run waits
+ * on its first round, and these checks look at that and at how it ends
+ * when cancelled, never at progress it did not make.
+ * @param {string} url
+ */
+async function openRuns(url) {
+  const at = ["--url", url, "--pool", "cli-runs"];
+  let fedavg = "";
+  /** @type {RunRecord["live_round"]} */
+  let live = null;
+  await check(
+    "run FILE starts a federated-averaging run: captured stdout is its id alone, stderr says it is RUNNING",
+    async () => {
+      const r = await cli([...at, "run", FEDAVG_RUN]);
+      exits(r, 0);
+      assert.match(r.stdout, /^run-[0-9a-f]{12}\n$/);
+      fedavg = r.stdout.trim();
+      assert.match(r.stderr, new RegExp(`^started run ${fedavg} \\(federated_averaging, 4 rounds\\): RUNNING\n$`));
+      const started = await runOnce(at, fedavg, (x) => x.live_round !== null);
+      assert.equal(started.state, "RUNNING");
+      assert.equal(started.rounds_completed, 0);
+      assert.deepEqual(started.request.worker_params, json(readFileSync(FEDAVG_RUN, "utf8")).worker_params);
+      live = started.live_round;
+      assert.equal(live?.round, 0);
+      assert.equal(live?.quorum, 2);
+    },
+  );
+  await check("run-status shows the run, its live round's job and no aggregated round; --json after it", async () => {
+    const r = await cli([...at, "run-status", fedavg]);
+    exits(r, 0);
+    assert.match(r.stdout, new RegExp(`^run ${fedavg}  RUNNING  federated_averaging$`, "m"));
+    assert.match(r.stdout, new RegExp(`^0/4 rounds aggregated; round 0: job ${live?.job_id}, quorum 2$`, "m"));
+    assert.match(r.stdout, /^created \S+$/m, "no operator in an open pool, not finished");
+    assert.match(r.stdout, /^result: none$/m);
+    assert.match(r.stdout, /^no round aggregated yet$/m);
+    assert.doesNotMatch(r.stdout, /^reason:/m);
+    const record = await cli([...at, "run-status", fedavg, "--json"]);
+    exits(record, 0);
+    assert.equal(json(record.stdout).run_id, fedavg);
+    // The live round is an ordinary job, waiting with all three shards for a node.
+    const round = await cli([...at, "status", live?.job_id ?? ""]);
+    exits(round, 0);
+    assert.match(round.stdout, /RUNNING {2}fedavg-r000/);
+    assert.match(round.stdout, /3 tasks: 3 PENDING/);
+  });
+
+  let kmeans = "";
+  await check("run - reads a K-means run as YAML from stdin; --json prints the started record", async () => {
+    const yaml = `# the K-means example, written in YAML\n${YAML.stringify(json(readFileSync(KMEANS_RUN, "utf8")))}`;
+    const r = await cli([...at, "--json", "run", "-"], { stdin: yaml });
+    exits(r, 0);
+    const record = /** @type {RunRecord} */ (json(r.stdout));
+    kmeans = record.run_id;
+    assert.equal(record.kind, "sharded_kmeans");
+    assert.equal(record.state, "RUNNING");
+    assert.equal(record.rounds, 10);
+    assert.equal(record.request.tolerance, 0.001);
+  });
+  await check("runs lists every run as a table and as --json; --limit stops early", async () => {
+    const r = await cli([...at, "runs"]);
+    exits(r, 0);
+    assert.match(r.stdout, /run +│ kind +│ state +│ rounds │ last loss \/ inertia │ created/);
+    assert.match(r.stdout, new RegExp(`${fedavg} │ federated_averaging │ RUNNING │ 0/4 +│ - +│ \\S+`));
+    assert.match(r.stdout, new RegExp(`${kmeans} │ sharded_kmeans +│ RUNNING │ 0/10 +│ - +│ \\S+`));
+    const all = await cli([...at, "--json", "runs"]);
+    exits(all, 0);
+    assert.deepEqual(
+      json(all.stdout)
+        .map((/** @type {RunRecord} */ x) => x.run_id)
+        .sort(),
+      [fedavg, kmeans].sort(),
+    );
+    const one = await cli([...at, "--json", "runs", "--limit", "1"]);
+    exits(one, 0);
+    assert.equal(json(one.stdout).length, 1);
+  });
+  await check("cancel-run cancels the run and its live round's job; again, it answers as it ended", async () => {
+    const r = await cli([...at, "cancel-run", fedavg]);
+    exits(r, 0);
+    assert.equal(r.stdout, `run ${fedavg} CANCELLED: 0/4 rounds aggregated\nreason: cancelled\nresult: none\n`);
+    const status = await cli([...at, "run-status", fedavg]);
+    assert.match(status.stdout, new RegExp(`^run ${fedavg}  CANCELLED  federated_averaging$`, "m"));
+    assert.match(status.stdout, /^0\/4 rounds aggregated; no live round$/m);
+    assert.match(status.stdout, /^created \S+, finished \S+$/m);
+    const round = await cli([...at, "status", live?.job_id ?? ""]);
+    assert.match(round.stdout, /CANCELLED {2}fedavg-r000/);
+    const again = await cli([...at, "cancel-run", fedavg]);
+    exits(again, 0);
+    assert.equal(again.stdout, r.stdout);
+    const unknown = await cli([...at, "cancel-run", "run-000000000000"]);
+    exits(unknown, 1);
+    assert.match(unknown.stderr, /^flashedge: not found \(404\): unknown run run-000000000000$/m);
+    exits(await cli([...at, "run-status", "nonsense"]), 1);
+  });
+  await check("run --follow shows the rounds until the run ends; cancelled, it prints why and exits 2", async () => {
+    const known = new Set([fedavg, kmeans]);
+    const following = cli([...at, "run", FEDAVG_RUN, "--follow", "--interval", "0.2"]);
+    /** @type {RunRecord | undefined} */
+    let followed;
+    for (let i = 0; i < 100 && !followed?.live_round; i++) {
+      await sleep(200);
+      const all = await cli([...at, "--json", "runs"]);
+      followed = json(all.stdout).find((/** @type {RunRecord} */ x) => !known.has(x.run_id));
+    }
+    assert.ok(followed?.live_round, "the followed run submitted its first round");
+    await sleep(600); // the follower has seen the live round
+    exits(await cli([...at, "cancel-run", followed.run_id]), 0);
+    const f = await following;
+    exits(f, 2);
+    assert.equal(
+      f.stdout,
+      `${followed.run_id}\nrun ${followed.run_id} CANCELLED: 0/4 rounds aggregated\nreason: cancelled\nresult: none\n`,
+    );
+    const job = followed.live_round.job_id;
+    assert.match(f.stderr, new RegExp(`^0/4 rounds aggregated · RUNNING · round 0: job ${job}, quorum 2$`, "m"));
+    assert.match(f.stderr, /^0\/4 rounds aggregated · CANCELLED · no live round$/m);
+  });
+  await check("a run the coordinator refuses prints its 422 detail naming the field, and exits 1", async () => {
+    const quorum = await cli([...at, "run", runFile("no-quorum", FEDAVG_RUN, { min_participants: 4 })]);
+    exits(quorum, 1);
+    assert.match(
+      quorum.stderr,
+      /^flashedge: invalid request \(422\):\n {2}body\.min_participants: .*min_participants must not exceed num_shards/,
+    );
+    const { hidden: _dropped, ...params } = json(readFileSync(FEDAVG_RUN, "utf8")).worker_params;
+    const missing = await cli([...at, "run", runFile("no-hidden", FEDAVG_RUN, { worker_params: params })]);
+    exits(missing, 1);
+    assert.match(missing.stderr, /invalid request \(422\):\n {2}.*missing required parameters: hidden/);
+    const ragged = await cli([...at, "run", runFile("ragged", KMEANS_RUN, { centroids: [[0, 0], [1]] })]);
+    exits(ragged, 1);
+    assert.match(ragged.stderr, /body\.centroids\.1: every centroid must have 2 coordinates/);
+    const listed = await cli([...at, "--json", "runs"]);
+    assert.equal(json(listed.stdout).length, 3, "no refused run was started");
+  });
+  await check("a run file that is no mapping is a usage error (exit 2), sent nowhere", async () => {
+    const list = join(home, "list.yaml");
+    writeFileSync(list, "- kind: federated_averaging\n");
+    const r = await cli([...at, "run", list]);
+    exits(r, 2);
+    assert.match(r.stderr, /must hold one run \(a mapping with kind: federated_averaging or sharded_kmeans\)/);
+    exits(await cli([...at, "run", join(home, "missing.json")]), 2);
+  });
 }
 
 async function wireChecks() {
@@ -369,6 +556,39 @@ async function securedCoordinator() {
     const r = await cli([...at, "submit", yamlJob("by-node", 1)], { token: nodeToken });
     exits(r, 1);
     assert.match(r.stderr, /^flashedge: refused \(403\): .*operator's token is needed/);
+  });
+  await check(
+    "a node's token may not start or cancel a run: the 403 detail and exit 1, and nothing starts",
+    async () => {
+      const r = await cli([...at, "run", FEDAVG_RUN], { token: nodeToken });
+      exits(r, 1);
+      assert.match(
+        r.stderr,
+        /^flashedge: refused \(403\): an operator token is required for this route — an operator's token is needed/,
+      );
+      const listed = await cli([...at, "--json", "runs"], { token: operator });
+      exits(listed, 0);
+      assert.deepEqual(json(listed.stdout), []);
+    },
+  );
+  await check("an operator's run records who started it, and cancel-run says who cancelled it", async () => {
+    const r = await cli([...at, "run", KMEANS_RUN], { token: operator });
+    exits(r, 0);
+    const runId = r.stdout.trim();
+    const started = await runOnce(at, runId, (x) => x.live_round !== null, { token: operator });
+    assert.equal(started.started_by, "ops");
+    const status = await cli([...at, "run-status", runId], { token: operator });
+    assert.match(status.stdout, /^created \S+ by ops$/m);
+    assert.match(status.stdout, /^0\/10 rounds aggregated; round 0: job [0-9a-f]{12}, quorum 3$/m);
+    const byNode = await cli([...at, "cancel-run", runId], { token: nodeToken });
+    exits(byNode, 1);
+    assert.match(byNode.stderr, /refused \(403\)/);
+    const cancelled = await cli([...at, "cancel-run", runId], { token: operator });
+    exits(cancelled, 0);
+    assert.match(
+      cancelled.stdout,
+      new RegExp(`^run ${runId} CANCELLED: 0/10 rounds aggregated\nreason: cancelled by ops\n`),
+    );
   });
   await check("login refuses a wrong token and saves nothing", async () => {
     const r = await cli([...at, "login"], { stdin: "not-the-token\n" });

@@ -7,6 +7,7 @@
 // does nothing twice.
 
 import type { JobSpec } from "../../protocol/jobs";
+import { replicaPrefix } from "../../protocol/keys";
 import { fillPage } from "../../protocol/paging";
 import type { RunRequest, RunRound, RunState } from "../../protocol/runs";
 import type { TaskSpec } from "../../protocol/tasks";
@@ -161,6 +162,13 @@ export type RoundState = {
   ended: string | null;
   committed: number;
   result: RunRound | null;
+  /**
+   * Once frozen, where each participant's accepted outputs lie: its task's
+   * prefix, or for a replicated task the prefix of the replica the verdict
+   * accepted (docs/protocol.md §14: the task's key is bound to that
+   * replica's metrics, its other files stay under the replica's prefix).
+   */
+  prefixes: Record<string, string> | null;
 };
 
 export type RunToDrive = { request: RunRequest; state: RunState; operator: string | null };
@@ -178,6 +186,7 @@ export function roundState(pool: Pool, runId: string, round: number): RoundState
     jobId: row.job_id,
     quorum: row.quorum,
     frozen: row.frozen === null ? null : (JSON.parse(row.frozen) as string[]),
+    prefixes: row.frozen === null ? null : acceptedPrefixes(pool.sql, row.job_id),
     ended: row.ended,
     committed: job?.completed ?? 0,
     result: row.result === null ? null : (JSON.parse(row.result) as RunRound),
@@ -202,6 +211,20 @@ export function told(pool: Pool, jobIds: string[]) {
   return pool.change(() => {
     for (const jobId of jobIds) pool.sql.exec("UPDATE run_rounds SET told = 1 WHERE job_id = ?", jobId);
   });
+}
+
+function acceptedPrefixes(sql: SqlStorage, jobId: string): Record<string, string> {
+  const rows = sql
+    .exec<{ task_id: string; replica: number | null }>(
+      `SELECT t.task_id, r.replica FROM tasks t
+         LEFT JOIN replica_results r ON r.task_seq = t.seq AND r.object = t.accepted_object AND r.verdict = 'valid'
+         WHERE t.job_id = ? AND t.state = 'COMPLETED'`,
+      jobId,
+    )
+    .toArray();
+  return Object.fromEntries(
+    rows.map((t) => [t.task_id, t.replica === null ? `jobs/${jobId}/${t.task_id}/` : replicaPrefix(jobId, t.task_id, t.replica)]),
+  );
 }
 
 function findRun(sql: SqlStorage, runId: string): RunRow | undefined {

@@ -210,6 +210,25 @@ describe("a federated-averaging run", () => {
     expect(failed.history).toEqual([]);
   });
 
+  it("fails naming the missing artifact when a participant committed its metrics without its delta", async () => {
+    const pool = freshPool();
+    await register(pool, "na");
+    const { run_id } = await start(pool, fedavgRun({ rounds: 1, min_participants: 1 }));
+    const live = (await until(pool, run_id, (run) => run.live_round !== null)).live_round!;
+    const lease = await claimOf(pool, "na", live.job_id);
+    const metrics = JSON.stringify({ samples: 3, loss: 0.5, delta_file: "nowhere.json" });
+    expect((await upload(pool, `jobs/${live.job_id}/${lease.task_id}/metrics.json`, metrics)).status).toBe(200);
+    const r = await call(pool, "POST", `/attempts/${lease.lease_id}/complete`, {
+      output_sha256: await sha256(metrics),
+    });
+    expect(await json(r)).toMatchObject({ accepted: true });
+    const failed = await until(pool, run_id, (run) => run.state !== "RUNNING");
+    expect(failed).toMatchObject({
+      state: "FAILED",
+      reason: `round 0: no artifact at jobs/${live.job_id}/${lease.task_id}/nowhere.json`,
+    });
+  });
+
   it("is cancelled by its operator: the run ends CANCELLED and its live round's job with it, idempotently", async () => {
     const pool = freshPool();
     const { run_id } = await start(pool, fedavgRun());
