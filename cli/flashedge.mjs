@@ -3,7 +3,7 @@
 // `flashedge`: the operator's and submitter's command line for a local or
 // deployed coordinator (README "The flashedge CLI"). This file holds the
 // command table, the global options (--url, --pool, --json) and the exit
-// codes; the commands live in jobs.mjs, operators.mjs and login.mjs. It
+// codes; the commands live in jobs.mjs, runs.mjs, operators.mjs and login.mjs. It
 // talks to the coordinator only over its HTTP routes, never prints a token,
 // and takes none from a flag.
 
@@ -15,6 +15,7 @@ import { CliError, EXIT } from "./errors.mjs";
 import * as jobCommands from "./jobs.mjs";
 import { login, logout } from "./login.mjs";
 import * as operatorCommands from "./operators.mjs";
+import * as runCommands from "./runs.mjs";
 
 const DEFAULT_URL = "http://127.0.0.1:8787";
 const { version } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
@@ -98,8 +99,8 @@ export function program() {
       `
 The token: FLASHEDGE_TOKEN, else the one \`flashedge login\` saved for that coordinator
 in ${configPath()} (mode 0600).
-Exit codes: 0 done, 1 the command failed (or watch: the job FAILED), 2 usage error
-(or watch: the job was CANCELLED).`,
+Exit codes: 0 done, 1 the command failed (or watch, run --follow: the job or run FAILED),
+2 usage error (or watch, run --follow: the job or run was CANCELLED).`,
     );
 
   root
@@ -147,6 +148,26 @@ Exit codes: 0 done, 1 the command failed (or watch: the job FAILED), 2 usage err
     .description("why a task is (not) running: every node's placement answer")
     .action(against(jobCommands.why));
   root.command("cancel <job>").description("cancel a job (operator)").action(against(jobCommands.cancel));
+
+  root
+    .command("run <file>")
+    .description("start a hosted run (federated averaging or K-means) from a YAML or JSON file, - for stdin (operator)")
+    .option("-f, --follow", "a progress bar of its rounds until it ends; exits 0 SUCCEEDED, 1 FAILED, 2 CANCELLED")
+    .option("--interval <seconds>", "between polls with --follow", seconds, 1)
+    .action(against(runCommands.start));
+  root
+    .command("runs")
+    .description("list the pool's hosted runs")
+    .option("--limit <n>", "at most n runs", positiveInt)
+    .action(against(runCommands.runs));
+  root
+    .command("run-status <run>")
+    .description("one run: state, live round, result and every aggregated round")
+    .action(against(runCommands.status));
+  root
+    .command("cancel-run <run>")
+    .description("cancel a run and its live round's job (operator)")
+    .action(against(runCommands.cancel));
 
   root
     .command("nodes")

@@ -3,12 +3,11 @@
 // events and why a task waits, watch it to the end, cancel it. Each prints
 // a readable answer, or with --json the coordinator's JSON as it came.
 
-import { readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { SingleBar } from "cli-progress";
-import YAML from "yaml";
-import { CliError, EXIT } from "./errors.mjs";
+import { EXIT } from "./errors.mjs";
 import { countsLine, progressOf, table } from "./render.mjs";
+import { readRequestFile } from "./request-file.mjs";
 
 /**
  * @typedef {import("./coordinator.mjs").Coordinator} Coordinator
@@ -31,34 +30,12 @@ const EVENTS_PAGE = 1000;
 const seg = (id) => encodeURIComponent(id);
 
 /**
- * A JobSpec from a YAML or JSON file (`-` reads stdin). JSON is parsed as
- * JSON, so its errors name JSON's rules; anything else as YAML 1.2, which
- * refuses duplicate keys.
+ * A JobSpec from a YAML or JSON file (`-` reads stdin).
  * @param {string} file
  * @returns {unknown}
  */
 export function readJobFile(file) {
-  /** @type {string} */
-  let text;
-  try {
-    text = readFileSync(file === "-" ? 0 : file, "utf8");
-  } catch (error) {
-    throw new CliError(`cannot read ${file}: ${error instanceof Error ? error.message : error}`, EXIT.usage);
-  }
-  /** @type {unknown} */
-  let spec;
-  try {
-    spec = file.endsWith(".json") ? JSON.parse(text) : YAML.parse(text);
-  } catch (error) {
-    throw new CliError(
-      `${file} is not valid ${file.endsWith(".json") ? "JSON" : "YAML"}: ${error instanceof Error ? error.message : error}`,
-      EXIT.usage,
-    );
-  }
-  if (typeof spec !== "object" || spec === null || Array.isArray(spec)) {
-    throw new CliError(`${file} must hold one JobSpec (a mapping with apiVersion, kind, metadata, spec)`, EXIT.usage);
-  }
-  return spec;
+  return readRequestFile(file, "one JobSpec (a mapping with apiVersion, kind, metadata, spec)");
 }
 
 /**
