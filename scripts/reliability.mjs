@@ -9,9 +9,9 @@
 import { spawnSync } from "node:child_process";
 
 const [which, ...args] = process.argv.slice(2);
-if (which !== "crash" && which !== "soak") {
+if (which !== "crash" && which !== "soak" && which !== "runs") {
   console.error(
-    "usage: reliability.mjs crash|soak [--nodes N] [--tasks N] [--seconds N] [--kills N] [--max-attempts N] [--fail-rate F] [--broken N] [--vanishing N] [--shards N] [--raise N]",
+    "usage: reliability.mjs crash|soak|runs [--nodes N] [--tasks N] [--seconds N] [--kills N] [--max-attempts N] [--fail-rate F] [--broken N] [--vanishing N] [--shards N] [--raise N]",
   );
   process.exit(2);
 }

@@ -42,6 +42,7 @@ import { fleetView, nodeAnswers, type PendingClass, pendingClasses } from "./rea
 import { metricsSample } from "./reads/metrics";
 import { placementAnswers, placementFacts, placementReport, queueElsewhere } from "./reads/placement-report";
 import * as runs from "./runs/calls";
+import { retellLiveRounds, tellRuns } from "./runs/tell";
 import { migrate } from "./schema/schema";
 import { sessionClass } from "./session";
 import { enterPool, layoutAtStart, layoutPeers, serveCall } from "./shards/layout";
@@ -61,13 +62,18 @@ export class PoolObject extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.#pool = new Pool(ctx, env, afterChange);
-    void ctx.blockConcurrencyWhile(async () => {
-      ctx.storage.transactionSync(() => migrate(ctx.storage.sql));
+    const started = ctx.blockConcurrencyWhile(async () => {
+      ctx.storage.transactionSync(() => {
+        migrate(ctx.storage.sql);
+        retellLiveRounds(ctx.storage.sql);
+      });
       await this.#layoutAtStart();
       // A shard of a pool of shards sends held claims on when a summary reply
       // brings work elsewhere (after the migration: its name may come from its own rows).
       if (this.#pool.shards > 1) this.#pool.summary.onChange(() => forwardHeld(this.#pool));
     });
+    // Hosted runs' Workflows hear of their live rounds again (src/pool/runs/tell.ts); a failed send is retried after the next change.
+    ctx.waitUntil(started.then(() => tellRuns(this.#pool)).catch(() => {}));
   }
 
   // -- what wraps a call: each call says so in its own body -------------------

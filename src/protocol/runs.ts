@@ -121,3 +121,4 @@ export const RunRecordSchema = z.object({
   request: JsonObjectSchema,
   history: z.array(RunRoundSchema),
 });
+export type RunRecord = z.infer<typeof RunRecordSchema>;

@@ -19,6 +19,19 @@ export function roundEventType(round: number): string {
   return `round-${round}-settled`;
 }
 
+/**
+ * At the object's start, every live round of a running run is told again:
+ * an event also wakes a Workflow instance whose engine stopped with the
+ * process that ran it (as `wrangler dev` does when killed; the platform
+ * resumes its own). A run that was not asleep looks once more, and waits on.
+ */
+export function retellLiveRounds(sql: SqlStorage): void {
+  sql.exec(
+    `UPDATE run_rounds SET told = 0 WHERE told = 1 AND result IS NULL AND ended IS NULL
+       AND run_id IN (SELECT run_id FROM runs WHERE state = 'RUNNING')`,
+  );
+}
+
 /** Sends the events of every untold round; none to send costs one seek of an empty index. */
 export async function tellRuns(pool: Pool): Promise<void> {
   const untold = pool.sql
