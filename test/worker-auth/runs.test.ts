@@ -99,4 +99,29 @@ describe("hosted runs with tokens", () => {
     const weights = await call(pool, "GET", `/artifacts/${done.result_uri!.slice("artifact://".length)}`);
     expect(await weights.json()).toEqual(weightsToJson(expected.weights));
   });
+
+  it("lets a straggler cancelled at quorum finish its uploads to a refused commit, and nobody else write there", async () => {
+    const pool = freshPool();
+    for (const n of ["n1", "n2", "n3"]) await register(pool, n);
+    const { run_id } = await json<RunRecord>(
+      await call(pool, "POST", "/runs", { ...RUN, num_shards: 3, min_participants: 2, rounds: 2 }),
+    );
+    const live = (await until(pool, run_id, (run) => run.live_round !== null)).live_round!;
+    const leases = [];
+    for (const n of ["n1", "n2", "n3"]) leases.push(await json<Lease>(await claim(pool, n)));
+    const delta = { w: { shape: [1], data: [0.5] } };
+    for (const lease of leases.slice(0, 2))
+      expect(await finish(pool, lease, delta, { samples: 2, loss: 1 })).toMatchObject({ accepted: true });
+    const late = leases[2]!;
+    expect((await call(pool, "POST", `/attempts/${late.lease_id}/heartbeat`, undefined, late.node_id)).status).toBe(
+      410,
+    );
+    // Another node may not write under the cancelled task.
+    expect((await upload(pool, `jobs/${live.job_id}/${late.task_id}/delta.json`, "{}", "n1")).status).toBe(403);
+    // Its holder's uploads land (the unchanged agent stops on a refused one), its commit is refused, and the round stays as frozen.
+    expect(await finish(pool, late, delta, { samples: 2, loss: 1 })).toMatchObject({ accepted: false });
+    const run = await until(pool, run_id, (r) => r.rounds_completed >= 1);
+    expect(run.history[0]!.task_ids).toEqual([leases[0]!.task_id, leases[1]!.task_id].sort());
+    await call(pool, "POST", `/runs/${run_id}/cancel`);
+  });
 });

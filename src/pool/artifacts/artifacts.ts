@@ -48,7 +48,13 @@ export function checkWrite(sql: SqlStorage, now: number, key: string, writer: Wr
     }
   }
   if (writer === null) return { ok: true };
-  const lease = owner && liveLeaseOf(sql, now, writer, owner.jobId, owner.taskId);
+  // A cancelled task's last holder may still upload until its lease would have ended: the reference agent
+  // uploads before it commits and stops on a refused upload, where a commit refused (accepted: false) it
+  // takes in its stride (docs/protocol.md §7). Hosted runs cancel a round's stragglers routinely (§17).
+  const lease =
+    owner &&
+    (liveLeaseOf(sql, now, writer, owner.jobId, owner.taskId) ??
+      cancelledLeaseOf(sql, now, writer, owner.jobId, owner.taskId));
   if (lease && lease.replica === 0) return { ok: true };
   if (lease) {
     // A replica writes only its own outputs: never another replica's, nor the task's key (docs/protocol.md §14).
@@ -79,6 +85,23 @@ function liveLeaseOf(sql: SqlStorage, now: number, nodeId: string, jobId: string
     )
     .toArray();
   return rows.find((row) => isLiveLease(row, now)) ?? null;
+}
+
+/** The lease `nodeId` held on (job, task) when the task was cancelled, while its deadline has not passed; null for none. */
+function cancelledLeaseOf(sql: SqlStorage, now: number, nodeId: string, jobId: string, taskId: string) {
+  return (
+    sql
+      .exec<{ replica: number }>(
+        `SELECT l.replica FROM tasks t JOIN leases l ON l.task_seq = t.seq
+         WHERE t.job_id = ? AND t.task_id = ? AND t.state = 'CANCELLED' AND l.node_id = ? AND l.status = 'cancelled'
+           AND l.deadline_ms > ?`,
+        jobId,
+        taskId,
+        nodeId,
+        now,
+      )
+      .toArray()[0] ?? null
+  );
 }
 
 /** Whether `nodeId` holds a live lease on (job, task). */
