@@ -3,6 +3,7 @@
 // escaped, since pool names and event types come from outside.
 
 import { OBJECT_STORAGE_LIMIT_BYTES } from "../protocol/limits";
+import { RUN_STATES } from "../protocol/runs";
 import { TASK_STATES } from "../protocol/tasks";
 import { addLoads, EXCHANGE_REASONS, type ObjectLoad, type SummaryLoad } from "./object-load";
 
@@ -16,6 +17,8 @@ export interface MetricsSample {
   nodesOnline: number;
   nodesHeldBack: number; // held back from claiming after failing attempts in a row (docs/protocol.md §13)
   results: { valid: number; invalid: number }; // nodes' judged results, summed (docs/protocol.md §14)
+  runs: Record<string, number>; // hosted runs by state (docs/protocol.md §17)
+  roundsAggregated: number; // rounds hosted runs have aggregated
   events: Record<string, number>; // by type, since the pool began
   // Pending tasks per requirement class (the most pending first, bounded), and
   // those of classes no registered node can serve (issue 26).
@@ -71,6 +74,20 @@ const METRICS: readonly MetricDefinition[] = [
     help: "Tasks in the pool by state.",
     of: "pool",
     read: (s) => TASK_STATES.map((state) => [{ state }, s.tasks[state] ?? 0]),
+  },
+  {
+    name: "flashedge_runs",
+    type: "gauge",
+    help: "Hosted runs by state (docs/protocol.md §17).",
+    of: "pool",
+    read: (s) => RUN_STATES.map((state) => [{ state }, s.runs[state] ?? 0]),
+  },
+  {
+    name: "flashedge_run_rounds_aggregated_total",
+    type: "counter",
+    help: "Rounds that hosted runs have aggregated.",
+    of: "pool",
+    read: (s) => s.roundsAggregated,
   },
   {
     name: "flashedge_leases_live",
@@ -368,6 +385,8 @@ export function mergeMetrics(samples: readonly MetricsSample[]): MetricsSample {
     nodesOnline: sum((s) => s.nodesOnline),
     nodesHeldBack: sum((s) => s.nodesHeldBack),
     results: { valid: sum((s) => s.results.valid), invalid: sum((s) => s.results.invalid) },
+    runs: add(samples.map((s) => s.runs)),
+    roundsAggregated: sum((s) => s.roundsAggregated),
     events: add(samples.map((s) => s.events)),
     demand: {
       classes: samples.flatMap((s) => s.demand.classes),

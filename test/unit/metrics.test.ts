@@ -12,6 +12,8 @@ describe("metrics text", () => {
     nodesOnline: 3,
     nodesHeldBack: 2,
     results: { valid: 7, invalid: 1 },
+    runs: { RUNNING: 1, SUCCEEDED: 2 },
+    roundsAggregated: 9,
     events: { LEASE_CLAIMED: 5, TASK_COMMIT_ACCEPTED: 2, TASK_COMMIT_REJECTED: 1, LEASE_EXPIRED: 2 },
     demand: {
       classes: [
@@ -27,6 +29,10 @@ describe("metrics text", () => {
     'flashedge_tasks{pool="team-a",state="PENDING"} 3',
     'flashedge_tasks{pool="team-a",state="LEASED"} 0',
     'flashedge_leases_live{pool="team-a"} 1',
+    'flashedge_runs{pool="team-a",state="RUNNING"} 1',
+    'flashedge_runs{pool="team-a",state="SUCCEEDED"} 2',
+    'flashedge_runs{pool="team-a",state="FAILED"} 0',
+    'flashedge_run_rounds_aggregated_total{pool="team-a"} 9',
     'flashedge_leases_expired_total{pool="team-a"} 2',
     'flashedge_claims_total{pool="team-a"} 5',
     'flashedge_claims_held{pool="team-a"} 6',
@@ -92,6 +98,8 @@ describe("metrics text", () => {
       nodesOnline: 0,
       nodesHeldBack: 0,
       results: { valid: 0, invalid: 0 },
+      runs: {},
+      roundsAggregated: 0,
       events: {},
       demand: { classes: [], unservable_classes: 0, unservable_tasks: 0 },
     });
@@ -110,6 +118,8 @@ describe("metrics of a sharded pool", () => {
     nodesOnline: 0,
     nodesHeldBack: 0,
     results: { valid: 0, invalid: 0 },
+    runs: {},
+    roundsAggregated: 0,
     events: {},
     demand: { classes: [], unservable_classes: 0, unservable_tasks: 0 },
     ...over,
@@ -157,6 +167,8 @@ describe("metrics of a sharded pool", () => {
       nodesOnline: 2,
       nodesHeldBack: 1,
       results: { valid: 2, invalid: 1 },
+      runs: {},
+      roundsAggregated: 0,
       events: { LEASE_CLAIMED: 6, LEASE_EXPIRED: 1 },
       demand: {
         classes: [
@@ -252,6 +264,8 @@ describe("the whole metrics text", () => {
     nodesOnline: 0,
     nodesHeldBack: 0,
     results: { valid: 0, invalid: 0 },
+    runs: {},
+    roundsAggregated: 0,
     events: {},
     demand: { classes: [], unservable_classes: 0, unservable_tasks: 0 },
     ...over,
@@ -311,6 +325,15 @@ describe("the whole metrics text", () => {
       flashedge_tasks{pool="team \\"a\\"",state="COMPLETED"} 2
       flashedge_tasks{pool="team \\"a\\"",state="FAILED"} 0
       flashedge_tasks{pool="team \\"a\\"",state="CANCELLED"} 0
+      # HELP flashedge_runs Hosted runs by state (docs/protocol.md §17).
+      # TYPE flashedge_runs gauge
+      flashedge_runs{pool="team \\"a\\"",state="RUNNING"} 0
+      flashedge_runs{pool="team \\"a\\"",state="SUCCEEDED"} 0
+      flashedge_runs{pool="team \\"a\\"",state="FAILED"} 0
+      flashedge_runs{pool="team \\"a\\"",state="CANCELLED"} 0
+      # HELP flashedge_run_rounds_aggregated_total Rounds that hosted runs have aggregated.
+      # TYPE flashedge_run_rounds_aggregated_total counter
+      flashedge_run_rounds_aggregated_total{pool="team \\"a\\""} 0
       # HELP flashedge_leases_live Leases currently live.
       # TYPE flashedge_leases_live gauge
       flashedge_leases_live{pool="team \\"a\\""} 1
@@ -382,6 +405,15 @@ describe("the whole metrics text", () => {
       flashedge_tasks{pool="p",state="COMPLETED"} 2
       flashedge_tasks{pool="p",state="FAILED"} 0
       flashedge_tasks{pool="p",state="CANCELLED"} 0
+      # HELP flashedge_runs Hosted runs by state (docs/protocol.md §17).
+      # TYPE flashedge_runs gauge
+      flashedge_runs{pool="p",state="RUNNING"} 0
+      flashedge_runs{pool="p",state="SUCCEEDED"} 0
+      flashedge_runs{pool="p",state="FAILED"} 0
+      flashedge_runs{pool="p",state="CANCELLED"} 0
+      # HELP flashedge_run_rounds_aggregated_total Rounds that hosted runs have aggregated.
+      # TYPE flashedge_run_rounds_aggregated_total counter
+      flashedge_run_rounds_aggregated_total{pool="p"} 0
       # HELP flashedge_leases_live Leases currently live.
       # TYPE flashedge_leases_live gauge
       flashedge_leases_live{pool="p"} 1
@@ -463,6 +495,15 @@ describe("the whole metrics text", () => {
       flashedge_tasks{pool="p",state="COMPLETED"} 0
       flashedge_tasks{pool="p",state="FAILED"} 0
       flashedge_tasks{pool="p",state="CANCELLED"} 0
+      # HELP flashedge_runs Hosted runs by state (docs/protocol.md §17).
+      # TYPE flashedge_runs gauge
+      flashedge_runs{pool="p",state="RUNNING"} 0
+      flashedge_runs{pool="p",state="SUCCEEDED"} 0
+      flashedge_runs{pool="p",state="FAILED"} 0
+      flashedge_runs{pool="p",state="CANCELLED"} 0
+      # HELP flashedge_run_rounds_aggregated_total Rounds that hosted runs have aggregated.
+      # TYPE flashedge_run_rounds_aggregated_total counter
+      flashedge_run_rounds_aggregated_total{pool="p"} 0
       # HELP flashedge_leases_live Leases currently live.
       # TYPE flashedge_leases_live gauge
       flashedge_leases_live{pool="p"} 0
@@ -579,6 +620,15 @@ describe("the whole metrics text", () => {
       flashedge_tasks{pool="p",state="COMPLETED"} 0
       flashedge_tasks{pool="p",state="FAILED"} 0
       flashedge_tasks{pool="p",state="CANCELLED"} 0
+      # HELP flashedge_runs Hosted runs by state (docs/protocol.md §17).
+      # TYPE flashedge_runs gauge
+      flashedge_runs{pool="p",state="RUNNING"} 0
+      flashedge_runs{pool="p",state="SUCCEEDED"} 0
+      flashedge_runs{pool="p",state="FAILED"} 0
+      flashedge_runs{pool="p",state="CANCELLED"} 0
+      # HELP flashedge_run_rounds_aggregated_total Rounds that hosted runs have aggregated.
+      # TYPE flashedge_run_rounds_aggregated_total counter
+      flashedge_run_rounds_aggregated_total{pool="p"} 0
       # HELP flashedge_leases_live Leases currently live.
       # TYPE flashedge_leases_live gauge
       flashedge_leases_live{pool="p"} 0
@@ -680,6 +730,15 @@ describe("the whole metrics text", () => {
       flashedge_tasks{pool="p",state="COMPLETED"} 0
       flashedge_tasks{pool="p",state="FAILED"} 0
       flashedge_tasks{pool="p",state="CANCELLED"} 0
+      # HELP flashedge_runs Hosted runs by state (docs/protocol.md §17).
+      # TYPE flashedge_runs gauge
+      flashedge_runs{pool="p",state="RUNNING"} 0
+      flashedge_runs{pool="p",state="SUCCEEDED"} 0
+      flashedge_runs{pool="p",state="FAILED"} 0
+      flashedge_runs{pool="p",state="CANCELLED"} 0
+      # HELP flashedge_run_rounds_aggregated_total Rounds that hosted runs have aggregated.
+      # TYPE flashedge_run_rounds_aggregated_total counter
+      flashedge_run_rounds_aggregated_total{pool="p"} 0
       # HELP flashedge_leases_live Leases currently live.
       # TYPE flashedge_leases_live gauge
       flashedge_leases_live{pool="p"} 0

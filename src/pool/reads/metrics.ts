@@ -52,6 +52,13 @@ export function metricsSample(
       unservable_classes: pending.unservable_classes,
       unservable_tasks: pending.unservable_tasks,
     },
+    runs: Object.fromEntries(
+      sql
+        .exec<{ state: string; n: number }>("SELECT state, COUNT(*) AS n FROM runs GROUP BY state")
+        .toArray()
+        .map((r) => [r.state, r.n]),
+    ),
+    roundsAggregated: count("SELECT COUNT(*) AS n FROM run_rounds WHERE result IS NOT NULL"),
     results: sql
       .exec<{ valid: number; invalid: number }>(
         "SELECT TOTAL(valid_results) AS valid, TOTAL(invalid_results) AS invalid FROM nodes",

@@ -223,7 +223,10 @@ function acceptedPrefixes(sql: SqlStorage, jobId: string): Record<string, string
     )
     .toArray();
   return Object.fromEntries(
-    rows.map((t) => [t.task_id, t.replica === null ? `jobs/${jobId}/${t.task_id}/` : replicaPrefix(jobId, t.task_id, t.replica)]),
+    rows.map((t) => [
+      t.task_id,
+      t.replica === null ? `jobs/${jobId}/${t.task_id}/` : replicaPrefix(jobId, t.task_id, t.replica),
+    ]),
   );
 }
 

@@ -173,6 +173,9 @@ describe("a federated-averaging run", () => {
       live_round: null,
       result_uri: previousUri,
     });
+    const metrics = await (await call(pool, "GET", "/metrics")).text();
+    expect(metrics).toContain(`flashedge_runs{pool="${pool}",state="SUCCEEDED"} 1`);
+    expect(metrics).toContain(`flashedge_run_rounds_aggregated_total{pool="${pool}"} 2`);
     // Two rounds, two jobs: none submitted twice.
     const jobs = await json<{ job_id: string }[]>(await call(pool, "GET", "/jobs"));
     expect(jobs.map((j) => j.job_id).sort()).toEqual(done.history.map((h) => h.job_id).sort());
