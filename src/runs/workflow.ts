@@ -22,6 +22,7 @@ import type { RoundState, RunRecord, RunToDrive } from "../pool/runs/calls";
 import { roundEventType } from "../pool/runs/tell";
 import { randomHex8, randomHex12 } from "../protocol/ids";
 import { type JobSpec, JobSpecSchema } from "../protocol/jobs";
+import { jobOfKey } from "../protocol/keys";
 import type { RunRequest, RunRound } from "../protocol/runs";
 import { expandJob } from "../recipes";
 import {
@@ -55,10 +56,14 @@ export type RunParams = { pool: string; runId: string };
 
 /** The longest a run waits for its round's event before it looks at the round itself. */
 export const LOOK_MS = 60_000;
+/** What the persisted run holds in place of its inline initial weights: no artifact URI looks like it. */
+const INLINE = "inline";
 /** Job ids tried for a round before the step fails (and is retried by the engine). */
 const JOB_ID_ATTEMPTS = 5;
 
 type Pool = DurableObjectStub<PoolObject>;
+/** The shard that holds an artifact key: its job's, or shard 0 for a key under no job (as the artifact routes find it). */
+type KeyShard = (key: string) => Pool;
 type Ended = { state: "SUCCEEDED" | "FAILED" | "CANCELLED"; reason: string | null; result_uri: string | null };
 
 export class RunWorkflow extends WorkflowEntrypoint<Env, RunParams> {
@@ -69,9 +74,14 @@ export class RunWorkflow extends WorkflowEntrypoint<Env, RunParams> {
     const { settings } = read;
     const shards = shardCount(settings.poolShards, name);
     const shard = shardOfId(name, runId, "run-", shards).shard;
-    const pool = () => shardStub(this.env, settings.poolLocations, name, shard) as unknown as Pool;
+    const stub = (k: number) => shardStub(this.env, settings.poolLocations, name, k) as unknown as Pool;
+    const pool = () => stub(shard);
+    const at: KeyShard = (key) => {
+      const job = jobOfKey(key);
+      return stub(job === null ? 0 : shardOfId(name, job, "", shards).shard);
+    };
     try {
-      return await this.#drive(step, settings, name, shards, shard, runId, pool);
+      return await this.#drive(step, settings, name, shards, shard, runId, pool, at);
     } catch (error) {
       // A step that failed every retry: the run ends FAILED saying so, not RUNNING for ever.
       const reason = `the run's driver failed: ${error instanceof Error ? error.message : String(error)}`;
@@ -87,12 +97,14 @@ export class RunWorkflow extends WorkflowEntrypoint<Env, RunParams> {
     shard: number,
     runId: string,
     pool: () => Pool,
+    at: KeyShard,
   ): Promise<Ended> {
-    const drive = await durably(
-      step,
-      "read the run",
-      async () => (await pool().runToDrive(runId)) as RunToDrive | null,
-    );
+    // Persisted without its inline weights (a step's result is at most 1 MiB, as a request): round 0 reads them.
+    const drive = await durably(step, "read the run", async () => {
+      const read = (await pool().runToDrive(runId)) as RunToDrive | null;
+      if (read?.request.kind !== "federated_averaging" || typeof read.request.initial_weights === "string") return read;
+      return { ...read, request: { ...read.request, initial_weights: INLINE } };
+    });
     if (drive === null) return { state: "FAILED", reason: `run ${runId} is unknown to pool ${name}`, result_uri: null };
     const run = drive.request;
     const finish = (state: Ended["state"], reason: string | null, resultUri: string | null): Promise<Ended> =>
@@ -164,7 +176,7 @@ export class RunWorkflow extends WorkflowEntrypoint<Env, RunParams> {
       }
 
       const aggregated = await durably(step, `round ${r}: aggregate`, async () =>
-        aggregate(this.env, pool(), name, runId, run, r, resultUri, centroids),
+        aggregate(this.env, pool(), at, name, runId, run, r, resultUri, centroids),
       );
       if (!aggregated.ok) return await finish("FAILED", aggregated.reason, resultUri);
       resultUri = aggregated.round.result_uri;
@@ -220,6 +232,7 @@ type Aggregated = { ok: true; round: RunRound; centroids: number[][] } | { ok: f
 async function aggregate(
   env: Env,
   pool: Pool,
+  at: KeyShard,
   name: string,
   runId: string,
   run: RunRequest,
@@ -229,7 +242,7 @@ async function aggregate(
 ): Promise<Aggregated> {
   const state = (await pool.roundState(runId, r)) as RoundState;
   if (state.result !== null)
-    return { ok: true, round: state.result, centroids: await readCentroids(env, pool, state.result) };
+    return { ok: true, round: state.result, centroids: await readCentroids(env, at, state.result) };
   const jobId = state.jobId;
   const taskIds = state.frozen!;
   const fail = (message: string): Aggregated => ({ ok: false, reason: `round ${r}: ${message}` });
@@ -238,18 +251,18 @@ async function aggregate(
   let result: unknown;
   let next: number[][] = [];
   if (run.kind === "federated_averaging") {
-    const base = await baseWeights(env, pool, run, previousUri);
+    const base = await baseWeights(env, pool, at, runId, run, previousUri);
     if (!base.ok) return fail(base.message);
     const committed: CommittedTask[] = [];
     for (const taskId of taskIds) {
       const key = metricsKey(jobId, taskId);
-      const read = await readJson(env, pool, key);
+      const read = await readJson(env, at, key);
       if (!read.ok) return fail(read.message);
       const metrics = readTaskMetrics(key, read.value);
       if (!metrics.ok) return fail(metrics.message);
       // The delta beside the accepted metrics: a replicated task's lies under its accepted replica's prefix.
       const deltaKey = state.prefixes![taskId] + metrics.deltaKey.slice(metrics.deltaKey.lastIndexOf("/") + 1);
-      const delta = await readJson(env, pool, deltaKey);
+      const delta = await readJson(env, at, deltaKey);
       if (!delta.ok) return fail(delta.message);
       committed.push({ taskId, samples: metrics.samples, loss: metrics.loss, delta: delta.value });
     }
@@ -267,7 +280,7 @@ async function aggregate(
   } else {
     const partials = [];
     for (const taskId of taskIds) {
-      const read = await readJson(env, pool, metricsKey(jobId, taskId));
+      const read = await readJson(env, at, metricsKey(jobId, taskId));
       if (!read.ok) return fail(read.message);
       partials.push({ taskId, metrics: read.value });
     }
@@ -290,28 +303,34 @@ async function aggregate(
   return {
     ok: true,
     round: final,
-    centroids: run.kind === "sharded_kmeans" ? await readCentroids(env, pool, final) : next,
+    centroids: run.kind === "sharded_kmeans" ? await readCentroids(env, at, final) : next,
   };
 }
 
 async function baseWeights(
   env: Env,
   pool: Pool,
+  at: KeyShard,
+  runId: string,
   run: Extract<RunRequest, { kind: "federated_averaging" }>,
   previousUri: string | null,
 ): Promise<{ ok: true; weights: Weights } | { ok: false; message: string }> {
-  const source = previousUri ?? run.initial_weights;
+  let source = previousUri ?? run.initial_weights;
+  if (source === INLINE) {
+    const full = (await pool.runToDrive(runId)) as unknown as RunToDrive;
+    if (full.request.kind === "federated_averaging") source = full.request.initial_weights;
+  }
   const blob =
-    typeof source === "string" ? await readJson(env, pool, keyOf(source)) : { ok: true as const, value: source };
+    typeof source === "string" ? await readJson(env, at, keyOf(source)) : { ok: true as const, value: source };
   if (!blob.ok) return blob;
-  const parsed = parseWeights(blob.value, previousUri === null ? "initial_weights" : previousUri);
+  const parsed = parseWeights(blob.value, typeof source === "string" ? source : "initial_weights");
   return parsed.ok ? parsed : { ok: false, message: parsed.message };
 }
 
 /** A recorded K-means round's centroids, as it wrote them; a federated-averaging round has none. */
-async function readCentroids(env: Env, pool: Pool, round: RunRound): Promise<number[][]> {
+async function readCentroids(env: Env, at: KeyShard, round: RunRound): Promise<number[][]> {
   if (round.inertia === undefined) return [];
-  const read = await readJson(env, pool, keyOf(round.result_uri));
+  const read = await readJson(env, at, keyOf(round.result_uri));
   if (!read.ok) throw new Error(read.message);
   return read.value as number[][];
 }
@@ -328,10 +347,10 @@ function keyOf(uri: string): string {
  */
 async function readJson(
   env: Env,
-  pool: Pool,
+  at: KeyShard,
   key: string,
 ): Promise<{ ok: true; value: unknown } | { ok: false; message: string }> {
-  const row = await pool.resolveArtifact(key, null);
+  const row = await at(key).resolveArtifact(key, null);
   const body = row === null || row === "archived" ? null : await env.ARTIFACTS.get(row.object);
   if (body === null) return { ok: false, message: `no artifact at ${key}` };
   try {

@@ -52,7 +52,7 @@ export function settleJob(sql: SqlStorage, now: number, jobId: string): void {
   // Runs on every accepted commit: the job's counters, never its tasks.
   const counts = taskCounts(sql, jobId);
   // A hosted run's round is over at its quorum: what is still out is cancelled (docs/protocol.md §17).
-  if (quorumMet(sql, jobId, counts.COMPLETED)) {
+  if (quorumMet(sql, jobId, counts.COMPLETED) && OPEN_TASK_STATES.some((s) => counts[s] > 0)) {
     cancelJob(sql, now, jobId);
     return;
   }

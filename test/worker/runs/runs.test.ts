@@ -181,6 +181,40 @@ describe("a federated-averaging run", () => {
     expect(jobs.map((j) => j.job_id).sort()).toEqual(done.history.map((h) => h.job_id).sort());
   });
 
+  it("starts from weights an artifact holds, and refuses to when that artifact is not weights", async () => {
+    const pool = freshPool();
+    await register(pool, "na");
+    expect((await upload(pool, "seeds/w.json", JSON.stringify(INITIAL))).status).toBe(200);
+    expect((await upload(pool, "seeds/bad.json", JSON.stringify({ w: [1, 2] }))).status).toBe(200);
+    const good = await start(
+      pool,
+      fedavgRun({ rounds: 1, min_participants: 1, initial_weights: "artifact://seeds/w.json" }),
+    );
+    const live = (await until(pool, good.run_id, (run) => run.live_round !== null)).live_round!;
+    const lease = await claimOf(pool, "na", live.job_id);
+    expect(await commitRound(pool, lease, 8, 0.5, delta(1, 2, 3))).toMatchObject({ accepted: true });
+    const done = await until(pool, good.run_id, (run) => run.state !== "RUNNING");
+    const base = parseWeights(INITIAL);
+    if (!base.ok) throw new Error(base.message);
+    const expected = reduceRound(base.weights, [
+      { taskId: lease.task_id, samples: 8, loss: 0.5, delta: delta(1, 2, 3) },
+    ]);
+    if (!expected.ok) throw new Error(expected.message);
+    expect(done.state).toBe("SUCCEEDED");
+    expect(await artifactJson(pool, done.result_uri!)).toEqual(weightsToJson(expected.weights));
+
+    const bad = await start(
+      pool,
+      fedavgRun({ rounds: 1, min_participants: 1, initial_weights: "artifact://seeds/bad.json" }),
+    );
+    const badLive = (await until(pool, bad.run_id, (run) => run.live_round !== null)).live_round!;
+    const badLease = await claimOf(pool, "na", badLive.job_id);
+    await commitRound(pool, badLease, 8, 0.5, delta(1, 2, 3));
+    const failed = await until(pool, bad.run_id, (run) => run.state !== "RUNNING");
+    expect(failed.state).toBe("FAILED");
+    expect(failed.reason).toMatch(/^round 0: artifact:\/\/seeds\/bad.json/);
+  });
+
   it("fails with the reference's reason when a round's deadline passes short of quorum, and cancels the round", async () => {
     const pool = freshPool();
     await register(pool, "na");
@@ -302,6 +336,8 @@ describe("a K-means run", () => {
       const expected = reducePartials(partials, current);
       if (!expected.ok) throw new Error(expected.message);
       expect(run.history[it]).toMatchObject({ participants: 2, inertia: expected.inertia });
+      // Every shard was needed and every shard committed: the iteration's job succeeded, nothing was cancelled.
+      expect((await json<{ state: string }>(await call(pool, "GET", `/jobs/${live.job_id}`))).state).toBe("SUCCEEDED");
       expect(await artifactJson(pool, run.history[it]!.result_uri)).toEqual(expected.centroids);
       current = expected.centroids.map((row) => [...row]);
     }
