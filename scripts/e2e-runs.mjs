@@ -32,8 +32,8 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { ROOT, sleep } from "../test/support/wrangler.mjs";
-import { snapshot, startCoordinator } from "./e2e/coordinator.mjs";
+import { killAllNow, ROOT, sleep, startWrangler } from "../test/support/wrangler.mjs";
+import { snapshot } from "./e2e/coordinator.mjs";
 import {
   COMMIT,
   initialWeights,
@@ -82,13 +82,15 @@ const agents = new Map(/** @type {[string, Agent][]} */ ([]));
 /** Agents that exited without being told to: which node, when, how, and the end of their output. */
 const exits = /** @type {{ nodeId: string, at: number, code: number | null, round: string, tail: string }[]} */ ([]);
 /** The coordinator, once started (a holder: it is set inside main). */
-const held = /** @type {{ coordinator: import("./e2e/coordinator.mjs").Coordinator | null }} */ ({ coordinator: null });
+const held = /** @type {{ coordinator: import("../test/support/wrangler.mjs").Wrangler | null }} */ ({
+  coordinator: null,
+});
 const scratch = scratchDir();
 let finished = false;
 
 function killEverythingNow() {
   for (const a of agents.values()) if (a.running()) a.signal("SIGKILL");
-  held.coordinator?.killNow();
+  killAllNow();
 }
 process.on("exit", killEverythingNow);
 for (const sig of /** @type {NodeJS.Signals[]} */ (["SIGINT", "SIGTERM"])) {
@@ -187,7 +189,7 @@ async function main() {
   // ---- the coordinator ----
   const cwd = IN_PLACE ? ROOT : snapshot(join(scratch, "coordinator"));
   say(`starting wrangler dev (4 shards, tokens enforced) in ${IN_PLACE ? ROOT : `a snapshot of ${ROOT}`} …`);
-  const coordinator = await startCoordinator({
+  const coordinator = await startWrangler({
     cwd,
     persistTo: join(scratch, "state"),
     log: join(scratch, "wrangler.log"),

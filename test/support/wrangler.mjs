@@ -85,6 +85,7 @@ export function portFree(port) {
  * @property {"warn" | "log" | "info" | "debug"} [logLevel]  default "warn"
  * @property {boolean} [devVars]  read the checkout's .dev.vars (default: never)
  * @property {AbortSignal} [signal]  gives up waiting for /healthz (e.g. on Ctrl-C)
+ * @property {string} [cwd]  where the Worker's sources are (default: this checkout), e.g. a snapshot of them
  */
 
 /**
@@ -134,7 +135,7 @@ export async function startWrangler(options = {}) {
     ...Object.entries(options.vars ?? {}).flatMap(([name, value]) => ["--var", `${name}:${value}`]),
   ];
   const child = spawn(process.execPath, args, {
-    cwd: ROOT,
+    cwd: options.cwd ?? ROOT,
     detached: true, // its own process group: one kill stops workerd with it
     stdio: ["ignore", "pipe", "pipe"],
     env: { ...process.env, WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" },
