@@ -37,6 +37,7 @@ import { snapshot } from "./e2e/coordinator.mjs";
 import {
   COMMIT,
   initialWeights,
+  installDependencies,
   preflight,
   pythonPath,
   referenceCheckout,
@@ -173,8 +174,15 @@ function agentTally(log) {
 async function main() {
   // ---- the reference, and whether it runs here ----
   const reference = referenceCheckout(scratch);
-  const pypath = pythonPath(reference);
-  const missing = preflight(pypath);
+  let pypath = pythonPath(reference);
+  let missing = preflight(pypath);
+  if (missing !== null) {
+    say("installing the reference's Python dependencies into node_modules/.cache/flashml-pydeps …");
+    if (installDependencies()) {
+      pypath = pythonPath(reference);
+      missing = preflight(pypath);
+    }
+  }
   if (missing !== null) {
     say(missing);
     process.exitCode = 2;

@@ -13,18 +13,20 @@
 //   FLASHML_COMMIT     default d5b29dd
 //   FLASHML_PYTHON     default python3 (3.10+, with pydantic>=2.7 and cryptography)
 //   FLASHML_PYDEPS     extra PYTHONPATH entries (':'-separated) holding what the Python lacks:
-//                      psutil and websockets (the agent), torch (fedavg_worker);
-//                      default /tmp/flashml-pydeps when it exists
+//                      psutil and websockets (the agent), torch (fedavg_worker); default
+//                      node_modules/.cache/flashml-pydeps, where installDependencies puts them
 
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 
 export const MIRROR = process.env.FLASHML_MIRROR ?? "/work/.mirror/Zolli-Labs+flashml/repo";
 export const COMMIT = process.env.FLASHML_COMMIT ?? "d5b29dd";
 export const PYTHON = process.env.FLASHML_PYTHON ?? "python3";
-const DEFAULT_PYDEPS = "/tmp/flashml-pydeps";
+/** Where the dependencies the Python lacks are installed, once, for this checkout (never globally). */
+const DEFAULT_PYDEPS = join(dirname(fileURLToPath(import.meta.url)), "../../node_modules/.cache/flashml-pydeps");
 
 /** What the agent and the worker import beyond the stdlib, and who needs it. */
 const NEEDED = [
@@ -96,10 +98,26 @@ print(json.dumps({"python": sys.version.split()[0], "missing": missing}))
   return [
     `the reference agent cannot run with ${PYTHON} ${out.python} and PYTHONPATH=${pypath}:`,
     ...out.missing.map(([name, error]) => `  ${name}${why[name] ? ` — needed by ${why[name]}` : ""}: ${error}`),
-    "Offline, from the machine's wheel cache (nothing is installed globally):",
-    `  ${PYTHON} -m pip install --no-index --find-links /opt/wheels --find-links /opt/pypi/files --target ${DEFAULT_PYDEPS} psutil websockets torch`,
+    `Install them for this checkout (nothing is installed globally; pip's own index settings apply, a local wheel cache included):`,
+    `  ${PYTHON} -m pip install --target ${DEFAULT_PYDEPS} ${PIP_PACKAGES.join(" ")}`,
     "or point FLASHML_PYDEPS at a directory holding them.",
   ].join("\n");
+}
+
+/** What the agent and the worker need beyond pydantic and cryptography, which the reference's users have. */
+const PIP_PACKAGES = ["psutil", "websockets", "torch"];
+
+/**
+ * Installs what the reference lacks into this checkout's cache (FLASHML_PYDEPS unset), with pip's own
+ * settings; true when it ran and succeeded.
+ * @returns {boolean}
+ */
+export function installDependencies() {
+  if (process.env.FLASHML_PYDEPS !== undefined) return false;
+  const r = spawnSync(PYTHON, ["-m", "pip", "install", "--quiet", "--target", DEFAULT_PYDEPS, ...PIP_PACKAGES], {
+    stdio: "inherit",
+  });
+  return r.status === 0;
 }
 
 /**
