@@ -8,6 +8,7 @@
 import type {
   FleetSummary as PageFleetSummary,
   PlacementReport as PagePlacementReport,
+  RunRecord as PageRunRecord,
   Summary,
 } from "../../src/dashboard/wire";
 import type { Approved, Denied, PendingEnrolment as PagePendingEnrolment } from "../../src/enrol/wire";
@@ -19,27 +20,30 @@ import type {
   PendingEnrolment,
   PlacementReport,
 } from "../../src/protocol/responses";
+import type { RunRecord } from "../../src/protocol/runs";
 
 /**
  * The server's type `S` seen through the fields the script's type `W`
  * names, recursively; a nullable field by its value, other unions (a node's
  * placement) whole.
  */
-type View<S, W> = null extends W
-  ? null extends S
-    ? View<NonNullable<S>, NonNullable<W>> | null
-    : S
-  : [W] extends [readonly (infer WI)[]]
-    ? S extends readonly (infer SI)[]
-      ? View<SI, WI>[]
+type View<S, W> = unknown extends W
+  ? S
+  : null extends W
+    ? null extends S
+      ? View<NonNullable<S>, NonNullable<W>> | null
       : S
-    : IsUnion<W> extends true
-      ? S
-      : W extends object
-        ? S extends object
-          ? { [K in keyof W]: K extends keyof S ? View<S[K], W[K]> : never }
-          : S
-        : S;
+    : [W] extends [readonly (infer WI)[]]
+      ? S extends readonly (infer SI)[]
+        ? View<SI, WI>[]
+        : S
+      : IsUnion<W> extends true
+        ? S
+        : W extends object
+          ? S extends object
+            ? { [K in keyof W]: K extends keyof S ? View<S[K], W[K]> : never }
+            : S
+          : S;
 type IsUnion<T, U = T> = T extends unknown ? ([U] extends [T] ? false : true) : never;
 /** Mutual assignability: what the script reads is exactly what the server sends. */
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -53,5 +57,6 @@ const checks: [
   Reads<PendingEnrolment, PagePendingEnrolment>,
   Reads<EnrolmentDecided & { approved: true }, Approved>,
   Reads<EnrolmentsDenied, Denied>,
-] = [true, true, true, true, true, true];
+  Reads<RunRecord, PageRunRecord>,
+] = [true, true, true, true, true, true, true];
 export default checks;
