@@ -5,7 +5,6 @@
 import { Hono } from "hono";
 import { describeRoute } from "hono-openapi";
 import { runInstanceId } from "../pool/runs/tell";
-import { type JobSpec, JobSpecSchema } from "../protocol/jobs";
 import {
   badPage,
   documented,
@@ -20,11 +19,7 @@ import {
 } from "../protocol/openapi-operations";
 import { runShardCursor } from "../protocol/paging";
 import { RUN_ID_RE, type RunRequest, RunRequestSchema } from "../protocol/runs";
-import { expandJob } from "../recipes";
-import { parseWeights } from "../rules/fedavg";
-import { roundJobBody } from "../rules/runs";
-import { jobPriority, jobTenant } from "../rules/scheduling";
-import { jobReplication, replicationWithoutIdentities } from "../rules/verification";
+import { planRound, runProblem } from "../rules/runs";
 import type { RunParams } from "../runs/workflow";
 import { type AppContext, type AppEnv, readJson, shardedList } from "./context";
 import { requireOperator } from "./identity";
@@ -150,48 +145,31 @@ function shardOfRun(c: AppContext, runId: string): number {
 }
 
 /**
- * Why `run` cannot start, as a 422, or null: its labels must place its
- * rounds as a job's would, its first round must expand into tasks, and its
- * initial weights (federated averaging) or centroids (K-means) must be
- * what the reference reads.
+ * Why `run` cannot start, as a 422, or null: its own values must be what
+ * the reference reads, and its first round must be a job POST /jobs would
+ * take from this caller (src/rules/runs.ts).
  */
 function refusal(c: AppContext, run: RunRequest): Response | null {
   const field = (loc: (string | number)[], msg: string) =>
     c.json({ detail: [{ loc: ["body", ...loc], msg, type: "value_error" }] }, 422);
+  const own = runProblem(run);
+  if (own !== null) return field(own.field, own.message);
   const caller = c.var.caller;
-  const priority = jobPriority(run.labels);
-  const tenant = jobTenant(run.labels, caller.kind === "operator" ? caller.name : null);
-  const replication = jobReplication(run.labels);
-  const problems = [priority, tenant, replication].flatMap((r) => (r.ok ? [] : [r.problem]));
-  if (replication.ok) {
-    const unverifiable = replicationWithoutIdentities(replication.value, caller.kind !== "open");
-    if (unverifiable !== null) problems.push(unverifiable);
-  }
-  if (problems.length > 0) return field(["labels"], problems.join("; "));
-  if (run.kind === "federated_averaging" && typeof run.initial_weights !== "string") {
-    const weights = parseWeights(run.initial_weights, "initial_weights");
-    if (!weights.ok) return field(["initial_weights"], weights.message);
-  }
-  if (run.kind === "sharded_kmeans") {
-    const dims = run.centroids[0]!.length;
-    const ragged = run.centroids.findIndex((row) => row.length !== dims);
-    if (ragged !== -1)
-      return field(["centroids", ragged], `every centroid must have ${dims} coordinates, as the first`);
-  }
-  const body = roundJobBody(run, "run-000000000000", 0, {
-    weightsUri: null,
-    centroids: run.kind === "sharded_kmeans" ? run.centroids : [],
-  });
-  const spec = JobSpecSchema.safeParse(body);
-  if (!spec.success) {
-    const issue = spec.error.issues[0]!;
-    return field(issue.path.map(String), `the round's job would be refused: ${issue.message}`);
-  }
-  const expansion = expandJob(spec.data as JobSpec, "000000000000", {
-    allowUnsandboxedArgv: c.var.settings.allowUnsandboxedArgv,
-    maxWorkerLosses: c.var.settings.maxWorkerLosses,
-  });
-  if (!expansion.ok)
-    return c.json({ detail: `run cannot be expanded into jobs: ${expansion.problems.join("; ")}` }, 422);
-  return null;
+  const input = { weightsUri: null, centroids: run.kind === "sharded_kmeans" ? run.centroids : [] };
+  const plan = planRound(
+    run,
+    "run-000000000000",
+    0,
+    input,
+    "000000000000",
+    caller.kind === "operator" ? caller.name : null,
+    {
+      allowUnsandboxedArgv: c.var.settings.allowUnsandboxedArgv,
+      maxWorkerLosses: c.var.settings.maxWorkerLosses,
+      enforcing: caller.kind !== "open",
+    },
+  );
+  if (plan.ok) return null;
+  if (plan.field !== null) return field(plan.field, plan.problem);
+  return c.json({ detail: `run cannot be expanded into jobs: ${plan.problem}` }, 422);
 }

@@ -4,9 +4,16 @@
 // run's labels; the task ids its recipe gives; where its results are read
 // and written; when a K-means run has converged.
 
+import { type JobSpec, JobSpecSchema } from "../protocol/jobs";
 import type { FedavgRun, KmeansRun, RunRequest } from "../protocol/runs";
+import type { TaskSpec } from "../protocol/tasks";
+import { expandJob } from "../recipes";
 import { shardTaskId } from "../recipes/federated_averaging";
+import type { ExpandOptions } from "../recipes/recipe";
 import { kmeansTaskId } from "../recipes/sharded_kmeans";
+import { parseWeights } from "./fedavg";
+import { jobPriority, jobTenant } from "./scheduling";
+import { jobReplication, type Replication, replicationWithoutIdentities } from "./verification";
 
 /** The labels every round job of a run carries, beside the run's own. */
 export const RUN_LABEL = "flashedge.dev/run";
@@ -38,6 +45,66 @@ export function roundJobBody(run: RunRequest, runId: string, r: number, previous
 
 /** What a round is given: the weights artifact (federated averaging) or the centroids (K-means). */
 export type RoundInput = { weightsUri: string | null; centroids: readonly (readonly number[])[] };
+
+/** Why a run's own values cannot be what the reference reads, naming the field; null when they can. */
+export function runProblem(run: RunRequest): { field: (string | number)[]; message: string } | null {
+  if (run.kind === "federated_averaging" && typeof run.initial_weights !== "string") {
+    const weights = parseWeights(run.initial_weights, "initial_weights");
+    if (!weights.ok) return { field: ["initial_weights"], message: weights.message };
+  }
+  if (run.kind === "sharded_kmeans") {
+    const dims = run.centroids[0]!.length;
+    const ragged = run.centroids.findIndex((row) => row.length !== dims);
+    if (ragged !== -1)
+      return { field: ["centroids", ragged], message: `every centroid must have ${dims} coordinates, as the first` };
+  }
+  return null;
+}
+
+/**
+ * Round `r` of `run` as job `jobId`: its spec, its tasks and where they
+ * stand in the scheduling policy, as POST /jobs would judge the same body
+ * from the run's operator; or why it would be refused, naming the run's
+ * field where one is to blame (`field` null: the recipe's problems).
+ */
+export function planRound(
+  run: RunRequest,
+  runId: string,
+  r: number,
+  input: RoundInput,
+  jobId: string,
+  operator: string | null,
+  options: ExpandOptions & { enforcing: boolean },
+):
+  | {
+      ok: true;
+      spec: JobSpec;
+      tasks: TaskSpec[];
+      place: { priority: number; tenant: string; replication: Replication };
+    }
+  | { ok: false; field: (string | number)[] | null; problem: string } {
+  const priority = jobPriority(run.labels);
+  const tenant = jobTenant(run.labels, operator);
+  const replication = jobReplication(run.labels);
+  const problems = [priority, tenant, replication].flatMap((x) => (x.ok ? [] : [x.problem]));
+  const unverifiable = replication.ok ? replicationWithoutIdentities(replication.value, options.enforcing) : null;
+  if (unverifiable !== null) problems.push(unverifiable);
+  if (!priority.ok || !tenant.ok || !replication.ok || problems.length > 0)
+    return { ok: false, field: ["labels"], problem: problems.join("; ") };
+  const spec = JobSpecSchema.safeParse(roundJobBody(run, runId, r, input));
+  if (!spec.success) {
+    const issue = spec.error.issues[0]!;
+    return { ok: false, field: issue.path.map(String), problem: `the round's job would be refused: ${issue.message}` };
+  }
+  const expansion = expandJob(spec.data, jobId, options);
+  if (!expansion.ok) return { ok: false, field: null, problem: expansion.problems.join("; ") };
+  return {
+    ok: true,
+    spec: spec.data,
+    tasks: expansion.tasks,
+    place: { priority: priority.value, tenant: tenant.value, replication: replication.value },
+  };
+}
 
 function fedavgParams(run: FedavgRun, r: number, previous: RoundInput) {
   // dict(worker_params), then round, num_shards and lease_seconds over it, then weights when there are some.

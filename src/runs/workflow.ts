@@ -21,10 +21,8 @@ import type { PoolObject } from "../pool/object";
 import type { RoundState, RunRecord, RunToDrive } from "../pool/runs/calls";
 import { roundEventType } from "../pool/runs/tell";
 import { randomHex8, randomHex12 } from "../protocol/ids";
-import { type JobSpec, JobSpecSchema } from "../protocol/jobs";
 import { jobOfKey } from "../protocol/keys";
 import type { RunRequest, RunRound } from "../protocol/runs";
-import { expandJob } from "../recipes";
 import {
   type CommittedTask,
   parseWeights,
@@ -39,17 +37,15 @@ import {
   converged,
   endedShort,
   metricsKey,
-  roundJobBody,
+  planRound,
   roundQuorum,
   roundResultKey,
   roundsOf,
   roundTaskIds,
   timedOut,
 } from "../rules/runs";
-import { jobPriority, jobTenant } from "../rules/scheduling";
 import { type Settings, settingsOf } from "../rules/settings";
 import { mintShardHex, shardOfId } from "../rules/shard-ids";
-import { jobReplication } from "../rules/verification";
 
 /** What a run's instance is created with: which run, of which pool. */
 export type RunParams = { pool: string; runId: string };
@@ -116,15 +112,14 @@ export class RunWorkflow extends WorkflowEntrypoint<Env, RunParams> {
       const submitted = await durably(step, `round ${r}: submit`, async () => {
         for (let attempt = 0; attempt < JOB_ID_ATTEMPTS; attempt++) {
           const jobId = shards === 1 ? randomHex12() : mintShardHex(name, shard, randomHex8());
-          const body = roundJobBody(run, runId, r, { weightsUri: resultUri, centroids });
-          const spec = JobSpecSchema.parse(body) as JobSpec;
-          const expansion = expandJob(spec, jobId, {
+          // The run's operator and the coordinator's settings as they are now: what POST /jobs would judge.
+          const plan = planRound(run, runId, r, { weightsUri: resultUri, centroids }, jobId, drive.operator, {
             allowUnsandboxedArgv: settings.allowUnsandboxedArgv,
             maxWorkerLosses: settings.maxWorkerLosses,
+            enforcing: drive.operator !== null,
           });
-          if (!expansion.ok) return { ok: false as const, reason: `round ${r}: ${expansion.problems.join("; ")}` };
-          const place = placeOf(run, drive.operator);
-          const answer = await pool().submitRound(runId, r, roundQuorum(run), jobId, spec, expansion.tasks, place);
+          if (!plan.ok) return { ok: false as const, reason: `round ${r}: ${plan.problem}` };
+          const answer = await pool().submitRound(runId, r, roundQuorum(run), jobId, plan.spec, plan.tasks, plan.place);
           if (answer.ok) return { ok: true as const, jobId: answer.jobId };
           if (answer.reason === "not_running") return { ok: false as const, reason: null };
         }
@@ -213,15 +208,6 @@ async function endRun(
   return { state: record.state, reason: record.reason, result_uri: record.result_uri };
 }
 
-function placeOf(run: RunRequest, operator: string | null) {
-  const priority = jobPriority(run.labels);
-  const tenant = jobTenant(run.labels, operator);
-  const replication = jobReplication(run.labels);
-  // The route refused labels that do not place (src/routes/runs.ts): these cannot fail here.
-  if (!priority.ok || !tenant.ok || !replication.ok) throw new Error("the run's labels no longer place its rounds");
-  return { priority: priority.value, tenant: tenant.value, replication: replication.value };
-}
-
 type Aggregated = { ok: true; round: RunRound; centroids: number[][] } | { ok: false; reason: string };
 
 /**
@@ -298,13 +284,10 @@ async function aggregate(
   }
   await writeJson(env, pool, name, resultKey, result);
   const recorded: RunRound = { ...round, result_uri: `artifact://${resultKey}`, finished_at: new Date().toISOString() };
-  await pool.recordRound(runId, r, recorded);
-  const final = ((await pool.roundState(runId, r)) as RoundState).result!;
-  return {
-    ok: true,
-    round: final,
-    centroids: run.kind === "sharded_kmeans" ? await readCentroids(env, at, final) : next,
-  };
+  if (await pool.recordRound(runId, r, recorded)) return { ok: true, round: recorded, centroids: next };
+  // Recorded meanwhile (it cannot be, one instance drives a run; but the first record is the one that counts).
+  const kept = ((await pool.roundState(runId, r)) as RoundState).result!;
+  return { ok: true, round: kept, centroids: await readCentroids(env, at, kept) };
 }
 
 async function baseWeights(

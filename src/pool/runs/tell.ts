@@ -39,7 +39,7 @@ export async function tellRuns(pool: Pool): Promise<void> {
       "SELECT job_id, run_id, round FROM run_rounds WHERE told = 0",
     )
     .toArray();
-  if (untold.length === 0 || pool.env.RUNS === undefined) return;
+  if (untold.length === 0) return;
   const { poolName } = pool;
   const sent = await Promise.allSettled(
     untold.map(async (r) => {
