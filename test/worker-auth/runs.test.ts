@@ -3,11 +3,12 @@
 // round aggregates a task only once its replicas' verdict accepted it,
 // reading the accepted replica's delta. Runs again over 4 shards.
 
+import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import type { RunRecord } from "../../src/pool/runs/calls";
 import type { Lease } from "../../src/protocol/tasks";
 import { parseWeights, reduceRound, weightsToJson } from "../../src/rules/fedavg";
-import { freshPool, json, sha256 } from "../worker/helpers";
+import { freshPool, jobStub, json, sha256 } from "../worker/helpers";
 import { call, claim, register, upload } from "./nodes";
 
 const RUN = {
@@ -122,6 +123,12 @@ describe("hosted runs with tokens", () => {
     expect(await finish(pool, late, delta, { samples: 2, loss: 1 })).toMatchObject({ accepted: false });
     const run = await until(pool, run_id, (r) => r.rounds_completed >= 1);
     expect(run.history[0]!.task_ids).toEqual([leases[0]!.task_id, leases[1]!.task_id].sort());
+    // Once its cancelled lease would have ended, the holder may write there no more.
+    await runInDurableObject(jobStub(pool, live.job_id), (_o, state) => {
+      state.storage.sql.exec("UPDATE leases SET deadline_ms = ? WHERE lease_id = ?", Date.now() - 1, late.lease_id);
+    });
+    const after = await upload(pool, `jobs/${live.job_id}/${late.task_id}/delta.json`, "{}", late.node_id);
+    expect(after.status).toBe(403);
     await call(pool, "POST", `/runs/${run_id}/cancel`);
   });
 });

@@ -355,6 +355,10 @@ describe("what a run refuses", () => {
       [fedavgRun({ initial_weights: "s3://elsewhere" }), ["body", "initial_weights"]],
       [fedavgRun({ image: "local/tier1:latest" }), ["body", "image"]],
       [fedavgRun({ surprise: 1 }), ["body"]],
+      // Replicas need identities (docs/protocol.md §14): an open pool refuses them, for a run as for a job.
+      [fedavgRun({ labels: { "flashml.dev/replicas": "2" } }), ["body", "labels"]],
+      [fedavgRun({ labels: { "flashml.dev/priority": "high" } }), ["body", "labels"]],
+      [fedavgRun({ isolation: { tier: "vm" } }), ["body", "isolation", "tier"]],
       [{ kind: "sharded_kmeans", shards: [], centroids: [[0]], iterations: 1 }, ["body", "shards"]],
       [
         { kind: "sharded_kmeans", shards: ["artifact://a"], centroids: [[0, 1], [2]], iterations: 1 },
