@@ -4,8 +4,8 @@
 // a readable answer, or with --json the coordinator's JSON as it came.
 
 import { setTimeout as sleep } from "node:timers/promises";
-import { SingleBar } from "cli-progress";
 import { EXIT } from "./errors.mjs";
+import { followUntilEnd, OUTCOME_EXIT, TERMINAL } from "./follow.mjs";
 import { countsLine, progressOf, table } from "./render.mjs";
 import { readRequestFile } from "./request-file.mjs";
 
@@ -21,9 +21,7 @@ import { readRequestFile } from "./request-file.mjs";
  *   summary: string, waiting: string | null, replicas: ReplicaReport | null }} PlacementReport
  */
 
-const TERMINAL = new Set(["SUCCEEDED", "FAILED", "CANCELLED"]);
 /** `watch`'s exit code for each way a job ends (README "The flashedge CLI"). */
-export const OUTCOME_EXIT = /** @type {Record<string, number>} */ ({ SUCCEEDED: 0, FAILED: 1, CANCELLED: 2 });
 const EVENTS_PAGE = 1000;
 
 /** @param {string} id */
@@ -86,40 +84,21 @@ export async function status(ctx, job) {
  * @returns {Promise<number>}
  */
 export async function watch(ctx, job, { interval }) {
-  const tty = Boolean(process.stderr.isTTY) && !ctx.json;
-  const bar = tty
-    ? new SingleBar({
-        format: "{bar} {value}/{total} tasks finished | {state} | {counts}",
-        stream: process.stderr,
-        hideCursor: true,
-        clearOnComplete: false,
-      })
-    : null;
-  let started = false;
-  let last = "";
-  /** @type {ServedJob} */
-  let record;
-  try {
-    for (;;) {
-      record = await getJob(ctx, job);
-      const counts = record.task_counts ?? {};
+  const record = await followUntilEnd(ctx, {
+    interval,
+    unit: "tasks finished",
+    read: () => getJob(ctx, job),
+    progress: (r) => {
+      const counts = r.task_counts ?? {};
       const { done, total } = progressOf(counts);
-      const line = `${record.state}: ${countsLine(counts)}`;
-      if (bar) {
-        if (!started) bar.start(total, done, { state: record.state, counts: countsLine(counts) });
-        else bar.update(done, { state: record.state, counts: countsLine(counts) });
-        started = true;
-      } else if (!ctx.json && line !== last) {
-        // Not a terminal: one line per change, so a log stays readable.
-        process.stderr.write(`${done}/${total} finished · ${line}\n`);
-      }
-      last = line;
-      if (TERMINAL.has(record.state)) break;
-      await sleep(interval * 1000);
-    }
-  } finally {
-    bar?.stop();
-  }
+      return {
+        done,
+        total,
+        detail: countsLine(counts),
+        line: `${done}/${total} finished · ${r.state}: ${countsLine(counts)}`,
+      };
+    },
+  });
   if (ctx.json) ctx.print(JSON.stringify(record));
   else ctx.print(`job ${record.job_id} ${record.state}: ${countsLine(record.task_counts ?? {})}`);
   return OUTCOME_EXIT[record.state] ?? EXIT.failed;

@@ -7,10 +7,8 @@
 // in is not in the record, so it is never shown or guessed (the round's job
 // says it: `flashedge status JOB`).
 
-import { setTimeout as sleep } from "node:timers/promises";
-import { SingleBar } from "cli-progress";
 import { EXIT } from "./errors.mjs";
-import { OUTCOME_EXIT } from "./jobs.mjs";
+import { followUntilEnd, OUTCOME_EXIT, TERMINAL } from "./follow.mjs";
 import { table } from "./render.mjs";
 import { readRequestFile } from "./request-file.mjs";
 
@@ -19,8 +17,6 @@ import { readRequestFile } from "./request-file.mjs";
  * @typedef {import("zod").z.infer<typeof import("../src/protocol/runs").RunRecordSchema>} RunRecord
  * @typedef {import("../src/protocol/runs").RunRound} RunRound
  */
-
-const TERMINAL = new Set(["SUCCEEDED", "FAILED", "CANCELLED"]);
 
 /** @param {string} id */
 const seg = (id) => encodeURIComponent(id);
@@ -111,39 +107,17 @@ export async function start(ctx, file, { follow, interval }) {
  * @returns {Promise<number>}
  */
 async function followRun(ctx, runId, interval) {
-  const tty = Boolean(process.stderr.isTTY) && !ctx.json;
-  const bar = tty
-    ? new SingleBar({
-        format: "{bar} {value}/{total} rounds aggregated | {state} | {live}",
-        stream: process.stderr,
-        hideCursor: true,
-        clearOnComplete: false,
-      })
-    : null;
-  let started = false;
-  let last = "";
-  /** @type {RunRecord} */
-  let run;
-  try {
-    for (;;) {
-      run = await getRun(ctx, runId);
-      const payload = { state: run.state, live: liveLine(run) };
-      if (bar) {
-        if (!started) bar.start(run.rounds, run.rounds_completed, payload);
-        else bar.update(run.rounds_completed, payload);
-        started = true;
-      } else if (!ctx.json) {
-        // Not a terminal: one line per change, so a log stays readable.
-        const line = `${roundsLine(run)} aggregated · ${run.state} · ${payload.live}`;
-        if (line !== last) process.stderr.write(`${line}\n`);
-        last = line;
-      }
-      if (TERMINAL.has(run.state)) break;
-      await sleep(interval * 1000);
-    }
-  } finally {
-    bar?.stop();
-  }
+  const run = await followUntilEnd(ctx, {
+    interval,
+    unit: "rounds aggregated",
+    read: () => getRun(ctx, runId),
+    progress: (r) => ({
+      done: r.rounds_completed,
+      total: r.rounds,
+      detail: liveLine(r),
+      line: `${roundsLine(r)} aggregated · ${r.state} · ${liveLine(r)}`,
+    }),
+  });
   ctx.print(ctx.json ? JSON.stringify(run) : outcomeLines(run));
   return OUTCOME_EXIT[run.state] ?? EXIT.failed;
 }
