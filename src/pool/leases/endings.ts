@@ -7,7 +7,7 @@ import { mayRetry } from "../../rules/scheduling";
 import { settleJob } from "../jobs/jobs";
 import { emit } from "../ledger/events";
 import { nodeOutcome } from "../nodes/outcomes";
-import { holdsUntil, lastRequestWritten, settleLiveness } from "../nodes/registry";
+import { holdsUntil, lostLease, settleLiveness } from "../nodes/registry";
 import { attemptFailed } from "../scheduling/scheduling";
 import { abandonReplicas, endedReplicas } from "../verification/verification";
 import { findLease, type Joined } from "./rows";
@@ -33,7 +33,6 @@ export function sweep(sql: SqlStorage, now: number): number {
       holdsUntil(sql, lease.node_id, lease.deadline_ms);
       continue;
     }
-    lastRequestWritten(sql, lease.node_id);
     const row = findLease(sql, lease.lease_id)!;
     endAttempt(sql, now, row, "expired", "LEASE_EXPIRED", `lease ${lease.lease_id} expired`);
     expired++;
@@ -62,6 +61,7 @@ export function endAttempt(
 ): void {
   const ids = { task_id: row.task_id, node_id: row.node_id, lease_id: row.lease_id };
   sql.exec("UPDATE leases SET status = ? WHERE lease_id = ?", leaseStatus, row.lease_id);
+  if (leaseStatus === "expired") lostLease(sql, row.node_id);
   emit(sql, now, { jobId: row.job_id, type, message, data: ids, task: taskOf(row) });
   attemptFailed(sql, now, row.node_id, row.task_seq);
   if (row.replica > 0) {

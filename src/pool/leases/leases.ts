@@ -18,7 +18,7 @@ import { jobOpen, settleJob } from "../jobs/jobs";
 import type { TaskRow } from "../jobs/tasks";
 import { emit } from "../ledger/events";
 import { nodeOutcome, renewedHere } from "../nodes/outcomes";
-import { type ClaimantRow, claimant, seen, seenEnding, storedNodeView } from "../nodes/registry";
+import { type ClaimantRow, claimant, seen, storedNodeView } from "../nodes/registry";
 import { isAccepting, isHeldBack } from "../nodes/states";
 import { DEFAULT_RETRY_ELSEWHERE_MS, pickTask, useTurn } from "../scheduling/scheduling";
 import { commitKey, nextReplica, recordReplica } from "../verification/verification";
@@ -236,7 +236,6 @@ export function failAttempt(
   const row = findLease(sql, leaseId);
   if (!mayDrive(row?.node_id, caller)) return { ok: false, reason: "not_holder" };
   if (!row || !isLiveLease(row, now)) return { ok: false, reason: "gone" };
-  seenEnding(sql, now, row.node_id);
   const message = truncateUtf8(`attempt ${row.attempt_number} failed: ${reason}`, MAX_STORED_TEXT_BYTES);
   endAttempt(sql, now, row, "failed", "TASK_ATTEMPT_FAILED", message);
   seen(sql, now, row.node_id);
@@ -277,7 +276,6 @@ export function commit(
   const row = findLease(sql, leaseId);
   if (!mayDrive(row?.node_id, caller)) return { status: "not_holder" };
   if (!row) return { status: "unknown" };
-  seenEnding(sql, now, row.node_id);
   const judged = judge(sql, now, row, outputSha256, output, evidence);
   seen(sql, now, row.node_id);
   return judged;

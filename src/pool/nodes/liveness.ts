@@ -11,8 +11,10 @@
 //   it online, `settleLiveness` writes its row down to the exact time (the
 //   sweep runs it; the alarm is armed for it), so a silent node goes
 //   offline in SQL as before, and the queries that filter on
-//   `live_until_ms` stay exact but for that delay. A lease's end writes
-//   its node's row exactly, as always.
+//   `live_until_ms` stay exact but for that delay. A lease that ends with
+//   no request from its node (expiry, revocation, cancel) writes its node's
+//   row down at once (`lostLease`); one its node ended (commit, fail) writes
+//   nothing, the node having just been seen (schema step 30).
 //
 // After a restart this memory is empty: a node's written time stands, and it
 // counts online until the `live_until_ms` last written (at most five minutes

@@ -172,18 +172,6 @@ export function seen(sql: SqlStorage, now: number, nodeId: string, holdsUntil = 
 }
 
 /**
- * A request that may end one of the node's leases (a commit, a fail), before
- * it does: its time is written, for the end to keep the node online from it
- * (schema step 14 here; step 20 tells another shard's node's home). Then
- * `seen`, which writes nothing more unless no lease ended.
- */
-export function seenEnding(sql: SqlStorage, now: number, nodeId: string): void {
-  if (sql.exec("UPDATE nodes SET last_heartbeat_ms = ? WHERE node_id = ?", now, nodeId).rowsWritten > 0)
-    lastRequests(sql).saw(nodeId, now);
-  else seen(sql, now, nodeId);
-}
-
-/**
  * A node homed here holds a live lease until `deadline`, renewed since its
  * row last said so: online until then (docs/protocol.md §5).
  */
@@ -192,14 +180,28 @@ export function holdsUntil(sql: SqlStorage, nodeId: string, deadline: number): v
 }
 
 /**
- * A lease of the node is about to end with no request from it (an expiry):
- * the end keeps it online from its last request (schema step 14), so the
- * row hears of one kept only in memory first.
+ * A lease of the node ended with no request from it (an expiry, a
+ * revocation): its row is written down at once to its last request plus the
+ * window, or another live lease's deadline, whichever is later, as
+ * `settleLiveness` would once due. A lease ended by its node's request
+ * (commit, fail) writes nothing: the request was just seen, and the sweep
+ * writes the row down once the node goes silent (docs/protocol.md §16).
  */
-export function lastRequestWritten(sql: SqlStorage, nodeId: string): void {
-  const known = lastRequests(sql).get(nodeId);
-  if (known)
-    sql.exec("UPDATE nodes SET last_heartbeat_ms = ?1 WHERE node_id = ?2 AND last_heartbeat_ms < ?1", known.at, nodeId);
+export function lostLease(sql: SqlStorage, nodeId: string): void {
+  const at = lastRequests(sql).get(nodeId)?.at ?? 0;
+  const exact = `MAX(MAX(last_heartbeat_ms, ?1) + ${ONLINE_WINDOW_MS},
+    COALESCE((SELECT MAX(l.deadline_ms) FROM leases l WHERE l.node_id = ?2 AND l.status = 'live'), 0))`;
+  sql.exec(
+    `UPDATE nodes SET last_heartbeat_ms = MAX(last_heartbeat_ms, ?1), live_until_ms = ${exact}
+     WHERE node_id = ?2 AND live_until_ms > ${exact}`,
+    at,
+    nodeId,
+  );
+}
+
+/** `lostLease` for each node of the leases a statement just ended (its `RETURNING node_id`). */
+export function lostLeases(sql: SqlStorage, ended: SqlStorageCursor<{ node_id: string }>): void {
+  for (const nodeId of new Set(ended.toArray().map((r) => r.node_id))) lostLease(sql, nodeId);
 }
 
 /**

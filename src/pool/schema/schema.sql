@@ -1,5 +1,5 @@
 -- The pool object's SQLite schema after every migration in src/pool/schema/schema.ts
--- (1-29): what a new pool starts with and what every older pool is migrated to.
+-- (1-30): what a new pool starts with and what every older pool is migrated to.
 -- Generated from a freshly migrated pool's sqlite_master, never edited by hand:
 -- test/worker/schema/schema.test.ts fails when they differ; after changing a migration,
 -- `npm run schema:snapshot` rewrites this file. Run on an empty database it makes
@@ -485,20 +485,6 @@ CREATE TRIGGER jobs_count_state AFTER UPDATE OF terminal_state ON jobs
     UPDATE job_counts SET n = n - 1 WHERE state = COALESCE(OLD.terminal_state, 'RUNNING');
     INSERT INTO job_counts (state, n) VALUES (COALESCE(NEW.terminal_state, 'RUNNING'), 1)
       ON CONFLICT (state) DO UPDATE SET n = n + 1;
-  END;
-
--- leases_end_liveness (migration 14):
--- docs/protocol.md §13 rule 4 and §5 (liveness): when a lease stops being live, by whatever
--- code path (commit, fail, expiry, cancel), its node is online until its last request plus the
--- online window, or another live lease's deadline, no longer until the ended lease's.
--- TypeScript half: src/pool/nodes.ts ONLINE_WINDOW_MS (15 s: the literal 15000 here must match)
--- and the requests that extend live_until_ms; src/pool/scheduling.ts POLICY_SQL.others reads it
--- for the idle nodes rule 4 waits for.
-CREATE TRIGGER leases_end_liveness AFTER UPDATE OF status ON leases
-    WHEN OLD.status = 'live' AND NEW.status <> 'live' BEGIN
-    UPDATE nodes SET live_until_ms = MAX(last_heartbeat_ms + 15000, COALESCE(
-        (SELECT MAX(l.deadline_ms) FROM leases l WHERE l.node_id = NEW.node_id AND l.status = 'live'), 0))
-      WHERE node_id = NEW.node_id;
   END;
 
 -- leases_end_renewals (migration 25):

@@ -22,6 +22,7 @@ import { REPLICAS_ELSEWHERE } from "./migrations/v22-replicas-elsewhere";
 import { UNUSED } from "./migrations/v23-unused";
 import { COSTS } from "./migrations/v24-costs";
 import { RUNS } from "./migrations/v29-runs";
+import { FEWER_ROWS } from "./migrations/v30-fewer-rows";
 
 export type { Migration } from "./migrations/migration";
 
@@ -36,6 +37,7 @@ export const MIGRATIONS: readonly Migration[] = [
   ...UNUSED,
   ...COSTS,
   ...RUNS,
+  ...FEWER_ROWS,
 ];
 
 /** Applies every migration newer than the recorded version, in order (the caller holds the transaction). */

@@ -1,0 +1,24 @@
+// Steps 30 on of the pool's schema: fewer rows written per task
+// (docs/protocol.md §16). Each drops what a request paid for on every
+// task and what a cheaper path now keeps. Bounded work on any history.
+
+import type { Migration } from "./migration";
+
+export const FEWER_ROWS: readonly Migration[] = [
+  // 30: a lease's end no longer writes its node's row. A node that ended a
+  // lease by a request (commit, fail) was just seen: soft liveness writes its
+  // row down once it goes silent (src/pool/nodes/registry.ts settleLiveness),
+  // as for any other request. A lease that ends with no request from its node
+  // (an expiry, a revocation) writes it down then (registry.ts lostLease).
+  {
+    id: 30,
+    description: "a lease's end writes its node's row only when the node made no request (expiry, revocation)",
+    up: "DROP TRIGGER leases_end_liveness;",
+    down: `CREATE TRIGGER leases_end_liveness AFTER UPDATE OF status ON leases
+    WHEN OLD.status = 'live' AND NEW.status <> 'live' BEGIN
+    UPDATE nodes SET live_until_ms = MAX(last_heartbeat_ms + 15000, COALESCE(
+        (SELECT MAX(l.deadline_ms) FROM leases l WHERE l.node_id = NEW.node_id AND l.status = 'live'), 0))
+      WHERE node_id = NEW.node_id;
+  END;`,
+  },
+];
