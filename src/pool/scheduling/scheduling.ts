@@ -411,6 +411,19 @@ export function useTurn(
     )
     .toArray()[0];
   if (!job) return undefined;
+  // A tenant alone at its priority shares with no one: its pass orders nothing, and a tenant arriving there
+  // starts at the lowest pass, its own (job_queues_activate), and before it, having waited longer (turn 0
+  // against one once written). So the two stand as if the share had been written all along, and it is
+  // not: two rows a claim fewer (docs/protocol.md §16).
+  const share = sql
+    .exec<{ turn: number | null; shared: number }>(
+      `SELECT (SELECT turn FROM tenant_shares WHERE priority = ?1 AND tenant = ?2) AS turn,
+         EXISTS (SELECT 1 FROM tenant_shares WHERE priority = ?1 AND tenant <> ?2) AS shared`,
+      job.priority,
+      job.tenant,
+    )
+    .one();
+  if (share.shared === 0 && (share.turn ?? 0) > 0) return { priority: job.priority, tenant: job.tenant };
   sql.exec(
     "UPDATE tenant_shares SET pass = pass + ?, turn = ? WHERE priority = ? AND tenant = ?",
     1 / (weights.get(job.tenant) ?? 1),

@@ -11,6 +11,7 @@ import { migrate } from "../../../src/pool/schema/schema";
 import type { Lease } from "../../../src/protocol/tasks";
 import { FIRST_HOLD_MS } from "../../../src/rules/scheduling";
 import {
+  ageNode,
   call,
   claim,
   expireLeases,
@@ -416,11 +417,7 @@ describe("retry elsewhere", () => {
     const failed = await lease(pool, "flaky");
     expect((await fail(pool, failed)).status).toBe(200);
     // 16 s pass; flaky claims (and so stays online), done says nothing: at its home, and at every shard it was last seen at.
-    await runInDurableObject(await homeStub(pool, "done"), (_o, state) => {
-      state.storage.sql.exec(
-        "UPDATE nodes SET last_heartbeat_ms = last_heartbeat_ms - 16000, live_until_ms = live_until_ms - 16000 WHERE node_id = 'done'",
-      );
-    });
+    await ageNode(pool, "done", 16_000);
     for (const shard of shardStubs(pool))
       await runInDurableObject(shard, (_o, state) => {
         state.storage.sql.exec("UPDATE passports SET last_request_ms = last_request_ms - 16000 WHERE node_id = 'done'");
