@@ -20,6 +20,7 @@ import { LostClaims } from "./claims/lost-claims";
 import { SentPassports } from "./claims/sent-passports";
 import { Reservations } from "./jobs/reservations";
 import { logLine } from "./ledger/log";
+import { eventTally } from "./ledger/tally";
 import { MeteredSql } from "./metered-sql";
 import { R2Operations } from "./r2-operations";
 import { Grants } from "./shards/digest";
@@ -162,11 +163,17 @@ export class Pool {
     if (this.logging) logLine({ pool: this.name, ...fields });
   }
 
-  /** One synchronous transaction; its statements' rows are counted once it ends. */
+  /** One synchronous transaction; its statements' rows are counted once it ends, its events' tally kept if it commits. */
   transaction<T>(fn: () => T): T {
+    const tally = eventTally(this.sql);
+    tally.begin();
+    let committed = false;
     try {
-      return this.ctx.storage.transactionSync(fn);
+      const result = this.ctx.storage.transactionSync(fn);
+      committed = true;
+      return result;
     } finally {
+      tally.end(committed);
       this.sql.settle();
     }
   }

@@ -3,7 +3,7 @@
 // in a pool of more than one shard the next exchange with the pool summary
 // (docs/sharding.md §6.2). When it fires it sweeps expired leases, exchanges
 // when a tick is due (or tells the summary of the tasks an expiry requeued),
-// deletes unreferenced R2 objects, archives jobs past retention and, at
+// writes the event tally down, deletes unreferenced R2 objects, archives jobs past retention and, at
 // S > 1, forgets a page of passports no longer needed. Alarms are
 // at-least-once: every step is idempotent. The fields here are a cache, a
 // backoff and a place in a walk, never state.
@@ -11,6 +11,7 @@
 import { collected, nextCollection, takeForCollection } from "../artifacts/collection";
 import { earliestDeadline, sweep } from "../leases/leases";
 import { logLine } from "../ledger/log";
+import { eventTally, writeTally } from "../ledger/tally";
 import { lastRequests } from "../nodes/liveness";
 import { forgetPassports } from "../nodes/passports";
 import type { Pool } from "../pool";
@@ -37,6 +38,8 @@ export async function alarm(pool: Pool): Promise<void> {
     // A requeued task is work that came back, as after a fail: Σ hears of it now, not at the next tick.
     await afterNewWork(pool);
   }
+  if ((eventTally(pool.sql).due() ?? Number.POSITIVE_INFINITY) <= Date.now())
+    pool.transaction(() => writeTally(pool.sql));
   await collect(pool);
   await archive(pool);
   forget(pool);
@@ -44,7 +47,8 @@ export async function alarm(pool: Pool): Promise<void> {
 
 /**
  * Keeps the alarm at the earliest live lease deadline, a silent node's
- * liveness to write down (src/pool/nodes/liveness.ts), collection, archiving
+ * liveness or the event tally to write down (src/pool/nodes/liveness.ts,
+ * src/pool/ledger/tally.ts), collection, archiving
  * or (at S > 1 only) summary tick due, or unset when none is.
  */
 export async function arm(pool: Pool): Promise<void> {
@@ -54,7 +58,8 @@ export async function arm(pool: Pool): Promise<void> {
   const archiving = due === null ? null : Math.max(due, pool.clock.archiveRetryAt);
   const tick = nextTick(pool, now);
   const settling = lastRequests(pool.sql).due();
-  const times = [deadline, settling, nextCollection(pool.sql), archiving, outboxDue(pool), tick].filter(
+  const tally = eventTally(pool.sql).due();
+  const times = [deadline, settling, tally, nextCollection(pool.sql), archiving, outboxDue(pool), tick].filter(
     (t): t is number => t !== null,
   );
   const next = times.length === 0 ? null : Math.min(...times);

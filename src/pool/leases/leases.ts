@@ -17,6 +17,7 @@ import type { Turn } from "../contract";
 import { jobOpen, settleJob } from "../jobs/jobs";
 import type { TaskRow } from "../jobs/tasks";
 import { emit } from "../ledger/events";
+import { eventTally } from "../ledger/tally";
 import { nodeOutcome, renewedHere } from "../nodes/outcomes";
 import { type ClaimantRow, claimant, seen, storedNodeView } from "../nodes/registry";
 import { isAccepting, isHeldBack } from "../nodes/states";
@@ -208,14 +209,15 @@ export function renew(sql: SqlStorage, now: number, leaseId: string, caller: str
   if (!row || !isLiveLease(row, now)) return { ok: false, reason: "gone" };
   const deadline = now + Math.round(row.lease_seconds * 1000);
   // One row (docs/protocol.md §16): no index holds the deadline (the sweep finds the lease
-  // by check_ms), the tally hears of the renewals when the lease ends (schema step 25), and
-  // the node is online by its lease, its row written ahead when the sweep next looks.
+  // by check_ms), the renewal is counted in memory (src/pool/ledger/tally.ts, schema step 31),
+  // and the node is online by its lease, its row written ahead when the sweep next looks.
   sql.exec(
     "UPDATE leases SET deadline_ms = ?, renewals = renewals + 1, renewed_ms = ? WHERE lease_id = ?",
     deadline,
     now,
     leaseId,
   );
+  eventTally(sql).add("LEASE_RENEWED", 1, now);
   if (!seen(sql, now, row.node_id)) renewedHere(sql, now, row.node_id, deadline);
   return { ok: true, lease: leaseRecord({ ...row, deadline_ms: deadline }) };
 }
@@ -236,9 +238,10 @@ export function failAttempt(
   const row = findLease(sql, leaseId);
   if (!mayDrive(row?.node_id, caller)) return { ok: false, reason: "not_holder" };
   if (!row || !isLiveLease(row, now)) return { ok: false, reason: "gone" };
+  // Seen before the lease ends: at another shard than its home, the end tells the home this request (step 20).
+  seen(sql, now, row.node_id);
   const message = truncateUtf8(`attempt ${row.attempt_number} failed: ${reason}`, MAX_STORED_TEXT_BYTES);
   endAttempt(sql, now, row, "failed", "TASK_ATTEMPT_FAILED", message);
-  seen(sql, now, row.node_id);
   return { ok: true };
 }
 
@@ -276,9 +279,9 @@ export function commit(
   const row = findLease(sql, leaseId);
   if (!mayDrive(row?.node_id, caller)) return { status: "not_holder" };
   if (!row) return { status: "unknown" };
-  const judged = judge(sql, now, row, outputSha256, output, evidence);
+  // Seen before the lease ends: at another shard than its home, the end tells the home this request (step 20).
   seen(sql, now, row.node_id);
-  return judged;
+  return judge(sql, now, row, outputSha256, output, evidence);
 }
 
 function judge(

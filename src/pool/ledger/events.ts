@@ -6,6 +6,7 @@
 import type { EventType } from "../../protocol/jobs";
 import type { JsonObject } from "../../protocol/json";
 import { sealedTaskOf } from "./sealing";
+import { eventTally } from "./tally";
 
 export const EVENT_SOURCE = "flashruntime.leases";
 
@@ -45,12 +46,12 @@ export function emit(sql: SqlStorage, now: number, { jobId, type, message, data,
     JSON.stringify(data),
     sealed,
   );
-  tally(sql, type);
+  tally(sql, now, type);
 }
 
-/** Counts `n` events of `type` for metrics; emit() does. */
-function tally(sql: SqlStorage, type: EventType, n = 1): void {
-  sql.exec("INSERT INTO event_counts (type, n) VALUES (?1, ?2) ON CONFLICT (type) DO UPDATE SET n = n + ?2", type, n);
+/** Counts `n` events of `type` for metrics, in memory (src/pool/ledger/tally.ts); emit() does. */
+function tally(sql: SqlStorage, now: number, type: EventType, n = 1): void {
+  eventTally(sql).add(type, n, now);
 }
 
 /**
@@ -73,7 +74,7 @@ export function emitTasksCreated(
       chunk,
       now,
     );
-  tally(sql, "TASK_CREATED", tasks.length);
+  tally(sql, now, "TASK_CREATED", tasks.length);
 }
 
 /** Below a statement's bound on a value's size (2 MB in a Durable Object): rows as JSON arrays, a chunk at a time. */

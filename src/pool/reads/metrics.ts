@@ -1,5 +1,5 @@
 // The counts behind GET /metrics, read in one go: the counters the schema's
-// triggers keep and the running event tally kept by emit(), never a scan of
+// triggers keep and the running event tally kept by emit() (src/pool/ledger/tally.ts), never a scan of
 // the tasks or the ledger. The object's calls served and busy time
 // (src/rules/object-load.ts) and the claims it holds open are the object's
 // own, in memory, passed in.
@@ -10,6 +10,7 @@ import type { Membership } from "../../rules/placement";
 import type { NodeAnswers } from "../../rules/shard-merge";
 import { poolTaskCounts } from "../jobs/jobs";
 import { asSeenByNodes, sealedPending, type Viewer } from "../ledger/sealing";
+import { eventCounts } from "../ledger/tally";
 import { heldBackSql, onlineSql } from "../nodes/states";
 import { demand } from "./fleet";
 
@@ -27,11 +28,7 @@ export function metricsSample(
 ): MetricsSample {
   const tasks = poolTaskCounts(sql);
   Object.assign(tasks, asSeenByNodes(tasks, sum(sealedPending(sql, viewer, "job_id").values())));
-  const events: Record<string, number> = {};
-  for (const r of sql.exec<{ type: string; n: number }>("SELECT type, n FROM event_counts")) events[r.type] = r.n;
-  // A live lease's renewals reach the tally when it ends (schema step 25).
-  const renewing = sql.exec<{ n: number }>("SELECT TOTAL(renewals) AS n FROM leases WHERE status = 'live'").one().n;
-  if (renewing > 0) events.LEASE_RENEWED = (events.LEASE_RENEWED ?? 0) + renewing;
+  const events = eventCounts(sql);
   const pending = demand(sql, now, membership, viewer, false, answers);
   const count = (query: string, ...args: number[]) => sql.exec<{ n: number }>(query, ...args).one().n;
   return {

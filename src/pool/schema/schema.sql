@@ -1,5 +1,5 @@
 -- The pool object's SQLite schema after every migration in src/pool/schema/schema.ts
--- (1-30): what a new pool starts with and what every older pool is migrated to.
+-- (1-31): what a new pool starts with and what every older pool is migrated to.
 -- Generated from a freshly migrated pool's sqlite_master, never edited by hand:
 -- test/worker/schema/schema.test.ts fails when they differ; after changing a migration,
 -- `npm run schema:snapshot` rewrites this file. Run on an empty database it makes
@@ -485,17 +485,6 @@ CREATE TRIGGER jobs_count_state AFTER UPDATE OF terminal_state ON jobs
     UPDATE job_counts SET n = n - 1 WHERE state = COALESCE(OLD.terminal_state, 'RUNNING');
     INSERT INTO job_counts (state, n) VALUES (COALESCE(NEW.terminal_state, 'RUNNING'), 1)
       ON CONFLICT (state) DO UPDATE SET n = n + 1;
-  END;
-
--- leases_end_renewals (migration 25):
--- docs/protocol.md §16, a renewal writes one row: when a lease stops being live (commit, fail,
--- expiry, cancel), its renewals are added to event_counts' LEASE_RENEWED. TypeScript half:
--- src/pool/leases/leases.ts renew() counts on the lease only, src/pool/reads/metrics.ts adds
--- the live leases' renewals to the tally.
-CREATE TRIGGER leases_end_renewals AFTER UPDATE OF status ON leases
-    WHEN OLD.status = 'live' AND NEW.status <> 'live' AND NEW.renewals > 0 BEGIN
-    INSERT INTO event_counts (type, n) VALUES ('LEASE_RENEWED', NEW.renewals)
-      ON CONFLICT (type) DO UPDATE SET n = n + excluded.n;
   END;
 
 -- leases_end_tell_home (migration 20):

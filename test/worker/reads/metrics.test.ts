@@ -1,5 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { EventTally, eventTally, writeTally } from "../../../src/pool/ledger/tally";
 import { MIGRATIONS, migrate } from "../../../src/pool/schema/schema";
 import type { Lease } from "../../../src/protocol/tasks";
 import { call, claim, freshPool, json, register, sha256, stub, submitJob, trialsJob, upload } from "../helpers";
@@ -96,5 +97,48 @@ describe("GET /metrics", () => {
       { type: "LEASE_CLAIMED", n: 1 },
       { type: "TASK_CREATED", n: 2 },
     ]);
+  });
+
+  // docs/protocol.md §16: the tally is counted in memory and written by the alarm, not a row per event.
+  it("counts events in memory at once and writes them once, within TALLY_WRITE_MS; a rolled-back change counts nothing", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await submitJob(pool, trialsJob(2));
+    const lease = await json<Lease>(await claim(pool, "n1"));
+    expect((await call(pool, "POST", `/attempts/${lease.lease_id}/heartbeat`)).status).toBe(200);
+    const claims = async () =>
+      Number(/^flashedge_claims_total\{[^}]*\} (\S+)$/m.exec(await (await call(pool, "GET", "/metrics")).text())?.[1]);
+    const renewals = async () =>
+      Number(
+        /^flashedge_events_total\{[^}]*type="LEASE_RENEWED"\} (\S+)$/m.exec(
+          await (await call(pool, "GET", "/metrics")).text(),
+        )?.[1],
+      );
+    expect([await claims(), await renewals()]).toEqual([1, 1]);
+    const before = await runInDurableObject(stub(pool), (_o, state) => ({
+      rows: state.storage.sql.exec("SELECT type FROM event_counts").toArray().length,
+      due: eventTally(state.storage.sql).due()! - Date.now(),
+    }));
+    // Nothing written yet, and the alarm will write it within the bound.
+    expect(before.rows).toBe(0);
+    expect(before.due).toBeLessThanOrEqual(30_000);
+    const written = await runInDurableObject(stub(pool), (_o, state) => {
+      state.storage.transactionSync(() => writeTally(state.storage.sql));
+      return state.storage.sql.exec("SELECT type, n FROM event_counts ORDER BY type").toArray();
+    });
+    expect(written).toContainEqual({ type: "LEASE_CLAIMED", n: 1 });
+    expect(written).toContainEqual({ type: "LEASE_RENEWED", n: 1 });
+    // Written once: the metric does not count it twice.
+    expect([await claims(), await renewals()]).toEqual([1, 1]);
+
+    // A transaction that rolls back takes its counts back.
+    const tally = new EventTally();
+    tally.begin();
+    tally.add("LEASE_CLAIMED", 1, Date.now());
+    tally.end(false);
+    tally.begin();
+    tally.add("TASK_CREATED", 2, Date.now());
+    tally.end(true);
+    expect(tally.take()).toEqual([["TASK_CREATED", 2]]);
   });
 });

@@ -21,4 +21,22 @@ export const FEWER_ROWS: readonly Migration[] = [
       WHERE node_id = NEW.node_id;
   END;`,
   },
+  // 31: a renewal is counted in memory when it is made (src/pool/ledger/tally.ts), as every
+  // event is, so a lease's end no longer adds its renewals to event_counts: the live
+  // leases' renewals so far are added now, once.
+  {
+    id: 31,
+    description: "renewals are tallied when made, in memory with every event, not at the lease's end",
+    up: `DROP TRIGGER leases_end_renewals;
+  INSERT INTO event_counts (type, n)
+    SELECT 'LEASE_RENEWED', SUM(renewals) FROM leases WHERE status = 'live' HAVING SUM(renewals) > 0
+    ON CONFLICT (type) DO UPDATE SET n = n + excluded.n;`,
+    down: `UPDATE event_counts SET n = n - (SELECT TOTAL(renewals) FROM leases WHERE status = 'live')
+    WHERE type = 'LEASE_RENEWED';
+  CREATE TRIGGER leases_end_renewals AFTER UPDATE OF status ON leases
+    WHEN OLD.status = 'live' AND NEW.status <> 'live' AND NEW.renewals > 0 BEGIN
+    INSERT INTO event_counts (type, n) VALUES ('LEASE_RENEWED', NEW.renewals)
+      ON CONFLICT (type) DO UPDATE SET n = n + excluded.n;
+  END;`,
+  },
 ];
