@@ -18,7 +18,7 @@ import { sealedPending, type Viewer } from "../ledger/sealing";
 import { ASSIGNED_POOLS, storedNodeView } from "../nodes/registry";
 import { acceptingSql, onlineSql } from "../nodes/states";
 import { clip } from "./clipping";
-import { claimableNodes, judgeNode, taskGate } from "./placement-report";
+import { claimableNodes, classHeadSql, judgeNode, taskGate } from "./placement-report";
 
 /** Pending requirement classes the demand reads, those with the most pending tasks first. */
 export const DEMAND_CLASSES_CHECKED = 50;
@@ -203,7 +203,7 @@ export function pendingClasses(sql: SqlStorage, stuckClasses: number): PendingCl
   const earliest = sql
     .exec<PendingClass>(
       `SELECT c.class_key AS key, c.requirement FROM classes c WHERE c.pending > 0
-       ORDER BY (SELECT MIN(t.seq) FROM tasks t WHERE t.state = 'PENDING' AND t.class_id = c.class_id) LIMIT ?`,
+       ORDER BY ${classHeadSql("c")} LIMIT ?`,
       stuckClasses,
     )
     .toArray();

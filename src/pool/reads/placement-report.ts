@@ -346,3 +346,22 @@ function queuePosition(sql: SqlStorage, jobId: string, seq: number, heldBack: nu
     eligible_held_back: heldBack,
   };
 }
+
+/** Above every task's seq: a (job, class) with no task in one of its two pending indexes. */
+const NO_SEQ = Number.MAX_SAFE_INTEGER;
+
+/**
+ * The earliest pending task of the (job, class) of queue_classes row `q`: the
+ * first of its fresh and its replicating index, two seeks. No index holds a
+ * class's pending tasks by seq alone (schema step 32: it cost a row each time
+ * a task was queued or claimed, for these reads only).
+ */
+export const pendingHeadSql = (q: string) => `MIN(
+    COALESCE((SELECT t.seq FROM tasks t INDEXED BY tasks_fresh_job WHERE t.state = 'PENDING' AND t.replicating = 0
+      AND t.job_id = ${q}.job_id AND t.class_id = ${q}.class_id ORDER BY t.seq LIMIT 1), ${NO_SEQ}),
+    COALESCE((SELECT t.seq FROM tasks t INDEXED BY tasks_replicating_job WHERE t.state = 'PENDING' AND t.replicating = 1
+      AND t.job_id = ${q}.job_id AND t.class_id = ${q}.class_id ORDER BY t.seq LIMIT 1), ${NO_SEQ}))`;
+
+/** The earliest pending task of the classes row `c`, over its jobs with pending tasks of it. */
+export const classHeadSql = (c: string) =>
+  `(SELECT MIN(${pendingHeadSql("q")}) FROM queue_classes q WHERE q.class_id = ${c}.class_id AND q.pending > 0)`;

@@ -8,7 +8,7 @@ import { gateFor, type Membership } from "../../rules/placement";
 import { summarizeCounts, summarizePlacement } from "../../rules/placement-summary";
 import type { NodeAnswers } from "../../rules/shard-merge";
 import { clip } from "./clipping";
-import { claimableNodes, judgeNode, taskGate } from "./placement-report";
+import { claimableNodes, classHeadSql, judgeNode, pendingHeadSql, taskGate } from "./placement-report";
 
 /** Requirement classes with pending tasks checked against the claimable nodes, earliest first. */
 export const STUCK_CLASSES_CHECKED = 100;
@@ -28,7 +28,7 @@ export function stuckTasks(sql: SqlStorage, now: number, limit: number, membersh
   const classes = sql
     .exec<{ class_id: number; class_key: string; requirement: string; head: number }>(
       `SELECT c.class_id, c.class_key, c.requirement,
-              (SELECT MIN(t.seq) FROM tasks t WHERE t.state = 'PENDING' AND t.class_id = c.class_id) AS head
+              ${classHeadSql("c")} AS head
        FROM classes c WHERE c.pending > 0 ORDER BY head LIMIT ?`,
       STUCK_CLASSES_CHECKED,
     )
@@ -46,7 +46,8 @@ export function stuckTasks(sql: SqlStorage, now: number, limit: number, membersh
       answer !== undefined ? answer.claimable : views.some((view) => gateFor(JSON.parse(c.requirement)).eligible(view));
     if (taken) continue;
     for (const r of sql.exec<{ job_id: string; n: number; head: number }>(
-      "SELECT job_id, COUNT(*) AS n, MIN(seq) AS head FROM tasks WHERE state = 'PENDING' AND class_id = ? GROUP BY job_id ORDER BY head",
+      `SELECT q.job_id, q.pending AS n, ${pendingHeadSql("q")} AS head
+       FROM queue_classes q WHERE q.class_id = ? AND q.pending > 0 ORDER BY head`,
       c.class_id,
     )) {
       entries++;

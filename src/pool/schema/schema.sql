@@ -1,5 +1,5 @@
 -- The pool object's SQLite schema after every migration in src/pool/schema/schema.ts
--- (1-31): what a new pool starts with and what every older pool is migrated to.
+-- (1-32): what a new pool starts with and what every older pool is migrated to.
 -- Generated from a freshly migrated pool's sqlite_master, never edited by hand:
 -- test/worker/schema/schema.test.ts fails when they differ; after changing a migration,
 -- `npm run schema:snapshot` rewrites this file. Run on an empty database it makes
@@ -372,7 +372,6 @@ ALTER TABLE tasks ADD COLUMN wanted INTEGER NOT NULL DEFAULT 1; -- migration 13
 ALTER TABLE tasks ADD COLUMN tolerance_abs REAL NOT NULL DEFAULT 1e-12; -- migration 15
 ALTER TABLE tasks ADD COLUMN replicating INTEGER NOT NULL DEFAULT 0; -- migration 16
 CREATE INDEX tasks_accepted_object ON tasks (accepted_object) WHERE accepted_object IS NOT NULL; -- migration 15
-CREATE INDEX tasks_claim ON tasks (class_id, seq) WHERE state = 'PENDING'; -- migration 1
 CREATE INDEX tasks_fresh_job ON tasks (job_id, class_id, seq) WHERE state = 'PENDING' AND replicating = 0; -- migration 16
 CREATE INDEX tasks_replicating_job ON tasks (job_id, class_id, seq) WHERE state = 'PENDING' AND replicating = 1; -- migration 16
 

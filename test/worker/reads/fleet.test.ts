@@ -2,10 +2,12 @@
 // real Worker: GET /nodes/summary, the dashboard summary and metrics, with
 // GET /nodes left the plain list it was.
 
+import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { DEMAND_CLASSES_CHECKED } from "../../../src/pool/reads/fleet";
+import { classHeadSql } from "../../../src/pool/reads/placement-report";
 import type { Lease } from "../../../src/protocol/tasks";
-import { call, claim, freshPool, insertTasks, json, register, submitJob, task, trialsJob } from "../helpers";
+import { call, claim, freshPool, insertTasks, json, register, stub, submitJob, task, trialsJob } from "../helpers";
 
 const RTX_3060 = {
   name: "GeForce RTX 3060",
@@ -140,5 +142,24 @@ describe("the fleet's GPUs and the demand on them", () => {
 
   it("refuses a limit out of range", async () => {
     expect((await call(freshPool(), "GET", "/nodes/summary?limit=0")).status).toBe(422);
+  });
+
+  // Schema step 32 dropped the index of pending tasks by class: a class's earliest pending task is sought per
+  // (job, class) in the claim's two job indexes, never by a scan of the tasks.
+  it("finds a class's earliest pending task by index seeks, with no scan of the tasks", async () => {
+    const pool = freshPool();
+    await submitJob(pool, trialsJob(3));
+    const plan = await runInDurableObject(stub(pool), (_o, state) =>
+      state.storage.sql
+        .exec<{ detail: string }>(
+          `EXPLAIN QUERY PLAN SELECT c.class_id, ${classHeadSql("c")} AS head FROM classes c WHERE c.pending > 0`,
+        )
+        .toArray()
+        .map((r) => r.detail),
+    );
+    expect(plan.join("\n")).toMatch(/SEARCH t USING (COVERING )?INDEX tasks_fresh_job/);
+    expect(plan.join("\n")).toMatch(/SEARCH t USING (COVERING )?INDEX tasks_replicating_job/);
+    expect(plan.join("\n")).toMatch(/SEARCH q USING INDEX queue_classes_level/);
+    expect(plan.filter((d) => /^SCAN (t|tasks)\b/.test(d))).toEqual([]);
   });
 });

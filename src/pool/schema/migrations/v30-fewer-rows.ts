@@ -39,4 +39,14 @@ export const FEWER_ROWS: readonly Migration[] = [
       ON CONFLICT (type) DO UPDATE SET n = n + excluded.n;
   END;`,
   },
+  // 32: drops tasks_claim, a pending task's index by class: a row when a task is queued and one
+  // when it is claimed, for two reads (the stuck tasks, the demand's earliest classes) that now
+  // seek each (job, class) of the class in the job indexes the claim uses (src/pool/reads/
+  // placement-report.ts classHeadSql).
+  {
+    id: 32,
+    description: "drops tasks_claim: a class's earliest pending task is sought per job in the claim's own indexes",
+    up: "DROP INDEX tasks_claim;",
+    down: "CREATE INDEX tasks_claim ON tasks (class_id, seq) WHERE state = 'PENDING';",
+  },
 ];
