@@ -328,6 +328,17 @@ function counterViolations(s: PoolSnapshot, c: NonNullable<PoolSnapshot["counter
       (t) => t.state === "PENDING",
     ),
   );
+  // Schema step 33: a queue row is queued (in its table's index) exactly while its pending count is above 0.
+  for (const [table, rows] of [
+    ["job", c.job_queues],
+    ["job and class", c.queue_classes],
+    ["class", c.classes],
+  ] as const) {
+    for (const r of rows ?? []) {
+      if ("queued" in r && r.queued !== ((r.pending as number) > 0 ? 1 : 0))
+        out.push(`queue of ${table} ${JSON.stringify(r)}: queued ${r.queued} with ${r.pending} pending`);
+    }
+  }
   return out;
 }
 

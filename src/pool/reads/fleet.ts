@@ -80,7 +80,7 @@ export function demand(
   const sealed = sealedPending(sql, viewer, "class_id");
   const classes = sql
     .exec<{ class_id: number; class_key: string; requirement: string; pending: number }>(
-      "SELECT class_id, class_key, requirement, pending FROM classes WHERE pending > 0 ORDER BY pending DESC, class_id LIMIT ?",
+      "SELECT class_id, class_key, requirement, pending FROM classes WHERE queued = 1 ORDER BY pending DESC, class_id LIMIT ?",
       DEMAND_CLASSES_CHECKED,
     )
     .toArray()
@@ -91,7 +91,7 @@ export function demand(
     ([id, n]) => sql.exec<{ pending: number }>("SELECT pending FROM classes WHERE class_id = ?", id).one().pending <= n,
   ).length;
   const pendingClasses =
-    sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM classes WHERE pending > 0").one().n - onlySealed;
+    sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM classes WHERE queued = 1").one().n - onlySealed;
   const registered = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM nodes").one().n;
   const nodesUnchecked = pool?.nodesUnchecked ?? Math.max(0, registered - DEMAND_NODES_CHECKED);
   // This shard's nodes are read only for a class the pool's answers miss (it appeared since they were asked).
@@ -202,14 +202,14 @@ export type PendingClass = { key: string; requirement: string };
 export function pendingClasses(sql: SqlStorage, stuckClasses: number): PendingClass[] {
   const earliest = sql
     .exec<PendingClass>(
-      `SELECT c.class_key AS key, c.requirement FROM classes c WHERE c.pending > 0
+      `SELECT c.class_key AS key, c.requirement FROM classes c WHERE c.queued = 1
        ORDER BY ${classHeadSql("c")} LIMIT ?`,
       stuckClasses,
     )
     .toArray();
   const most = sql
     .exec<PendingClass>(
-      "SELECT class_key AS key, requirement FROM classes WHERE pending > 0 ORDER BY pending DESC, class_id LIMIT ?",
+      "SELECT class_key AS key, requirement FROM classes WHERE queued = 1 ORDER BY pending DESC, class_id LIMIT ?",
       DEMAND_CLASSES_CHECKED,
     )
     .toArray();

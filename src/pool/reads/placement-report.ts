@@ -293,13 +293,13 @@ function replicasBy(
 export function queueElsewhere(sql: SqlStorage, priority: number, tenant: string): QueueElsewhere {
   const count = (query: string, ...args: (string | number)[]) => sql.exec<{ n: number }>(query, ...args).one().n;
   return {
-    higher_priority: count("SELECT TOTAL(pending) AS n FROM job_queues WHERE priority > ? AND pending > 0", priority),
+    higher_priority: count("SELECT TOTAL(pending) AS n FROM job_queues WHERE priority > ? AND queued = 1", priority),
     tenants: sql
       .exec<{ tenant: string }>("SELECT tenant FROM tenant_shares WHERE priority = ? AND tenant <> ?", priority, tenant)
       .toArray()
       .map((r) => r.tenant),
     other_jobs: count(
-      "SELECT COUNT(*) AS n FROM job_queues WHERE priority = ? AND tenant = ? AND pending > 0",
+      "SELECT COUNT(*) AS n FROM job_queues WHERE priority = ? AND tenant = ? AND queued = 1",
       priority,
       tenant,
     ),
@@ -315,7 +315,7 @@ function queuePosition(sql: SqlStorage, jobId: string, seq: number, heldBack: nu
   return {
     ...place,
     higher_priority: count(
-      "SELECT TOTAL(pending) AS n FROM job_queues WHERE priority > ? AND pending > 0",
+      "SELECT TOTAL(pending) AS n FROM job_queues WHERE priority > ? AND queued = 1",
       place.priority,
     ),
     // Per class of the job, a range of the fresh and the replicating index: no index holds a job's pending tasks by seq alone.
@@ -324,7 +324,7 @@ function queuePosition(sql: SqlStorage, jobId: string, seq: number, heldBack: nu
            AND t.replicating = 0 AND t.job_id = c.job_id AND t.class_id = c.class_id AND t.seq < ?2)
          + (SELECT COUNT(*) FROM tasks t INDEXED BY tasks_replicating_job WHERE t.state = 'PENDING'
            AND t.replicating = 1 AND t.job_id = c.job_id AND t.class_id = c.class_id AND t.seq < ?2)) AS n
-       FROM queue_classes c WHERE c.job_id = ?1 AND c.pending > 0`,
+       FROM queue_classes c WHERE c.job_id = ?1 AND c.queued = 1`,
       jobId,
       seq,
     ),
@@ -334,7 +334,7 @@ function queuePosition(sql: SqlStorage, jobId: string, seq: number, heldBack: nu
       place.tenant,
     ),
     other_jobs: count(
-      "SELECT COUNT(*) AS n FROM job_queues WHERE priority = ? AND tenant = ? AND pending > 0 AND job_id <> ?",
+      "SELECT COUNT(*) AS n FROM job_queues WHERE priority = ? AND tenant = ? AND queued = 1 AND job_id <> ?",
       place.priority,
       place.tenant,
       jobId,
@@ -364,4 +364,4 @@ export const pendingHeadSql = (q: string) => `MIN(
 
 /** The earliest pending task of the classes row `c`, over its jobs with pending tasks of it. */
 export const classHeadSql = (c: string) =>
-  `(SELECT MIN(${pendingHeadSql("q")}) FROM queue_classes q WHERE q.class_id = ${c}.class_id AND q.pending > 0)`;
+  `(SELECT MIN(${pendingHeadSql("q")}) FROM queue_classes q WHERE q.class_id = ${c}.class_id AND q.queued = 1)`;

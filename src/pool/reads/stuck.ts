@@ -24,16 +24,16 @@ export const STUCK_CLASSES_CHECKED = 100;
  */
 export function stuckTasks(sql: SqlStorage, now: number, limit: number, membership: Membership, pool?: NodeAnswers) {
   const { nodes: claimable, views } = claimableNodes(sql, now, membership);
-  // Classes with pending tasks (the classes_pending index), each head an index seek.
+  // Classes with pending tasks (the classes_queued index), each head an index seek.
   const classes = sql
     .exec<{ class_id: number; class_key: string; requirement: string; head: number }>(
       `SELECT c.class_id, c.class_key, c.requirement,
               ${classHeadSql("c")} AS head
-       FROM classes c WHERE c.pending > 0 ORDER BY head LIMIT ?`,
+       FROM classes c WHERE c.queued = 1 ORDER BY head LIMIT ?`,
       STUCK_CLASSES_CHECKED,
     )
     .toArray();
-  const pendingClasses = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM classes WHERE pending > 0").one().n;
+  const pendingClasses = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM classes WHERE queued = 1").one().n;
   const items: StuckTasks[] = [];
   const byJob = new Map<string, StuckTasks>();
   const names = new Map<string, string | null>();
@@ -47,7 +47,7 @@ export function stuckTasks(sql: SqlStorage, now: number, limit: number, membersh
     if (taken) continue;
     for (const r of sql.exec<{ job_id: string; n: number; head: number }>(
       `SELECT q.job_id, q.pending AS n, ${pendingHeadSql("q")} AS head
-       FROM queue_classes q WHERE q.class_id = ? AND q.pending > 0 ORDER BY head`,
+       FROM queue_classes q WHERE q.class_id = ? AND q.queued = 1 ORDER BY head`,
       c.class_id,
     )) {
       entries++;

@@ -60,18 +60,18 @@ const HEAD_CHECKS = `EXISTS (SELECT 1 FROM task_failures f WHERE f.task_seq = fr
 const jobsAtSql = (page: string) => `SELECT job_id, fresh, replicating, ${HEAD_CHECKS}
   FROM (SELECT q.job_id, ${freshOf("q.job_id")} AS fresh, ${replicatingOf("q.job_id")} AS replicating
     FROM tenant_shares s CROSS JOIN job_queues q
-    WHERE s.priority = ?1 AND q.priority = ?1 AND q.tenant = s.tenant AND q.pending > 0
+    WHERE s.priority = ?1 AND q.priority = ?1 AND q.tenant = s.tenant AND q.queued = 1
       AND EXISTS (SELECT 1 FROM queue_classes c
-        WHERE c.job_id = q.job_id AND c.pending > 0 AND +c.class_id IN (SELECT value FROM json_each(?2)))
+        WHERE c.job_id = q.job_id AND c.queued = 1 AND +c.class_id IN (SELECT value FROM json_each(?2)))
     ORDER BY s.pass, s.turn, s.tenant, s.rowid, q.pass, q.turn, q.rowid ${page})`;
 
 /** The same for one tenant ?5 only: its jobs at priority ?1 by pass, a page after the first ?6. */
 const tenantJobsSql = `SELECT job_id, fresh, replicating, ${HEAD_CHECKS}
   FROM (SELECT q.job_id, ${freshOf("q.job_id")} AS fresh, ${replicatingOf("q.job_id")} AS replicating
     FROM job_queues q
-    WHERE q.priority = ?1 AND q.tenant = ?5 AND q.pending > 0
+    WHERE q.priority = ?1 AND q.tenant = ?5 AND q.queued = 1
       AND EXISTS (SELECT 1 FROM queue_classes c
-        WHERE c.job_id = q.job_id AND c.pending > 0 AND +c.class_id IN (SELECT value FROM json_each(?2)))
+        WHERE c.job_id = q.job_id AND c.queued = 1 AND +c.class_id IN (SELECT value FROM json_each(?2)))
     ORDER BY q.pass, q.turn, q.rowid LIMIT ${PAGE} OFFSET ?6)`;
 
 /** A page of a job's pending tasks of one class after a task, fresh (0) or replicating (1), in queue order. */
@@ -86,11 +86,11 @@ const tasksSql = (replicating: 0 | 1, before: string) => `SELECT seq FROM tasks
  * SQLite plan for many rows (Bloom filters and all), several times the cost.
  */
 export const POLICY_SQL = {
-  /** Requirement classes with pending tasks (the classes_pending index): what the gate judges once per claim. */
-  pendingClasses: "SELECT class_id, requirement FROM classes WHERE pending > 0",
+  /** Requirement classes with pending tasks (the classes_queued index): what the gate judges once per claim. */
+  pendingClasses: "SELECT class_id, requirement FROM classes WHERE queued = 1",
   /** The highest priority below ?2 holding pending tasks of the classes ?1: one seek per class. */
   level: `SELECT MAX((SELECT MAX(c.priority) FROM queue_classes c
-      WHERE c.class_id = a.value AND c.pending > 0 AND c.priority < ?2)) AS p
+      WHERE c.class_id = a.value AND c.queued = 1 AND c.priority < ?2)) AS p
     FROM json_each(?1) a`,
   /** The first job by claim order at a priority (most claims need no other). */
   firstJob: jobsAtSql("LIMIT 1"),
@@ -110,7 +110,7 @@ export const POLICY_SQL = {
    */
   classes: `SELECT c.class_id, c.pending > c.replicating AS fresh,
       c.replicating > ${RAN_BY_OWNER.replace("?4", "?1")} AS replicating
-    FROM queue_classes c WHERE c.job_id = ?2 AND c.pending > 0`,
+    FROM queue_classes c WHERE c.job_id = ?2 AND c.queued = 1`,
   /** A page of a job's fresh pending tasks of one class after a task, in queue order. */
   freshTasks: tasksSql(0, ""),
   /**

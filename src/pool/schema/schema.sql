@@ -1,5 +1,5 @@
 -- The pool object's SQLite schema after every migration in src/pool/schema/schema.ts
--- (1-32): what a new pool starts with and what every older pool is migrated to.
+-- (1-33): what a new pool starts with and what every older pool is migrated to.
 -- Generated from a freshly migrated pool's sqlite_master, never edited by hand:
 -- test/worker/schema/schema.test.ts fails when they differ; after changing a migration,
 -- `npm run schema:snapshot` rewrites this file. Run on an empty database it makes
@@ -68,7 +68,8 @@ CREATE TABLE classes (
     requirement TEXT NOT NULL             -- the reduced payload the gate reads
   );
 ALTER TABLE classes ADD COLUMN pending INTEGER NOT NULL DEFAULT 0; -- migration 5
-CREATE INDEX classes_pending ON classes (class_id) WHERE pending > 0; -- migration 5
+ALTER TABLE classes ADD COLUMN queued INTEGER NOT NULL DEFAULT 0; -- migration 33
+CREATE INDEX classes_queued ON classes (class_id) WHERE queued = 1; -- migration 33
 
 -- device_codes: migration 11
 CREATE TABLE device_codes (
@@ -134,7 +135,8 @@ ALTER TABLE job_queues ADD COLUMN leased INTEGER NOT NULL DEFAULT 0; -- migratio
 ALTER TABLE job_queues ADD COLUMN completed INTEGER NOT NULL DEFAULT 0; -- migration 28
 ALTER TABLE job_queues ADD COLUMN failed INTEGER NOT NULL DEFAULT 0; -- migration 28
 ALTER TABLE job_queues ADD COLUMN cancelled INTEGER NOT NULL DEFAULT 0; -- migration 28
-CREATE INDEX job_queues_next ON job_queues (priority, tenant, pass, turn) WHERE pending > 0; -- migration 9
+ALTER TABLE job_queues ADD COLUMN queued INTEGER NOT NULL DEFAULT 0; -- migration 33
+CREATE INDEX job_queues_next ON job_queues (priority, tenant, pass, turn) WHERE queued = 1; -- migration 33
 
 -- jobs: migration 1
 CREATE TABLE jobs (
@@ -273,7 +275,8 @@ CREATE TABLE queue_classes (
   ) WITHOUT ROWID;
 ALTER TABLE queue_classes ADD COLUMN priority INTEGER NOT NULL DEFAULT 0; -- migration 10
 ALTER TABLE queue_classes ADD COLUMN replicating INTEGER NOT NULL DEFAULT 0; -- migration 16
-CREATE INDEX queue_classes_level ON queue_classes (class_id, priority) WHERE pending > 0; -- migration 10
+ALTER TABLE queue_classes ADD COLUMN queued INTEGER NOT NULL DEFAULT 0; -- migration 33
+CREATE INDEX queue_classes_level ON queue_classes (class_id, priority) WHERE queued = 1; -- migration 33
 
 -- replica_results: migration 13
 CREATE TABLE replica_results (
@@ -397,18 +400,30 @@ CREATE INDEX unreferenced_due ON unreferenced (collect_after_ms); -- migration 7
 -- Triggers: kept in the transaction of every change, whatever code path makes it.
 -- Each says which rule it keeps and where that rule's TypeScript half lives.
 
--- job_queues_activate (migration 9):
+-- classes_queued (migration 33):
+-- docs/protocol.md §16, rows written: classes.queued is 1 exactly while its pending count is
+-- above 0, written only when the count crosses 0, so classes_queued (which reads the flag) is
+-- not rewritten by every change of the count. TypeScript half: the claim
+-- (src/pool/scheduling/scheduling.ts) and the reads (src/pool/reads/) select queued rows by it;
+-- test/invariants/check.ts holds the flag to the count.
+CREATE TRIGGER classes_queued AFTER UPDATE OF pending ON classes
+    WHEN (OLD.pending > 0) <> (NEW.pending > 0) BEGIN
+    UPDATE classes SET queued = NEW.pending > 0 WHERE class_id = NEW.class_id;
+  END;
+
+-- job_queues_activate (migration 33):
 -- docs/protocol.md §13 rule 2 (fair share, no banked turns): a job whose pending count leaves 0
--- catches its pass up to the lowest of its tenant's other active jobs, and makes its tenant
--- active at its priority (a tenant new there starts at the lowest pass at that priority), so
--- nothing idle banks turns. TypeScript half: src/pool/scheduling.ts useTurn advances the passes
--- a granted claim uses (1 for the job, 1/weight for its tenant, weights from
--- src/rules/scheduling.ts tenantWeights) and pickTask orders by them;
--- src/pool/placement-report.ts reads the shares for the placement report.
+-- is queued (job_queues_next), catches its pass up to the lowest of its tenant's other queued
+-- jobs, and makes its tenant active at its priority (a tenant new there starts at the lowest
+-- pass at that priority), so nothing idle banks turns. TypeScript half:
+-- src/pool/scheduling/scheduling.ts useTurn advances the passes a granted claim uses (1 for the
+-- job, 1/weight for its tenant, weights from src/rules/scheduling.ts tenantWeights) and
+-- pickTask orders by them; src/pool/reads/placement-report.ts reads the shares for the
+-- placement report.
 CREATE TRIGGER job_queues_activate AFTER UPDATE OF pending ON job_queues
     WHEN OLD.pending <= 0 AND NEW.pending > 0 BEGIN
-    UPDATE job_queues SET pass = MAX(pass, COALESCE((SELECT MIN(q.pass) FROM job_queues q
-        WHERE q.priority = NEW.priority AND q.tenant = NEW.tenant AND q.pending > 0 AND q.job_id <> NEW.job_id), 0))
+    UPDATE job_queues SET queued = 1, pass = MAX(pass, COALESCE((SELECT MIN(q.pass) FROM job_queues q
+        WHERE q.priority = NEW.priority AND q.tenant = NEW.tenant AND q.queued = 1 AND q.job_id <> NEW.job_id), 0))
       WHERE job_id = NEW.job_id;
     INSERT INTO tenant_shares (priority, tenant, pass, active)
       VALUES (NEW.priority, NEW.tenant,
@@ -416,29 +431,33 @@ CREATE TRIGGER job_queues_activate AFTER UPDATE OF pending ON job_queues
       ON CONFLICT (priority, tenant) DO UPDATE SET active = active + 1;
   END;
 
--- job_queues_activate_insert (migration 9):
+-- job_queues_activate_insert (migration 33):
 -- docs/protocol.md §13 rule 2 (fair share, no banked turns): a job queue created with pending
--- work makes its tenant active at its priority; a tenant new there starts at the lowest pass at
--- that priority. TypeScript half: src/pool/scheduling.ts useTurn advances the passes a granted
--- claim uses (1 for the job, 1/weight for its tenant, weights from src/rules/scheduling.ts
--- tenantWeights) and pickTask orders by them; src/pool/placement-report.ts reads the shares for
--- the placement report.
+-- work is queued (job_queues_next) and makes its tenant active at its priority; a tenant new
+-- there starts at the lowest pass at that priority. TypeScript half:
+-- src/pool/scheduling/scheduling.ts useTurn advances the passes a granted claim uses (1 for the
+-- job, 1/weight for its tenant, weights from src/rules/scheduling.ts tenantWeights) and
+-- pickTask orders by them; src/pool/reads/placement-report.ts reads the shares for the
+-- placement report.
 CREATE TRIGGER job_queues_activate_insert AFTER INSERT ON job_queues WHEN NEW.pending > 0 BEGIN
+    UPDATE job_queues SET queued = 1 WHERE job_id = NEW.job_id;
     INSERT INTO tenant_shares (priority, tenant, pass, active)
       VALUES (NEW.priority, NEW.tenant,
               COALESCE((SELECT MIN(s.pass) FROM tenant_shares s WHERE s.priority = NEW.priority), 0), 1)
       ON CONFLICT (priority, tenant) DO UPDATE SET active = active + 1;
   END;
 
--- job_queues_deactivate (migration 9):
+-- job_queues_deactivate (migration 33):
 -- docs/protocol.md §13 rule 2 (fair share, no banked turns): a job whose pending count reaches
--- 0 leaves its tenant's share; a share with no active job is deleted, so an idle tenant banks
--- no turns. TypeScript half: src/pool/scheduling.ts useTurn advances the passes a granted claim
--- uses (1 for the job, 1/weight for its tenant, weights from src/rules/scheduling.ts
--- tenantWeights) and pickTask orders by them; src/pool/placement-report.ts reads the shares for
--- the placement report.
+-- 0 is no longer queued (job_queues_next) and leaves its tenant's share; a share with no active
+-- job is deleted, so an idle tenant banks no turns. TypeScript half:
+-- src/pool/scheduling/scheduling.ts useTurn advances the passes a granted claim uses (1 for the
+-- job, 1/weight for its tenant, weights from src/rules/scheduling.ts tenantWeights) and
+-- pickTask orders by them; src/pool/reads/placement-report.ts reads the shares for the
+-- placement report.
 CREATE TRIGGER job_queues_deactivate AFTER UPDATE OF pending ON job_queues
     WHEN OLD.pending > 0 AND NEW.pending <= 0 BEGIN
+    UPDATE job_queues SET queued = 0 WHERE job_id = NEW.job_id;
     UPDATE tenant_shares SET active = active - 1 WHERE priority = NEW.priority AND tenant = NEW.tenant;
     DELETE FROM tenant_shares WHERE priority = NEW.priority AND tenant = NEW.tenant AND active <= 0;
   END;
@@ -601,6 +620,27 @@ CREATE TRIGGER nodes_passport AFTER UPDATE OF registration, status, held_until_m
 -- replica and records each replica lease's owner (src/rules/owners.ts ownerOf).
 CREATE TRIGGER queue_classes_owners_delete AFTER DELETE ON queue_classes BEGIN
     DELETE FROM owner_replicas WHERE job_id = OLD.job_id AND class_id = OLD.class_id;
+  END;
+
+-- queue_classes_queued (migration 33):
+-- docs/protocol.md §16, rows written: queue_classes.queued is 1 exactly while its pending count
+-- is above 0, written only when the count crosses 0, so queue_classes_level (which reads the
+-- flag) is not rewritten by every change of the count. TypeScript half: the claim
+-- (src/pool/scheduling/scheduling.ts) and the reads (src/pool/reads/) select queued rows by it;
+-- test/invariants/check.ts holds the flag to the count.
+CREATE TRIGGER queue_classes_queued AFTER UPDATE OF pending ON queue_classes
+    WHEN (OLD.pending > 0) <> (NEW.pending > 0) BEGIN
+    UPDATE queue_classes SET queued = NEW.pending > 0 WHERE job_id = NEW.job_id AND class_id = NEW.class_id;
+  END;
+
+-- queue_classes_queued_insert (migration 33):
+-- docs/protocol.md §16, rows written: queue_classes.queued is 1 exactly while its pending count
+-- is above 0, written only when the count crosses 0, so queue_classes_level (which reads the
+-- flag) is not rewritten by every change of the count. TypeScript half: the claim
+-- (src/pool/scheduling/scheduling.ts) and the reads (src/pool/reads/) select queued rows by it;
+-- test/invariants/check.ts holds the flag to the count.
+CREATE TRIGGER queue_classes_queued_insert AFTER INSERT ON queue_classes WHEN NEW.pending > 0 BEGIN
+    UPDATE queue_classes SET queued = 1 WHERE job_id = NEW.job_id AND class_id = NEW.class_id;
   END;
 
 -- tasks_count_delete (migration 28):

@@ -1,6 +1,6 @@
 // This shard's digest for the pool summary (docs/sharding.md §6.1), read from
 // the counters the schema keeps: the classes with pending tasks
-// (classes_pending) and their levels per priority (queue_classes_level), the
+// (classes_queued) and their levels per priority (queue_classes_level), the
 // pending tasks per tenant (job_queues_next), pool_task_counts, and the node
 // and job counts. Its cost grows with live classes, jobs, tenants and
 // priorities, never with history. Only a pool of more than one shard reads
@@ -38,13 +38,13 @@ type LevelRow = { key: string; requirement: string; priority: number; fresh: num
 /** The classes with pending tasks, each with its fresh and replicating tasks per priority over the active jobs. */
 const CLASSES_SQL = `SELECT c.class_key AS key, c.requirement,
     q.priority, SUM(q.pending - q.replicating) AS fresh, SUM(q.replicating) AS replicating
-  FROM classes c JOIN queue_classes q ON q.class_id = c.class_id AND q.pending > 0
-  WHERE c.pending > 0
+  FROM classes c JOIN queue_classes q ON q.class_id = c.class_id AND q.queued = 1
+  WHERE c.queued = 1
   GROUP BY c.class_id, q.priority`;
 
 /** Pending tasks per (priority, tenant), over the jobs holding some. */
 const TENANTS_SQL = `SELECT priority, tenant, SUM(pending) AS pending FROM job_queues
-  WHERE pending > 0 GROUP BY priority, tenant`;
+  WHERE queued = 1 GROUP BY priority, tenant`;
 
 const LOAD_SQL = `SELECT (SELECT COUNT(*) FROM leases WHERE status = 'live') AS leased,
     (SELECT COUNT(*) FROM jobs WHERE terminal_state IS NULL) AS jobs,

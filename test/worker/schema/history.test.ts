@@ -87,6 +87,27 @@ describe("counters, not scans", () => {
     expect(await violations(pool)).toEqual([]);
   });
 
+  // Schema step 33: the queue indexes read a flag written when a count crosses 0 (docs/protocol.md §16). A busy
+  // pool from before it has its queued rows flagged, claims by them, and keeps the flags as its queues empty.
+  it("a busy pool has its queues flagged by step 33, claims by the flags, and keeps them as queues fill and empty", async () => {
+    const { pool, jobs } = await busyPool();
+    await runInDurableObject(stub(pool), (_o, state) => {
+      rewindSchema(state.storage.sql, 32);
+      state.storage.transactionSync(() => migrate(state.storage.sql));
+    });
+    expect(await violations(pool)).toEqual([]);
+    for (;;) {
+      const r = await claim(pool, "n1", jobs.running.job_id);
+      if (r.status === 204) break;
+      expect(await json(await commit(pool, await json<Lease>(r)))).toEqual({ accepted: true });
+      expect(await violations(pool)).toEqual([]);
+    }
+    const queued = await runInDurableObject(stub(pool), (_o, state) =>
+      state.storage.sql.exec("SELECT queued, pending FROM job_queues WHERE job_id = ?", jobs.running.job_id).one(),
+    );
+    expect(queued).toEqual({ queued: 0, pending: 0 });
+  });
+
   it("the claim's statements seek indexes: tenants, jobs and tasks are never scanned", async () => {
     const { pool } = await busyPool();
     const plans = await runInDurableObject(stub(pool), (_o, state) => {
@@ -147,7 +168,7 @@ describe("counters, not scans", () => {
     }
     expect(plans.failed).toMatch(/SEARCH task_failures USING PRIMARY KEY \(task_seq=\? AND node_id=\?\)/);
     expect(plans.ranReplica).toMatch(/SEARCH leases USING INDEX leases_task \(task_seq=\?\)/);
-    expect(plans.pendingClasses).toMatch(/(SCAN|SEARCH) classes USING (COVERING )?INDEX classes_pending/);
+    expect(plans.pendingClasses).toMatch(/(SCAN|SEARCH) classes USING (COVERING )?INDEX classes_queued/);
     expect(plans.classes).toMatch(/SEARCH c USING PRIMARY KEY \(job_id=\?\)/);
     expect(plans.classes).toMatch(/SEARCH o USING PRIMARY KEY \(job_id=\? AND class_id=\? AND owner=\?\)/);
     expect(plans.others).toMatch(/SEARCH n USING INTEGER PRIMARY KEY \(rowid>\?\)/);

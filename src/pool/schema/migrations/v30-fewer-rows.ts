@@ -4,6 +4,70 @@
 
 import type { Migration } from "./migration";
 
+/** The note of a trigger keeping the tenants' shares (as step 9's): what it does. */
+const fairShare = (does: string) =>
+  `docs/protocol.md §13 rule 2 (fair share, no banked turns): ${does} TypeScript half: src/pool/scheduling/scheduling.ts useTurn advances the passes a granted claim uses (1 for the job, 1/weight for its tenant, weights from src/rules/scheduling.ts tenantWeights) and pickTask orders by them; src/pool/reads/placement-report.ts reads the shares for the placement report.`;
+/** The note of a trigger keeping a table's `queued` flag. */
+const queued = (table: string, index: string) =>
+  `docs/protocol.md §16, rows written: ${table}.queued is 1 exactly while its pending count is above 0, written only when the count crosses 0, so ${index} (which reads the flag) is not rewritten by every change of the count. TypeScript half: the claim (src/pool/scheduling/scheduling.ts) and the reads (src/pool/reads/) select queued rows by it; test/invariants/check.ts holds the flag to the count.`;
+
+const JOB_QUEUES_TRIGGERS_9 = `CREATE TRIGGER job_queues_activate AFTER UPDATE OF pending ON job_queues
+    WHEN OLD.pending <= 0 AND NEW.pending > 0 BEGIN
+    UPDATE job_queues SET pass = MAX(pass, COALESCE((SELECT MIN(q.pass) FROM job_queues q
+        WHERE q.priority = NEW.priority AND q.tenant = NEW.tenant AND q.pending > 0 AND q.job_id <> NEW.job_id), 0))
+      WHERE job_id = NEW.job_id;
+    INSERT INTO tenant_shares (priority, tenant, pass, active)
+      VALUES (NEW.priority, NEW.tenant,
+              COALESCE((SELECT MIN(s.pass) FROM tenant_shares s WHERE s.priority = NEW.priority), 0), 1)
+      ON CONFLICT (priority, tenant) DO UPDATE SET active = active + 1;
+  END;
+  CREATE TRIGGER job_queues_activate_insert AFTER INSERT ON job_queues WHEN NEW.pending > 0 BEGIN
+    INSERT INTO tenant_shares (priority, tenant, pass, active)
+      VALUES (NEW.priority, NEW.tenant,
+              COALESCE((SELECT MIN(s.pass) FROM tenant_shares s WHERE s.priority = NEW.priority), 0), 1)
+      ON CONFLICT (priority, tenant) DO UPDATE SET active = active + 1;
+  END;
+  CREATE TRIGGER job_queues_deactivate AFTER UPDATE OF pending ON job_queues
+    WHEN OLD.pending > 0 AND NEW.pending <= 0 BEGIN
+    UPDATE tenant_shares SET active = active - 1 WHERE priority = NEW.priority AND tenant = NEW.tenant;
+    DELETE FROM tenant_shares WHERE priority = NEW.priority AND tenant = NEW.tenant AND active <= 0;
+  END;`;
+
+const QUEUED_TRIGGERS = `CREATE TRIGGER job_queues_activate AFTER UPDATE OF pending ON job_queues
+    WHEN OLD.pending <= 0 AND NEW.pending > 0 BEGIN
+    UPDATE job_queues SET queued = 1, pass = MAX(pass, COALESCE((SELECT MIN(q.pass) FROM job_queues q
+        WHERE q.priority = NEW.priority AND q.tenant = NEW.tenant AND q.queued = 1 AND q.job_id <> NEW.job_id), 0))
+      WHERE job_id = NEW.job_id;
+    INSERT INTO tenant_shares (priority, tenant, pass, active)
+      VALUES (NEW.priority, NEW.tenant,
+              COALESCE((SELECT MIN(s.pass) FROM tenant_shares s WHERE s.priority = NEW.priority), 0), 1)
+      ON CONFLICT (priority, tenant) DO UPDATE SET active = active + 1;
+  END;
+  CREATE TRIGGER job_queues_activate_insert AFTER INSERT ON job_queues WHEN NEW.pending > 0 BEGIN
+    UPDATE job_queues SET queued = 1 WHERE job_id = NEW.job_id;
+    INSERT INTO tenant_shares (priority, tenant, pass, active)
+      VALUES (NEW.priority, NEW.tenant,
+              COALESCE((SELECT MIN(s.pass) FROM tenant_shares s WHERE s.priority = NEW.priority), 0), 1)
+      ON CONFLICT (priority, tenant) DO UPDATE SET active = active + 1;
+  END;
+  CREATE TRIGGER job_queues_deactivate AFTER UPDATE OF pending ON job_queues
+    WHEN OLD.pending > 0 AND NEW.pending <= 0 BEGIN
+    UPDATE job_queues SET queued = 0 WHERE job_id = NEW.job_id;
+    UPDATE tenant_shares SET active = active - 1 WHERE priority = NEW.priority AND tenant = NEW.tenant;
+    DELETE FROM tenant_shares WHERE priority = NEW.priority AND tenant = NEW.tenant AND active <= 0;
+  END;
+  CREATE TRIGGER classes_queued AFTER UPDATE OF pending ON classes
+    WHEN (OLD.pending > 0) <> (NEW.pending > 0) BEGIN
+    UPDATE classes SET queued = NEW.pending > 0 WHERE class_id = NEW.class_id;
+  END;
+  CREATE TRIGGER queue_classes_queued AFTER UPDATE OF pending ON queue_classes
+    WHEN (OLD.pending > 0) <> (NEW.pending > 0) BEGIN
+    UPDATE queue_classes SET queued = NEW.pending > 0 WHERE job_id = NEW.job_id AND class_id = NEW.class_id;
+  END;
+  CREATE TRIGGER queue_classes_queued_insert AFTER INSERT ON queue_classes WHEN NEW.pending > 0 BEGIN
+    UPDATE queue_classes SET queued = 1 WHERE job_id = NEW.job_id AND class_id = NEW.class_id;
+  END;`;
+
 export const FEWER_ROWS: readonly Migration[] = [
   // 30: a lease's end no longer writes its node's row. A node that ended a
   // lease by a request (commit, fail) was just seen: soft liveness writes its
@@ -48,5 +112,61 @@ export const FEWER_ROWS: readonly Migration[] = [
     description: "drops tasks_claim: a class's earliest pending task is sought per job in the claim's own indexes",
     up: "DROP INDEX tasks_claim;",
     down: "CREATE INDEX tasks_claim ON tasks (class_id, seq) WHERE state = 'PENDING';",
+  },
+  // 33: the queue indexes' condition is a flag written when a count crosses 0, not the count.
+  // An index whose condition reads a column the statement sets is rewritten (a row billed) by
+  // every change of that column, and job_queues_next, classes_pending and queue_classes_level
+  // all read `pending > 0`: three rows on every claim and requeue for an answer that changes
+  // only when a queue fills or empties. Now each reads `queued = 1`, which triggers set on
+  // those crossings only. O(jobs + classes) over any history.
+  {
+    id: 33,
+    description: "queue indexes read a flag set when a pending count crosses 0, not the count each claim changes",
+    up: `ALTER TABLE job_queues ADD COLUMN queued INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE classes ADD COLUMN queued INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE queue_classes ADD COLUMN queued INTEGER NOT NULL DEFAULT 0;
+  UPDATE job_queues SET queued = 1 WHERE pending > 0;
+  UPDATE classes SET queued = 1 WHERE pending > 0;
+  UPDATE queue_classes SET queued = 1 WHERE pending > 0;
+  DROP INDEX job_queues_next;
+  DROP INDEX classes_pending;
+  DROP INDEX queue_classes_level;
+  CREATE INDEX job_queues_next ON job_queues (priority, tenant, pass, turn) WHERE queued = 1;
+  CREATE INDEX classes_queued ON classes (class_id) WHERE queued = 1;
+  CREATE INDEX queue_classes_level ON queue_classes (class_id, priority) WHERE queued = 1;
+  DROP TRIGGER job_queues_activate;
+  DROP TRIGGER job_queues_activate_insert;
+  DROP TRIGGER job_queues_deactivate;
+  ${QUEUED_TRIGGERS}`,
+    down: `DROP TRIGGER job_queues_activate;
+  DROP TRIGGER job_queues_activate_insert;
+  DROP TRIGGER job_queues_deactivate;
+  DROP TRIGGER classes_queued;
+  DROP TRIGGER queue_classes_queued;
+  DROP TRIGGER queue_classes_queued_insert;
+  DROP INDEX job_queues_next;
+  DROP INDEX classes_queued;
+  DROP INDEX queue_classes_level;
+  ALTER TABLE job_queues DROP COLUMN queued;
+  ALTER TABLE classes DROP COLUMN queued;
+  ALTER TABLE queue_classes DROP COLUMN queued;
+  CREATE INDEX job_queues_next ON job_queues (priority, tenant, pass, turn) WHERE pending > 0;
+  CREATE INDEX classes_pending ON classes (class_id) WHERE pending > 0;
+  CREATE INDEX queue_classes_level ON queue_classes (class_id, priority) WHERE pending > 0;
+  ${JOB_QUEUES_TRIGGERS_9}`,
+    triggers: {
+      job_queues_activate: fairShare(
+        "a job whose pending count leaves 0 is queued (job_queues_next), catches its pass up to the lowest of its tenant's other queued jobs, and makes its tenant active at its priority (a tenant new there starts at the lowest pass at that priority), so nothing idle banks turns.",
+      ),
+      job_queues_activate_insert: fairShare(
+        "a job queue created with pending work is queued (job_queues_next) and makes its tenant active at its priority; a tenant new there starts at the lowest pass at that priority.",
+      ),
+      job_queues_deactivate: fairShare(
+        "a job whose pending count reaches 0 is no longer queued (job_queues_next) and leaves its tenant's share; a share with no active job is deleted, so an idle tenant banks no turns.",
+      ),
+      classes_queued: queued("classes", "classes_queued"),
+      queue_classes_queued: queued("queue_classes", "queue_classes_level"),
+      queue_classes_queued_insert: queued("queue_classes", "queue_classes_level"),
+    },
   },
 ];
