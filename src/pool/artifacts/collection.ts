@@ -1,5 +1,6 @@
 // R2 objects no key refers to, and their collection (docs/protocol.md §12 "Nothing
-// leaks"). An upload is recorded before its bytes stream, so every object the
+// leaks"). An upload is recorded before its bytes stream (a row in `uploads`,
+// one row written and one deleted, docs/protocol.md §16), so every object the
 // Worker writes is known here until a bind makes a key refer to it. The
 // Worker deletes what it knows to be unreferenced at once (a refused or
 // failed upload, bytes a bind replaced); the alarm collects whatever that
@@ -13,18 +14,20 @@ export const RETRY_MS = 60 * 1000;
 /** Objects deleted per alarm run: collection never holds claims up for long. */
 export const COLLECT_BATCH = 100;
 
-/** Records an upload about to stream into `object`: collected unless a bind claims it in time. */
+/**
+ * Records an upload about to stream into `object`: collected unless a bind
+ * claims it in time. A row of `uploads`, keyed by the object alone (schema
+ * step 34): no index to write, where `unreferenced` has two.
+ */
 export function uploadStarted(sql: SqlStorage, now: number, object: string): void {
-  sql.exec(
-    "INSERT INTO unreferenced (object, collect_after_ms) VALUES (?, ?) ON CONFLICT (object) DO NOTHING",
-    object,
-    now + UPLOAD_GRACE_MS,
-  );
+  sql.exec("INSERT INTO uploads (object, started_ms) VALUES (?, ?) ON CONFLICT (object) DO NOTHING", object, now);
 }
 
 /** A key now refers to `object`: it is no longer collected. */
 export function referenced(sql: SqlStorage, object: string): void {
-  sql.exec("DELETE FROM unreferenced WHERE object = ?", object);
+  // An upload recorded before step 34, or one its grace passed, waits in `unreferenced`.
+  if (sql.exec("DELETE FROM uploads WHERE object = ?", object).rowsWritten === 0)
+    sql.exec("DELETE FROM unreferenced WHERE object = ?", object);
 }
 
 /**
@@ -64,7 +67,15 @@ export function kept(sql: SqlStorage, object: string): boolean {
  * and not being collected (an upload slower than the grace loses its object).
  */
 export function bindable(sql: SqlStorage, object: string): boolean {
-  return sql.exec("SELECT 1 FROM unreferenced WHERE object = ? AND collecting = 0", object).toArray().length > 0;
+  return (
+    sql
+      .exec(
+        `SELECT 1 WHERE EXISTS (SELECT 1 FROM uploads WHERE object = ?1)
+           OR EXISTS (SELECT 1 FROM unreferenced WHERE object = ?1 AND collecting = 0)`,
+        object,
+      )
+      .toArray().length > 0
+  );
 }
 
 /**
@@ -74,6 +85,22 @@ export function bindable(sql: SqlStorage, object: string): boolean {
  * again (deleting twice is harmless).
  */
 export function takeForCollection(sql: SqlStorage, now: number): string[] {
+  // Uploads past their grace join the objects to collect (a batch at a time), due at once.
+  const abandoned = sql
+    .exec<{ object: string }>(
+      "SELECT object FROM uploads WHERE started_ms <= ? ORDER BY started_ms LIMIT ?",
+      now - UPLOAD_GRACE_MS,
+      COLLECT_BATCH,
+    )
+    .toArray();
+  for (const { object } of abandoned) {
+    sql.exec("DELETE FROM uploads WHERE object = ?", object);
+    sql.exec(
+      "INSERT INTO unreferenced (object, collect_after_ms) VALUES (?, ?) ON CONFLICT (object) DO NOTHING",
+      object,
+      now,
+    );
+  }
   const due = sql
     .exec<{ object: string }>(
       "SELECT object FROM unreferenced WHERE collect_after_ms <= ? ORDER BY collect_after_ms LIMIT ?",
@@ -96,5 +123,11 @@ export function collected(sql: SqlStorage, now: number, deleted: readonly string
 
 /** When the next collection is due, or null when nothing waits. */
 export function nextCollection(sql: SqlStorage): number | null {
-  return sql.exec<{ t: number | null }>("SELECT MIN(collect_after_ms) AS t FROM unreferenced").one().t;
+  // `uploads` holds the uploads streaming now (and any abandoned within the grace): a short scan.
+  return sql
+    .exec<{ t: number | null }>(
+      `SELECT MIN(t) AS t FROM (SELECT MIN(collect_after_ms) AS t FROM unreferenced
+         UNION ALL SELECT MIN(started_ms) + ${UPLOAD_GRACE_MS} FROM uploads)`,
+    )
+    .one().t;
 }

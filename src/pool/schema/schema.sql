@@ -1,5 +1,5 @@
 -- The pool object's SQLite schema after every migration in src/pool/schema/schema.ts
--- (1-33): what a new pool starts with and what every older pool is migrated to.
+-- (1-34): what a new pool starts with and what every older pool is migrated to.
 -- Generated from a freshly migrated pool's sqlite_master, never edited by hand:
 -- test/worker/schema/schema.test.ts fails when they differ; after changing a migration,
 -- `npm run schema:snapshot` rewrites this file. Run on an empty database it makes
@@ -396,6 +396,12 @@ CREATE TABLE unreferenced (
     collecting INTEGER NOT NULL DEFAULT 0   -- taken by a collection run: no bind may claim it
   );
 CREATE INDEX unreferenced_due ON unreferenced (collect_after_ms); -- migration 7
+
+-- uploads: migration 34
+CREATE TABLE uploads (
+    object TEXT PRIMARY KEY,
+    started_ms INTEGER NOT NULL
+  ) WITHOUT ROWID;
 
 -- Triggers: kept in the transaction of every change, whatever code path makes it.
 -- Each says which rule it keeps and where that rule's TypeScript half lives.

@@ -141,7 +141,8 @@ export function emptiness(sql: SqlStorage, shard: number): Emptiness {
          (SELECT COUNT(*) FROM nodes) AS nodes, (SELECT COUNT(*) FROM node_credentials) AS credentials,
          (SELECT COUNT(*) FROM leases WHERE status = 'live') AS liveLeases,
          (SELECT COUNT(*) FROM homes WHERE kind = 'node') AS pointers,
-         (SELECT COUNT(*) FROM artifacts) AS artifacts, (SELECT COUNT(*) FROM unreferenced) AS unreferenced`,
+         (SELECT COUNT(*) FROM artifacts) AS artifacts,
+         (SELECT COUNT(*) FROM unreferenced) + (SELECT COUNT(*) FROM uploads) AS unreferenced`,
     )
     .one();
   const empty = Object.values(counts).every((n) => n === 0);

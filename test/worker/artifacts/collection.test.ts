@@ -7,16 +7,21 @@ import { describe, expect, it } from "vitest";
 import { COLLECT_BATCH, takeForCollection } from "../../../src/pool/artifacts/collection";
 import { call, freshPool, storedObjects, stub, upload } from "../helpers";
 
+/** The objects the pool knows no key refers to yet: uploads streaming (schema step 34) and those to collect. */
 function rows(pool: string) {
   return runInDurableObject(stub(pool), (_o, state) =>
     state.storage.sql
-      .exec<{ object: string; collecting: number }>("SELECT object, collecting FROM unreferenced")
+      .exec<{ object: string; collecting: number }>(
+        "SELECT object, 0 AS collecting FROM uploads UNION ALL SELECT object, collecting FROM unreferenced",
+      )
       .toArray(),
   );
 }
 
+/** Every upload's grace and every collection's wait over. */
 function makeDue(pool: string) {
   return runInDurableObject(stub(pool), (_o, state) => {
+    state.storage.sql.exec("UPDATE uploads SET started_ms = 1");
     state.storage.sql.exec("UPDATE unreferenced SET collect_after_ms = 1");
   });
 }
@@ -67,9 +72,12 @@ describe("collection of unreferenced R2 objects", () => {
     const pool = freshPool();
     const object = `pools/${pool}/objects/too-slow`;
     await stub(pool).beginUpload("shared/slow.bin", object, null);
-    await runInDurableObject(stub(pool), (_o, state) => {
-      state.storage.sql.exec("UPDATE unreferenced SET collecting = 1");
-    });
+    // Its grace passed, and collection took it.
+    await makeDue(pool);
+    await runInDurableObject(stub(pool), (_o, state) =>
+      state.storage.transactionSync(() => takeForCollection(state.storage.sql, Date.now())),
+    );
+    expect(await rows(pool)).toEqual([{ object, collecting: 1 }]);
     const bound = await stub(pool).bindArtifact(
       "shared/slow.bin",
       { object, sha256: "0".repeat(64), size_bytes: 1, etag: "e" },
@@ -97,5 +105,28 @@ describe("collection of unreferenced R2 objects", () => {
     for (let run = 0; run < 5 && (await rows(pool)).length > 0; run++) await runDurableObjectAlarm(stub(pool));
     expect(await rows(pool)).toEqual([]);
     expect(await storedObjects(pool)).toEqual([]);
+  });
+
+  // docs/protocol.md §16: an upload's record is one row written and one deleted, in a table of its own.
+  it("an upload slower than its grace but not yet collected still binds; an upload recorded before step 34 binds too", async () => {
+    const pool = freshPool();
+    const slow = `pools/${pool}/objects/slow-but-bound`;
+    await stub(pool).beginUpload("shared/late.bin", slow, null);
+    await runInDurableObject(stub(pool), (_o, state) => {
+      state.storage.sql.exec("UPDATE uploads SET started_ms = 1");
+      // As step 33 recorded an upload: a row of unreferenced, due in an hour.
+      state.storage.sql.exec(
+        "INSERT INTO unreferenced (object, collect_after_ms) VALUES (?, ?)",
+        `pools/${pool}/objects/old-style`,
+        Date.now() + 3_600_000,
+      );
+    });
+    const bind = (key: string, object: string) =>
+      stub(pool).bindArtifact(key, { object, sha256: "0".repeat(64), size_bytes: 1, etag: "e" }, null);
+    expect(await bind("shared/late.bin", slow)).toMatchObject({ ok: true });
+    expect(await bind("shared/old.bin", `pools/${pool}/objects/old-style`)).toMatchObject({ ok: true });
+    expect(await rows(pool)).toEqual([]);
+    // An object never recorded does not bind.
+    expect(await bind("shared/forged.bin", `pools/${pool}/objects/never-recorded`)).toMatchObject({ ok: false });
   });
 });
