@@ -3,8 +3,9 @@
 // in a pool of more than one shard the next exchange with the pool summary
 // (docs/sharding.md §6.2). When it fires it sweeps expired leases, exchanges
 // when a tick is due (or tells the summary of the tasks an expiry requeued),
-// writes the event tally down, deletes unreferenced R2 objects, archives jobs past retention and, at
-// S > 1, forgets a page of passports no longer needed. Alarms are
+// writes the event tally down, deletes unreferenced R2 objects, archives
+// jobs past retention and, at S > 1, forgets a page of passports no longer
+// needed. Alarms are
 // at-least-once: every step is idempotent. The fields here are a cache, a
 // backoff and a place in a walk, never state.
 

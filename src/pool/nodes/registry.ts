@@ -181,7 +181,7 @@ export function holdsUntil(sql: SqlStorage, nodeId: string, deadline: number): v
 
 /**
  * A lease of the node ended with no request from it (an expiry, a
- * revocation): its row is written down at once to its last request plus the
+ * revocation, a cancel): its row is written down at once to its last request plus the
  * window, or another live lease's deadline, whichever is later, as
  * `settleLiveness` would once due. A lease ended by its node's request
  * (commit, fail) writes nothing: the request was just seen, and the sweep
