@@ -335,12 +335,12 @@ describe("attack stories", () => {
       } as RequestInit),
     );
     feed.enqueue(new Uint8Array([1, 2]));
-    // The write check passed and the bytes are streaming: the upload is recorded.
+    // The write check passed and the bytes are streaming: the upload is recorded (schema step 34).
     await expect
       .poll(() =>
         runInDurableObject(
           stub(pool),
-          (_o, s) => s.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM unreferenced").one().n,
+          (_o, s) => s.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM uploads").one().n,
         ),
       )
       .toBe(1);
