@@ -57,3 +57,21 @@ export class MeteredSql implements SqlStorage {
     return this.inner.Statement;
   }
 }
+
+/**
+ * Memory an object keeps beside its SQL (soft liveness, the event tally),
+ * one per object, found by its SQL handle: the raw one behind MeteredSql, so
+ * a test holding the object's state.storage.sql reaches the same memory.
+ */
+export function perObject<T>(make: () => T): (sql: SqlStorage) => T {
+  const byHandle = new WeakMap<object, T>();
+  return (sql) => {
+    const handle = sql instanceof MeteredSql ? sql.inner : sql;
+    let found = byHandle.get(handle);
+    if (found === undefined) {
+      found = make();
+      byHandle.set(handle, found);
+    }
+    return found;
+  };
+}

@@ -10,7 +10,7 @@
 // which Prometheus reads as a reset, as it does the object's other in-memory
 // counters (src/pool/metered-sql.ts).
 
-import { MeteredSql } from "../metered-sql";
+import { perObject } from "../metered-sql";
 
 /**
  * The longest counts wait in memory before the alarm writes them: under the
@@ -66,16 +66,8 @@ export class EventTally {
   }
 }
 
-// One per object, by its SQL handle (the raw one behind MeteredSql), as src/pool/nodes/liveness.ts.
-const byHandle = new WeakMap<object, EventTally>();
-
-/** The object's event tally, found by its SQL handle. */
-export function eventTally(sql: SqlStorage): EventTally {
-  const handle = sql instanceof MeteredSql ? sql.inner : sql;
-  const found = byHandle.get(handle) ?? new EventTally();
-  byHandle.set(handle, found);
-  return found;
-}
+/** The object's event tally. */
+export const eventTally = perObject(() => new EventTally());
 
 /** Writes the kept counts to event_counts, a row per type (the caller holds the transaction). */
 export function writeTally(sql: SqlStorage): void {

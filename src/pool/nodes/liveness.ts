@@ -21,7 +21,7 @@
 // more than exact) or its next request. Leases, holds and everything else
 // that decides a claim stay in SQL.
 
-import { MeteredSql } from "../metered-sql";
+import { perObject } from "../metered-sql";
 import { ONLINE_WINDOW_MS } from "./states";
 
 /**
@@ -83,17 +83,8 @@ export class LastRequests {
   }
 }
 
-// One per object, by its SQL handle (the raw one behind src/pool/metered-sql.ts,
-// so a test holding the object's state.storage.sql reaches the same memory).
-const byHandle = new WeakMap<object, LastRequests>();
-
-/** The object's last requests, found by its SQL handle. */
-export function lastRequests(sql: SqlStorage): LastRequests {
-  const handle = sql instanceof MeteredSql ? sql.inner : sql;
-  const found = byHandle.get(handle) ?? new LastRequests();
-  byHandle.set(handle, found);
-  return found;
-}
+/** The object's last requests. */
+export const lastRequests = perObject(() => new LastRequests());
 
 /** When a row is read: its last request, the later of the row's and the one known here. */
 export function lastRequestOf(sql: SqlStorage, nodeId: string, written: number): number {
