@@ -5,10 +5,11 @@
 // src/pool/alarm/housekeeping.ts). The ledger itself, every event row, stays
 // in the change's transaction as before.
 //
-// A transaction that rolls back takes its counts back (Pool.transaction). An object that stops before its alarm
-// writes them loses at most TALLY_WRITE_MS of counts: the counter falls,
-// which Prometheus reads as a reset, as it does the object's other in-memory
-// counters (src/pool/metered-sql.ts).
+// A transaction that rolls back takes its counts back (Pool.transaction). An
+// object that stops before its alarm writes them loses at most
+// TALLY_WRITE_MS of counts: the counter falls, which Prometheus reads as a
+// reset, as it does the object's other in-memory counters
+// (src/pool/metered-sql.ts).
 
 import { perObject } from "../metered-sql";
 
