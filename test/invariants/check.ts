@@ -318,16 +318,35 @@ function counterViolations(s: PoolSnapshot, c: NonNullable<PoolSnapshot["counter
       ranBy,
     );
   }
-  compare(
-    "pending tasks of class",
-    c.classes.map((r) => ({ ...r, n: r.pending ?? 0 })),
-    (r) => `${r.class_id}`,
-    tally(
+  if (c.classes.some((r) => "queued_jobs" in r)) {
+    // Schema step 35: a class counts its (job, class) queues with pending tasks.
+    const pendingOf = tally(
       s.tasks,
-      (t) => `${t.class_id}`,
+      (t) => `${t.job_id}/${t.class_id}`,
       (t) => t.state === "PENDING",
-    ),
-  );
+    );
+    const queuedJobs = new Map<string, number>();
+    for (const key of pendingOf.keys()) {
+      const classId = key.slice(key.lastIndexOf("/") + 1);
+      queuedJobs.set(classId, (queuedJobs.get(classId) ?? 0) + 1);
+    }
+    compare(
+      "queued jobs of class",
+      c.classes.map((r) => ({ ...r, n: r.queued_jobs ?? 0 })),
+      (r) => `${r.class_id}`,
+      queuedJobs,
+    );
+  } else
+    compare(
+      "pending tasks of class",
+      c.classes.map((r) => ({ ...r, n: r.pending ?? 0 })),
+      (r) => `${r.class_id}`,
+      tally(
+        s.tasks,
+        (t) => `${t.class_id}`,
+        (t) => t.state === "PENDING",
+      ),
+    );
   // Schema step 33: a queue row is queued (in its table's index) exactly while its pending count is above 0.
   for (const [table, rows] of [
     ["job", c.job_queues],
@@ -335,8 +354,9 @@ function counterViolations(s: PoolSnapshot, c: NonNullable<PoolSnapshot["counter
     ["class", c.classes],
   ] as const) {
     for (const r of rows ?? []) {
-      if ("queued" in r && r.queued !== ((r.pending as number) > 0 ? 1 : 0))
-        out.push(`queue of ${table} ${JSON.stringify(r)}: queued ${r.queued} with ${r.pending} pending`);
+      const count = (r.queued_jobs ?? r.pending) as number;
+      if ("queued" in r && r.queued !== (count > 0 ? 1 : 0))
+        out.push(`queue of ${table} ${JSON.stringify(r)}: queued ${r.queued} with ${count} pending`);
     }
   }
   return out;

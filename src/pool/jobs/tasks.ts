@@ -98,8 +98,9 @@ export function addTasks(
 
 /**
  * The counts the queue keeps, for a batch of new PENDING tasks (job, class):
- * pending per job (its queue row: metrics, job records, the claim's seeks)
- * and pool, per class and per (job, class) (the claim's seeks). A statement
+ * pending per job (its queue row: metrics, job records, the claim's seeks),
+ * pool and (job, class) (the claim's seeks; a class counts its queued jobs by
+ * trigger, schema step 35). A statement
  * per counter row, not per task: schema step 26 took this from the insert
  * triggers, which wrote each counter once per task. The job's first
  * pending task activates its queue, as one at a time did (job_queues'
@@ -108,11 +109,9 @@ export function addTasks(
 function countAdded(sql: SqlStorage, added: ReadonlyArray<readonly [string, number]>): void {
   if (added.length === 0) return;
   const perJob = new Map<string, number>();
-  const perClass = new Map<number, number>();
   const perJobClass = new Map<string, [string, number, number]>();
   for (const [jobId, classId] of added) {
     perJob.set(jobId, (perJob.get(jobId) ?? 0) + 1);
-    perClass.set(classId, (perClass.get(classId) ?? 0) + 1);
     const key = `${classId}/${jobId}`;
     const entry = perJobClass.get(key) ?? [jobId, classId, 0];
     entry[2]++;
@@ -126,8 +125,6 @@ function countAdded(sql: SqlStorage, added: ReadonlyArray<readonly [string, numb
       n,
     );
   }
-  for (const [classId, n] of perClass)
-    sql.exec("UPDATE classes SET pending = pending + ? WHERE class_id = ?", n, classId);
   for (const [jobId, classId, n] of perJobClass.values())
     sql.exec(
       `INSERT INTO queue_classes (job_id, class_id, priority, pending)

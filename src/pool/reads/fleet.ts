@@ -18,7 +18,7 @@ import { sealedPending, type Viewer } from "../ledger/sealing";
 import { ASSIGNED_POOLS, storedNodeView } from "../nodes/registry";
 import { acceptingSql, onlineSql } from "../nodes/states";
 import { clip } from "./clipping";
-import { claimableNodes, classHeadSql, judgeNode, taskGate } from "./placement-report";
+import { claimableNodes, classHeadSql, classPendingSql, judgeNode, taskGate } from "./placement-report";
 
 /** Pending requirement classes the demand reads, those with the most pending tasks first. */
 export const DEMAND_CLASSES_CHECKED = 50;
@@ -80,7 +80,8 @@ export function demand(
   const sealed = sealedPending(sql, viewer, "class_id");
   const classes = sql
     .exec<{ class_id: number; class_key: string; requirement: string; pending: number }>(
-      "SELECT class_id, class_key, requirement, pending FROM classes WHERE queued = 1 ORDER BY pending DESC, class_id LIMIT ?",
+      `SELECT class_id, class_key, requirement, ${classPendingSql("classes")} AS pending FROM classes WHERE queued = 1
+       ORDER BY pending DESC, class_id LIMIT ?`,
       DEMAND_CLASSES_CHECKED,
     )
     .toArray()
@@ -88,7 +89,13 @@ export function demand(
     .filter((c) => c.pending > 0);
   // Classes whose only pending tasks a node is shown as taken count as none to it.
   const onlySealed = [...sealed].filter(
-    ([id, n]) => sql.exec<{ pending: number }>("SELECT pending FROM classes WHERE class_id = ?", id).one().pending <= n,
+    ([id, n]) =>
+      sql
+        .exec<{ pending: number }>(
+          `SELECT ${classPendingSql("classes")} AS pending FROM classes WHERE class_id = ?`,
+          id,
+        )
+        .one().pending <= n,
   ).length;
   const pendingClasses =
     sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM classes WHERE queued = 1").one().n - onlySealed;
@@ -209,7 +216,7 @@ export function pendingClasses(sql: SqlStorage, stuckClasses: number): PendingCl
     .toArray();
   const most = sql
     .exec<PendingClass>(
-      "SELECT class_key AS key, requirement FROM classes WHERE queued = 1 ORDER BY pending DESC, class_id LIMIT ?",
+      `SELECT class_key AS key, requirement FROM classes WHERE queued = 1 ORDER BY ${classPendingSql("classes")} DESC, class_id LIMIT ?`,
       DEMAND_CLASSES_CHECKED,
     )
     .toArray();

@@ -365,3 +365,11 @@ export const pendingHeadSql = (q: string) => `MIN(
 /** The earliest pending task of the classes row `c`, over its jobs with pending tasks of it. */
 export const classHeadSql = (c: string) =>
   `(SELECT MIN(${pendingHeadSql("q")}) FROM queue_classes q WHERE q.class_id = ${c}.class_id AND q.queued = 1)`;
+
+/**
+ * The pending tasks of the classes row `c`, summed over its queued jobs
+ * (schema step 35: a class counts its queued jobs, so a claim writes no row
+ * of it); a seek of queue_classes_level.
+ */
+export const classPendingSql = (c: string) =>
+  `(SELECT COALESCE(SUM(q.pending), 0) FROM queue_classes q WHERE q.class_id = ${c}.class_id AND q.queued = 1)`;

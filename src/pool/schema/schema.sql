@@ -1,5 +1,5 @@
 -- The pool object's SQLite schema after every migration in src/pool/schema/schema.ts
--- (1-34): what a new pool starts with and what every older pool is migrated to.
+-- (1-35): what a new pool starts with and what every older pool is migrated to.
 -- Generated from a freshly migrated pool's sqlite_master, never edited by hand:
 -- test/worker/schema/schema.test.ts fails when they differ; after changing a migration,
 -- `npm run schema:snapshot` rewrites this file. Run on an empty database it makes
@@ -67,9 +67,9 @@ CREATE TABLE classes (
     class_key TEXT NOT NULL UNIQUE,
     requirement TEXT NOT NULL             -- the reduced payload the gate reads
   );
-ALTER TABLE classes ADD COLUMN pending INTEGER NOT NULL DEFAULT 0; -- migration 5
+ALTER TABLE classes ADD COLUMN queued_jobs INTEGER NOT NULL DEFAULT 0; -- migration 5, renamed by 35
 ALTER TABLE classes ADD COLUMN queued INTEGER NOT NULL DEFAULT 0; -- migration 33
-CREATE INDEX classes_queued ON classes (class_id) WHERE queued = 1; -- migration 33
+CREATE INDEX classes_queued ON classes (class_id) WHERE queued = 1; -- migration 35
 
 -- device_codes: migration 11
 CREATE TABLE device_codes (
@@ -406,17 +406,6 @@ CREATE TABLE uploads (
 -- Triggers: kept in the transaction of every change, whatever code path makes it.
 -- Each says which rule it keeps and where that rule's TypeScript half lives.
 
--- classes_queued (migration 33):
--- docs/protocol.md §16, rows written: classes.queued is 1 exactly while its pending count is
--- above 0, written only when the count crosses 0, so classes_queued (which reads the flag) is
--- not rewritten by every change of the count. TypeScript half: the claim
--- (src/pool/scheduling/scheduling.ts) and the reads (src/pool/reads/) select queued rows by it;
--- test/invariants/check.ts holds the flag to the count.
-CREATE TRIGGER classes_queued AFTER UPDATE OF pending ON classes
-    WHEN (OLD.pending > 0) <> (NEW.pending > 0) BEGIN
-    UPDATE classes SET queued = NEW.pending > 0 WHERE class_id = NEW.class_id;
-  END;
-
 -- job_queues_activate (migration 33):
 -- docs/protocol.md §13 rule 2 (fair share, no banked turns): a job whose pending count leaves 0
 -- is queued (job_queues_next), catches its pass up to the lowest of its tenant's other queued
@@ -628,28 +617,46 @@ CREATE TRIGGER queue_classes_owners_delete AFTER DELETE ON queue_classes BEGIN
     DELETE FROM owner_replicas WHERE job_id = OLD.job_id AND class_id = OLD.class_id;
   END;
 
--- queue_classes_queued (migration 33):
+-- queue_classes_queued (migration 35):
 -- docs/protocol.md §16, rows written: queue_classes.queued is 1 exactly while its pending count
--- is above 0, written only when the count crosses 0, so queue_classes_level (which reads the
--- flag) is not rewritten by every change of the count. TypeScript half: the claim
--- (src/pool/scheduling/scheduling.ts) and the reads (src/pool/reads/) select queued rows by it;
--- test/invariants/check.ts holds the flag to the count.
+-- is above 0, written only when the count crosses 0, and its class counts it among its queued
+-- jobs (classes.queued_jobs, classes.queued while above 0), so neither queue_classes_level nor
+-- classes_queued (which read the flags) is rewritten by every change of a count. TypeScript
+-- half: the claim (src/pool/scheduling/scheduling.ts) and the reads (src/pool/reads/) select
+-- queued rows by the flags; src/pool/reads/fleet.ts sums a class's pending tasks over its
+-- queued jobs; test/invariants/check.ts holds the flags and counts to the tasks.
 CREATE TRIGGER queue_classes_queued AFTER UPDATE OF pending ON queue_classes
     WHEN (OLD.pending > 0) <> (NEW.pending > 0) BEGIN
     UPDATE queue_classes SET queued = NEW.pending > 0 WHERE job_id = NEW.job_id AND class_id = NEW.class_id;
+    UPDATE classes SET queued_jobs = queued_jobs + IIF(NEW.pending > 0, 1, -1),
+        queued = queued_jobs + IIF(NEW.pending > 0, 1, -1) > 0
+      WHERE class_id = NEW.class_id;
   END;
 
--- queue_classes_queued_insert (migration 33):
--- docs/protocol.md §16, rows written: queue_classes.queued is 1 exactly while its pending count
--- is above 0, written only when the count crosses 0, so queue_classes_level (which reads the
--- flag) is not rewritten by every change of the count. TypeScript half: the claim
--- (src/pool/scheduling/scheduling.ts) and the reads (src/pool/reads/) select queued rows by it;
--- test/invariants/check.ts holds the flag to the count.
+-- queue_classes_queued_delete (migration 35):
+-- docs/protocol.md §16, rows written: a queued (job, class) queue deleted leaves its class's
+-- count, so neither queue_classes_level nor classes_queued (which read the flags) is rewritten
+-- by every change of a count. TypeScript half: the claim (src/pool/scheduling/scheduling.ts)
+-- and the reads (src/pool/reads/) select queued rows by the flags; src/pool/reads/fleet.ts sums
+-- a class's pending tasks over its queued jobs; test/invariants/check.ts holds the flags and
+-- counts to the tasks.
+CREATE TRIGGER queue_classes_queued_delete AFTER DELETE ON queue_classes WHEN OLD.queued = 1 BEGIN
+    UPDATE classes SET queued_jobs = queued_jobs - 1, queued = queued_jobs > 1 WHERE class_id = OLD.class_id;
+  END;
+
+-- queue_classes_queued_insert (migration 35):
+-- docs/protocol.md §16, rows written: a (job, class) queue created with pending work is queued
+-- and counted among its class's queued jobs, so neither queue_classes_level nor classes_queued
+-- (which read the flags) is rewritten by every change of a count. TypeScript half: the claim
+-- (src/pool/scheduling/scheduling.ts) and the reads (src/pool/reads/) select queued rows by the
+-- flags; src/pool/reads/fleet.ts sums a class's pending tasks over its queued jobs;
+-- test/invariants/check.ts holds the flags and counts to the tasks.
 CREATE TRIGGER queue_classes_queued_insert AFTER INSERT ON queue_classes WHEN NEW.pending > 0 BEGIN
     UPDATE queue_classes SET queued = 1 WHERE job_id = NEW.job_id AND class_id = NEW.class_id;
+    UPDATE classes SET queued_jobs = queued_jobs + 1, queued = 1 WHERE class_id = NEW.class_id;
   END;
 
--- tasks_count_delete (migration 28):
+-- tasks_count_delete (migration 35):
 -- docs/protocol.md §12, counters not scans: a task's delete (archiving its job) takes it out of
 -- the same counts as tasks_count_state, in the same transaction. TypeScript half:
 -- src/pool/alarm/archive.ts deletes an archived job's tasks, then its queue row.
@@ -670,20 +677,19 @@ CREATE TRIGGER tasks_count_delete AFTER DELETE ON tasks BEGIN
         completed = completed - (OLD.state = 'COMPLETED'),
         failed = failed - (OLD.state = 'FAILED'),
         cancelled = cancelled - (OLD.state = 'CANCELLED');
-    UPDATE classes SET pending = pending - 1 WHERE class_id = OLD.class_id AND OLD.state = 'PENDING';
     UPDATE queue_classes SET pending = pending - 1
       WHERE job_id = OLD.job_id AND class_id = OLD.class_id AND OLD.state = 'PENDING';
   END;
 
--- tasks_count_state (migration 28):
+-- tasks_count_state (migration 35):
 -- docs/protocol.md §12, counters not scans, and §16, a row per counter per change: in the same
 -- transaction as a task's change of state, its job's counts by state (job_queues: pending and
--- the others, one row), the pool's (pool_task_counts, one row), its class's pending count
--- (classes) and its (job, class)'s (queue_classes). TypeScript half: src/pool/jobs/jobs.ts
--- taskCounts and poolTaskCounts read the counts (a job's state and the pool's totals),
--- src/pool/jobs/tasks.ts countAdded counts a submission's tasks,
--- src/pool/scheduling/scheduling.ts walks job_queues, queue_classes and classes for the claim
--- (docs/protocol.md §13 rules 1 and 2).
+-- the others, one row), the pool's (pool_task_counts, one row) and its (job, class)'s pending
+-- count (queue_classes). TypeScript half: src/pool/jobs/jobs.ts taskCounts and poolTaskCounts
+-- read the counts (a job's state and the pool's totals), src/pool/jobs/tasks.ts countAdded
+-- counts a submission's tasks, src/pool/scheduling/scheduling.ts walks job_queues,
+-- queue_classes and classes for the claim (docs/protocol.md §13 rules 1 and 2),
+-- src/pool/reads/fleet.ts sums a class's pending tasks over its queued jobs.
 CREATE TRIGGER tasks_count_state AFTER UPDATE OF state ON tasks WHEN OLD.state <> NEW.state BEGIN
     UPDATE job_queues SET pending = pending + (NEW.state = 'PENDING') - (OLD.state = 'PENDING'),
         leased = leased + (NEW.state = 'LEASED') - (OLD.state = 'LEASED'),
@@ -701,8 +707,6 @@ CREATE TRIGGER tasks_count_state AFTER UPDATE OF state ON tasks WHEN OLD.state <
         completed = completed + (NEW.state = 'COMPLETED') - (OLD.state = 'COMPLETED'),
         failed = failed + (NEW.state = 'FAILED') - (OLD.state = 'FAILED'),
         cancelled = cancelled + (NEW.state = 'CANCELLED') - (OLD.state = 'CANCELLED');
-    UPDATE classes SET pending = pending - 1 WHERE class_id = OLD.class_id AND OLD.state = 'PENDING';
-    UPDATE classes SET pending = pending + 1 WHERE class_id = NEW.class_id AND NEW.state = 'PENDING';
     UPDATE queue_classes SET pending = pending + IIF(NEW.state = 'PENDING', 1, -1)
       WHERE job_id = NEW.job_id AND class_id = NEW.class_id AND (OLD.state = 'PENDING') <> (NEW.state = 'PENDING');
   END;

@@ -209,7 +209,7 @@ describe("the invariant checker", () => {
     ["a task counter that drifted", "UPDATE pool_task_counts SET leased = leased + 1", /tasks in state LEASED/],
     ["a job's task counter that drifted", "UPDATE job_queues SET completed = 7", /tasks of job and state/],
     ["a job counter that drifted", "UPDATE job_counts SET n = 7", /jobs in state RUNNING/],
-    ["a class's pending count that drifted", "UPDATE classes SET pending = 3", /pending tasks of class/],
+    ["a class's count of queued jobs that drifted", "UPDATE classes SET queued_jobs = 3", /queued jobs of class/],
   ];
   // Over several shards the summary's tick runs the alarm every 500 ms, and its sweep ends the lease whose
   // deadline the corruption moved before the checker reads it: the tick mends an unarmed alarm there.

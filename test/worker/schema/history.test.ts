@@ -108,6 +108,34 @@ describe("counters, not scans", () => {
     expect(queued).toEqual({ queued: 0, pending: 0 });
   });
 
+  // Schema step 35: a class counts its queued jobs, not its pending tasks (docs/protocol.md §16); the demand sums
+  // the jobs' counts. A busy pool from before it is counted over, and a claim that leaves its job queued writes no
+  // row of the class.
+  it("a busy pool's classes count their queued jobs after step 35, and the demand still counts their tasks", async () => {
+    const { pool, jobs } = await busyPool();
+    const classes = (sql: SqlStorage) => sql.exec("SELECT queued_jobs, queued FROM classes").toArray();
+    const before = await runInDurableObject(stub(pool), (_o, state) => {
+      rewindSchema(state.storage.sql, 34);
+      state.storage.transactionSync(() => migrate(state.storage.sql));
+      return classes(state.storage.sql);
+    });
+    // The requeued job's task and the running job's three, all of one class.
+    expect(before).toEqual([{ queued_jobs: 2, queued: 1 }]);
+    expect(await violations(pool)).toEqual([]);
+    const pending = async () =>
+      (await json<{ demand: { classes: Array<{ pending: number }> } }>(await call(pool, "GET", "/nodes/summary")))
+        .demand.classes[0]?.pending;
+    expect(await pending()).toBe(4);
+    expect((await claim(pool, "n1", jobs.running.job_id)).status).toBe(200);
+    expect(await pending()).toBe(3);
+    expect(await runInDurableObject(stub(pool), (_o, state) => classes(state.storage.sql))).toEqual(before);
+    expect((await claim(pool, "n1", jobs.requeued.job_id)).status).toBe(200);
+    expect(await runInDurableObject(stub(pool), (_o, state) => classes(state.storage.sql))).toEqual([
+      { queued_jobs: 1, queued: 1 },
+    ]);
+    expect(await violations(pool)).toEqual([]);
+  });
+
   it("the claim's statements seek indexes: tenants, jobs and tasks are never scanned", async () => {
     const { pool } = await busyPool();
     const plans = await runInDurableObject(stub(pool), (_o, state) => {

@@ -23,7 +23,7 @@ export function schemaRows(sql: SqlStorage): SchemaRow[] {
 /** Which migration made each object (the last to create it), and each column added after its table. */
 export type Origins = {
   objects: Map<string, number>;
-  columns: Map<string, Array<{ column: string; id: number }>>;
+  columns: Map<string, Array<{ column: string; id: number; renamedBy?: number }>>;
 };
 
 const columnsOf = (sql: SqlStorage, table: string) =>
@@ -40,7 +40,7 @@ export function replayMigrations(sql: SqlStorage): Origins {
   rewindSchema(sql, 0);
   const objects = new Map<string, number>();
   const sqlOf = new Map<string, string>();
-  const columns = new Map<string, Array<{ column: string; id: number }>>();
+  const columns: Origins["columns"] = new Map();
   const tableColumns = new Map<string, string[]>();
   for (const m of MIGRATIONS) {
     sql.exec(m.up);
@@ -52,9 +52,17 @@ export function replayMigrations(sql: SqlStorage): Origins {
       if (row.type !== "table") continue;
       const cols = columnsOf(sql, name);
       if (!isNew) {
-        const before = new Set(tableColumns.get(name));
-        const added = cols.filter((c) => !before.has(c)).map((column) => ({ column, id: m.id }));
-        if (added.length) columns.set(name, [...(columns.get(name) ?? []), ...added]);
+        const previous = tableColumns.get(name) ?? [];
+        const before = new Set(previous);
+        // A column renamed (ALTER TABLE RENAME COLUMN) keeps its place and the step that added it.
+        const kept = (columns.get(name) ?? []).flatMap((a) => {
+          if (cols.includes(a.column)) return [a];
+          const renamed = cols[previous.indexOf(a.column)];
+          return renamed !== undefined && !before.has(renamed) ? [{ ...a, column: renamed, renamedBy: m.id }] : [];
+        });
+        const known = new Set(kept.map((a) => a.column));
+        const added = cols.filter((c) => !before.has(c) && !known.has(c)).map((column) => ({ column, id: m.id }));
+        if (kept.length || added.length) columns.set(name, [...kept, ...added]);
       }
       tableColumns.set(name, cols);
     }
@@ -136,7 +144,10 @@ export function renderSchema(rows: readonly SchemaRow[], origins: Origins): stri
     );
     out.push(`-- ${table.name}: ${made(table.name)}`, `${create};`);
     defs.forEach((def, i) => {
-      out.push(`ALTER TABLE ${table.name} ADD COLUMN ${def}; -- migration ${added[i]!.id}`);
+      const { id, renamedBy } = added[i]!;
+      out.push(
+        `ALTER TABLE ${table.name} ADD COLUMN ${def}; -- migration ${id}${renamedBy ? `, renamed by ${renamedBy}` : ""}`,
+      );
     });
     for (const index of of("index").filter((i) => i.tbl_name === table.name)) {
       out.push(`${index.sql}; -- ${made(index.name)}`);

@@ -11,6 +11,10 @@ const fairShare = (does: string) =>
 const queued = (table: string, index: string) =>
   `docs/protocol.md §16, rows written: ${table}.queued is 1 exactly while its pending count is above 0, written only when the count crosses 0, so ${index} (which reads the flag) is not rewritten by every change of the count. TypeScript half: the claim (src/pool/scheduling/scheduling.ts) and the reads (src/pool/reads/) select queued rows by it; test/invariants/check.ts holds the flag to the count.`;
 
+/** The note of a trigger keeping a (job, class) queue's flag and its class's count of queued jobs. */
+const classQueued = (does: string) =>
+  `docs/protocol.md §16, rows written: ${does} so neither queue_classes_level nor classes_queued (which read the flags) is rewritten by every change of a count. TypeScript half: the claim (src/pool/scheduling/scheduling.ts) and the reads (src/pool/reads/) select queued rows by the flags; src/pool/reads/fleet.ts sums a class's pending tasks over its queued jobs; test/invariants/check.ts holds the flags and counts to the tasks.`;
+
 const JOB_QUEUES_TRIGGERS_9 = `CREATE TRIGGER job_queues_activate AFTER UPDATE OF pending ON job_queues
     WHEN OLD.pending <= 0 AND NEW.pending > 0 BEGIN
     UPDATE job_queues SET pass = MAX(pass, COALESCE((SELECT MIN(q.pass) FROM job_queues q
@@ -33,7 +37,8 @@ const JOB_QUEUES_TRIGGERS_9 = `CREATE TRIGGER job_queues_activate AFTER UPDATE O
     DELETE FROM tenant_shares WHERE priority = NEW.priority AND tenant = NEW.tenant AND active <= 0;
   END;`;
 
-const QUEUED_TRIGGERS = `CREATE TRIGGER job_queues_activate AFTER UPDATE OF pending ON job_queues
+/** Step 33's triggers of the job queues' flag. */
+const JOB_QUEUES_TRIGGERS_33 = `CREATE TRIGGER job_queues_activate AFTER UPDATE OF pending ON job_queues
     WHEN OLD.pending <= 0 AND NEW.pending > 0 BEGIN
     UPDATE job_queues SET queued = 1, pass = MAX(pass, COALESCE((SELECT MIN(q.pass) FROM job_queues q
         WHERE q.priority = NEW.priority AND q.tenant = NEW.tenant AND q.queued = 1 AND q.job_id <> NEW.job_id), 0))
@@ -55,18 +60,75 @@ const QUEUED_TRIGGERS = `CREATE TRIGGER job_queues_activate AFTER UPDATE OF pend
     UPDATE job_queues SET queued = 0 WHERE job_id = NEW.job_id;
     UPDATE tenant_shares SET active = active - 1 WHERE priority = NEW.priority AND tenant = NEW.tenant;
     DELETE FROM tenant_shares WHERE priority = NEW.priority AND tenant = NEW.tenant AND active <= 0;
-  END;
-  CREATE TRIGGER classes_queued AFTER UPDATE OF pending ON classes
+  END;`;
+/** Step 33's trigger of a class's flag (step 35 drops it). */
+const CLASSES_QUEUED_33 = `CREATE TRIGGER classes_queued AFTER UPDATE OF pending ON classes
     WHEN (OLD.pending > 0) <> (NEW.pending > 0) BEGIN
     UPDATE classes SET queued = NEW.pending > 0 WHERE class_id = NEW.class_id;
-  END;
-  CREATE TRIGGER queue_classes_queued AFTER UPDATE OF pending ON queue_classes
+  END;`;
+/** Step 33's triggers of a (job, class) queue's flag (step 35 makes them count the class's queued jobs). */
+const QUEUE_CLASSES_TRIGGERS_33 = `CREATE TRIGGER queue_classes_queued AFTER UPDATE OF pending ON queue_classes
     WHEN (OLD.pending > 0) <> (NEW.pending > 0) BEGIN
     UPDATE queue_classes SET queued = NEW.pending > 0 WHERE job_id = NEW.job_id AND class_id = NEW.class_id;
   END;
   CREATE TRIGGER queue_classes_queued_insert AFTER INSERT ON queue_classes WHEN NEW.pending > 0 BEGIN
     UPDATE queue_classes SET queued = 1 WHERE job_id = NEW.job_id AND class_id = NEW.class_id;
   END;`;
+const QUEUED_TRIGGERS = `${JOB_QUEUES_TRIGGERS_33}
+  ${CLASSES_QUEUED_33}
+  ${QUEUE_CLASSES_TRIGGERS_33}`;
+
+/** Step 28's count triggers; `classLines` are its class counter's (step 35 takes them out). */
+const countTriggers = (classLines: {
+  state: string;
+  delete: string;
+}) => `CREATE TRIGGER tasks_count_state AFTER UPDATE OF state ON tasks WHEN OLD.state <> NEW.state BEGIN
+    UPDATE job_queues SET pending = pending + (NEW.state = 'PENDING') - (OLD.state = 'PENDING'),
+        leased = leased + (NEW.state = 'LEASED') - (OLD.state = 'LEASED'),
+        completed = completed + (NEW.state = 'COMPLETED') - (OLD.state = 'COMPLETED'),
+        failed = failed + (NEW.state = 'FAILED') - (OLD.state = 'FAILED'),
+        cancelled = cancelled + (NEW.state = 'CANCELLED') - (OLD.state = 'CANCELLED')
+      WHERE job_id = NEW.job_id AND (OLD.state = 'PENDING') <> (NEW.state = 'PENDING');
+    UPDATE job_queues SET leased = leased + (NEW.state = 'LEASED') - (OLD.state = 'LEASED'),
+        completed = completed + (NEW.state = 'COMPLETED') - (OLD.state = 'COMPLETED'),
+        failed = failed + (NEW.state = 'FAILED') - (OLD.state = 'FAILED'),
+        cancelled = cancelled + (NEW.state = 'CANCELLED') - (OLD.state = 'CANCELLED')
+      WHERE job_id = NEW.job_id AND (OLD.state = 'PENDING') = (NEW.state = 'PENDING');
+    UPDATE pool_task_counts SET pending = pending + (NEW.state = 'PENDING') - (OLD.state = 'PENDING'),
+        leased = leased + (NEW.state = 'LEASED') - (OLD.state = 'LEASED'),
+        completed = completed + (NEW.state = 'COMPLETED') - (OLD.state = 'COMPLETED'),
+        failed = failed + (NEW.state = 'FAILED') - (OLD.state = 'FAILED'),
+        cancelled = cancelled + (NEW.state = 'CANCELLED') - (OLD.state = 'CANCELLED');${classLines.state}
+    UPDATE queue_classes SET pending = pending + IIF(NEW.state = 'PENDING', 1, -1)
+      WHERE job_id = NEW.job_id AND class_id = NEW.class_id AND (OLD.state = 'PENDING') <> (NEW.state = 'PENDING');
+  END;
+  CREATE TRIGGER tasks_count_delete AFTER DELETE ON tasks BEGIN
+    UPDATE job_queues SET pending = pending - (OLD.state = 'PENDING'),
+        leased = leased - (OLD.state = 'LEASED'),
+        completed = completed - (OLD.state = 'COMPLETED'),
+        failed = failed - (OLD.state = 'FAILED'),
+        cancelled = cancelled - (OLD.state = 'CANCELLED')
+      WHERE job_id = OLD.job_id AND OLD.state = 'PENDING';
+    UPDATE job_queues SET leased = leased - (OLD.state = 'LEASED'),
+        completed = completed - (OLD.state = 'COMPLETED'),
+        failed = failed - (OLD.state = 'FAILED'),
+        cancelled = cancelled - (OLD.state = 'CANCELLED')
+      WHERE job_id = OLD.job_id AND OLD.state <> 'PENDING';
+    UPDATE pool_task_counts SET pending = pending - (OLD.state = 'PENDING'),
+        leased = leased - (OLD.state = 'LEASED'),
+        completed = completed - (OLD.state = 'COMPLETED'),
+        failed = failed - (OLD.state = 'FAILED'),
+        cancelled = cancelled - (OLD.state = 'CANCELLED');${classLines.delete}
+    UPDATE queue_classes SET pending = pending - 1
+      WHERE job_id = OLD.job_id AND class_id = OLD.class_id AND OLD.state = 'PENDING';
+  END;`;
+const CLASS_COUNT_LINES_28 = {
+  state: `
+    UPDATE classes SET pending = pending - 1 WHERE class_id = OLD.class_id AND OLD.state = 'PENDING';
+    UPDATE classes SET pending = pending + 1 WHERE class_id = NEW.class_id AND NEW.state = 'PENDING';`,
+  delete: `
+    UPDATE classes SET pending = pending - 1 WHERE class_id = OLD.class_id AND OLD.state = 'PENDING';`,
+};
 
 export const FEWER_ROWS: readonly Migration[] = [
   // 30: a lease's end no longer writes its node's row. A node that ended a
@@ -183,5 +245,61 @@ export const FEWER_ROWS: readonly Migration[] = [
     down: `INSERT INTO unreferenced (object, collect_after_ms) SELECT object, started_ms + 3600000 FROM uploads WHERE true
     ON CONFLICT (object) DO NOTHING;
   DROP TABLE uploads;`,
+  },
+  // 35: a class counts its queued jobs, not its pending tasks. A claim or requeue changed the
+  // class's count (a row written) though only whether the class holds work is read on the claim's
+  // path; the jobs' own counts (queue_classes) say how many wait, summed when the demand is read.
+  // Now the class's row is written when one of its (job, class) queues fills or empties.
+  // O(classes + queued (job, class) pairs) over any history.
+  {
+    id: 35,
+    description: "a class counts its queued (job, class) pairs, written when one fills or empties, not per task",
+    up: `DROP TRIGGER tasks_count_state;
+  DROP TRIGGER tasks_count_delete;
+  DROP TRIGGER classes_queued;
+  DROP TRIGGER queue_classes_queued;
+  DROP TRIGGER queue_classes_queued_insert;
+  ALTER TABLE classes RENAME COLUMN pending TO queued_jobs;
+  UPDATE classes SET queued_jobs = (SELECT COUNT(*) FROM queue_classes q WHERE q.class_id = classes.class_id AND q.queued = 1)
+    WHERE true;
+  ${countTriggers({ state: "", delete: "" })}
+  CREATE TRIGGER queue_classes_queued AFTER UPDATE OF pending ON queue_classes
+    WHEN (OLD.pending > 0) <> (NEW.pending > 0) BEGIN
+    UPDATE queue_classes SET queued = NEW.pending > 0 WHERE job_id = NEW.job_id AND class_id = NEW.class_id;
+    UPDATE classes SET queued_jobs = queued_jobs + IIF(NEW.pending > 0, 1, -1),
+        queued = queued_jobs + IIF(NEW.pending > 0, 1, -1) > 0
+      WHERE class_id = NEW.class_id;
+  END;
+  CREATE TRIGGER queue_classes_queued_insert AFTER INSERT ON queue_classes WHEN NEW.pending > 0 BEGIN
+    UPDATE queue_classes SET queued = 1 WHERE job_id = NEW.job_id AND class_id = NEW.class_id;
+    UPDATE classes SET queued_jobs = queued_jobs + 1, queued = 1 WHERE class_id = NEW.class_id;
+  END;
+  CREATE TRIGGER queue_classes_queued_delete AFTER DELETE ON queue_classes WHEN OLD.queued = 1 BEGIN
+    UPDATE classes SET queued_jobs = queued_jobs - 1, queued = queued_jobs > 1 WHERE class_id = OLD.class_id;
+  END;`,
+    down: `DROP TRIGGER tasks_count_state;
+  DROP TRIGGER tasks_count_delete;
+  DROP TRIGGER queue_classes_queued;
+  DROP TRIGGER queue_classes_queued_insert;
+  DROP TRIGGER queue_classes_queued_delete;
+  ALTER TABLE classes RENAME COLUMN queued_jobs TO pending;
+  UPDATE classes SET pending = (SELECT TOTAL(q.pending) FROM queue_classes q WHERE q.class_id = classes.class_id)
+    WHERE true;
+  ${countTriggers(CLASS_COUNT_LINES_28)}
+  ${CLASSES_QUEUED_33}
+  ${QUEUE_CLASSES_TRIGGERS_33}`,
+    triggers: {
+      tasks_count_state:
+        "docs/protocol.md §12, counters not scans, and §16, a row per counter per change: in the same transaction as a task's change of state, its job's counts by state (job_queues: pending and the others, one row), the pool's (pool_task_counts, one row) and its (job, class)'s pending count (queue_classes). TypeScript half: src/pool/jobs/jobs.ts taskCounts and poolTaskCounts read the counts (a job's state and the pool's totals), src/pool/jobs/tasks.ts countAdded counts a submission's tasks, src/pool/scheduling/scheduling.ts walks job_queues, queue_classes and classes for the claim (docs/protocol.md §13 rules 1 and 2), src/pool/reads/fleet.ts sums a class's pending tasks over its queued jobs.",
+      tasks_count_delete:
+        "docs/protocol.md §12, counters not scans: a task's delete (archiving its job) takes it out of the same counts as tasks_count_state, in the same transaction. TypeScript half: src/pool/alarm/archive.ts deletes an archived job's tasks, then its queue row.",
+      queue_classes_queued: classQueued(
+        "queue_classes.queued is 1 exactly while its pending count is above 0, written only when the count crosses 0, and its class counts it among its queued jobs (classes.queued_jobs, classes.queued while above 0),",
+      ),
+      queue_classes_queued_insert: classQueued(
+        "a (job, class) queue created with pending work is queued and counted among its class's queued jobs,",
+      ),
+      queue_classes_queued_delete: classQueued("a queued (job, class) queue deleted leaves its class's count,"),
+    },
   },
 ];
