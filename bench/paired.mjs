@@ -17,7 +17,7 @@ import { median, ROOT, round } from "./lib.mjs";
  * One in-object run at `depth` in `dir`: its figures at that depth.
  * @param {string} dir @param {number} depth
  */
-function runIn(dir, depth) {
+export function runIn(dir, depth) {
   const results = join(dir, "bench", "results", "in-object.json");
   const kept = readFileSync(results, "utf8");
   try {
@@ -26,8 +26,11 @@ function runIn(dir, depth) {
       stdio: ["ignore", "ignore", "inherit"],
       timeout: 900_000,
     });
-    const s = JSON.parse(readFileSync(results, "utf8")).summary[0];
+    const written = JSON.parse(readFileSync(results, "utf8"));
+    const s = written.summary[0];
     return {
+      /** The first many-tenants queue's (1,000 jobs over 100 tenants, one priority); null where the bench has none. */
+      tenants_cpu_cycles_per_s: written.tenants?.[0]?.cpu.cycles_per_s ?? null,
       classes: s.classes,
       cpu_claim_us: s.cpu.claim_us_p50,
       gpu_claim_us: s.gpu.claim_us_p50,
