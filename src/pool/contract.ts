@@ -82,13 +82,17 @@ export type LayoutAnswer = { epochs: LayoutEpoch[]; refusing: string | null };
  * (evidence that lied, `reason` saying how), `seen` (the node's last
  * request at another shard, `at`, and its latest live deadline there,
  * `until`; `ended` when one of its leases there just stopped being live:
- * docs/sharding.md §8.3, written by schema step 20's trigger and by a
- * renewal there).
+ * docs/sharding.md §8.3, written by schema step 20's trigger, by a
+ * renewal there and by a commit there, with what the commit `earned`).
  */
 export type Outcome =
+  | RecordOutcome
+  | { outcome: "seen"; at: number; until: number; ended?: number; earned?: RecordOutcome };
+
+/** An outcome for the node's record; a commit's rides on its `seen` as `earned` (schema step 36). */
+export type RecordOutcome =
   | { outcome: "accepted" | "valid" | "failed" | "abandoned" | "invalid" }
-  | { outcome: "lie"; reason: string }
-  | { outcome: "seen"; at: number; until: number; ended?: number };
+  | { outcome: "lie"; reason: string };
 
 /** An outcome as it travels home: for which node. */
 export type NodeOutcome = (Outcome | ReplicaOutcome) & { node_id: string };

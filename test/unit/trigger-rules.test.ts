@@ -49,10 +49,10 @@ describe("the outbox's columns", () => {
   const inserts = /INSERT INTO outbox\s*\(([^)]*)\)/g;
   const columnsIn = (sql: string) => [...sql.matchAll(inserts)].map((m) => m[1]!.split(",").map((c) => c.trim()));
 
-  it("are written in steps 20 and 22's triggers", () => {
+  it("are written in steps 36 and 22's triggers", () => {
     const names = sources(/INSERT INTO outbox/).map(([name]) => name);
     expect(names).toEqual(
-      expect.arrayContaining(["leases_end_tell_home (step 20)", "tasks_replicating_tell_homes (step 22)"]),
+      expect.arrayContaining(["leases_end_tell_home (step 36)", "tasks_replicating_tell_homes (step 22)"]),
     );
   });
 

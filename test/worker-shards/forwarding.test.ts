@@ -10,7 +10,7 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { forwardedClaim } from "../../src/pool/claims/forwarded-claims";
-import type { ClaimTicket } from "../../src/pool/contract";
+import type { ClaimTicket, OutcomeMessage } from "../../src/pool/contract";
 import { claim as claimInPool, type WireLease } from "../../src/pool/leases/leases";
 import { type Passport, passportOf, upsertPassport } from "../../src/pool/nodes/passports";
 import { MIGRATIONS } from "../../src/pool/schema/schema";
@@ -411,6 +411,43 @@ describe("outcomes of a forwarded lease go home", () => {
     expect(await recordAtHome(pool, "n1")).toMatchObject({ accepted_tasks: 1 });
     // The node's record stays at home: shard 2 has none, and keeps no outbox row.
     expect(await rowsAt(pool, K, "SELECT node_id FROM nodes")).toEqual([]);
+  });
+
+  // Schema step 36 (docs/protocol.md §16): the commit's request and its outcome travel in one outbox row.
+  it("a commit at shard 2 tells the home its request and its outcome in one row", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await submitTo(pool, K, trialsJob(1));
+    const lease = await leaseAtK(pool, "n1");
+    await delivered(pool, K);
+    const lastSeq = async () =>
+      (await rowsAt<{ last_seq: number }>(pool, 0, "SELECT last_seq FROM inbox_seen WHERE from_shard = ?", K))[0]
+        ?.last_seq ?? 0;
+    const before = await lastSeq();
+    const at = Date.now();
+    expect(await commitAtK(pool, lease)).toEqual({ status: "accepted" });
+    await delivered(pool, K);
+    expect(await lastSeq()).toBe(before + 1);
+    expect(await recordAtHome(pool, "n1")).toMatchObject({ accepted_tasks: 1, consecutive_failures: 0 });
+    const [seen] = await runInDurableObject(await homeStub(pool, "n1"), (_o, state) =>
+      state.storage.sql.exec<{ last_heartbeat_ms: number }>("SELECT last_heartbeat_ms FROM nodes").toArray(),
+    );
+    expect(seen!.last_heartbeat_ms).toBeGreaterThanOrEqual(at);
+    // A row whose outcome this home cannot read still tells the request; a malformed one is skipped whole.
+    const home = shard(pool, 0).peer();
+    const later = Date.now() + 1000;
+    const bodies = [
+      { node_id: "n1", outcome: "seen", at: later, until: 0, ended: 1, earned: { outcome: "promoted" } },
+      { node_id: "n1", outcome: "seen", at: "soon", until: 0, ended: 1, earned: { outcome: "accepted" } },
+    ];
+    const next = (await lastSeq()) + 1;
+    // What a peer of another version might send, past the type.
+    await home.deliver(K, bodies.map((body, i) => ({ seq: next + i, body })) as unknown as OutcomeMessage[]);
+    expect(await recordAtHome(pool, "n1")).toMatchObject({ accepted_tasks: 1 });
+    const [after] = await runInDurableObject(await homeStub(pool, "n1"), (_o, state) =>
+      state.storage.sql.exec<{ last_heartbeat_ms: number }>("SELECT last_heartbeat_ms FROM nodes").toArray(),
+    );
+    expect(after!.last_heartbeat_ms).toBe(later);
   });
 
   it("five failed attempts at shard 2 hold the node back at home, and its next claim there is refused", async () => {

@@ -18,7 +18,7 @@ import { jobOpen, settleJob } from "../jobs/jobs";
 import type { TaskRow } from "../jobs/tasks";
 import { emit } from "../ledger/events";
 import { eventTally } from "../ledger/tally";
-import { nodeOutcome, renewedHere } from "../nodes/outcomes";
+import { committedHere, nodeOutcome, renewedHere } from "../nodes/outcomes";
 import { type ClaimantRow, claimant, seen, storedNodeView } from "../nodes/registry";
 import { isAccepting, isHeldBack } from "../nodes/states";
 import { DEFAULT_RETRY_ELSEWHERE_MS, pickTask, useTurn } from "../scheduling/scheduling";
@@ -320,13 +320,14 @@ function judge(
   }
   if (live && valid && row.replica > 0) {
     sql.exec("UPDATE leases SET status = 'completed' WHERE lease_id = ?", leaseId);
+    committedHere(sql, now, row.node_id);
     recordReplica(sql, now, { ...row, seq: row.task_seq }, row, bound!, output!.metrics!);
     return { status: "accepted" };
   }
   if (live && valid) {
     sql.exec("UPDATE leases SET status = 'completed' WHERE lease_id = ?", leaseId);
     sql.exec("UPDATE tasks SET state = 'COMPLETED', accepted_object = ? WHERE seq = ?", bound!.object, row.task_seq);
-    nodeOutcome(sql, now, row.node_id, { outcome: "accepted" });
+    committedHere(sql, now, row.node_id, { outcome: "accepted" });
     emit(sql, now, {
       jobId: row.job_id,
       type: "TASK_COMMIT_ACCEPTED",

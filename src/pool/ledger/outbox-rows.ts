@@ -2,7 +2,7 @@
 // row for another shard, inside the caller's transaction. A leaf: it never
 // awaits and imports nothing that does, so any change may write a row and
 // the sender (src/pool/shards/outbox.ts) delivers it after the change is durable.
-// Schema steps 20 and 22 write rows from triggers, which cannot call this:
+// Schema steps 20, 22 and 36 write rows from triggers, which cannot call this:
 // test/unit/trigger-rules.test.ts holds their columns to OUTBOX_COLUMNS.
 
 /** The columns every outbox row is written with; `seq` is the table's own. */

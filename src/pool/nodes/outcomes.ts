@@ -12,7 +12,7 @@ import { MAX_STORED_TEXT_BYTES } from "../../protocol/limits";
 import { HOLD_AFTER_FAILURES, holdBackMs } from "../../rules/scheduling";
 import { truncateUtf8 } from "../../rules/text";
 import { recordVerdict, trusted } from "../../rules/verification";
-import type { NodeOutcome, Outcome, OutcomeMessage, ReplicaTask } from "../contract";
+import type { NodeOutcome, Outcome, OutcomeMessage, RecordOutcome, ReplicaTask } from "../contract";
 import { appendOutbox } from "../ledger/outbox-rows";
 import type { Pool } from "../pool";
 import { replicaElsewhere } from "../verification/replicas-elsewhere";
@@ -34,6 +34,30 @@ export function nodeOutcome(sql: SqlStorage, now: number, nodeId: string, outcom
       : { node_id: nodeId, ...outcome };
   // Sent once the change is durable; one that can distrust the node is home before its request is answered (§8.6).
   appendOutbox(sql, home, "outcome", body, now);
+}
+
+/**
+ * A commit here ended a lease of the node (docs/sharding.md §8.3). For a node
+ * whose home is another shard, one outbox row tells the home its last request
+ * here, its latest live deadline here and what the commit `earned` it
+ * (nothing yet for a replica, whose outcome waits for its verdict): schema
+ * step 36's trigger leaves a commit to this. For a node homed here `earned`
+ * applies at once.
+ */
+export function committedHere(sql: SqlStorage, now: number, nodeId: string, earned?: RecordOutcome): void {
+  if (earned !== undefined && applyOutcome(sql, now, nodeId, earned)) return;
+  const passport = sql
+    .exec<{ home: number; at: number; until: number }>(
+      `SELECT home, last_request_ms AS at,
+         COALESCE((SELECT MAX(l.deadline_ms) FROM leases l WHERE l.node_id = ?1 AND l.status = 'live'), 0) AS until
+       FROM passports WHERE node_id = ?1`,
+      nodeId,
+    )
+    .toArray()[0];
+  if (passport === undefined) return;
+  const { home, at, until } = passport;
+  const body: NodeOutcome = { node_id: nodeId, outcome: "seen", at, until, ended: 1, ...(earned && { earned }) };
+  appendOutbox(sql, home, "outcome", body, at);
 }
 
 /**
@@ -62,8 +86,11 @@ export function applyOutcome(sql: SqlStorage, now: number, nodeId: string, outco
       return invalidResult(sql, now, nodeId, null);
     case "lie":
       return invalidResult(sql, now, nodeId, outcome.reason);
-    case "seen":
-      return seenElsewhere(sql, nodeId, outcome);
+    case "seen": {
+      const here = seenElsewhere(sql, nodeId, outcome);
+      if (here && outcome.earned !== undefined) applyOutcome(sql, now, nodeId, outcome.earned);
+      return here;
+    }
   }
 }
 
@@ -158,10 +185,13 @@ function outcomeOf(body: NodeOutcome): Outcome | null {
       return { outcome: body.outcome };
     case "lie":
       return typeof body.reason === "string" ? { outcome: "lie", reason: body.reason } : null;
-    case "seen":
-      return Number.isSafeInteger(body.at) && Number.isSafeInteger(body.until)
-        ? { outcome: "seen", at: body.at, until: body.until, ended: body.ended ? 1 : 0 }
-        : null;
+    case "seen": {
+      if (!Number.isSafeInteger(body.at) || !Number.isSafeInteger(body.until)) return null;
+      const seen = { outcome: "seen", at: body.at, until: body.until, ended: body.ended ? 1 : 0 } as const;
+      // What a commit earned rides along (schema step 36); one this shard cannot read is left, the request kept.
+      const earned = typeof body.earned === "object" ? outcomeOf({ ...body.earned, node_id: body.node_id }) : null;
+      return earned === null || earned.outcome === "seen" ? seen : { ...seen, earned };
+    }
     default:
       return null;
   }

@@ -1,5 +1,5 @@
 -- The pool object's SQLite schema after every migration in src/pool/schema/schema.ts
--- (1-35): what a new pool starts with and what every older pool is migrated to.
+-- (1-36): what a new pool starts with and what every older pool is migrated to.
 -- Generated from a freshly migrated pool's sqlite_master, never edited by hand:
 -- test/worker/schema/schema.test.ts fails when they differ; after changing a migration,
 -- `npm run schema:snapshot` rewrites this file. Run on an empty database it makes
@@ -500,15 +500,16 @@ CREATE TRIGGER jobs_count_state AFTER UPDATE OF terminal_state ON jobs
       ON CONFLICT (state) DO UPDATE SET n = n + 1;
   END;
 
--- leases_end_tell_home (migration 20):
+-- leases_end_tell_home (migration 36):
 -- docs/sharding.md §8.3, liveness: when a lease of a node whose home is another shard stops
--- being live (commit, fail, expiry, cancel), an outcome row tells the home the node's last
--- request here and its latest live deadline here, so the home lowers live_until_ms as
--- leases_end_liveness does for its own. TypeScript half: src/pool/outcomes.ts applies the
--- 'seen' outcome (ONLINE_WINDOW_MS, 15 s), src/pool/nodes.ts seen() sends the outbox after a
--- request here.
+-- being live without a commit (a fail, an expiry, a cancel), an outcome row tells the home the
+-- node's last request here and its latest live deadline here, so the home lowers live_until_ms
+-- as a lease's end here does for its own. A commit tells the home the same with its outcome, in
+-- one row. TypeScript half: src/pool/nodes/outcomes.ts applies the 'seen' outcome
+-- (ONLINE_WINDOW_MS, 15 s) and writes a commit's (committedHere); src/pool/nodes/registry.ts
+-- seen() marks the request first.
 CREATE TRIGGER leases_end_tell_home AFTER UPDATE OF status ON leases
-    WHEN OLD.status = 'live' AND NEW.status <> 'live' BEGIN
+    WHEN OLD.status = 'live' AND NEW.status NOT IN ('live', 'completed') BEGIN
     INSERT INTO outbox (to_shard, kind, body, created_ms)
       SELECT p.home, 'outcome', json_object('node_id', p.node_id, 'outcome', 'seen', 'at', p.last_request_ms,
           'until', COALESCE((SELECT MAX(l.deadline_ms) FROM leases l WHERE l.node_id = p.node_id AND l.status = 'live'), 0),

@@ -130,6 +130,16 @@ const CLASS_COUNT_LINES_28 = {
     UPDATE classes SET pending = pending - 1 WHERE class_id = OLD.class_id AND OLD.state = 'PENDING';`,
 };
 
+/** Step 20's trigger telling a foreign node's home that its lease here ended; `ends` is its condition on the new status. */
+const tellHome = (ends: string) => `CREATE TRIGGER leases_end_tell_home AFTER UPDATE OF status ON leases
+    WHEN OLD.status = 'live' AND ${ends} BEGIN
+    INSERT INTO outbox (to_shard, kind, body, created_ms)
+      SELECT p.home, 'outcome', json_object('node_id', p.node_id, 'outcome', 'seen', 'at', p.last_request_ms,
+          'until', COALESCE((SELECT MAX(l.deadline_ms) FROM leases l WHERE l.node_id = p.node_id AND l.status = 'live'), 0),
+          'ended', 1), p.last_request_ms
+        FROM passports p WHERE p.node_id = NEW.node_id;
+  END;`;
+
 export const FEWER_ROWS: readonly Migration[] = [
   // 30: a lease's end no longer writes its node's row. A node that ended a
   // lease by a request (commit, fail) was just seen: soft liveness writes its
@@ -300,6 +310,21 @@ export const FEWER_ROWS: readonly Migration[] = [
         "a (job, class) queue created with pending work is queued and counted among its class's queued jobs,",
       ),
       queue_classes_queued_delete: classQueued("a queued (job, class) queue deleted leaves its class's count,"),
+    },
+  },
+  // 36: a commit tells a foreign node's home its request and what the commit earned it in one outbox
+  // row (src/pool/nodes/outcomes.ts committedHere), where step 20's trigger wrote the request and the
+  // commit a second row for its outcome: three rows written and one deleted fewer a commit.
+  {
+    id: 36,
+    description: "a commit at another shard than the node's home tells the home in one outbox row, not two",
+    up: `DROP TRIGGER leases_end_tell_home;
+  ${tellHome("NEW.status NOT IN ('live', 'completed')")}`,
+    down: `DROP TRIGGER leases_end_tell_home;
+  ${tellHome("NEW.status <> 'live'")}`,
+    triggers: {
+      leases_end_tell_home:
+        "docs/sharding.md §8.3, liveness: when a lease of a node whose home is another shard stops being live without a commit (a fail, an expiry, a cancel), an outcome row tells the home the node's last request here and its latest live deadline here, so the home lowers live_until_ms as a lease's end here does for its own. A commit tells the home the same with its outcome, in one row. TypeScript half: src/pool/nodes/outcomes.ts applies the 'seen' outcome (ONLINE_WINDOW_MS, 15 s) and writes a commit's (committedHere); src/pool/nodes/registry.ts seen() marks the request first.",
     },
   },
 ];
