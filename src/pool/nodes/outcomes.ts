@@ -12,7 +12,7 @@ import { MAX_STORED_TEXT_BYTES } from "../../protocol/limits";
 import { HOLD_AFTER_FAILURES, holdBackMs } from "../../rules/scheduling";
 import { truncateUtf8 } from "../../rules/text";
 import { recordVerdict, trusted } from "../../rules/verification";
-import type { NodeOutcome, Outcome, OutcomeMessage, RecordOutcome, ReplicaTask } from "../contract";
+import type { NodeOutcome, Outcome, OutcomeMessage, ReplicaTask } from "../contract";
 import { appendOutbox } from "../ledger/outbox-rows";
 import type { Pool } from "../pool";
 import { replicaElsewhere } from "../verification/replicas-elsewhere";
@@ -44,7 +44,7 @@ export function nodeOutcome(sql: SqlStorage, now: number, nodeId: string, outcom
  * step 36's trigger leaves a commit to this. For a node homed here `earned`
  * applies at once.
  */
-export function committedHere(sql: SqlStorage, now: number, nodeId: string, earned?: RecordOutcome): void {
+export function committedHere(sql: SqlStorage, now: number, nodeId: string, earned?: { outcome: "accepted" }): void {
   if (earned !== undefined && applyOutcome(sql, now, nodeId, earned)) return;
   const passport = sql
     .exec<{ home: number; at: number; until: number }>(
