@@ -40,6 +40,58 @@
 
 import type { Migration } from "./migration";
 
+/** Step 28's count triggers; `classLines` are its class counter's (step 35 takes them out, src/pool/schema/migrations/v30-fewer-rows.ts). */
+export const countTriggers = (classLines: {
+  state: string;
+  delete: string;
+}) => `CREATE TRIGGER tasks_count_state AFTER UPDATE OF state ON tasks WHEN OLD.state <> NEW.state BEGIN
+    UPDATE job_queues SET pending = pending + (NEW.state = 'PENDING') - (OLD.state = 'PENDING'),
+        leased = leased + (NEW.state = 'LEASED') - (OLD.state = 'LEASED'),
+        completed = completed + (NEW.state = 'COMPLETED') - (OLD.state = 'COMPLETED'),
+        failed = failed + (NEW.state = 'FAILED') - (OLD.state = 'FAILED'),
+        cancelled = cancelled + (NEW.state = 'CANCELLED') - (OLD.state = 'CANCELLED')
+      WHERE job_id = NEW.job_id AND (OLD.state = 'PENDING') <> (NEW.state = 'PENDING');
+    UPDATE job_queues SET leased = leased + (NEW.state = 'LEASED') - (OLD.state = 'LEASED'),
+        completed = completed + (NEW.state = 'COMPLETED') - (OLD.state = 'COMPLETED'),
+        failed = failed + (NEW.state = 'FAILED') - (OLD.state = 'FAILED'),
+        cancelled = cancelled + (NEW.state = 'CANCELLED') - (OLD.state = 'CANCELLED')
+      WHERE job_id = NEW.job_id AND (OLD.state = 'PENDING') = (NEW.state = 'PENDING');
+    UPDATE pool_task_counts SET pending = pending + (NEW.state = 'PENDING') - (OLD.state = 'PENDING'),
+        leased = leased + (NEW.state = 'LEASED') - (OLD.state = 'LEASED'),
+        completed = completed + (NEW.state = 'COMPLETED') - (OLD.state = 'COMPLETED'),
+        failed = failed + (NEW.state = 'FAILED') - (OLD.state = 'FAILED'),
+        cancelled = cancelled + (NEW.state = 'CANCELLED') - (OLD.state = 'CANCELLED');${classLines.state}
+    UPDATE queue_classes SET pending = pending + IIF(NEW.state = 'PENDING', 1, -1)
+      WHERE job_id = NEW.job_id AND class_id = NEW.class_id AND (OLD.state = 'PENDING') <> (NEW.state = 'PENDING');
+  END;
+  CREATE TRIGGER tasks_count_delete AFTER DELETE ON tasks BEGIN
+    UPDATE job_queues SET pending = pending - (OLD.state = 'PENDING'),
+        leased = leased - (OLD.state = 'LEASED'),
+        completed = completed - (OLD.state = 'COMPLETED'),
+        failed = failed - (OLD.state = 'FAILED'),
+        cancelled = cancelled - (OLD.state = 'CANCELLED')
+      WHERE job_id = OLD.job_id AND OLD.state = 'PENDING';
+    UPDATE job_queues SET leased = leased - (OLD.state = 'LEASED'),
+        completed = completed - (OLD.state = 'COMPLETED'),
+        failed = failed - (OLD.state = 'FAILED'),
+        cancelled = cancelled - (OLD.state = 'CANCELLED')
+      WHERE job_id = OLD.job_id AND OLD.state <> 'PENDING';
+    UPDATE pool_task_counts SET pending = pending - (OLD.state = 'PENDING'),
+        leased = leased - (OLD.state = 'LEASED'),
+        completed = completed - (OLD.state = 'COMPLETED'),
+        failed = failed - (OLD.state = 'FAILED'),
+        cancelled = cancelled - (OLD.state = 'CANCELLED');${classLines.delete}
+    UPDATE queue_classes SET pending = pending - 1
+      WHERE job_id = OLD.job_id AND class_id = OLD.class_id AND OLD.state = 'PENDING';
+  END;`;
+export const CLASS_COUNT_LINES_28 = {
+  state: `
+    UPDATE classes SET pending = pending - 1 WHERE class_id = OLD.class_id AND OLD.state = 'PENDING';
+    UPDATE classes SET pending = pending + 1 WHERE class_id = NEW.class_id AND NEW.state = 'PENDING';`,
+  delete: `
+    UPDATE classes SET pending = pending - 1 WHERE class_id = OLD.class_id AND OLD.state = 'PENDING';`,
+};
+
 export const COSTS: readonly Migration[] = [
   {
     id: 24,
@@ -128,49 +180,7 @@ export const COSTS: readonly Migration[] = [
   DROP TRIGGER tasks_queue_delete;
   DROP TABLE job_task_counts;
   DROP TABLE task_counts;
-  CREATE TRIGGER tasks_count_state AFTER UPDATE OF state ON tasks WHEN OLD.state <> NEW.state BEGIN
-    UPDATE job_queues SET pending = pending + (NEW.state = 'PENDING') - (OLD.state = 'PENDING'),
-        leased = leased + (NEW.state = 'LEASED') - (OLD.state = 'LEASED'),
-        completed = completed + (NEW.state = 'COMPLETED') - (OLD.state = 'COMPLETED'),
-        failed = failed + (NEW.state = 'FAILED') - (OLD.state = 'FAILED'),
-        cancelled = cancelled + (NEW.state = 'CANCELLED') - (OLD.state = 'CANCELLED')
-      WHERE job_id = NEW.job_id AND (OLD.state = 'PENDING') <> (NEW.state = 'PENDING');
-    UPDATE job_queues SET leased = leased + (NEW.state = 'LEASED') - (OLD.state = 'LEASED'),
-        completed = completed + (NEW.state = 'COMPLETED') - (OLD.state = 'COMPLETED'),
-        failed = failed + (NEW.state = 'FAILED') - (OLD.state = 'FAILED'),
-        cancelled = cancelled + (NEW.state = 'CANCELLED') - (OLD.state = 'CANCELLED')
-      WHERE job_id = NEW.job_id AND (OLD.state = 'PENDING') = (NEW.state = 'PENDING');
-    UPDATE pool_task_counts SET pending = pending + (NEW.state = 'PENDING') - (OLD.state = 'PENDING'),
-        leased = leased + (NEW.state = 'LEASED') - (OLD.state = 'LEASED'),
-        completed = completed + (NEW.state = 'COMPLETED') - (OLD.state = 'COMPLETED'),
-        failed = failed + (NEW.state = 'FAILED') - (OLD.state = 'FAILED'),
-        cancelled = cancelled + (NEW.state = 'CANCELLED') - (OLD.state = 'CANCELLED');
-    UPDATE classes SET pending = pending - 1 WHERE class_id = OLD.class_id AND OLD.state = 'PENDING';
-    UPDATE classes SET pending = pending + 1 WHERE class_id = NEW.class_id AND NEW.state = 'PENDING';
-    UPDATE queue_classes SET pending = pending + IIF(NEW.state = 'PENDING', 1, -1)
-      WHERE job_id = NEW.job_id AND class_id = NEW.class_id AND (OLD.state = 'PENDING') <> (NEW.state = 'PENDING');
-  END;
-  CREATE TRIGGER tasks_count_delete AFTER DELETE ON tasks BEGIN
-    UPDATE job_queues SET pending = pending - (OLD.state = 'PENDING'),
-        leased = leased - (OLD.state = 'LEASED'),
-        completed = completed - (OLD.state = 'COMPLETED'),
-        failed = failed - (OLD.state = 'FAILED'),
-        cancelled = cancelled - (OLD.state = 'CANCELLED')
-      WHERE job_id = OLD.job_id AND OLD.state = 'PENDING';
-    UPDATE job_queues SET leased = leased - (OLD.state = 'LEASED'),
-        completed = completed - (OLD.state = 'COMPLETED'),
-        failed = failed - (OLD.state = 'FAILED'),
-        cancelled = cancelled - (OLD.state = 'CANCELLED')
-      WHERE job_id = OLD.job_id AND OLD.state <> 'PENDING';
-    UPDATE pool_task_counts SET pending = pending - (OLD.state = 'PENDING'),
-        leased = leased - (OLD.state = 'LEASED'),
-        completed = completed - (OLD.state = 'COMPLETED'),
-        failed = failed - (OLD.state = 'FAILED'),
-        cancelled = cancelled - (OLD.state = 'CANCELLED');
-    UPDATE classes SET pending = pending - 1 WHERE class_id = OLD.class_id AND OLD.state = 'PENDING';
-    UPDATE queue_classes SET pending = pending - 1
-      WHERE job_id = OLD.job_id AND class_id = OLD.class_id AND OLD.state = 'PENDING';
-  END;`,
+  ${countTriggers(CLASS_COUNT_LINES_28)}`,
     down: `DROP TRIGGER tasks_count_state;
   DROP TRIGGER tasks_count_delete;
   CREATE TABLE job_task_counts (

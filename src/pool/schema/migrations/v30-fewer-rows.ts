@@ -3,6 +3,7 @@
 // task and what a cheaper path now keeps. Bounded work on any history.
 
 import type { Migration } from "./migration";
+import { CLASS_COUNT_LINES_28, countTriggers } from "./v24-costs";
 
 /** The note of a trigger keeping the tenants' shares (as step 9's): what it does. */
 const fairShare = (does: string) =>
@@ -77,58 +78,6 @@ const QUEUE_CLASSES_TRIGGERS_33 = `CREATE TRIGGER queue_classes_queued AFTER UPD
 const QUEUED_TRIGGERS = `${JOB_QUEUES_TRIGGERS_33}
   ${CLASSES_QUEUED_33}
   ${QUEUE_CLASSES_TRIGGERS_33}`;
-
-/** Step 28's count triggers; `classLines` are its class counter's (step 35 takes them out). */
-const countTriggers = (classLines: {
-  state: string;
-  delete: string;
-}) => `CREATE TRIGGER tasks_count_state AFTER UPDATE OF state ON tasks WHEN OLD.state <> NEW.state BEGIN
-    UPDATE job_queues SET pending = pending + (NEW.state = 'PENDING') - (OLD.state = 'PENDING'),
-        leased = leased + (NEW.state = 'LEASED') - (OLD.state = 'LEASED'),
-        completed = completed + (NEW.state = 'COMPLETED') - (OLD.state = 'COMPLETED'),
-        failed = failed + (NEW.state = 'FAILED') - (OLD.state = 'FAILED'),
-        cancelled = cancelled + (NEW.state = 'CANCELLED') - (OLD.state = 'CANCELLED')
-      WHERE job_id = NEW.job_id AND (OLD.state = 'PENDING') <> (NEW.state = 'PENDING');
-    UPDATE job_queues SET leased = leased + (NEW.state = 'LEASED') - (OLD.state = 'LEASED'),
-        completed = completed + (NEW.state = 'COMPLETED') - (OLD.state = 'COMPLETED'),
-        failed = failed + (NEW.state = 'FAILED') - (OLD.state = 'FAILED'),
-        cancelled = cancelled + (NEW.state = 'CANCELLED') - (OLD.state = 'CANCELLED')
-      WHERE job_id = NEW.job_id AND (OLD.state = 'PENDING') = (NEW.state = 'PENDING');
-    UPDATE pool_task_counts SET pending = pending + (NEW.state = 'PENDING') - (OLD.state = 'PENDING'),
-        leased = leased + (NEW.state = 'LEASED') - (OLD.state = 'LEASED'),
-        completed = completed + (NEW.state = 'COMPLETED') - (OLD.state = 'COMPLETED'),
-        failed = failed + (NEW.state = 'FAILED') - (OLD.state = 'FAILED'),
-        cancelled = cancelled + (NEW.state = 'CANCELLED') - (OLD.state = 'CANCELLED');${classLines.state}
-    UPDATE queue_classes SET pending = pending + IIF(NEW.state = 'PENDING', 1, -1)
-      WHERE job_id = NEW.job_id AND class_id = NEW.class_id AND (OLD.state = 'PENDING') <> (NEW.state = 'PENDING');
-  END;
-  CREATE TRIGGER tasks_count_delete AFTER DELETE ON tasks BEGIN
-    UPDATE job_queues SET pending = pending - (OLD.state = 'PENDING'),
-        leased = leased - (OLD.state = 'LEASED'),
-        completed = completed - (OLD.state = 'COMPLETED'),
-        failed = failed - (OLD.state = 'FAILED'),
-        cancelled = cancelled - (OLD.state = 'CANCELLED')
-      WHERE job_id = OLD.job_id AND OLD.state = 'PENDING';
-    UPDATE job_queues SET leased = leased - (OLD.state = 'LEASED'),
-        completed = completed - (OLD.state = 'COMPLETED'),
-        failed = failed - (OLD.state = 'FAILED'),
-        cancelled = cancelled - (OLD.state = 'CANCELLED')
-      WHERE job_id = OLD.job_id AND OLD.state <> 'PENDING';
-    UPDATE pool_task_counts SET pending = pending - (OLD.state = 'PENDING'),
-        leased = leased - (OLD.state = 'LEASED'),
-        completed = completed - (OLD.state = 'COMPLETED'),
-        failed = failed - (OLD.state = 'FAILED'),
-        cancelled = cancelled - (OLD.state = 'CANCELLED');${classLines.delete}
-    UPDATE queue_classes SET pending = pending - 1
-      WHERE job_id = OLD.job_id AND class_id = OLD.class_id AND OLD.state = 'PENDING';
-  END;`;
-const CLASS_COUNT_LINES_28 = {
-  state: `
-    UPDATE classes SET pending = pending - 1 WHERE class_id = OLD.class_id AND OLD.state = 'PENDING';
-    UPDATE classes SET pending = pending + 1 WHERE class_id = NEW.class_id AND NEW.state = 'PENDING';`,
-  delete: `
-    UPDATE classes SET pending = pending - 1 WHERE class_id = OLD.class_id AND OLD.state = 'PENDING';`,
-};
 
 /** Step 20's trigger telling a foreign node's home that its lease here ended; `ends` is its condition on the new status. */
 const tellHome = (ends: string) => `CREATE TRIGGER leases_end_tell_home AFTER UPDATE OF status ON leases
