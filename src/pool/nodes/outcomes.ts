@@ -17,7 +17,7 @@ import { appendOutbox } from "../ledger/outbox-rows";
 import type { Pool } from "../pool";
 import { replicaElsewhere } from "../verification/replicas-elsewhere";
 import { lastRequests } from "./liveness";
-import { ONLINE_WINDOW_MS } from "./states";
+import { liveDeadlineSql, ONLINE_WINDOW_MS } from "./states";
 
 /**
  * Records `outcome` for `nodeId`: at once when its home is here, else in
@@ -49,7 +49,7 @@ export function committedHere(sql: SqlStorage, now: number, nodeId: string, earn
   const passport = sql
     .exec<{ home: number; at: number; until: number }>(
       `SELECT home, last_request_ms AS at,
-         COALESCE((SELECT MAX(l.deadline_ms) FROM leases l WHERE l.node_id = ?1 AND l.status = 'live'), 0) AS until
+         ${liveDeadlineSql("?1")} AS until
        FROM passports WHERE node_id = ?1`,
       nodeId,
     )
@@ -105,7 +105,7 @@ function seenElsewhere(sql: SqlStorage, nodeId: string, seen: { at: number; unti
   const statement = seen.ended
     ? `UPDATE nodes SET last_heartbeat_ms = MAX(last_heartbeat_ms, ?1),
          live_until_ms = MAX(MAX(last_heartbeat_ms, ?1) + ${ONLINE_WINDOW_MS}, ?2,
-           COALESCE((SELECT MAX(l.deadline_ms) FROM leases l WHERE l.node_id = ?3 AND l.status = 'live'), 0))
+           ${liveDeadlineSql("?3")})
          WHERE node_id = ?3`
     : `UPDATE nodes SET last_heartbeat_ms = MAX(last_heartbeat_ms, ?1),
          live_until_ms = MAX(live_until_ms, ?1 + ${ONLINE_WINDOW_MS}, ?2) WHERE node_id = ?3`;

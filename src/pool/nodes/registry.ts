@@ -9,7 +9,7 @@ import { type Membership, type NodeView, nodeView } from "../../rules/placement"
 import { trusted } from "../../rules/verification";
 import { iso } from "../ledger/events";
 import { LIVENESS_LEAD_MS, lastRequestOf, lastRequests } from "./liveness";
-import { ACCEPTING_STATUS, admittingSql, isHeldBack, isOnline, ONLINE_WINDOW_MS } from "./states";
+import { ACCEPTING_STATUS, admittingSql, isHeldBack, isOnline, liveDeadlineSql, ONLINE_WINDOW_MS } from "./states";
 
 // The online window is the "online" rule's (src/pool/nodes/states.ts), which a
 // passport's reads too; still exported here, where the shipped schema
@@ -190,7 +190,7 @@ export function holdsUntil(sql: SqlStorage, nodeId: string, deadline: number): v
 export function lostLease(sql: SqlStorage, nodeId: string): void {
   const at = lastRequests(sql).get(nodeId)?.at ?? 0;
   const exact = `MAX(MAX(last_heartbeat_ms, ?1) + ${ONLINE_WINDOW_MS},
-    COALESCE((SELECT MAX(l.deadline_ms) FROM leases l WHERE l.node_id = ?2 AND l.status = 'live'), 0))`;
+    ${liveDeadlineSql("?2")})`;
   sql.exec(
     `UPDATE nodes SET last_heartbeat_ms = MAX(last_heartbeat_ms, ?1), live_until_ms = ${exact}
      WHERE node_id = ?2 AND live_until_ms > ${exact}`,
@@ -215,7 +215,7 @@ export function lostLeases(sql: SqlStorage, ended: SqlStorageCursor<{ node_id: s
 export function settleLiveness(sql: SqlStorage, now: number): void {
   for (const [nodeId, { at, elsewhere }] of lastRequests(sql).takeDue(now)) {
     const exact = `MAX(?1 + ${ONLINE_WINDOW_MS}, ?3,
-      COALESCE((SELECT MAX(l.deadline_ms) FROM leases l WHERE l.node_id = ?2 AND l.status = 'live'), 0))`;
+      ${liveDeadlineSql("?2")})`;
     sql.exec(
       `UPDATE nodes SET last_heartbeat_ms = MAX(last_heartbeat_ms, ?1), live_until_ms = ${exact}
        WHERE node_id = ?2 AND live_until_ms > ${exact} AND ${exact} <= ?4`,

@@ -57,6 +57,11 @@ export function onlineSql(alias: string, now: string): string {
   return `${column(alias, "live_until_ms")} > ${now}`;
 }
 
+/** The latest deadline of the node's live leases here (0 when none), for the node id `node` (a parameter or column). */
+export function liveDeadlineSql(node: string): string {
+  return `COALESCE((SELECT MAX(l.deadline_ms) FROM leases l WHERE l.node_id = ${node} AND l.status = 'live'), 0)`;
+}
+
 /** Says it takes work, alive or not. */
 export function isAccepting(node: Pick<NodeStateRow, "status">): boolean {
   return node.status === ACCEPTING_STATUS;
