@@ -19,7 +19,7 @@ import { existsSync, symlinkSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
 import { machine, median, option, ROOT, round, today, writeResult } from "./lib.mjs";
-import { load, runIn } from "./paired.mjs";
+import { load, pairedRuns } from "./paired.mjs";
 
 const BASE_COMMIT = option("base-commit", "63ebbf3");
 const PAIRS = Number(option("pairs", "3"));
@@ -34,21 +34,8 @@ if (!existsSync(base)) {
   symlinkSync(join(ROOT, "node_modules"), join(base, "node_modules"));
 }
 
-const started = Date.now();
-const loadAtStart = load();
-/** @type {{ first: string, now: ReturnType<typeof runIn>, base: ReturnType<typeof runIn> }[]} */
-const pairs = [];
-for (let i = 0; i < PAIRS; i++) {
-  const baseFirst = i % 2 === 0;
-  const first = runIn(baseFirst ? base : ROOT, DEPTH);
-  const second = runIn(baseFirst ? ROOT : base, DEPTH);
-  const pair = baseFirst ? { first: "base", base: first, now: second } : { first: "now", now: first, base: second };
-  pairs.push(pair);
-  console.log(
-    `pair ${i + 1}/${PAIRS}: cycles/s at ${DEPTH} pending ${pair.now.cpu_cycles_per_s} / ${pair.base.cpu_cycles_per_s}, ` +
-      `1,000 jobs over 100 tenants ${pair.now.tenants_cpu_cycles_per_s} / ${pair.base.tenants_cpu_cycles_per_s} (now / base)`,
-  );
-}
+const run = pairedRuns({ base, now: ROOT, pairs: PAIRS, depth: DEPTH });
+const { pairs } = run;
 /** @param {(p: (typeof pairs)[number]) => number} of */
 const ratio = (of) => round(/** @type {number} */ (median(pairs.map(of))), 2);
 const depthRatio = ratio((p) => p.now.cpu_cycles_per_s / p.base.cpu_cycles_per_s);
@@ -57,9 +44,9 @@ const carried = { depth: Math.round(FILED.depth * depthRatio), tenants: Math.rou
 const result = {
   command: `node bench/claim-goal.mjs --base-commit ${BASE_COMMIT} --pairs ${PAIRS}`,
   date: today(),
-  machine: { ...machine(), load_at_start: loadAtStart, load_at_end: load() },
-  wall_s: Math.round((Date.now() - started) / 1000),
-  head: execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: ROOT, encoding: "utf8" }).trim(),
+  machine: { ...machine(), load_at_start: run.load_at_start, load_at_end: load() },
+  wall_s: run.wall_s,
+  head: run.head,
   base_commit: BASE_COMMIT,
   depth: DEPTH,
   pairs,

@@ -17,7 +17,7 @@ import { median, ROOT, round } from "./lib.mjs";
  * One in-object run at `depth` in `dir`: its figures at that depth.
  * @param {string} dir @param {number} depth
  */
-export function runIn(dir, depth) {
+function runIn(dir, depth) {
   const results = join(dir, "bench", "results", "in-object.json");
   const kept = readFileSync(results, "utf8");
   try {
