@@ -319,22 +319,13 @@ function counterViolations(s: PoolSnapshot, c: NonNullable<PoolSnapshot["counter
     );
   }
   if (c.classes.some((r) => "queued_jobs" in r)) {
-    // Schema step 35: a class counts its (job, class) queues with pending tasks.
-    const pendingOf = tally(
-      s.tasks,
-      (t) => `${t.job_id}/${t.class_id}`,
-      (t) => t.state === "PENDING",
-    );
-    const queuedJobs = new Map<string, number>();
-    for (const key of pendingOf.keys()) {
-      const classId = key.slice(key.lastIndexOf("/") + 1);
-      queuedJobs.set(classId, (queuedJobs.get(classId) ?? 0) + 1);
-    }
+    // Schema step 35: a class counts its (job, class) queues with pending tasks, one pending task of each.
+    const queued = new Map(s.tasks.filter((t) => t.state === "PENDING").map((t) => [`${t.job_id}/${t.class_id}`, t]));
     compare(
       "queued jobs of class",
       c.classes.map((r) => ({ ...r, n: r.queued_jobs ?? 0 })),
       (r) => `${r.class_id}`,
-      queuedJobs,
+      tally([...queued.values()], (t) => `${t.class_id}`),
     );
   } else
     compare(
