@@ -12,11 +12,15 @@ import { describe, expect, it, vi } from "vitest";
 import { forwardedClaim } from "../../src/pool/claims/forwarded-claims";
 import type { ClaimTicket, OutcomeMessage } from "../../src/pool/contract";
 import { claim as claimInPool, type WireLease } from "../../src/pool/leases/leases";
+import { passportsSeen } from "../../src/pool/nodes/liveness";
 import { type Passport, passportOf, upsertPassport } from "../../src/pool/nodes/passports";
+import { anotherCouldTake } from "../../src/pool/scheduling/scheduling";
 import { MIGRATIONS } from "../../src/pool/schema/schema";
 import { TRUST_AFTER_VALID } from "../../src/rules/verification";
 import {
   ARGV_NODE,
+  ageNode,
+  agePassport,
   call,
   claim,
   commandJob,
@@ -612,5 +616,126 @@ describe("shard-to-shard calls are out of every caller's reach", () => {
       /does not implement/,
     );
     expect(await refusal(session.enrolledAmong(["n2"]))).toMatch(/does not implement/);
+  });
+});
+
+// docs/protocol.md §16: a passport's last request here is written at most once a minute; the exact time waits in
+// memory (src/pool/nodes/liveness.ts), and each read that decides something takes it.
+describe("a passport's liveness, soft", () => {
+  /** Moves shard K's row of `nodeId`'s last request `ms` into the past, its memory left as it is. */
+  const ageRowAtK = (pool: string, nodeId: string, ms: number) =>
+    runInDurableObject(shard(pool, K), (_o, state) => {
+      state.storage.sql.exec(
+        "UPDATE passports SET last_request_ms = last_request_ms - ? WHERE node_id = ?",
+        ms,
+        nodeId,
+      );
+    });
+  const lastRequestRow = async (pool: string, nodeId: string) =>
+    (await rowsAt<{ t: number }>(pool, K, "SELECT last_request_ms AS t FROM passports WHERE node_id = ?", nodeId))[0]!
+      .t;
+
+  it("a request writes the row only once it lags a minute", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await submitTo(pool, K, trialsJob(1, { lease_seconds: 600 }));
+    const lease = await leaseAtK(pool, "n1");
+    await ageRowAtK(pool, "n1", 50_000);
+    const lagging = await lastRequestRow(pool, "n1");
+    expect(await shard(pool, K).renewLease(lease.lease_id, null)).toMatchObject({ ok: true });
+    expect(await lastRequestRow(pool, "n1")).toBe(lagging);
+    await ageRowAtK(pool, "n1", 10_000);
+    const at = Date.now();
+    expect(await shard(pool, K).renewLease(lease.lease_id, null)).toMatchObject({ ok: true });
+    expect(await lastRequestRow(pool, "n1")).toBeGreaterThanOrEqual(at);
+  });
+
+  it("an idle node whose row lags is still waited for by the node that failed the task, until its window ends", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await submitTo(pool, K, trialsJob(2));
+    // n1 commits one task at shard 2 and goes idle there; its row then says 50 s ago, its last request just now.
+    expect(await commitAtK(pool, await leaseAtK(pool, "n1"))).toEqual({ status: "accepted" });
+    await ageRowAtK(pool, "n1", 50_000);
+    const couldTake = () =>
+      runInDurableObject(shard(pool, K), (_o, state) => {
+        const sql = state.storage.sql;
+        const { seq, requirement } = sql
+          .exec<{ seq: number; requirement: string }>(
+            "SELECT t.seq, c.requirement FROM tasks t JOIN classes c USING (class_id) WHERE t.state = 'PENDING'",
+          )
+          .one();
+        const now = Date.now();
+        return anotherCouldTake(sql, now, seq, requirement, "flaky", now - 60_000, "assigned");
+      });
+    expect(await couldTake()).toBe(true);
+    // 16 s later by its memory too: offline here, as by its row.
+    await runInDurableObject(shard(pool, K), (_o, state) => agePassport(state.storage.sql, "n1", 16_000));
+    expect(await couldTake()).toBe(false);
+  });
+
+  it("a fail at shard 2 tells the home the fail's time, though the passport's row lags", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await submitTo(pool, K, trialsJob(1, { lease_seconds: 600 }));
+    const lease = await leaseAtK(pool, "n1");
+    await delivered(pool, K);
+    // Everything the pool knows of n1 is 50 s old but its last request at shard 2, kept in memory there.
+    await ageRowAtK(pool, "n1", 50_000);
+    await ageNode(pool, "n1", 50_000);
+    const at = Date.now();
+    expect(await shard(pool, K).failLease(lease.lease_id, "boom", null)).toMatchObject({ ok: true });
+    await delivered(pool, K);
+    const [home] = await runInDurableObject(await homeStub(pool, "n1"), (_o, state) =>
+      state.storage.sql.exec<{ last_heartbeat_ms: number }>("SELECT last_heartbeat_ms FROM nodes").toArray(),
+    );
+    expect(home!.last_heartbeat_ms).toBeGreaterThanOrEqual(at);
+  });
+
+  it("a renewal tells the home nothing its claim's answer told it, and tells it again once a restart forgot that", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await submitTo(pool, K, trialsJob(1, { lease_seconds: 600 }));
+    const lease = await leaseAtK(pool, "n1");
+    await delivered(pool, K);
+    // What shard 2 has told the home: the seq of its last outbox row (AUTOINCREMENT), 0 for none.
+    const told = async () =>
+      (
+        await rowsAt<{ n: number }>(
+          pool,
+          K,
+          "SELECT COALESCE(MAX(seq), 0) AS n FROM sqlite_sequence WHERE name = 'outbox'",
+        )
+      )[0]!.n;
+    const before = await told();
+    expect(await shard(pool, K).renewLease(lease.lease_id, null)).toMatchObject({ ok: true });
+    expect(await told()).toBe(before);
+    await runInDurableObject(shard(pool, K), (_o, state) => passportsSeen(state.storage.sql).clear());
+    expect(await shard(pool, K).renewLease(lease.lease_id, null)).toMatchObject({ ok: true });
+    expect(await told()).toBe(before + 1);
+  });
+
+  it("a passport held already is not written again; one of the same version that differs still is", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await submitTo(pool, K, trialsJob(2));
+    const held = (await ticketFor(pool, "n1")).passport as Passport;
+    const answers = await runInDurableObject(shard(pool, K), (_o, state) => {
+      const sql = state.storage.sql;
+      const received = () => sql.exec<{ t: number }>("SELECT received_ms AS t FROM passports").one().t;
+      upsertPassport(sql, held, 1_000);
+      const same = upsertPassport(sql, held, 2_000);
+      const afterSame = received();
+      // The configured owners changed at home (FLASHML_NODE_OWNERS): no new version, a new owner.
+      const moved = upsertPassport(sql, { ...held, owner: "mallory" }, 3_000);
+      return { same, afterSame, moved, afterMoved: received(), owner: sql.exec("SELECT owner FROM passports").one() };
+    });
+    expect(answers).toEqual({
+      same: true,
+      afterSame: 1_000,
+      moved: true,
+      afterMoved: 3_000,
+      owner: { owner: "mallory" },
+    });
   });
 });

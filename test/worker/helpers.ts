@@ -6,7 +6,7 @@ import { env, exports } from "cloudflare:workers";
 import app from "../../src/index";
 import { shardStub } from "../../src/pool/address";
 import { addTasks as queueTasks } from "../../src/pool/jobs/tasks";
-import { lastRequests } from "../../src/pool/nodes/liveness";
+import { lastRequests, passportsSeen } from "../../src/pool/nodes/liveness";
 import { settleLiveness } from "../../src/pool/nodes/registry";
 import type { PoolObject } from "../../src/pool/object";
 import type { TaskSpec } from "../../src/protocol/tasks";
@@ -242,6 +242,24 @@ export async function ageNode(pool: string, nodeId: string, ms: number): Promise
     }
     state.storage.transactionSync(() => settleLiveness(state.storage.sql, Date.now()));
   });
+}
+
+/**
+ * Moves what a shard saw of `nodeId` through its passport there `ms` into
+ * the past: its last request here, row and memory (src/pool/nodes/liveness.ts),
+ * and the deadline its home last heard of. Runs inside the shard object.
+ */
+export function agePassport(sql: SqlStorage, nodeId: string, ms: number): void {
+  sql.exec(
+    "UPDATE passports SET last_request_ms = last_request_ms - ?1, told_until_ms = told_until_ms - ?1 WHERE node_id = ?2",
+    ms,
+    nodeId,
+  );
+  const seen = passportsSeen(sql).get(nodeId);
+  if (seen !== undefined) {
+    seen.at = Math.max(0, seen.at - ms);
+    seen.told = Math.max(0, seen.told - ms);
+  }
 }
 
 /**

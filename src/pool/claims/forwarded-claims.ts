@@ -15,6 +15,7 @@ import { isLiveLease } from "../../rules/leases";
 import type { ClaimTicket, ForwardedClaimResult } from "../contract";
 import { claim, claimPolicy, findLease } from "../leases/leases";
 import { leaseRecord, type WireLease } from "../leases/rows";
+import { toldHome } from "../nodes/liveness";
 import { type Passport, upsertPassport } from "../nodes/passports";
 import type { Pool } from "../pool";
 import { countGrant } from "../shards/exchange";
@@ -146,11 +147,7 @@ const leaseTask = (sql: SqlStorage, leaseId: string): number =>
  * the deadline from it (docs/sharding.md §8.3).
  */
 function placed(sql: SqlStorage, lease: WireLease, taskSeq: number, digestVersion: number): ForwardedClaimResult {
-  sql.exec(
-    "UPDATE passports SET told_until_ms = MAX(told_until_ms, ?) WHERE node_id = ?",
-    Date.parse(lease.deadline),
-    lease.node_id,
-  );
+  toldHome(sql, lease.node_id, Date.parse(lease.deadline));
   const job = sql
     .exec<{ tenant: string; priority: number }>(
       "SELECT tenant, priority FROM job_queues WHERE job_id = ?",

@@ -13,7 +13,7 @@ import { isOpenState, OPEN_STATES_SQL, OPEN_TASK_STATES } from "../../rules/task
 import { type Replication, SINGLE_REPLICA } from "../../rules/verification";
 import { type EventRow, emit, eventRecord, iso } from "../ledger/events";
 import { asSeenByNodes, SEALED_EVENT, sealedPending, type Viewer } from "../ledger/sealing";
-import { lostLeases } from "../nodes/registry";
+import { cancelLeases } from "../nodes/registry";
 import { quorumMet, roundEnded } from "../runs/rounds";
 import { addTasks } from "./tasks";
 
@@ -144,14 +144,7 @@ function jobIdTaken(sql: SqlStorage, jobId: string): boolean {
 /** Cancels every non-terminal task; live leases die with them. Idempotent. */
 export function cancelJob(sql: SqlStorage, now: number, jobId: string): boolean {
   if (!findJob(sql, jobId)) return false;
-  lostLeases(
-    sql,
-    sql.exec<{ node_id: string }>(
-      `UPDATE leases SET status = 'cancelled' WHERE status = 'live' AND task_seq IN
-         (SELECT seq FROM tasks WHERE job_id = ? AND state IN ${OPEN_STATES_SQL}) RETURNING node_id`,
-      jobId,
-    ),
-  );
+  cancelLeases(sql, `task_seq IN (SELECT seq FROM tasks WHERE job_id = ? AND state IN ${OPEN_STATES_SQL})`, jobId);
   sql.exec(`UPDATE tasks SET state = 'CANCELLED' WHERE job_id = ? AND state IN ${OPEN_STATES_SQL}`, jobId);
   const job = findJob(sql, jobId)!;
   if (job.terminal_state === null) {

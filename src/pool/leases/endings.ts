@@ -6,6 +6,7 @@
 import { mayRetry } from "../../rules/scheduling";
 import { settleJob } from "../jobs/jobs";
 import { emit } from "../ledger/events";
+import { writeSeen } from "../nodes/liveness";
 import { nodeOutcome } from "../nodes/outcomes";
 import { holdsUntil, lostLease, settleLiveness } from "../nodes/registry";
 import { attemptFailed } from "../scheduling/scheduling";
@@ -60,6 +61,7 @@ export function endAttempt(
   message: string,
 ): void {
   const ids = { task_id: row.task_id, node_id: row.node_id, lease_id: row.lease_id };
+  writeSeen(sql, [row.node_id]); // the end tells a foreign node's home its last request here (schema step 20)
   sql.exec("UPDATE leases SET status = ? WHERE lease_id = ?", leaseStatus, row.lease_id);
   if (leaseStatus === "expired") lostLease(sql, row.node_id);
   emit(sql, now, { jobId: row.job_id, type, message, data: ids, task: taskOf(row) });

@@ -90,3 +90,71 @@ export const lastRequests = perObject(() => new LastRequests());
 export function lastRequestOf(sql: SqlStorage, nodeId: string, written: number): number {
   return Math.max(written, lastRequests(sql).get(nodeId)?.at ?? 0);
 }
+
+/**
+ * How far a passport's `last_request_ms` (a node homed at another shard,
+ * seen here) may lag its node's requests here: docs/protocol.md §16 lets
+ * liveness alone write a node's row at most once a minute. The exact time
+ * waits in memory (`passportsSeen`) and every read takes the later of the
+ * two; before a lease of the node ends here without a commit, its row is
+ * written exactly (`writeSeen`), since the end tells the home the row's
+ * time (schema step 20's trigger).
+ */
+export const PASSPORT_LAG_MS = 60_000;
+
+/**
+ * What this shard saw of a passport's node past its row: `at`, its last
+ * request here, not yet written; `told`, the latest lease deadline here its
+ * home heard of in a claim's answer (src/pool/claims/forwarded-claims.ts).
+ * `told` lost to a restart only makes the next renewal tell the home again.
+ */
+export type PassportSeen = { at: number; told: number };
+
+/** The object's passports seen past their rows. */
+export const passportsSeen = perObject(() => new Map<string, PassportSeen>());
+
+/**
+ * `nodeId`, whose passport is here, made a request at `now`: its row is
+ * written when it lags more than PASSPORT_LAG_MS, else the time is kept in
+ * memory. False when no passport of it is here.
+ */
+export function seenHere(sql: SqlStorage, now: number, nodeId: string): boolean {
+  const row = sql
+    .exec<{ last_request_ms: number }>("SELECT last_request_ms FROM passports WHERE node_id = ?", nodeId)
+    .toArray()[0];
+  if (row === undefined) return false;
+  if (row.last_request_ms + PASSPORT_LAG_MS <= now)
+    sql.exec("UPDATE passports SET last_request_ms = ?1 WHERE node_id = ?2 AND last_request_ms < ?1", now, nodeId);
+  const seen = passportsSeen(sql);
+  const known = seen.get(nodeId);
+  if (known === undefined) seen.set(nodeId, { at: now, told: 0 });
+  else known.at = Math.max(known.at, now);
+  return true;
+}
+
+/** A passport's node's last request here: its row's time, or a later one in memory. */
+export function lastRequestHere(sql: SqlStorage, nodeId: string, written: number): number {
+  return Math.max(written, passportsSeen(sql).get(nodeId)?.at ?? 0);
+}
+
+/**
+ * Writes the last requests kept in memory of `nodeIds` to their passports,
+ * before a change whose trigger reads them (a lease's end tells the home
+ * its node's last request here). A row as late as its memory writes nothing.
+ */
+export function writeSeen(sql: SqlStorage, nodeIds: Iterable<string>): void {
+  const seen = passportsSeen(sql);
+  for (const nodeId of nodeIds) {
+    const at = seen.get(nodeId)?.at;
+    if (at !== undefined)
+      sql.exec("UPDATE passports SET last_request_ms = ?1 WHERE node_id = ?2 AND last_request_ms < ?1", at, nodeId);
+  }
+}
+
+/** A claim's answer tells `nodeId`'s home of its lease here until `deadline`: a renewal tells it again only past half of what it heard (src/pool/nodes/outcomes.ts renewedHere). */
+export function toldHome(sql: SqlStorage, nodeId: string, deadline: number): void {
+  const seen = passportsSeen(sql);
+  const known = seen.get(nodeId);
+  if (known === undefined) seen.set(nodeId, { at: 0, told: deadline });
+  else known.told = Math.max(known.told, deadline);
+}

@@ -16,7 +16,7 @@ import type { NodeOutcome, Outcome, OutcomeMessage, ReplicaTask } from "../contr
 import { appendOutbox } from "../ledger/outbox-rows";
 import type { Pool } from "../pool";
 import { replicaElsewhere } from "../verification/replicas-elsewhere";
-import { lastRequests } from "./liveness";
+import { lastRequestHere, lastRequests, passportsSeen } from "./liveness";
 import { liveDeadlineSql, ONLINE_WINDOW_MS } from "./states";
 
 /**
@@ -55,7 +55,8 @@ export function committedHere(sql: SqlStorage, now: number, nodeId: string, earn
     )
     .toArray()[0];
   if (passport === undefined) return;
-  const { home, at, until } = passport;
+  const { home, until } = passport;
+  const at = lastRequestHere(sql, nodeId, passport.at);
   const body: NodeOutcome = { node_id: nodeId, outcome: "seen", at, until, ended: 1, ...(earned && { earned }) };
   appendOutbox(sql, home, "outcome", body, at);
 }
@@ -87,8 +88,11 @@ export function applyOutcome(sql: SqlStorage, now: number, nodeId: string, outco
     case "lie":
       return invalidResult(sql, now, nodeId, outcome.reason);
     case "seen": {
-      const here = seenElsewhere(sql, nodeId, outcome);
-      if (here && outcome.earned !== undefined) applyOutcome(sql, now, nodeId, outcome.earned);
+      // An accepted commit's count is written with the request (one row), then the rest of what it earned.
+      const accepted = outcome.earned?.outcome === "accepted";
+      const here = seenElsewhere(sql, nodeId, outcome, accepted ? 1 : 0);
+      if (here && accepted) attemptSucceeded(sql, nodeId);
+      else if (here && outcome.earned !== undefined) applyOutcome(sql, now, nodeId, outcome.earned);
       return here;
     }
   }
@@ -100,16 +104,23 @@ export function applyOutcome(sql: SqlStorage, now: number, nodeId: string, outco
  * lease's deadline. When a lease there ended, the home's view falls to
  * those, as its own leases' end makes it (schema step 14); a lease the node
  * holds at a third shard is not counted then, until that shard speaks.
+ * `accepted` commits there count in the same write.
  */
-function seenElsewhere(sql: SqlStorage, nodeId: string, seen: { at: number; until: number; ended?: number }): boolean {
+function seenElsewhere(
+  sql: SqlStorage,
+  nodeId: string,
+  seen: { at: number; until: number; ended?: number },
+  accepted: number,
+): boolean {
   const statement = seen.ended
     ? `UPDATE nodes SET last_heartbeat_ms = MAX(last_heartbeat_ms, ?1),
          live_until_ms = MAX(MAX(last_heartbeat_ms, ?1) + ${ONLINE_WINDOW_MS}, ?2,
-           ${liveDeadlineSql("?3")})
+           ${liveDeadlineSql("?3")}), accepted_tasks = accepted_tasks + ?4
          WHERE node_id = ?3`
     : `UPDATE nodes SET last_heartbeat_ms = MAX(last_heartbeat_ms, ?1),
-         live_until_ms = MAX(live_until_ms, ?1 + ${ONLINE_WINDOW_MS}, ?2) WHERE node_id = ?3`;
-  const here = sql.exec(statement, seen.at, seen.until, nodeId).rowsWritten > 0;
+         live_until_ms = MAX(live_until_ms, ?1 + ${ONLINE_WINDOW_MS}, ?2), accepted_tasks = accepted_tasks + ?4
+         WHERE node_id = ?3`;
+  const here = sql.exec(statement, seen.at, seen.until, nodeId, accepted).rowsWritten > 0;
   if (here) lastRequests(sql).heldElsewhere(nodeId, seen.until, seen.ended === 1);
   return here;
 }
@@ -127,7 +138,9 @@ export function renewedHere(sql: SqlStorage, now: number, nodeId: string, deadli
       nodeId,
     )
     .toArray()[0];
-  if (passport === undefined || passport.told_until_ms - now >= (deadline - now) / 2) return;
+  if (passport === undefined) return;
+  const told = Math.max(passport.told_until_ms, passportsSeen(sql).get(nodeId)?.told ?? 0);
+  if (told - now >= (deadline - now) / 2) return;
   const body: NodeOutcome = { node_id: nodeId, outcome: "seen", at: now, until: deadline };
   appendOutbox(sql, passport.home, "outcome", body, now);
   sql.exec("UPDATE passports SET told_until_ms = ? WHERE node_id = ?", deadline, nodeId);

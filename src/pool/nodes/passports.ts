@@ -9,6 +9,7 @@
 import { ownerOf } from "../../rules/owners";
 import { OPEN_STATES_SQL } from "../../rules/task-states";
 import { trusted } from "../../rules/verification";
+import { passportsSeen } from "./liveness";
 
 /**
  * A node as its home has it at `version` (nodes.passport_version): its
@@ -86,11 +87,12 @@ export function passportOf(sql: SqlStorage, nodeId: string, owners: ReadonlyMap<
 /**
  * Keeps `passport` as this shard's copy of its node, unless the copy held
  * is newer: an older passport, late or replayed, never overwrites a newer
- * one. True when it is now the copy held.
+ * one. True when it is now the copy held. The copy held already, as most
+ * forwarded claims bring it, is not written again (docs/protocol.md §16).
  */
 export function upsertPassport(sql: SqlStorage, passport: Passport, now: number): boolean {
   const p = passport;
-  return (
+  const written =
     sql
       .exec(
         `INSERT INTO passports (node_id, home, version, registration, status, held_until_ms, trusted, distrusted, owner,
@@ -101,7 +103,11 @@ export function upsertPassport(sql: SqlStorage, passport: Passport, now: number)
            trusted = excluded.trusted, distrusted = excluded.distrusted, owner = excluded.owner,
            assigned_pools = excluded.assigned_pools, credential_sha256 = excluded.credential_sha256,
            revoked = excluded.revoked, received_ms = excluded.received_ms
-         WHERE excluded.version >= passports.version
+         WHERE excluded.version > passports.version OR (excluded.version = passports.version
+           AND (passports.home, passports.registration, passports.status, passports.held_until_ms, passports.trusted,
+             passports.distrusted, passports.owner, passports.assigned_pools, passports.credential_sha256, passports.revoked)
+           IS NOT (excluded.home, excluded.registration, excluded.status, excluded.held_until_ms, excluded.trusted,
+             excluded.distrusted, excluded.owner, excluded.assigned_pools, excluded.credential_sha256, excluded.revoked))
          RETURNING 1`,
         p.nodeId,
         p.home,
@@ -118,7 +124,10 @@ export function upsertPassport(sql: SqlStorage, passport: Passport, now: number)
         now,
         now,
       )
-      .toArray().length > 0
+      .toArray().length > 0;
+  return (
+    written ||
+    sql.exec("SELECT 1 FROM passports WHERE node_id = ? AND version = ?", p.nodeId, p.version).toArray().length > 0
   );
 }
 
@@ -168,5 +177,6 @@ export function forgetPassports(
   const forgotten = page.filter((p) => p.stale === 1 && !held(p.node_id)).map((p) => p.node_id);
   if (forgotten.length > 0)
     sql.exec("DELETE FROM passports WHERE node_id IN (SELECT value FROM json_each(?))", JSON.stringify(forgotten));
+  for (const nodeId of forgotten) passportsSeen(sql).delete(nodeId);
   return { forgotten, next: page.length < FORGET_PAGE ? 0 : page[page.length - 1]!.id };
 }

@@ -8,7 +8,7 @@ import { ownerOf } from "../../rules/owners";
 import { type Membership, type NodeView, nodeView } from "../../rules/placement";
 import { trusted } from "../../rules/verification";
 import { iso } from "../ledger/events";
-import { LIVENESS_LEAD_MS, lastRequestOf, lastRequests } from "./liveness";
+import { LIVENESS_LEAD_MS, lastRequestOf, lastRequests, seenHere, writeSeen } from "./liveness";
 import { ACCEPTING_STATUS, admittingSql, isHeldBack, isOnline, liveDeadlineSql, ONLINE_WINDOW_MS } from "./states";
 
 // The online window is the "online" rule's (src/pool/nodes/states.ts), which a
@@ -165,9 +165,10 @@ export function seen(sql: SqlStorage, now: number, nodeId: string, holdsUntil = 
     lastRequests(sql).saw(nodeId, now);
     return true;
   }
-  // A node whose home is another shard is alive here too (docs/sharding.md §8.3). Its home learns of it by its
-  // lease, and by the outcome a lease's end here writes (schema step 20), sent once this change is durable.
-  sql.exec("UPDATE passports SET last_request_ms = ?1 WHERE node_id = ?2 AND last_request_ms < ?1", now, nodeId);
+  // A node whose home is another shard is alive here too (docs/sharding.md §8.3), its passport's row written
+  // lazily (liveness.ts seenHere). Its home learns of it by its lease, and by the outcome a lease's end here
+  // writes (schema step 20), sent once this change is durable.
+  seenHere(sql, now, nodeId);
   return false;
 }
 
@@ -199,8 +200,25 @@ export function lostLease(sql: SqlStorage, nodeId: string): void {
   );
 }
 
-/** `lostLease` for each node of the leases a statement just ended (its `RETURNING node_id`). */
-export function lostLeases(sql: SqlStorage, ended: SqlStorageCursor<{ node_id: string }>): void {
+/**
+ * Cancels the live leases `where` says (a condition on leases), which ends
+ * them with no request from their nodes: each node's row is written down
+ * (`lostLease`). A node homed at another shard has its last request here
+ * written first, which the end tells its home (schema step 20).
+ */
+export function cancelLeases(sql: SqlStorage, where: string, ...bindings: SqlStorageValue[]): void {
+  const live = `FROM leases WHERE status = 'live' AND ${where}`;
+  writeSeen(
+    sql,
+    sql
+      .exec<{ node_id: string }>(`SELECT DISTINCT node_id ${live}`, ...bindings)
+      .toArray()
+      .map((r) => r.node_id),
+  );
+  const ended = sql.exec<{ node_id: string }>(
+    `UPDATE leases SET status = 'cancelled' WHERE status = 'live' AND ${where} RETURNING node_id`,
+    ...bindings,
+  );
   for (const nodeId of new Set(ended.toArray().map((r) => r.node_id))) lostLease(sql, nodeId);
 }
 

@@ -86,12 +86,17 @@ export function claimableSql(alias: string, now: string): string {
   return `(${onlineSql(alias, now)} AND ${acceptingSql(alias)} AND ${column(alias, "held_until_ms")} <= ${now})`;
 }
 
-/** A passport's node made a request here within the online window. */
-export function isOnlineHere(passport: Pick<PassportStateRow, "last_request_ms">, now: number): boolean {
-  return passport.last_request_ms + ONLINE_WINDOW_MS > now;
+/**
+ * A passport's node made a request here within the online window: `at` its
+ * last request here (src/pool/nodes/liveness.ts lastRequestHere, for a row
+ * that may lag). The SQL form reads the row, widened by `lag`, how far the
+ * row may lag: a caller narrows its rows by the exact time.
+ */
+export function isOnlineHere(at: number, now: number): boolean {
+  return at + ONLINE_WINDOW_MS > now;
 }
-export function onlineHereSql(alias: string, now: string): string {
-  return `${column(alias, "last_request_ms")} + ${ONLINE_WINDOW_MS} > ${now}`;
+export function onlineHereSql(alias: string, now: string, lag = 0): string {
+  return `${column(alias, "last_request_ms")} + ${ONLINE_WINDOW_MS + lag} > ${now}`;
 }
 
 /** A passport whose node's credential its home has not revoked: it may admit the node's claims here. */
@@ -105,8 +110,13 @@ export function admittingSql(alias: string): string {
 
 /** Online here, accepting, not held back and admitting: a claim here could lease the passport's node a task now. */
 export function isPassportClaimable(passport: PassportStateRow, now: number): boolean {
-  return isOnlineHere(passport, now) && isAccepting(passport) && !isHeldBack(passport, now) && isAdmitting(passport);
+  return (
+    isOnlineHere(passport.last_request_ms, now) &&
+    isAccepting(passport) &&
+    !isHeldBack(passport, now) &&
+    isAdmitting(passport)
+  );
 }
-export function passportClaimableSql(alias: string, now: string): string {
-  return `(${onlineHereSql(alias, now)} AND ${acceptingSql(alias)} AND ${column(alias, "held_until_ms")} <= ${now} AND ${admittingSql(alias)})`;
+export function passportClaimableSql(alias: string, now: string, lag = 0): string {
+  return `(${onlineHereSql(alias, now, lag)} AND ${acceptingSql(alias)} AND ${column(alias, "held_until_ms")} <= ${now} AND ${admittingSql(alias)})`;
 }

@@ -7,9 +7,10 @@
 import { gateFor, type Membership, type NodeView, type PayloadGate } from "../../rules/placement";
 import { DEFAULT_RETRY_ELSEWHERE_SECONDS, MAX_PRIORITY } from "../../rules/scheduling";
 import type { Turn } from "../contract";
+import { lastRequestHere, PASSPORT_LAG_MS } from "../nodes/liveness";
 import { nodeOutcome } from "../nodes/outcomes";
 import { ASSIGNED_POOLS, storedNodeView } from "../nodes/registry";
-import { claimableSql, passportClaimableSql } from "../nodes/states";
+import { claimableSql, isOnlineHere, passportClaimableSql } from "../nodes/states";
 
 /** Rows per page of an ordered walk. */
 const PAGE = 16;
@@ -136,9 +137,10 @@ export const POLICY_SQL = {
       AND n.node_id NOT IN (SELECT node_id FROM task_failures WHERE task_seq = ?3 AND failed_ms > ?4) AND n.rowid > ?5
     ORDER BY n.rowid LIMIT ${PAGE}`,
   // The same for the nodes of other shards this shard has served (docs/sharding.md §7.3): claimable by their
-  // passport (online by their last request here, accepting, not held back, not revoked at home).
-  othersElsewhere: `SELECT p.rowid AS id, p.registration, p.assigned_pools FROM passports p
-    WHERE ${passportClaimableSql("p", "?1")} AND p.node_id <> ?2
+  // passport (online by their last request here, accepting, not held back, not revoked at home). The row's
+  // last request may lag (src/pool/nodes/liveness.ts seenHere): read loosely here, exactly by the caller.
+  othersElsewhere: `SELECT p.rowid AS id, p.registration, p.assigned_pools, p.node_id, p.last_request_ms FROM passports p
+    WHERE ${passportClaimableSql("p", "?1", PASSPORT_LAG_MS)} AND p.node_id <> ?2
       AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.node_id = p.node_id AND l.status = 'live')
       AND p.node_id NOT IN (SELECT node_id FROM task_failures WHERE task_seq = ?3 AND failed_ms > ?4) AND p.rowid > ?5
     ORDER BY p.rowid LIMIT ${PAGE}`,
@@ -336,12 +338,24 @@ export function anotherCouldTake(
   since: number,
   membership: Membership,
 ) {
-  type Other = { id: number; registration: string; assigned_pools: string | null };
+  type Other = {
+    id: number;
+    registration: string;
+    assigned_pools: string | null;
+    node_id?: string;
+    last_request_ms?: number;
+  };
   const gate = classGate(requirement);
   for (const query of [POLICY_SQL.others, POLICY_SQL.othersElsewhere]) {
     const others = walk<Other>((last) => sql.exec<Other>(query, now, me, taskSeq, since, last?.id ?? 0).toArray());
-    for (const other of others)
+    for (const other of others) {
+      if (
+        other.node_id !== undefined &&
+        !isOnlineHere(lastRequestHere(sql, other.node_id, other.last_request_ms ?? 0), now)
+      )
+        continue;
       if (gate.eligible(storedNodeView(other.registration, membership, other.assigned_pools))) return true;
+    }
   }
   return false;
 }

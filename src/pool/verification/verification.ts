@@ -13,7 +13,7 @@ import { unreferenced } from "../artifacts/collection";
 import { settleJob } from "../jobs/jobs";
 import { emit } from "../ledger/events";
 import { nodeOutcome } from "../nodes/outcomes";
-import { lostLeases } from "../nodes/registry";
+import { cancelLeases } from "../nodes/registry";
 import { attemptFailed } from "../scheduling/scheduling";
 
 /** A replicated task's columns the verdict needs. */
@@ -198,13 +198,7 @@ function acceptQuorum(
 ): void {
   const ids = { task_id: task.task_id };
   // Whatever replica is still out is wasted work now.
-  lostLeases(
-    sql,
-    sql.exec(
-      "UPDATE leases SET status = 'cancelled' WHERE task_seq = ? AND status = 'live' RETURNING node_id",
-      task.seq,
-    ),
-  );
+  cancelLeases(sql, "task_seq = ?", task.seq);
   const winners = new Set(winnerIds);
   const winner = rows.find((r) => r.lease_id === winnerIds[0])!;
   bindTaskKey(sql, now, task, winner);
@@ -290,12 +284,6 @@ function bindTaskKey(sql: SqlStorage, now: number, task: ReplicatedTask, winner:
 
 /** A task that failed otherwise than by verdict: its replicas still out are cancelled, its results left undecided. */
 export function abandonReplicas(sql: SqlStorage, taskSeq: number): void {
-  lostLeases(
-    sql,
-    sql.exec(
-      "UPDATE leases SET status = 'cancelled' WHERE task_seq = ? AND status = 'live' RETURNING node_id",
-      taskSeq,
-    ),
-  );
+  cancelLeases(sql, "task_seq = ?", taskSeq);
   sql.exec("UPDATE replica_results SET verdict = 'undecided' WHERE task_seq = ? AND verdict = 'pending'", taskSeq);
 }

@@ -13,6 +13,7 @@ import type { Lease } from "../../../src/protocol/tasks";
 import { jobSpec } from "../../fixtures/jobspec";
 import {
   ageNode,
+  agePassport,
   call,
   claim,
   delivered,
@@ -46,12 +47,7 @@ async function age(pool: string, nodeId: string, ms: number) {
         ms,
         nodeId,
       );
-      state.storage.sql.exec(
-        "UPDATE passports SET last_request_ms = last_request_ms - ?, told_until_ms = told_until_ms - ? WHERE node_id = ?",
-        ms,
-        ms,
-        nodeId,
-      );
+      agePassport(state.storage.sql, nodeId, ms);
     });
   }
   await ageNode(pool, nodeId, ms);

@@ -12,6 +12,7 @@ import type { Lease } from "../../../src/protocol/tasks";
 import { FIRST_HOLD_MS } from "../../../src/rules/scheduling";
 import {
   ageNode,
+  agePassport,
   call,
   claim,
   expireLeases,
@@ -420,7 +421,7 @@ describe("retry elsewhere", () => {
     await ageNode(pool, "done", 16_000);
     for (const shard of shardStubs(pool))
       await runInDurableObject(shard, (_o, state) => {
-        state.storage.sql.exec("UPDATE passports SET last_request_ms = last_request_ms - 16000 WHERE node_id = 'done'");
+        agePassport(state.storage.sql, "done", 16_000);
       });
     const nodes = await json<Array<{ node_id: string; online: boolean }>>(await call(pool, "GET", "/nodes"));
     expect(nodes.find((n) => n.node_id === "done")?.online).toBe(false);
