@@ -1,5 +1,5 @@
 -- The pool object's SQLite schema after every migration in src/pool/schema/schema.ts
--- (1-36): what a new pool starts with and what every older pool is migrated to.
+-- (1-37): what a new pool starts with and what every older pool is migrated to.
 -- Generated from a freshly migrated pool's sqlite_master, never edited by hand:
 -- test/worker/schema/schema.test.ts fails when they differ; after changing a migration,
 -- `npm run schema:snapshot` rewrites this file. Run on an empty database it makes
@@ -222,7 +222,6 @@ CREATE TABLE outbox (
     body TEXT NOT NULL,                   -- outcome: small JSON; passport: {"node_id"}, read at delivery
     created_ms INTEGER NOT NULL
   );
-CREATE INDEX outbox_to ON outbox (to_shard, seq); -- migration 18
 
 -- owner_replicas: migration 16
 CREATE TABLE owner_replicas (

@@ -276,4 +276,14 @@ export const FEWER_ROWS: readonly Migration[] = [
         "docs/sharding.md §8.3, liveness: when a lease of a node whose home is another shard stops being live without a commit (a fail, an expiry, a cancel), an outcome row tells the home the node's last request here and its latest live deadline here, so the home lowers live_until_ms as a lease's end here does for its own. A commit tells the home the same with its outcome, in one row. TypeScript half: src/pool/nodes/outcomes.ts applies the 'seen' outcome (ONLINE_WINDOW_MS, 15 s) and writes a commit's (committedHere); src/pool/nodes/registry.ts seen() marks the request first.",
     },
   },
+  // 37: the outbox keeps no index by destination. Its rows live until their home acks them, a few at a
+  // time but for a home out of reach, so the sender reads them in seq order (the table's own key) and
+  // filters by shard; the index cost a row on every outcome sent (each commit, fail and renewal that
+  // tells a home, at S > 1). Bounded work: the outbox holds only unsent rows.
+  {
+    id: 37,
+    description: "the outbox is read in seq order and filtered by shard: no index written per outcome sent",
+    up: "DROP INDEX outbox_to;",
+    down: "CREATE INDEX outbox_to ON outbox (to_shard, seq);",
+  },
 ];
