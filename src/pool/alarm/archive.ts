@@ -109,9 +109,17 @@ export function finishArchive(sql: SqlStorage, now: number, jobId: string): numb
   sql.exec("DELETE FROM task_failures WHERE task_seq IN (SELECT seq FROM tasks WHERE job_id = ?)", jobId);
   sql.exec("DELETE FROM replica_results WHERE task_seq IN (SELECT seq FROM tasks WHERE job_id = ?)", jobId);
   sql.exec("DELETE FROM events WHERE job_id = ?", jobId);
-  sql.exec("DELETE FROM tasks WHERE job_id = ?", jobId);
+  // The job's counts leave the pool's at once; with its queue row gone its tasks' delete counts nothing (schema step 38).
+  sql.exec(
+    `UPDATE pool_task_counts SET pending = pool_task_counts.pending - q.pending, leased = pool_task_counts.leased - q.leased,
+       completed = pool_task_counts.completed - q.completed, failed = pool_task_counts.failed - q.failed,
+       cancelled = pool_task_counts.cancelled - q.cancelled
+     FROM (SELECT * FROM job_queues WHERE job_id = ?) AS q`,
+    jobId,
+  );
   sql.exec("DELETE FROM queue_classes WHERE job_id = ?", jobId);
   sql.exec("DELETE FROM job_queues WHERE job_id = ?", jobId);
+  sql.exec("DELETE FROM tasks WHERE job_id = ?", jobId);
   sql.exec("DELETE FROM artifacts WHERE key >= ? AND key < ?", ...jobKeyRange(jobId));
   sql.exec("DELETE FROM checkpoint_parts WHERE job_id = ?", jobId);
   sql.exec("DELETE FROM checkpoint_manifests WHERE job_id = ?", jobId);

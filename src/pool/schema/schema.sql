@@ -1,5 +1,5 @@
 -- The pool object's SQLite schema after every migration in src/pool/schema/schema.ts
--- (1-37): what a new pool starts with and what every older pool is migrated to.
+-- (1-38): what a new pool starts with and what every older pool is migrated to.
 -- Generated from a freshly migrated pool's sqlite_master, never edited by hand:
 -- test/worker/schema/schema.test.ts fails when they differ; after changing a migration,
 -- `npm run schema:snapshot` rewrites this file. Run on an empty database it makes
@@ -656,11 +656,13 @@ CREATE TRIGGER queue_classes_queued_insert AFTER INSERT ON queue_classes WHEN NE
     UPDATE classes SET queued_jobs = queued_jobs + 1, queued = 1 WHERE class_id = NEW.class_id;
   END;
 
--- tasks_count_delete (migration 35):
--- docs/protocol.md §12, counters not scans: a task's delete (archiving its job) takes it out of
--- the same counts as tasks_count_state, in the same transaction. TypeScript half:
--- src/pool/alarm/archive.ts deletes an archived job's tasks, then its queue row.
-CREATE TRIGGER tasks_count_delete AFTER DELETE ON tasks BEGIN
+-- tasks_count_delete (migration 38):
+-- docs/protocol.md §12, counters not scans: a task's delete while its job stays (its queue row
+-- there) takes it out of the same counts as tasks_count_state, in the same transaction.
+-- Archiving a whole job takes the job's counts out of the pool's at once and deletes its queue
+-- row before its tasks (§16: two rows a task fewer). TypeScript half: src/pool/alarm/archive.ts
+-- finishArchive.
+CREATE TRIGGER tasks_count_delete AFTER DELETE ON tasks WHEN EXISTS (SELECT 1 FROM job_queues WHERE job_id = OLD.job_id) BEGIN
     UPDATE job_queues SET pending = pending - (OLD.state = 'PENDING'),
         leased = leased - (OLD.state = 'LEASED'),
         completed = completed - (OLD.state = 'COMPLETED'),

@@ -6,13 +6,16 @@
 // the bound is the budget; a task's lifecycle (§16: ≤ 20) is held to today's
 // count, a ratchet that each cut lowers.
 
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Lease } from "../../../src/protocol/tasks";
+import { DEFAULT_JOB_RETENTION_SECONDS } from "../../../src/rules/retention";
 import {
   call,
   callHolding,
   claim,
   freshPool,
+  jobStub,
   json,
   nodeIdAt,
   register,
@@ -23,6 +26,8 @@ import {
   trialsJob,
   upload,
 } from "../helpers";
+
+const RETENTION_MS = DEFAULT_JOB_RETENTION_SECONDS * 1000;
 
 type Costs = { written: number; r2A: number; r2B: number };
 
@@ -111,6 +116,41 @@ describe("what a task's requests cost", () => {
     expect(renewal.written).toBeLessThanOrEqual(1);
     // At 4 shards the commit also tells the node's home and the summary (docs/sharding.md §8.3).
     expect(lifecycle).toBeLessThanOrEqual(shardsOf(pool) === 1 ? 35 : 43);
+  });
+});
+
+describe("what archiving a job costs", () => {
+  it("deletes each finished task's rows, and counts the job out once, not per task", async () => {
+    const pool = freshPool();
+    const tasks = 10;
+    const { job_id: jobId } = await submitJob(pool, trialsJob(tasks));
+    await register(pool, "n1");
+    for (let i = 0; i < tasks; i++) {
+      const lease = await json<Lease>(await claim(pool, "n1"));
+      const output = JSON.stringify({ score: i });
+      expect((await upload(pool, `jobs/${jobId}/${lease.task_id}/metrics.json`, output)).status).toBe(200);
+      const r = await call(pool, "POST", `/attempts/${lease.lease_id}/complete`, {
+        output_sha256: await sha256(output),
+      });
+      expect(await json(r)).toMatchObject({ accepted: true });
+    }
+    // A week later, by the job's finish: the alarm archives it (at 4 shards a tick's alarm may run first).
+    const archived = await costOf(pool, async () => {
+      await runInDurableObject(jobStub(pool, jobId), (_o, state) => {
+        state.storage.sql.exec("UPDATE jobs SET finished_ms = ? WHERE job_id = ?", Date.now() - RETENTION_MS, jobId);
+      });
+      await runDurableObjectAlarm(jobStub(pool, jobId));
+    });
+    const counted = await runInDurableObject(jobStub(pool, jobId), (_o, state) => ({
+      tasks: state.storage.sql.exec("SELECT COUNT(*) AS n FROM tasks").one().n,
+      pool: state.storage.sql.exec("SELECT * FROM pool_task_counts").one(),
+    }));
+    console.log(`ARCHIVE S=${shardsOf(pool)} ${JSON.stringify({ tasks, written: archived.written })}`);
+    // Per task: its lease, its three events, its row and its artifact. Per job: its archive's record (4,
+    // marked done 1), its own events (3), its row (2), its queue rows (2) and the pool's counts (1). The count
+    // trigger ran per task before schema step 38: 92 rows for these 10 tasks.
+    expect(counted).toEqual({ tasks: 0, pool: expect.objectContaining({ pending: 0, leased: 0, completed: 0 }) });
+    expect(archived.written).toBeLessThanOrEqual(6 * tasks + 13);
   });
 });
 

@@ -41,10 +41,14 @@
 import type { Migration } from "./migration";
 
 /** Step 28's count triggers; `classLines` are its class counter's (step 35 takes them out, src/pool/schema/migrations/v30-fewer-rows.ts). */
-export const countTriggers = (classLines: {
-  state: string;
-  delete: string;
-}) => `CREATE TRIGGER tasks_count_state AFTER UPDATE OF state ON tasks WHEN OLD.state <> NEW.state BEGIN
+export const countTriggers = (classLines: { state: string; delete: string }) =>
+  `${countStateTrigger(classLines.state)}
+  ${countDeleteTrigger(classLines.delete)}`;
+
+/** Step 28's trigger counting a task's change of state. */
+const countStateTrigger = (
+  classLines: string,
+) => `CREATE TRIGGER tasks_count_state AFTER UPDATE OF state ON tasks WHEN OLD.state <> NEW.state BEGIN
     UPDATE job_queues SET pending = pending + (NEW.state = 'PENDING') - (OLD.state = 'PENDING'),
         leased = leased + (NEW.state = 'LEASED') - (OLD.state = 'LEASED'),
         completed = completed + (NEW.state = 'COMPLETED') - (OLD.state = 'COMPLETED'),
@@ -60,11 +64,16 @@ export const countTriggers = (classLines: {
         leased = leased + (NEW.state = 'LEASED') - (OLD.state = 'LEASED'),
         completed = completed + (NEW.state = 'COMPLETED') - (OLD.state = 'COMPLETED'),
         failed = failed + (NEW.state = 'FAILED') - (OLD.state = 'FAILED'),
-        cancelled = cancelled + (NEW.state = 'CANCELLED') - (OLD.state = 'CANCELLED');${classLines.state}
+        cancelled = cancelled + (NEW.state = 'CANCELLED') - (OLD.state = 'CANCELLED');${classLines}
     UPDATE queue_classes SET pending = pending + IIF(NEW.state = 'PENDING', 1, -1)
       WHERE job_id = NEW.job_id AND class_id = NEW.class_id AND (OLD.state = 'PENDING') <> (NEW.state = 'PENDING');
-  END;
-  CREATE TRIGGER tasks_count_delete AFTER DELETE ON tasks BEGIN
+  END;`;
+
+/** Step 28's trigger counting a task's delete; `when` its condition (step 38 adds one). */
+export const countDeleteTrigger = (
+  classLines: string,
+  when = "",
+) => `CREATE TRIGGER tasks_count_delete AFTER DELETE ON tasks${when} BEGIN
     UPDATE job_queues SET pending = pending - (OLD.state = 'PENDING'),
         leased = leased - (OLD.state = 'LEASED'),
         completed = completed - (OLD.state = 'COMPLETED'),
@@ -80,7 +89,7 @@ export const countTriggers = (classLines: {
         leased = leased - (OLD.state = 'LEASED'),
         completed = completed - (OLD.state = 'COMPLETED'),
         failed = failed - (OLD.state = 'FAILED'),
-        cancelled = cancelled - (OLD.state = 'CANCELLED');${classLines.delete}
+        cancelled = cancelled - (OLD.state = 'CANCELLED');${classLines}
     UPDATE queue_classes SET pending = pending - 1
       WHERE job_id = OLD.job_id AND class_id = OLD.class_id AND OLD.state = 'PENDING';
   END;`;

@@ -3,7 +3,7 @@
 // task and what a cheaper path now keeps. Bounded work on any history.
 
 import type { Migration } from "./migration";
-import { CLASS_COUNT_LINES_28, countTriggers } from "./v24-costs";
+import { CLASS_COUNT_LINES_28, countDeleteTrigger, countTriggers } from "./v24-costs";
 
 /** The note of a trigger keeping the tenants' shares (as step 9's): what it does. */
 const fairShare = (does: string) =>
@@ -285,5 +285,22 @@ export const FEWER_ROWS: readonly Migration[] = [
     description: "the outbox is read in seq order and filtered by shard: no index written per outcome sent",
     up: "DROP INDEX outbox_to;",
     down: "CREATE INDEX outbox_to ON outbox (to_shard, seq);",
+  },
+  // 38: archiving a job takes its counts out once, not per task. Its tasks' delete ran the count
+  // trigger once per task, writing the job's queue row and the pool's counts each time (two rows a
+  // task), though the job's row goes with it. Now src/pool/alarm/archive.ts takes the job's counts out
+  // of the pool's and deletes its queue row first, and the trigger counts a task's delete only while
+  // its job's queue row is there. Trigger work only.
+  {
+    id: 38,
+    description: "a task's delete is counted only while its job's queue row is there: archiving counts a job once",
+    up: `DROP TRIGGER tasks_count_delete;
+  ${countDeleteTrigger("", " WHEN EXISTS (SELECT 1 FROM job_queues WHERE job_id = OLD.job_id)")}`,
+    down: `DROP TRIGGER tasks_count_delete;
+  ${countDeleteTrigger("")}`,
+    triggers: {
+      tasks_count_delete:
+        "docs/protocol.md §12, counters not scans: a task's delete while its job stays (its queue row there) takes it out of the same counts as tasks_count_state, in the same transaction. Archiving a whole job takes the job's counts out of the pool's at once and deletes its queue row before its tasks (§16: two rows a task fewer). TypeScript half: src/pool/alarm/archive.ts finishArchive.",
+    },
   },
 ];
