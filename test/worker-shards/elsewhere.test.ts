@@ -8,7 +8,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { LIVENESS_LEAD_MS } from "../../src/pool/nodes/liveness";
 import type { Lease } from "../../src/protocol/tasks";
-import { call, claim, delivered, freshPool, json, register, trialsJob } from "../worker/helpers";
+import { ageNode, call, claim, delivered, freshPool, json, register, trialsJob } from "../worker/helpers";
 import { shard, submitTo } from "./helpers";
 
 describe("a claim for a job of another shard", () => {
@@ -75,8 +75,17 @@ describe("liveness of a node working on another shard", () => {
     const failedAt = Date.now();
     expect((await call(pool, "POST", `/attempts/${lease.lease_id}/fail`, { reason: "x" })).status).toBe(200);
     await delivered(pool);
+    const online = async () =>
+      (await json<Array<{ node_id: string; online: boolean }>>(await call(pool, "GET", "/nodes"))).find(
+        (n) => n.node_id === "n1",
+      )?.online;
+    // Online for the window after the fail, its last request; the home's row is soft and written down by its
+    // sweep once the node is silent (docs/protocol.md §16): 16 s later, to the fail + 15 s, not the deadline.
+    expect(await online()).toBe(true);
+    await ageNode(pool, "n1", 16_000);
     const after = await liveUntil();
-    expect(after).toBeGreaterThanOrEqual(failedAt + 15_000 - 1_000);
-    expect(after).toBeLessThanOrEqual(Date.now() + 15_000);
+    expect(after).toBeGreaterThanOrEqual(failedAt + 15_000 - 16_000 - 1_000);
+    expect(after).toBeLessThanOrEqual(Date.now());
+    expect(await online()).toBe(false);
   });
 });

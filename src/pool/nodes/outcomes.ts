@@ -16,7 +16,7 @@ import type { NodeOutcome, Outcome, OutcomeMessage, ReplicaTask } from "../contr
 import { appendOutbox } from "../ledger/outbox-rows";
 import type { Pool } from "../pool";
 import { replicaElsewhere } from "../verification/replicas-elsewhere";
-import { lastRequestHere, lastRequests, passportsSeen } from "./liveness";
+import { LIVENESS_LEAD_MS, lastRequestHere, lastRequests, passportsSeen } from "./liveness";
 import { liveDeadlineSql, ONLINE_WINDOW_MS } from "./states";
 
 /**
@@ -104,7 +104,10 @@ export function applyOutcome(sql: SqlStorage, now: number, nodeId: string, outco
  * lease's deadline. When a lease there ended, the home's view falls to
  * those, as its own leases' end makes it (schema step 14); a lease the node
  * holds at a third shard is not counted then, until that shard speaks.
- * `accepted` commits there count in the same write.
+ * Soft, as a request here is (src/pool/nodes/liveness.ts): the row is
+ * written only when it would say less, and then LIVENESS_LEAD_MS ahead; the
+ * request and the deadline wait in memory, and the sweep writes the row
+ * down once the node is silent. `accepted` commits there count in the row.
  */
 function seenElsewhere(
   sql: SqlStorage,
@@ -112,17 +115,26 @@ function seenElsewhere(
   seen: { at: number; until: number; ended?: number },
   accepted: number,
 ): boolean {
-  const statement = seen.ended
-    ? `UPDATE nodes SET last_heartbeat_ms = MAX(last_heartbeat_ms, ?1),
-         live_until_ms = MAX(MAX(last_heartbeat_ms, ?1) + ${ONLINE_WINDOW_MS}, ?2,
-           ${liveDeadlineSql("?3")}), accepted_tasks = accepted_tasks + ?4
-         WHERE node_id = ?3`
-    : `UPDATE nodes SET last_heartbeat_ms = MAX(last_heartbeat_ms, ?1),
-         live_until_ms = MAX(live_until_ms, ?1 + ${ONLINE_WINDOW_MS}, ?2), accepted_tasks = accepted_tasks + ?4
-         WHERE node_id = ?3`;
-  const here = sql.exec(statement, seen.at, seen.until, nodeId, accepted).rowsWritten > 0;
-  if (here) lastRequests(sql).heldElsewhere(nodeId, seen.until, seen.ended === 1);
-  return here;
+  const row = sql
+    .exec<{ live_until_ms: number }>("SELECT live_until_ms FROM nodes WHERE node_id = ?", nodeId)
+    .toArray()[0];
+  if (row === undefined) return false;
+  const known = lastRequests(sql);
+  known.saw(nodeId, Math.max(known.get(nodeId)?.at ?? 0, seen.at));
+  known.heldElsewhere(nodeId, seen.until, seen.ended === 1);
+  const needs = Math.max(seen.at + ONLINE_WINDOW_MS, seen.until);
+  if (row.live_until_ms < needs)
+    sql.exec(
+      `UPDATE nodes SET last_heartbeat_ms = MAX(last_heartbeat_ms, ?1), live_until_ms = ?2,
+         accepted_tasks = accepted_tasks + ?3 WHERE node_id = ?4`,
+      seen.at,
+      needs + LIVENESS_LEAD_MS,
+      accepted,
+      nodeId,
+    );
+  else if (accepted > 0)
+    sql.exec("UPDATE nodes SET accepted_tasks = accepted_tasks + ?1 WHERE node_id = ?2", accepted, nodeId);
+  return true;
 }
 
 /**
