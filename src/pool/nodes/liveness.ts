@@ -151,7 +151,11 @@ export function writeSeen(sql: SqlStorage, nodeIds: Iterable<string>): void {
   }
 }
 
-/** A claim's answer tells `nodeId`'s home of its lease here until `deadline`: a renewal tells it again only past half of what it heard (src/pool/nodes/outcomes.ts renewedHere). */
+/**
+ * A claim's answer tells `nodeId`'s home of its lease here until
+ * `deadline`: a renewal tells it again only past half of what it heard
+ * (src/pool/nodes/outcomes.ts renewedHere).
+ */
 export function toldHome(sql: SqlStorage, nodeId: string, deadline: number): void {
   const seen = passportsSeen(sql);
   const known = seen.get(nodeId);

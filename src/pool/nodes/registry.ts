@@ -207,13 +207,13 @@ export function lostLease(sql: SqlStorage, nodeId: string): void {
  * written first, which the end tells its home (schema step 20).
  */
 export function cancelLeases(sql: SqlStorage, where: string, ...bindings: SqlStorageValue[]): void {
-  const live = `FROM leases WHERE status = 'live' AND ${where}`;
+  const live = sql.exec<{ node_id: string }>(
+    `SELECT DISTINCT node_id FROM leases WHERE status = 'live' AND ${where}`,
+    ...bindings,
+  );
   writeSeen(
     sql,
-    sql
-      .exec<{ node_id: string }>(`SELECT DISTINCT node_id ${live}`, ...bindings)
-      .toArray()
-      .map((r) => r.node_id),
+    live.toArray().map((r) => r.node_id),
   );
   const ended = sql.exec<{ node_id: string }>(
     `UPDATE leases SET status = 'cancelled' WHERE status = 'live' AND ${where} RETURNING node_id`,
