@@ -123,13 +123,18 @@ export function seenHere(sql: SqlStorage, now: number, nodeId: string): boolean 
     .exec<{ last_request_ms: number }>("SELECT last_request_ms FROM passports WHERE node_id = ?", nodeId)
     .toArray()[0];
   if (row === undefined) return false;
-  if (row.last_request_ms + PASSPORT_LAG_MS <= now)
-    sql.exec("UPDATE passports SET last_request_ms = ?1 WHERE node_id = ?2 AND last_request_ms < ?1", now, nodeId);
-  const seen = passportsSeen(sql);
-  const known = seen.get(nodeId);
-  if (known === undefined) seen.set(nodeId, { at: now, told: 0 });
-  else known.at = Math.max(known.at, now);
+  const known = passportSeen(sql, nodeId);
+  known.at = Math.max(known.at, now);
+  if (row.last_request_ms + PASSPORT_LAG_MS <= now) writeSeen(sql, [nodeId]);
   return true;
+}
+
+/** What is kept here of a passport's node, made empty when nothing is. */
+function passportSeen(sql: SqlStorage, nodeId: string): PassportSeen {
+  const seen = passportsSeen(sql);
+  const known = seen.get(nodeId) ?? { at: 0, told: 0 };
+  seen.set(nodeId, known);
+  return known;
 }
 
 /** A passport's node's last request here: its row's time, or a later one in memory. */
@@ -157,8 +162,6 @@ export function writeSeen(sql: SqlStorage, nodeIds: Iterable<string>): void {
  * (src/pool/nodes/outcomes.ts renewedHere).
  */
 export function toldHome(sql: SqlStorage, nodeId: string, deadline: number): void {
-  const seen = passportsSeen(sql);
-  const known = seen.get(nodeId);
-  if (known === undefined) seen.set(nodeId, { at: 0, told: deadline });
-  else known.told = Math.max(known.told, deadline);
+  const known = passportSeen(sql, nodeId);
+  known.told = Math.max(known.told, deadline);
 }
