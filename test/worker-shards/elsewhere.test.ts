@@ -6,7 +6,7 @@
 
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { LIVENESS_LEAD_MS } from "../../src/pool/nodes/liveness";
+import { HEARD_GRACE_MS, LIVENESS_LEAD_MS } from "../../src/pool/nodes/liveness";
 import type { Lease } from "../../src/protocol/tasks";
 import { ageNode, call, claim, delivered, freshPool, json, register, trialsJob } from "../worker/helpers";
 import { shard, submitTo } from "./helpers";
@@ -70,8 +70,9 @@ describe("liveness of a node working on another shard", () => {
         (_o, state) =>
           state.storage.sql.exec<{ t: number }>("SELECT live_until_ms AS t FROM nodes WHERE node_id = 'n1'").one().t,
       );
-    // The forwarded claim's answer told the home the deadline, which it writes ahead (docs/protocol.md §16).
-    expect(await liveUntil()).toBe(Date.parse(lease.deadline) + LIVENESS_LEAD_MS);
+    // The forwarded claim's answer told the home the deadline; it holds the node a minute past that (docs/sharding.md
+    // §8.3), and writes it ahead (docs/protocol.md §16).
+    expect(await liveUntil()).toBe(Date.parse(lease.deadline) + HEARD_GRACE_MS + LIVENESS_LEAD_MS);
     const failedAt = Date.now();
     expect((await call(pool, "POST", `/attempts/${lease.lease_id}/fail`, { reason: "x" })).status).toBe(200);
     await delivered(pool);
@@ -86,6 +87,24 @@ describe("liveness of a node working on another shard", () => {
     const after = await liveUntil();
     expect(after).toBeGreaterThanOrEqual(failedAt + 15_000 - 16_000 - 1_000);
     expect(after).toBeLessThanOrEqual(Date.now());
+    expect(await online()).toBe(false);
+  });
+
+  it("is held at home a minute past the deadline it heard, and no longer, while no word of the lease's end comes", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await submitTo(pool, 1, trialsJob(1, { lease_seconds: 30 }));
+    expect((await claim(pool, "n1")).status).toBe(200);
+    const online = async () =>
+      (await json<Array<{ node_id: string; online: boolean }>>(await call(pool, "GET", "/nodes"))).find(
+        (n) => n.node_id === "n1",
+      )?.online;
+    // Shard 1's renewals of a lease tell the home nothing while what it heard, a minute past, covers half the
+    // lease ahead (docs/sharding.md §8.3). Silent 31 s, past the deadline the home heard: still online there.
+    await ageNode(pool, "n1", 31_000);
+    expect(await online()).toBe(true);
+    // A minute more, and shard 1 never said the lease ended: offline.
+    await ageNode(pool, "n1", 60_000);
     expect(await online()).toBe(false);
   });
 });

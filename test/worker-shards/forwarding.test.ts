@@ -12,7 +12,7 @@ import { describe, expect, it, vi } from "vitest";
 import { forwardedClaim } from "../../src/pool/claims/forwarded-claims";
 import type { ClaimTicket, OutcomeMessage } from "../../src/pool/contract";
 import { claim as claimInPool, type WireLease } from "../../src/pool/leases/leases";
-import { lastRequestOf, passportsSeen } from "../../src/pool/nodes/liveness";
+import { HEARD_GRACE_MS, lastRequestOf, lastRequests, passportsSeen } from "../../src/pool/nodes/liveness";
 import { type Passport, passportOf, upsertPassport } from "../../src/pool/nodes/passports";
 import { anotherCouldTake } from "../../src/pool/scheduling/scheduling";
 import { MIGRATIONS } from "../../src/pool/schema/schema";
@@ -26,6 +26,7 @@ import {
   commandJob,
   freshPool,
   homeStub,
+  json,
   register,
   registration,
   sha256,
@@ -714,6 +715,51 @@ describe("a passport's liveness, soft", () => {
     await runInDurableObject(shard(pool, K), (_o, state) => passportsSeen(state.storage.sql).clear());
     expect(await shard(pool, K).renewLease(lease.lease_id, null)).toMatchObject({ ok: true });
     expect(await told()).toBe(before + 1);
+  });
+
+  it("a one-minute lease's renewals tell the home nothing while what it heard, a minute past, covers half the lease", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    await submitTo(pool, K, trialsJob(1, { lease_seconds: 60 }));
+    // Claimed through the Worker: n1's home forwards the claim to shard K and hears the lease from its answer.
+    const lease = await json<WireLease>(await claim(pool, "n1"));
+    // The home holds n1 online a minute past the deadline the answer carried.
+    const heldAtHome = async () =>
+      runInDurableObject(
+        await homeStub(pool, "n1"),
+        (_o, state) => lastRequests(state.storage.sql).get("n1")?.elsewhere,
+      );
+    expect(await heldAtHome()).toBe(Date.parse(lease.deadline) + HEARD_GRACE_MS);
+    const outboxSeq = async () =>
+      (
+        await rowsAt<{ n: number }>(
+          pool,
+          K,
+          "SELECT COALESCE(MAX(seq), 0) AS n FROM sqlite_sequence WHERE name = 'outbox'",
+        )
+      )[0]!.n;
+    const before = await outboxSeq();
+    /** As if the home last heard of a deadline `ago` ms past: shard K's memory of what it told. */
+    const toldAgo = (ago: number) =>
+      runInDurableObject(shard(pool, K), (_o, state) => {
+        passportsSeen(state.storage.sql).get("n1")!.told = Date.now() - ago;
+      });
+    // Heard 20 s ago: with its minute it covers 40 s, over half the lease ahead. Nothing is sent.
+    await toldAgo(20_000);
+    expect(await shard(pool, K).renewLease(lease.lease_id, null)).toMatchObject({ ok: true });
+    expect(await outboxSeq()).toBe(before);
+    // Heard 35 s ago: 25 s, under half. The renewal tells the home, which holds n1 a minute past the new deadline.
+    await toldAgo(35_000);
+    expect(await shard(pool, K).renewLease(lease.lease_id, null)).toMatchObject({ ok: true });
+    expect(await outboxSeq()).toBe(before + 1);
+    await delivered(pool, K);
+    const [renewed] = await rowsAt<{ d: number }>(
+      pool,
+      K,
+      "SELECT deadline_ms AS d FROM leases WHERE lease_id = ?",
+      lease.lease_id,
+    );
+    expect(await heldAtHome()).toBe(renewed!.d + HEARD_GRACE_MS);
   });
 
   it("a passport held already is not written again; one of the same version that differs still is", async () => {

@@ -14,7 +14,7 @@ import { shardOfId } from "../../rules/shard-ids";
 import { allotment, pendingOf } from "../../rules/summary";
 import type { ClaimTicket, ForwardedClaimResult, ReplicaTask, Turn } from "../contract";
 import { admit } from "../leases/leases";
-import { lastRequests } from "../nodes/liveness";
+import { heardUntil, lastRequests } from "../nodes/liveness";
 import { passportOf } from "../nodes/passports";
 import { seen } from "../nodes/registry";
 import type { Pool } from "../pool";
@@ -431,7 +431,8 @@ export function tookLease(
   nodeId: string,
   { lease, replica }: { lease: { deadline: string }; replica?: ReplicaTask },
 ): void {
-  const deadline = Date.parse(lease.deadline);
+  // Held online a minute past the deadline: the renewals there need not tell this shard (liveness.ts HEARD_GRACE_MS).
+  const deadline = heardUntil(Date.parse(lease.deadline));
   pool.transaction(() => {
     seen(pool.sql, Date.now(), nodeId, deadline);
     lastRequests(pool.sql).heldElsewhere(nodeId, deadline, false);

@@ -36,6 +36,9 @@ export const LIVENESS_LEAD_MS = 300_000;
 /** What is known here of a node whose row may say more than it: its last request, and the latest deadline of a lease another shard told its home of. */
 export type Known = { at: number; elsewhere: number };
 
+/** When a node's row is to be written down: its window after its last request, or a lease elsewhere's end heard. */
+const dueOf = (known: Known): number => Math.max(known.at + ONLINE_WINDOW_MS, known.elsewhere);
+
 export class LastRequests {
   /** Nodes whose row may say online past their last request + the window. */
   readonly #known = new Map<string, Known>();
@@ -44,18 +47,22 @@ export class LastRequests {
 
   /** `nodeId` made a request at `at`. */
   saw(nodeId: string, at: number): void {
-    this.#known.set(nodeId, { at, elsewhere: this.#known.get(nodeId)?.elsewhere ?? 0 });
-    this.#due = Math.min(this.#due, at + ONLINE_WINDOW_MS);
+    const known = { at, elsewhere: this.#known.get(nodeId)?.elsewhere ?? 0 };
+    this.#known.set(nodeId, known);
+    this.#due = Math.min(this.#due, dueOf(known));
   }
 
   /**
    * Another shard says the node holds a lease there until `until` (0: none
-   * now, when `ended`): its row is not written down below that. Only the
-   * row of a node seen here since the object started is written down.
+   * now, when `ended`): its row is not written down below that, and is
+   * written down once that passes. Only the row of a node seen here since
+   * the object started is written down.
    */
   heldElsewhere(nodeId: string, until: number, ended: boolean): void {
     const known = this.#known.get(nodeId);
-    if (known) known.elsewhere = ended ? until : Math.max(known.elsewhere, until);
+    if (!known) return;
+    known.elsewhere = ended ? until : Math.max(known.elsewhere, until);
+    this.#due = Math.min(this.#due, dueOf(known));
   }
 
   /** What is known here of the node, if its row may say more. */
@@ -68,14 +75,14 @@ export class LastRequests {
     return this.#known.size === 0 ? null : this.#due;
   }
 
-  /** Takes the entries whose window ended by `now`: their rows are written down to it. */
+  /** Takes the entries due by `now` (`dueOf`): their rows are written down to it. */
   takeDue(now: number): Array<[string, Known]> {
     if (now < this.#due) return [];
     const taken: Array<[string, Known]> = [];
     let due = Number.POSITIVE_INFINITY;
     for (const [nodeId, known] of this.#known) {
-      if (known.at + ONLINE_WINDOW_MS <= now) taken.push([nodeId, known]);
-      else due = Math.min(due, known.at + ONLINE_WINDOW_MS);
+      if (dueOf(known) <= now) taken.push([nodeId, known]);
+      else due = Math.min(due, dueOf(known));
     }
     for (const [nodeId] of taken) this.#known.delete(nodeId);
     this.#due = due;
@@ -157,9 +164,23 @@ export function writeSeen(sql: SqlStorage, nodeIds: Iterable<string>): void {
 }
 
 /**
+ * How long past the deadline it heard of a lease at another shard a home
+ * holds the node online (`heardUntil`). The shard holding the lease tells
+ * the home again only once that covers under half the lease ahead
+ * (src/pool/nodes/outcomes.ts renewedHere): a one-minute task's renewals
+ * tell it nothing. The home decides nothing on it (docs/sharding.md §8.3),
+ * and the lease's end tells it at once; the grace shows only if that word
+ * never comes, and then a minute, as PASSPORT_LAG_MS lets liveness lag.
+ */
+export const HEARD_GRACE_MS = 60_000;
+
+/** Until when a home holds online a node it heard holds a lease elsewhere until `deadline` (0: none). */
+export const heardUntil = (deadline: number): number => (deadline > 0 ? deadline + HEARD_GRACE_MS : 0);
+
+/**
  * A claim's answer tells `nodeId`'s home of its lease here until
- * `deadline`: a renewal tells it again only past half of what it heard
- * (src/pool/nodes/outcomes.ts renewedHere).
+ * `deadline`: a renewal tells it again only once that, with the home's
+ * grace, covers under half the lease ahead (src/pool/nodes/outcomes.ts renewedHere).
  */
 export function toldHome(sql: SqlStorage, nodeId: string, deadline: number): void {
   const known = passportSeen(sql, nodeId);

@@ -16,7 +16,7 @@ import type { NodeOutcome, Outcome, OutcomeMessage, ReplicaTask } from "../contr
 import { appendOutbox } from "../ledger/outbox-rows";
 import type { Pool } from "../pool";
 import { replicaElsewhere } from "../verification/replicas-elsewhere";
-import { LIVENESS_LEAD_MS, lastRequestHere, lastRequests, passportsSeen } from "./liveness";
+import { heardUntil, LIVENESS_LEAD_MS, lastRequestHere, lastRequests, passportsSeen } from "./liveness";
 import { liveDeadlineSql, ONLINE_WINDOW_MS } from "./states";
 
 /**
@@ -121,8 +121,9 @@ function seenElsewhere(
   if (row === undefined) return false;
   const known = lastRequests(sql);
   known.saw(nodeId, Math.max(known.get(nodeId)?.at ?? 0, seen.at));
-  known.heldElsewhere(nodeId, seen.until, seen.ended === 1);
-  const needs = Math.max(seen.at + ONLINE_WINDOW_MS, seen.until);
+  const until = heardUntil(seen.until);
+  known.heldElsewhere(nodeId, until, seen.ended === 1);
+  const needs = Math.max(seen.at + ONLINE_WINDOW_MS, until);
   if (row.live_until_ms < needs)
     sql.exec(
       `UPDATE nodes SET last_heartbeat_ms = MAX(last_heartbeat_ms, ?1), live_until_ms = ?2,
@@ -139,9 +140,10 @@ function seenElsewhere(
 
 /**
  * A renewal here of a lease of another shard's node (docs/sharding.md §8.3):
- * its home hears the new deadline once what it last heard covers less than
- * half of the lease ahead, so a long task stays online there at about one
- * message per half lease, not one per heartbeat.
+ * its home hears the new deadline once what it last heard, with the grace
+ * it adds (`heardUntil`), covers less than half of the lease ahead, so a
+ * long task stays online there at about one message per half lease plus a
+ * minute, not one per heartbeat, and a one-minute task's renewals send none.
  */
 export function renewedHere(sql: SqlStorage, now: number, nodeId: string, deadline: number): void {
   const passport = sql
@@ -152,7 +154,7 @@ export function renewedHere(sql: SqlStorage, now: number, nodeId: string, deadli
     .toArray()[0];
   if (passport === undefined) return;
   const told = Math.max(passport.told_until_ms, passportsSeen(sql).get(nodeId)?.told ?? 0);
-  if (told - now >= (deadline - now) / 2) return;
+  if (heardUntil(told) - now >= (deadline - now) / 2) return;
   const body: NodeOutcome = { node_id: nodeId, outcome: "seen", at: now, until: deadline };
   appendOutbox(sql, passport.home, "outcome", body, now);
   sql.exec("UPDATE passports SET told_until_ms = ? WHERE node_id = ?", deadline, nodeId);
