@@ -172,7 +172,14 @@ export function claim(
     },
     task,
   });
-  return { ok: true, lease: leaseRecord(findLease(sql, task.lease_id!)!), ...turn };
+  // The lease as just inserted, from the task's row: no read back.
+  const issued = {
+    lease_id: task.lease_id!,
+    node_id: nodeId,
+    attempt_number: task.attempts_used,
+    deadline_ms: deadline,
+  };
+  return { ok: true, lease: leaseRecord({ ...task, ...issued, replica }), ...turn };
 }
 
 type Admission =

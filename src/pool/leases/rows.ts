@@ -40,7 +40,13 @@ export function findLease(sql: SqlStorage, leaseId: string): Joined | undefined 
     .toArray()[0];
 }
 
-export function leaseRecord(row: Joined): WireLease {
+/** What a lease's wire form is made of. */
+type LeaseFields = Pick<
+  Joined,
+  "lease_id" | "job_id" | "task_id" | "node_id" | "attempt_number" | "deadline_ms" | "payload" | "replica"
+>;
+
+export function leaseRecord(row: LeaseFields): WireLease {
   const payload = JSON.parse(row.payload) as JsonObject;
   // A replica writes under its own prefix, which the agent honours (docs/protocol.md §14).
   if (row.replica > 0) payload.output_prefix = replicaPrefix(row.job_id, row.task_id, row.replica);
