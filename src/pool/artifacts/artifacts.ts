@@ -5,7 +5,6 @@
 import { artifactListEntry } from "../../protocol/checkpoints";
 import { jobKeyRange, jobOfKey, replicaPrefix, taskOfKey } from "../../protocol/keys";
 import { isLiveLease, type LeaseAndTask } from "../../rules/leases";
-import { archiveState } from "../jobs/jobs";
 import { sealedFrom, type Viewer } from "../ledger/sealing";
 import { seen } from "../nodes/registry";
 import { bindable, kept, referenced, unreferenced } from "./collection";
@@ -31,21 +30,24 @@ export type WriteCheck = { ok: true } | { ok: false; reason: "forbidden" | "comp
  */
 export function checkWrite(sql: SqlStorage, now: number, key: string, writer: Writer): WriteCheck {
   const job = jobOfKey(key);
-  if (job !== null && archiveState(sql, job) !== null) {
-    return { ok: false, reason: "completed", detail: `job ${job} is archived; its artifacts are read-only` };
-  }
   const owner = taskOfKey(key);
-  if (owner) {
-    const done = sql
-      .exec("SELECT 1 FROM tasks WHERE job_id = ? AND task_id = ? AND state = 'COMPLETED'", owner.jobId, owner.taskId)
-      .toArray();
-    if (done.length > 0) {
-      return {
-        ok: false,
-        reason: "completed",
-        detail: `task ${owner.jobId}/${owner.taskId} is committed; its outputs are immutable`,
-      };
-    }
+  // Both in one statement, which every upload's bind runs: the job archived (or being archived), the task committed.
+  const { archived, done } = sql
+    .exec<{ archived: number; done: number }>(
+      `SELECT EXISTS (SELECT 1 FROM archived_jobs WHERE job_id = ?1) AS archived,
+              EXISTS (SELECT 1 FROM tasks WHERE job_id = ?1 AND task_id = ?2 AND state = 'COMPLETED') AS done`,
+      job,
+      owner?.taskId ?? null,
+    )
+    .one();
+  if (archived)
+    return { ok: false, reason: "completed", detail: `job ${job} is archived; its artifacts are read-only` };
+  if (owner && done) {
+    return {
+      ok: false,
+      reason: "completed",
+      detail: `task ${owner.jobId}/${owner.taskId} is committed; its outputs are immutable`,
+    };
   }
   if (writer === null) return { ok: true };
   // A cancelled task's last holder may still upload until its lease would have ended: the reference agent

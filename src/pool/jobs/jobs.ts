@@ -46,12 +46,16 @@ export function taskCounts(sql: SqlStorage, jobId: string): TaskCounts {
  * or unknown (tasks queued without a job record).
  */
 export function settleJob(sql: SqlStorage, now: number, jobId: string): void {
+  // Runs on every accepted commit: the job's record and counters in one statement, never its tasks.
   const job = sql
-    .exec<{ terminal_state: string | null }>("SELECT terminal_state FROM jobs WHERE job_id = ?", jobId)
+    .exec<TaskCounts & { terminal_state: string | null; queued: number | null }>(
+      `SELECT j.terminal_state, q.job_id IS NOT NULL AS queued, ${COUNTS_SQL}
+       FROM jobs j LEFT JOIN job_queues q ON q.job_id = j.job_id WHERE j.job_id = ?`,
+      jobId,
+    )
     .toArray()[0];
   if (!job || job.terminal_state !== null) return;
-  // Runs on every accepted commit: the job's counters, never its tasks.
-  const counts = taskCounts(sql, jobId);
+  const counts = job.queued ? job : emptyTaskCounts();
   // A hosted run's round is over at its quorum: what is still out is cancelled (docs/protocol.md §17).
   if (quorumMet(sql, jobId, counts.COMPLETED) && OPEN_TASK_STATES.some((s) => counts[s] > 0)) {
     cancelJob(sql, now, jobId);

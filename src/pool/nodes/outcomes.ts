@@ -70,12 +70,17 @@ export function applyOutcome(sql: SqlStorage, now: number, nodeId: string, outco
   switch (outcome.outcome) {
     case "accepted":
     case "valid": {
+      // The count and the end of a run of failures (attemptSucceeded's) in one statement: one row.
       const found =
-        sql.exec("UPDATE nodes SET accepted_tasks = accepted_tasks + 1 WHERE node_id = ?", nodeId).rowsWritten > 0;
+        sql.exec(
+          `UPDATE nodes SET accepted_tasks = accepted_tasks + 1, consecutive_failures = 0,
+             held_until_ms = CASE WHEN consecutive_failures > 0 AND distrusted IS NULL THEN 0 ELSE held_until_ms END
+           WHERE node_id = ?`,
+          nodeId,
+        ).rowsWritten > 0;
       if (!found) return false;
       // A result accepted alone was compared with nothing: it earns no trust (docs/protocol.md §14).
       if (outcome.outcome === "valid") validResult(sql, nodeId);
-      attemptSucceeded(sql, nodeId);
       return true;
     }
     case "failed":
