@@ -70,7 +70,7 @@ export class LastRequests {
     return this.#known.get(nodeId);
   }
 
-  /** When the earliest entry's window ends (null: none): the alarm settles it then. */
+  /** When the earliest entry is due (`dueOf`; null: none): the alarm settles it then. */
   due(): number | null {
     return this.#known.size === 0 ? null : this.#due;
   }
