@@ -636,6 +636,15 @@ describe("a passport's liveness, soft", () => {
         nodeId,
       );
     });
+  /** What shard K has told other shards: the seq of its last outbox row (AUTOINCREMENT), 0 for none. */
+  const toldFromK = async (pool: string) =>
+    (
+      await rowsAt<{ n: number }>(
+        pool,
+        K,
+        "SELECT COALESCE(MAX(seq), 0) AS n FROM sqlite_sequence WHERE name = 'outbox'",
+      )
+    )[0]!.n;
   const lastRequestRow = async (pool: string, nodeId: string) =>
     (await rowsAt<{ t: number }>(pool, K, "SELECT last_request_ms AS t FROM passports WHERE node_id = ?", nodeId))[0]!
       .t;
@@ -700,21 +709,12 @@ describe("a passport's liveness, soft", () => {
     await submitTo(pool, K, trialsJob(1, { lease_seconds: 600 }));
     const lease = await leaseAtK(pool, "n1");
     await delivered(pool, K);
-    // What shard 2 has told the home: the seq of its last outbox row (AUTOINCREMENT), 0 for none.
-    const told = async () =>
-      (
-        await rowsAt<{ n: number }>(
-          pool,
-          K,
-          "SELECT COALESCE(MAX(seq), 0) AS n FROM sqlite_sequence WHERE name = 'outbox'",
-        )
-      )[0]!.n;
-    const before = await told();
+    const before = await toldFromK(pool);
     expect(await shard(pool, K).renewLease(lease.lease_id, null)).toMatchObject({ ok: true });
-    expect(await told()).toBe(before);
+    expect(await toldFromK(pool)).toBe(before);
     await runInDurableObject(shard(pool, K), (_o, state) => passportsSeen(state.storage.sql).clear());
     expect(await shard(pool, K).renewLease(lease.lease_id, null)).toMatchObject({ ok: true });
-    expect(await told()).toBe(before + 1);
+    expect(await toldFromK(pool)).toBe(before + 1);
   });
 
   it("a one-minute lease's renewals tell the home nothing while what it heard, a minute past, covers half the lease", async () => {
@@ -730,15 +730,7 @@ describe("a passport's liveness, soft", () => {
         (_o, state) => lastRequests(state.storage.sql).get("n1")?.elsewhere,
       );
     expect(await heldAtHome()).toBe(Date.parse(lease.deadline) + HEARD_GRACE_MS);
-    const outboxSeq = async () =>
-      (
-        await rowsAt<{ n: number }>(
-          pool,
-          K,
-          "SELECT COALESCE(MAX(seq), 0) AS n FROM sqlite_sequence WHERE name = 'outbox'",
-        )
-      )[0]!.n;
-    const before = await outboxSeq();
+    const before = await toldFromK(pool);
     /** As if the home last heard of a deadline `ago` ms past: shard K's memory of what it told. */
     const toldAgo = (ago: number) =>
       runInDurableObject(shard(pool, K), (_o, state) => {
@@ -747,11 +739,11 @@ describe("a passport's liveness, soft", () => {
     // Heard 20 s ago: with its minute it covers 40 s, over half the lease ahead. Nothing is sent.
     await toldAgo(20_000);
     expect(await shard(pool, K).renewLease(lease.lease_id, null)).toMatchObject({ ok: true });
-    expect(await outboxSeq()).toBe(before);
+    expect(await toldFromK(pool)).toBe(before);
     // Heard 35 s ago: 25 s, under half. The renewal tells the home, which holds n1 a minute past the new deadline.
     await toldAgo(35_000);
     expect(await shard(pool, K).renewLease(lease.lease_id, null)).toMatchObject({ ok: true });
-    expect(await outboxSeq()).toBe(before + 1);
+    expect(await toldFromK(pool)).toBe(before + 1);
     await delivered(pool, K);
     const [renewed] = await rowsAt<{ d: number }>(
       pool,
