@@ -70,14 +70,10 @@ export function applyOutcome(sql: SqlStorage, now: number, nodeId: string, outco
   switch (outcome.outcome) {
     case "accepted":
     case "valid": {
-      // The count and the end of a run of failures (attemptSucceeded's) in one statement: one row.
+      // The count and the end of a run of failures in one statement: one row.
       const found =
-        sql.exec(
-          `UPDATE nodes SET accepted_tasks = accepted_tasks + 1, consecutive_failures = 0,
-             held_until_ms = CASE WHEN consecutive_failures > 0 AND distrusted IS NULL THEN 0 ELSE held_until_ms END
-           WHERE node_id = ?`,
-          nodeId,
-        ).rowsWritten > 0;
+        sql.exec(`UPDATE nodes SET accepted_tasks = accepted_tasks + 1, ${SUCCEEDED} WHERE node_id = ?`, nodeId)
+          .rowsWritten > 0;
       if (!found) return false;
       // A result accepted alone was compared with nothing: it earns no trust (docs/protocol.md §14).
       if (outcome.outcome === "valid") validResult(sql, nodeId);
@@ -269,12 +265,15 @@ function attemptFailedHere(sql: SqlStorage, now: number, nodeId: string): boolea
  * the node is distrusted: a lie's hold runs out or is released (docs/protocol.md §14).
  */
 function attemptSucceeded(sql: SqlStorage, nodeId: string): void {
-  sql.exec(
-    `UPDATE nodes SET consecutive_failures = 0, held_until_ms = CASE WHEN distrusted IS NULL THEN 0 ELSE held_until_ms END
-     WHERE node_id = ? AND consecutive_failures > 0`,
-    nodeId,
-  );
+  sql.exec(`UPDATE nodes SET ${SUCCEEDED} WHERE node_id = ? AND consecutive_failures > 0`, nodeId);
 }
+
+/**
+ * What an accepted commit sets (`attemptSucceeded`): no run of failures, and
+ * no hold for one, but a distrusted node's hold stands.
+ */
+const SUCCEEDED = `consecutive_failures = 0,
+  held_until_ms = CASE WHEN consecutive_failures > 0 AND distrusted IS NULL THEN 0 ELSE held_until_ms END`;
 
 /** A result a quorum agreed with: one more verified result in the node's run, and in its latest verdicts. */
 function validResult(sql: SqlStorage, nodeId: string): void {

@@ -15,6 +15,7 @@ import {
   agePassport,
   call,
   claim,
+  delivered,
   expireLeases,
   freshPool,
   homeShardOf,
@@ -315,6 +316,29 @@ describe("failing nodes are held back", () => {
     // 4, a success, 4: never 5 in a row.
     expect(await nodeEntry(pool, "flaky")).toMatchObject({ consecutive_failures: 4, held_until: null });
     expect((await claim(pool, "flaky")).status).toBe(200);
+  });
+
+  it("a distrusted node's accepted commit ends its run of failures but not its hold", async () => {
+    const pool = freshPool();
+    await register(pool, "liar");
+    await submitJob(pool, trialsJob(2));
+    const held = await lease(pool, "liar");
+    // Meanwhile it failed twice and a verdict found it lying: held back for an hour at its home.
+    const until = Date.now() + 3_600_000;
+    await runInDurableObject(await homeStub(pool, "liar"), (_o, state) => {
+      state.storage.sql.exec(
+        "UPDATE nodes SET consecutive_failures = 2, distrusted = 'outvoted', held_until_ms = ? WHERE node_id = 'liar'",
+        until,
+      );
+    });
+    // Its move: commit the lease it still holds, hoping the success lifts the hold as it lifts a failing node's.
+    await commit(pool, held);
+    await delivered(pool); // at 4 shards the outcome goes home from the job's shard
+    expect(await nodeEntry(pool, "liar")).toMatchObject({
+      consecutive_failures: 0,
+      held_until: new Date(until).toISOString(),
+    });
+    expect((await claim(pool, "liar")).status).toBe(204);
   });
 
   it("lease expiries and rejected outputs count as failures too", async () => {
