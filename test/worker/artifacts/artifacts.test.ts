@@ -1,3 +1,4 @@
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Lease } from "../../../src/protocol/tasks";
@@ -5,6 +6,7 @@ import {
   call,
   claim,
   freshPool,
+  jobStub,
   json,
   register,
   sha256,
@@ -74,6 +76,32 @@ describe("artifacts on R2", () => {
     const r = await call(pool, "PUT", "/artifacts/big.bin", new Uint8Array(100 * 1024 * 1024 + 1));
     expect(r.status).toBe(413);
     expect(await storedObjects(pool)).toEqual([]);
+  });
+
+  it("an archived job's keys refuse its last holder's uploads, and every other writer's, storing nothing", async () => {
+    const pool = freshPool();
+    await register(pool, "n1");
+    const { job_id: jobId } = await submitJob(pool, trialsJob(1));
+    const lease = await json<Lease>(await claim(pool, "n1"));
+    const dir = `jobs/${jobId}/${lease.task_id}`;
+    expect((await upload(pool, `${dir}/metrics.json`, "{}")).status).toBe(200);
+    const done = await call(pool, "POST", `/attempts/${lease.lease_id}/complete`, {
+      output_sha256: await sha256("{}"),
+    });
+    expect(await json(done)).toEqual({ accepted: true });
+    // Its retention passed: the alarm of the job's shard archives it.
+    await runInDurableObject(jobStub(pool, jobId), (_o, state) => {
+      state.storage.sql.exec("UPDATE jobs SET finished_ms = 0 WHERE job_id = ?", jobId);
+    });
+    await runDurableObjectAlarm(jobStub(pool, jobId));
+    const before = await storedObjects(pool);
+    // The node that held its last lease writes into the task's prefix, a new key and the accepted one.
+    for (const key of [`${dir}/metrics.json`, `${dir}/extra.txt`, `jobs/${jobId}/other/metrics.json`]) {
+      const r = await upload(pool, key, "poisoned");
+      expect(r.status).toBe(409);
+      expect(await r.text()).toContain("archived");
+    }
+    expect(await storedObjects(pool)).toEqual(before);
   });
 
   it("a PUT into a completed task's prefix is 409 and the accepted bytes are unchanged", async () => {
