@@ -14,7 +14,7 @@ import { type Replication, SINGLE_REPLICA } from "../../rules/verification";
 import { type EventRow, emit, eventRecord, iso } from "../ledger/events";
 import { asSeenByNodes, SEALED_EVENT, sealedPending, type Viewer } from "../ledger/sealing";
 import { cancelLeases } from "../nodes/registry";
-import { quorumMet, roundEnded } from "../runs/rounds";
+import { quorumMet, ROUND_QUORUM_SQL, roundEnded } from "../runs/rounds";
 import { addTasks } from "./tasks";
 
 /** The counter columns of a state (schema step 28), as TaskCounts names them. */
@@ -46,10 +46,10 @@ export function taskCounts(sql: SqlStorage, jobId: string): TaskCounts {
  * or unknown (tasks queued without a job record).
  */
 export function settleJob(sql: SqlStorage, now: number, jobId: string): void {
-  // Runs on every accepted commit: the job's record and counters in one statement, never its tasks.
+  // Runs on every accepted commit: the job's record, counters and round in one statement, never its tasks.
   const job = sql
-    .exec<TaskCounts & { terminal_state: string | null; queued: number | null }>(
-      `SELECT j.terminal_state, q.job_id IS NOT NULL AS queued, ${COUNTS_SQL}
+    .exec<TaskCounts & { terminal_state: string | null; queued: number | null; round_quorum: number | null }>(
+      `SELECT j.terminal_state, q.job_id IS NOT NULL AS queued, ${COUNTS_SQL}, ${ROUND_QUORUM_SQL}
        FROM jobs j LEFT JOIN job_queues q ON q.job_id = j.job_id WHERE j.job_id = ?`,
       jobId,
     )
@@ -57,7 +57,7 @@ export function settleJob(sql: SqlStorage, now: number, jobId: string): void {
   if (!job || job.terminal_state !== null) return;
   const counts = job.queued ? job : emptyTaskCounts();
   // A hosted run's round is over at its quorum: what is still out is cancelled (docs/protocol.md §17).
-  if (quorumMet(sql, jobId, counts.COMPLETED) && OPEN_TASK_STATES.some((s) => counts[s] > 0)) {
+  if (quorumMet(sql, jobId, counts.COMPLETED, job.round_quorum) && OPEN_TASK_STATES.some((s) => counts[s] > 0)) {
     cancelJob(sql, now, jobId);
     return;
   }

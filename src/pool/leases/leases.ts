@@ -15,7 +15,6 @@ import { evidenceLies } from "../../rules/verification";
 import type { ClaimResult } from "../claims/claim-result";
 import type { Turn } from "../contract";
 import { jobOpen, settleJob } from "../jobs/jobs";
-import type { TaskRow } from "../jobs/tasks";
 import { emit } from "../ledger/events";
 import { eventTally } from "../ledger/tally";
 import { committedHere, nodeOutcome, renewedHere } from "../nodes/outcomes";
@@ -24,10 +23,10 @@ import { isAccepting, isHeldBack } from "../nodes/states";
 import { DEFAULT_RETRY_ELSEWHERE_MS, pickTask, useTurn } from "../scheduling/scheduling";
 import { commitKey, nextReplica, recordReplica } from "../verification/verification";
 import { endAttempt, sweep, taskOf } from "./endings";
-import { findLease, type Joined, leaseRecord, newLeaseId, type WireLease } from "./rows";
+import { findLease, type Joined, leaseRecord, leaseTask, type WireLease } from "./rows";
 
 export { earliestDeadline, endAttempt, endLeasesOf, sweep } from "./endings";
-export { findLease, type LeaseRow, newLeaseId, type WireLease } from "./rows";
+export { findLease, type LeaseRow, type WireLease } from "./rows";
 
 /** Tenant weights of docs/protocol.md §13; a tenant not in the map weighs 1. */
 export type TenantWeights = ReadonlyMap<string, number>;
@@ -119,19 +118,11 @@ export function claim(
   const claimant = { nodeId, owner, view, membership, idleElsewhere: sharded.idleElsewhere };
   const best = pickTask(sql, now, claimant, jobId, retryElsewhereMs, sharded.floor, sharded.turn);
   if (best === undefined) {
-    seen(sql, now, nodeId);
+    seen(sql, now, nodeId, 0, node.live_until_ms);
     return { ok: false, reason: jobId !== null && !jobOpen(sql, jobId) ? "job_closed" : "nothing" };
   }
 
-  const task = sql
-    .exec<TaskRow>(
-      // From its first replica on a task is replicating: out of the fresh head's index (docs/protocol.md §14 "Cost").
-      `UPDATE tasks SET state = 'LEASED', attempts_used = attempts_used + 1, lease_id = ?, replicating = replicas > 1
-       WHERE seq = ? RETURNING *`,
-      newLeaseId(sql, sharded.mint),
-      best,
-    )
-    .one();
+  const task = leaseTask(sql, best, sharded.mint);
   // A replica (docs/protocol.md §14) leaves its task PENDING while it wants more, and
   // uses no attempt: its attempt number counts the failed ones before it.
   let replica = 0;
@@ -157,7 +148,7 @@ export function claim(
     owner,
     sharded.claimId ?? null,
   );
-  seen(sql, now, nodeId, deadline);
+  seen(sql, now, nodeId, deadline, node.live_until_ms);
   emit(sql, now, {
     jobId: task.job_id,
     type: "LEASE_CLAIMED",
@@ -225,7 +216,7 @@ export function renew(sql: SqlStorage, now: number, leaseId: string, caller: str
     leaseId,
   );
   eventTally(sql).add("LEASE_RENEWED", 1, now);
-  if (!seen(sql, now, row.node_id)) renewedHere(sql, now, row.node_id, deadline);
+  if (!seen(sql, now, row.node_id, 0, row.node_live_until_ms)) renewedHere(sql, now, row.node_id, deadline);
   return { ok: true, lease: leaseRecord({ ...row, deadline_ms: deadline }) };
 }
 
@@ -246,7 +237,7 @@ export function failAttempt(
   if (!mayDrive(row?.node_id, caller)) return { ok: false, reason: "not_holder" };
   if (!row || !isLiveLease(row, now)) return { ok: false, reason: "gone" };
   // Seen before the lease ends: at another shard than its home, the end tells the home this request (step 20).
-  seen(sql, now, row.node_id);
+  seen(sql, now, row.node_id, 0, row.node_live_until_ms);
   const message = truncateUtf8(`attempt ${row.attempt_number} failed: ${reason}`, MAX_STORED_TEXT_BYTES);
   endAttempt(sql, now, row, "failed", "TASK_ATTEMPT_FAILED", message);
   return { ok: true };
@@ -287,7 +278,7 @@ export function commit(
   if (!mayDrive(row?.node_id, caller)) return { status: "not_holder" };
   if (!row) return { status: "unknown" };
   // Seen before the lease ends: at another shard than its home, the end tells the home this request (step 20).
-  seen(sql, now, row.node_id);
+  seen(sql, now, row.node_id, 0, row.node_live_until_ms);
   return judge(sql, now, row, outputSha256, output, evidence);
 }
 

@@ -1,4 +1,4 @@
-// Lease rows: reading a lease with its task's columns, minting lease ids,
+// Lease rows: reading a lease with its task's columns, leasing a task under a new lease id,
 // and the Lease a node is sent. Every function runs inside the caller's
 // transaction.
 
@@ -26,13 +26,21 @@ export type Joined = LeaseRow & Omit<TaskRow, "lease_id" | "seq"> & { current_le
 /** A Lease as it crosses RPC: the payload typed as JSON. */
 export type WireLease = Omit<Lease, "payload"> & { payload: JsonObject };
 
-/** A lease issued here, with its task's columns; a lease of a job being archived is forgotten (docs/protocol.md §12). */
-export function findLease(sql: SqlStorage, leaseId: string): Joined | undefined {
+/** A lease found with its task's columns, and its node's `live_until_ms` here (null: the node's home is elsewhere). */
+export type Found = Joined & { node_live_until_ms: number | null };
+
+/**
+ * A lease issued here, with its task's columns and its node's liveness, which
+ * every request on a lease goes on to note (`seen`); a lease of a job being
+ * archived is forgotten (docs/protocol.md §12).
+ */
+export function findLease(sql: SqlStorage, leaseId: string): Found | undefined {
   return sql
-    .exec<Joined>(
+    .exec<Found>(
       `SELECT l.*, t.job_id, t.task_id, t.class_id, t.payload, t.commit_key, t.max_attempts, t.lease_seconds,
               t.output_json, t.state, t.attempts_used, t.accepted_object, t.worker_losses, t.max_worker_losses,
-              t.replicas, t.quorum, t.tolerance, t.tolerance_abs, t.wanted, t.lease_id AS current_lease_id
+              t.replicas, t.quorum, t.tolerance, t.tolerance_abs, t.wanted, t.lease_id AS current_lease_id,
+              (SELECT n.live_until_ms FROM nodes n WHERE n.node_id = l.node_id) AS node_live_until_ms
        FROM leases l JOIN tasks t ON t.seq = l.task_seq
        WHERE l.lease_id = ? AND NOT EXISTS (SELECT 1 FROM archived_jobs a WHERE a.job_id = t.job_id)`,
       leaseId,
@@ -63,11 +71,30 @@ export function leaseRecord(row: LeaseFields): WireLease {
 }
 
 /**
- * "ls-" + 12 lowercase hex digits that no lease of this pool has (docs/protocol.md §12:
- * an id collision is retried, never a 500). Looked up in the caller's
- * transaction, so no other change can take the id before it is inserted.
- * `draw` is the randomness, a parameter only so a test can force collisions.
+ * Marks the PENDING task at `seq` leased under a new lease id: "ls-" and
+ * what `draw` gives (12 random hex digits; at S > 1 an id naming its shard),
+ * drawn again while a lease of this pool has it (docs/protocol.md §12: an id
+ * collision is retried, never a 500). The UPDATE itself refuses a taken id,
+ * in the caller's transaction: nothing is read apart, and no other change
+ * can take the id before the lease is inserted.
  */
-export function newLeaseId(sql: SqlStorage, draw?: () => string): string {
-  return mintId("ls-", (id) => sql.exec("SELECT 1 FROM leases WHERE lease_id = ?", id).toArray().length > 0, draw);
+export function leaseTask(sql: SqlStorage, seq: number, draw?: () => string): TaskRow {
+  let task: TaskRow | undefined;
+  mintId(
+    "ls-",
+    (id) => {
+      task = sql
+        .exec<TaskRow>(
+          // From its first replica on a task is replicating: out of the fresh head's index (docs/protocol.md §14 "Cost").
+          `UPDATE tasks SET state = 'LEASED', attempts_used = attempts_used + 1, lease_id = ?1, replicating = replicas > 1
+           WHERE seq = ?2 AND NOT EXISTS (SELECT 1 FROM leases WHERE lease_id = ?1) RETURNING *`,
+          id,
+          seq,
+        )
+        .toArray()[0];
+      return task === undefined;
+    },
+    draw,
+  );
+  return task!;
 }

@@ -137,7 +137,7 @@ export function heartbeatNode(
   if (hb.status !== row.status || registration !== row.registration)
     sql.exec("UPDATE nodes SET status = ?, registration = ? WHERE node_id = ?", hb.status, registration, nodeId);
   if (hb.pools != null && assignedBy !== null) assignPools(sql, now, nodeId, hb.pools, assignedBy);
-  seen(sql, now, nodeId);
+  seen(sql, now, nodeId, 0, row.live_until_ms);
   return { ok: true };
 }
 
@@ -148,14 +148,19 @@ export function heartbeatNode(
  * request here. Unknown nodes are left alone. True when the node's record
  * is here (its home). Soft (src/pool/nodes/liveness.ts): the row is written
  * only when it would say less than that, and then LIVENESS_LEAD_MS ahead.
+ * `liveUntil` is the row's `live_until_ms` (null: no row here) when the
+ * caller's transaction has just read it: one statement fewer per request.
  */
-export function seen(sql: SqlStorage, now: number, nodeId: string, holdsUntil = 0): boolean {
-  const row = sql
-    .exec<{ live_until_ms: number }>("SELECT live_until_ms FROM nodes WHERE node_id = ?", nodeId)
-    .toArray()[0];
-  if (row) {
+export function seen(
+  sql: SqlStorage,
+  now: number,
+  nodeId: string,
+  holdsUntil = 0,
+  liveUntil: number | null = liveUntilOf(sql, nodeId),
+): boolean {
+  if (liveUntil !== null) {
     const needs = Math.max(now + ONLINE_WINDOW_MS, holdsUntil);
-    if (row.live_until_ms < needs)
+    if (liveUntil < needs)
       sql.exec(
         "UPDATE nodes SET last_heartbeat_ms = ?, live_until_ms = MAX(live_until_ms, ?) WHERE node_id = ?",
         now,
@@ -170,6 +175,14 @@ export function seen(sql: SqlStorage, now: number, nodeId: string, holdsUntil = 
   // writes (schema step 20), sent once this change is durable.
   seenHere(sql, now, nodeId);
   return false;
+}
+
+/** The node's `live_until_ms` here; null when its record is not here. */
+function liveUntilOf(sql: SqlStorage, nodeId: string): number | null {
+  const row = sql
+    .exec<{ live_until_ms: number }>("SELECT live_until_ms FROM nodes WHERE node_id = ?", nodeId)
+    .toArray()[0];
+  return row?.live_until_ms ?? null;
 }
 
 /**
@@ -262,6 +275,8 @@ export type ClaimantRow = {
   assigned_pools: string | null;
   owner: string;
   trusted: boolean;
+  /** The node's row's, when its home is here; null for a passport. */
+  live_until_ms: number | null;
 };
 
 /**
@@ -288,13 +303,13 @@ export function claimant(
     .toArray()[0];
   if (home) return { ...home, owner: ownerOf(nodeId, owners, home.enrolled_owner), trusted: trusted(home) };
   const foreign = sql
-    .exec<Omit<ClaimantRow, "trusted"> & { trusted: number }>(
+    .exec<Omit<ClaimantRow, "trusted" | "live_until_ms"> & { trusted: number }>(
       `SELECT registration, status, held_until_ms, assigned_pools, owner, trusted FROM passports
        WHERE node_id = ? AND ${admittingSql("")}`,
       nodeId,
     )
     .toArray()[0];
-  return foreign && { ...foreign, trusted: foreign.trusted === 1 };
+  return foreign && { ...foreign, trusted: foreign.trusted === 1, live_until_ms: null };
 }
 
 /**

@@ -417,9 +417,15 @@ export function useTurn(
   jobId: string,
   weights: ReadonlyMap<string, number>,
 ): Turn | undefined {
+  // The job's turn, and its tenant's share as it stood, in one statement.
   const job = sql
-    .exec<{ priority: number; tenant: string }>(
-      "UPDATE job_queues SET pass = pass + 1, turn = ? WHERE job_id = ? RETURNING priority, tenant",
+    .exec<{ priority: number; tenant: string; share_turn: number | null; shared: number }>(
+      `UPDATE job_queues SET pass = pass + 1, turn = ?1 WHERE job_id = ?2
+       RETURNING priority, tenant,
+         (SELECT s.turn FROM tenant_shares s WHERE s.priority = job_queues.priority AND s.tenant = job_queues.tenant)
+           AS share_turn,
+         EXISTS (SELECT 1 FROM tenant_shares s WHERE s.priority = job_queues.priority AND s.tenant <> job_queues.tenant)
+           AS shared`,
       now,
       jobId,
     )
@@ -429,15 +435,7 @@ export function useTurn(
   // starts at the lowest pass, its own (job_queues_activate), and before it, having waited longer (turn 0
   // against one once written). So the two stand as if the share had been written all along, and it is
   // not: two rows a claim fewer (docs/protocol.md §16).
-  const share = sql
-    .exec<{ turn: number | null; shared: number }>(
-      `SELECT (SELECT turn FROM tenant_shares WHERE priority = ?1 AND tenant = ?2) AS turn,
-         EXISTS (SELECT 1 FROM tenant_shares WHERE priority = ?1 AND tenant <> ?2) AS shared`,
-      job.priority,
-      job.tenant,
-    )
-    .one();
-  if (share.shared === 0 && (share.turn ?? 0) > 0) return { priority: job.priority, tenant: job.tenant };
+  if (job.shared === 0 && (job.share_turn ?? 0) > 0) return { priority: job.priority, tenant: job.tenant };
   sql.exec(
     "UPDATE tenant_shares SET pass = pass + ?, turn = ? WHERE priority = ? AND tenant = ?",
     1 / (weights.get(job.tenant) ?? 1),

@@ -8,7 +8,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { newManifestId } from "../../../src/pool/artifacts/checkpoints";
-import { newLeaseId } from "../../../src/pool/leases/leases";
+import { leaseTask } from "../../../src/pool/leases/rows";
 import { MAX_JSON_BODY_BYTES, MAX_REGISTRATION_BYTES, MAX_STORED_TEXT_BYTES } from "../../../src/protocol/limits";
 import { NodeRegistrationSchema } from "../../../src/protocol/nodes";
 import type { Lease } from "../../../src/protocol/tasks";
@@ -369,17 +369,24 @@ describe("an id collision is drawn again, never a 500", () => {
     for (let i = 0; i < 2; i++) taken.push((await json<Lease>(await claim(pool, "n1"))).lease_id);
     const hex = taken.map((id) => id.slice(3));
 
+    // The claim marks its task leased under a drawn id (leaseTask), which the UPDATE refuses while a lease has it.
+    // Each try here is rolled back: the task's lease row is the claim's to write.
+    let drawnId = "";
+    const leaseThird = (source: () => string) =>
+      runInDurableObject(stub(pool), (_o, s) =>
+        s.storage.transactionSync(() => {
+          const { seq } = s.storage.sql.exec<{ seq: number }>("SELECT seq FROM tasks WHERE state = 'PENDING'").one();
+          drawnId = leaseTask(s.storage.sql, seq, source).lease_id ?? "";
+          throw new Error("rolled back");
+        }),
+      );
     const { draw, drawn } = scripted([...hex, "0123456789ab"]);
-    const id = await runInDurableObject(stub(pool), (_o, s) =>
-      s.storage.transactionSync(() => newLeaseId(s.storage.sql, draw)),
-    );
-    expect(id).toBe("ls-0123456789ab");
+    await expect(leaseThird(draw)).rejects.toThrow("rolled back");
+    expect(drawnId).toBe("ls-0123456789ab");
     expect(drawn()).toBe(3);
     // A source that only ever repeats a taken id is a bug, reported as one, never a UNIQUE error.
     const stuck = () => hex[0]!;
-    await expect(
-      runInDurableObject(stub(pool), (_o, s) => s.storage.transactionSync(() => newLeaseId(s.storage.sql, stuck))),
-    ).rejects.toThrow(/no unused ls-… id in 8 draws/);
+    await expect(leaseThird(stuck)).rejects.toThrow(/no unused ls-… id in 8 draws/);
     // The real claim path still issues a lease nobody has.
     const third = await json<Lease>(await claim(pool, "n1"));
     expect(taken).not.toContain(third.lease_id);
