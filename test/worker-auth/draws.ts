@@ -9,6 +9,7 @@ import { forwardedClaim } from "../../src/pool/claims/forwarded-claims";
 import { tookLease } from "../../src/pool/claims/forwarding";
 import { claim as claimInPool } from "../../src/pool/leases/leases";
 import { passportOf } from "../../src/pool/nodes/passports";
+import { PoolObject } from "../../src/pool/object";
 import { Pool } from "../../src/pool/pool";
 import { readSettings } from "../../src/rules/settings";
 import { mintShardHex } from "../../src/rules/shard-ids";
@@ -41,12 +42,14 @@ export async function claimWithDraw(pool: string, job: string, nodeId: string, d
       { weights: tenantWeights, random: () => draw, retryElsewhereMs, owners, membership },
       shardsOf(pool) > 1 ? { mint, ...(claimId ? { claimId } : {}) } : {},
     );
-  const r = await runInDurableObject(jobStub(pool, job), (_o, state) =>
+  // Through the object's own SQL handle, as its claims run: what it writes is counted (src/pool/metered-sql.ts).
+  const r = await runInDurableObject(jobStub(pool, job), (o, state) =>
     state.storage.transactionSync(() => {
       const now = Date.now();
-      if (passport === null) return claimAs(state.storage.sql, now);
+      const { sql } = PoolObject.poolOf(o);
+      if (passport === null) return claimAs(sql, now);
       const ticket = { claimId: crypto.randomUUID().slice(0, 16), passport, jobId: null, notAfter: now + 10_000 };
-      return forwardedClaim(state.storage.sql, now, ticket, (sql, _node, _job, claimId) => claimAs(sql, now, claimId));
+      return forwardedClaim(sql, now, ticket, (sql, _node, _job, claimId) => claimAs(sql, now, claimId));
     }),
   );
   if (!r.ok) return r;

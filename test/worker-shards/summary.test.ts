@@ -9,9 +9,10 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { arm } from "../../src/pool/alarm/housekeeping";
+import { heldByClass } from "../../src/pool/claims/held-gates";
 import { PoolObject } from "../../src/pool/object";
 import type { Pool } from "../../src/pool/pool";
-import { TICK_BUSY_MS } from "../../src/pool/shards/exchange";
+import { contentsOf, TICK_BUSY_MS } from "../../src/pool/shards/exchange";
 import { NodeRegistrationSchema } from "../../src/protocol/nodes";
 import { summaryStub } from "../../src/summary/address";
 import { freshPool, moveDeadlines, nodeIdAt, registration, trialsJob } from "../worker/helpers";
@@ -178,6 +179,35 @@ describe("the pool summary at 4 shards", () => {
       expect(await inShard(pool, 1, (s) => s.summary.classes(Date.now()).map((c) => c.shard))).toEqual([2]),
     );
     await held; // answered, with whatever the claim path makes of it, before the test ends
+  });
+
+  it("a shard's digest reads its SQL again only once a row is written there, and then counts what changed", async () => {
+    const pool = freshPool();
+    // The digest as an exchange builds it, and the rows building it read (in one turn: no other call between).
+    const digest = () =>
+      inShard(pool, 1, (s) => {
+        const before = s.sql.totals().rowsRead;
+        const contents = contentsOf(s, Date.now());
+        return { load: contents.load, held: contents.held, rowsRead: s.sql.totals().rowsRead - before };
+      });
+    const n1 = nodeIdAt(pool, "n1", 1); // homed at shard 1
+    await shard(pool, 1).register(NodeRegistrationSchema.parse({ ...registration(n1), pool }));
+    expect((await digest()).load).toMatchObject({ homeNodes: 1, online: 1 });
+    // Nothing written since: the same digest, and no row read for it (the load's counts read every node
+    // homed here: an idle shard's busy ticks would, twice a second).
+    expect(await digest()).toMatchObject({ load: { homeNodes: 1, online: 1 }, rowsRead: 0 });
+    // A registration writes: the next digest counts the new node at once.
+    await shard(pool, 1).register(NodeRegistrationSchema.parse({ ...registration(nodeIdAt(pool, "n2", 1)), pool }));
+    expect((await digest()).load).toMatchObject({ homeNodes: 2, online: 2 });
+    // A claim held there, and no work anywhere else: counting the held claims by class reads no node's row.
+    const held = shard(pool, 1).claim(n1, null, 2_000);
+    await vi.waitFor(async () => expect(await inShard(pool, 1, (s) => s.held.size)).toBe(1));
+    const counted = await inShard(pool, 1, (s) => {
+      const before = s.sql.totals().rowsRead;
+      return { byClass: heldByClass(s, Date.now()), rowsRead: s.sql.totals().rowsRead - before };
+    });
+    expect(counted).toEqual({ byClass: {}, rowsRead: 0 });
+    expect((await held).ok).toBe(false);
   });
 
   it("an idle shard keeps its alarm for the next tick", async () => {

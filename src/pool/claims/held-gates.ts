@@ -37,6 +37,8 @@ export function heldByClass(pool: Pool, now: number): Record<string, number> {
   // With no claims held, a missing count and a zero say the same: nothing.
   if (pool.held.size === 0) return {};
   const counted = mostPending(pool.summary.classes(now), COUNTED_CLASSES);
+  // No work elsewhere, nothing to count: an idle pool's ticks read no held claim's node (docs/protocol.md §16).
+  if (counted.length === 0) return {};
   const gates = pool.held
     .waiting()
     .filter((held) => held.jobId === null)

@@ -51,20 +51,29 @@ const LOAD_SQL = `SELECT (SELECT COUNT(*) FROM leases WHERE status = 'live') AS 
     (SELECT COUNT(*) FROM nodes) AS homeNodes,
     (SELECT COUNT(*) FROM nodes WHERE ${onlineSql("", "?1")}) AS online`;
 
+/** What a digest reads from this shard's SQL: the work pending here and the shard's load. */
+export type StoredDigest = Pick<DigestContents, "classes" | "load"> & {
+  tenants: Array<{ priority: number; tenant: string; pending: number }>;
+};
+
 /**
- * What this shard's digest says now: its nodes are the ones homed here;
- * `held` is the claims held open here; `requests` is not counted yet and
- * stays 0.
+ * Reads what the digest says of this shard's SQL: its classes and tenants
+ * (pendingHere), and its load, whose counts read every node homed here and
+ * every live lease; `requests` is not counted yet and stays 0.
  */
-export function digestContents(sql: SqlStorage, now: number, held: ShardHeld, grants: Grants): DigestContents {
+export function storedDigest(sql: SqlStorage, now: number): StoredDigest {
   const { classes, tenants } = pendingHere(sql);
   const load = sql.exec<{ leased: number; jobs: number; homeNodes: number; online: number }>(LOAD_SQL, now).one();
-  return {
-    classes,
-    tenants: digestTenants(tenants, grants.values()),
-    held,
-    load: { requests: 0, pending: poolTaskCounts(sql).PENDING, ...load },
-  };
+  return { classes, tenants, load: { requests: 0, pending: poolTaskCounts(sql).PENDING, ...load } };
+}
+
+/**
+ * What this shard's digest says now: `stored` as read from SQL (its nodes
+ * are the ones homed here), `held` the claims held open here, and the
+ * claims granted here per tenant.
+ */
+export function digestContents(stored: StoredDigest, held: ShardHeld, grants: Grants): DigestContents {
+  return { classes: stored.classes, tenants: digestTenants(stored.tenants, grants.values()), held, load: stored.load };
 }
 
 /**

@@ -17,7 +17,7 @@ import { type ExchangeReply, onDemandAllowance } from "../../rules/summary";
 import { summaryStub } from "../../summary/address";
 import { heldByClass } from "../claims/held-gates";
 import type { Pool } from "../pool";
-import { digestContents } from "./digest";
+import { digestContents, storedDigest } from "./digest";
 
 /** The tick while the shard has held claims, pending work or a recent change. */
 export const TICK_BUSY_MS = 500;
@@ -137,12 +137,21 @@ export function nextTick(pool: Pool, now: number): number | null {
   return Math.max(now, link.startedMs + (busy ? TICK_BUSY_MS : TICK_QUIET_MS));
 }
 
-function contentsOf(pool: Pool, now: number): DigestContents {
+/** What this shard's digest holds now: the held claims' count reused within a busy tick, the SQL's until a write. */
+export function contentsOf(pool: Pool, now: number): DigestContents {
   const link = pool.link;
   // The per-class counts cost a gate per held claim and class: counted at most once a busy tick.
   if (link.heldCounted === null || now - link.heldCounted.at >= TICK_BUSY_MS)
     link.heldCounted = { at: now, byClass: heldByClass(pool, now) };
-  return digestContents(pool.sql, now, { claims: pool.held.size, nodesByClass: link.heldCounted.byClass }, pool.grants);
+  // What the digest reads from SQL moves only with a write here, or with time as nodes go offline: read again
+  // after any row the object wrote (every statement goes through Pool.sql, src/pool/metered-sql.ts), else every
+  // TICK_QUIET_MS. So an idle shard's busy ticks read no row (docs/protocol.md §16).
+  const written = pool.sql.totals().rowsWritten;
+  let stored = link.stored;
+  if (stored === null || stored.written !== written || now - stored.at >= TICK_QUIET_MS)
+    stored = link.stored = { at: now, written, digest: storedDigest(pool.sql, now) };
+  const held = { claims: pool.held.size, nodesByClass: link.heldCounted.byClass };
+  return digestContents(stored.digest, held, pool.grants);
 }
 
 async function run(pool: Pool, reason: ExchangeReason): Promise<ExchangeReply | null> {

@@ -4,6 +4,7 @@
 
 import { type DigestContents, nextDigest } from "../../rules/digest";
 import type { ExchangeReply, ShardDigest } from "../../rules/summary";
+import type { StoredDigest } from "./digest";
 
 /**
  * The on-demand allowance (§6.2): `rate` exchanges a second, with a
@@ -55,6 +56,8 @@ export class SummaryLink {
   failing = false;
   /** The held claims per class last counted for the digest (`held.nodesByClass`), and when. */
   heldCounted: { at: number; byClass: Record<string, number> } | null = null;
+  /** What the digest last read from SQL, when, and the object's rows written then (src/pool/shards/exchange.ts). */
+  stored: { at: number; written: number; digest: StoredDigest } | null = null;
 
   /** The digest now; a change of its contents is a change for the ticks. */
   read(contents: DigestContents, shard: number, now: number): ShardDigest {
