@@ -5,7 +5,7 @@
 
 import { createExecutionContext, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import app from "../../src/index";
 import { NODE_CALLS, PoolObject } from "../../src/pool/object";
 import { PoolPeer } from "../../src/pool/peer";
@@ -266,9 +266,11 @@ describe("what a credential is good for", () => {
     expect((await call(pool, "POST", "/nodes/register", bearer(token), registration("laptop-7"))).status).toBe(200);
     // The object's own call, as an enrolled node's claim makes it, held for up to 10 s.
     const proof = { nodeId: "laptop-7", tokenSha256: await sha256(token) };
-    const session = await (await homeStub(pool, "laptop-7")).session(proof);
+    const home = await homeStub(pool, "laptop-7");
+    const session = await home.session(proof);
     const held = session.claim("laptop-7", null, 10_000);
-    await session.listNodes(null, 1); // calls on one stub arrive in order: the claim is held now
+    // Held now: at S > 1 the claim refreshes the summary's copy first, an exchange that may outlast other calls.
+    await vi.waitFor(async () => expect(await runInDurableObject(home, (o) => PoolObject.poolOf(o).held.size)).toBe(1));
     expect((await call(pool, "DELETE", "/nodes/laptop-7/credential", OPS)).status).toBe(200);
     expect((await call(pool, "POST", "/jobs", OPS, trialsJob(1))).status).toBe(201);
     expect(await held).toEqual({ ok: false, reason: "nothing" });
@@ -325,9 +327,11 @@ describe("what a credential is good for", () => {
     const lease = await (await call(pool, "POST", "/leases/claim", bearer(old), { node_id: "laptop-7" })).json<Lease>();
     // The old machine waits for more work, as the agent's loop does.
     const proof = { nodeId: "laptop-7", tokenSha256: await sha256(old) };
-    const session = await (await homeStub(pool, "laptop-7")).session(proof);
+    const home = await homeStub(pool, "laptop-7");
+    const session = await home.session(proof);
     const held = session.claim("laptop-7", null, 10_000);
-    await session.listNodes(null, 1); // calls on one stub arrive in order: the claim is held now
+    // Held now: at S > 1 the claim refreshes the summary's copy first, an exchange that may outlast other calls.
+    await vi.waitFor(async () => expect(await runInDurableObject(home, (o) => PoolObject.poolOf(o).held.size)).toBe(1));
     const started = Date.now();
     const fresh = await enrol(pool); // someone enrols laptop-7 again, and the new credential is redeemed
     expect(await held).toEqual({ ok: false, reason: "nothing" });
