@@ -409,7 +409,9 @@ export function classGate(requirement: string): PayloadGate {
  * Uses up the turns of a granted claim: one for the job within its tenant,
  * 1/weight for the tenant at the job's priority. `turn` orders equal passes
  * (the one waiting longest goes first). Answers the turn used: the job's
- * priority and tenant.
+ * priority and tenant. The claim's task went PENDING → LEASED: its job's
+ * counts move here, in the same write of the job's queue row, which the
+ * count trigger leaves to it for that change alone (schema step 39).
  */
 export function useTurn(
   sql: SqlStorage,
@@ -417,10 +419,10 @@ export function useTurn(
   jobId: string,
   weights: ReadonlyMap<string, number>,
 ): Turn | undefined {
-  // The job's turn, and its tenant's share as it stood, in one statement.
+  // The job's turn and counts, and its tenant's share as it stood, in one statement.
   const job = sql
     .exec<{ priority: number; tenant: string; share_turn: number | null; shared: number }>(
-      `UPDATE job_queues SET pass = pass + 1, turn = ?1 WHERE job_id = ?2
+      `UPDATE job_queues SET pending = pending - 1, leased = leased + 1, pass = pass + 1, turn = ?1 WHERE job_id = ?2
        RETURNING priority, tenant,
          (SELECT s.turn FROM tenant_shares s WHERE s.priority = job_queues.priority AND s.tenant = job_queues.tenant)
            AS share_turn,

@@ -1,5 +1,5 @@
 -- The pool object's SQLite schema after every migration in src/pool/schema/schema.ts
--- (1-38): what a new pool starts with and what every older pool is migrated to.
+-- (1-39): what a new pool starts with and what every older pool is migrated to.
 -- Generated from a freshly migrated pool's sqlite_master, never edited by hand:
 -- test/worker/schema/schema.test.ts fails when they differ; after changing a migration,
 -- `npm run schema:snapshot` rewrites this file. Run on an empty database it makes
@@ -683,22 +683,26 @@ CREATE TRIGGER tasks_count_delete AFTER DELETE ON tasks WHEN EXISTS (SELECT 1 FR
       WHERE job_id = OLD.job_id AND class_id = OLD.class_id AND OLD.state = 'PENDING';
   END;
 
--- tasks_count_state (migration 35):
+-- tasks_count_state (migration 39):
 -- docs/protocol.md §12, counters not scans, and §16, a row per counter per change: in the same
 -- transaction as a task's change of state, its job's counts by state (job_queues: pending and
 -- the others, one row), the pool's (pool_task_counts, one row) and its (job, class)'s pending
--- count (queue_classes). TypeScript half: src/pool/jobs/jobs.ts taskCounts and poolTaskCounts
--- read the counts (a job's state and the pool's totals), src/pool/jobs/tasks.ts countAdded
--- counts a submission's tasks, src/pool/scheduling/scheduling.ts walks job_queues,
--- queue_classes and classes for the claim (docs/protocol.md §13 rules 1 and 2),
--- src/pool/reads/fleet.ts sums a class's pending tasks over its queued jobs.
+-- count (queue_classes). A claim's PENDING → LEASED is the one change whose job counts it
+-- leaves to the claim, which writes them with the job's turn. TypeScript half:
+-- src/pool/scheduling/scheduling.ts useTurn moves a claimed task's job counts;
+-- src/pool/jobs/jobs.ts taskCounts and poolTaskCounts read the counts (a job's state and the
+-- pool's totals), src/pool/jobs/tasks.ts countAdded counts a submission's tasks,
+-- src/pool/scheduling/scheduling.ts walks job_queues, queue_classes and classes for the claim
+-- (docs/protocol.md §13 rules 1 and 2), src/pool/reads/fleet.ts sums a class's pending tasks
+-- over its queued jobs.
 CREATE TRIGGER tasks_count_state AFTER UPDATE OF state ON tasks WHEN OLD.state <> NEW.state BEGIN
     UPDATE job_queues SET pending = pending + (NEW.state = 'PENDING') - (OLD.state = 'PENDING'),
         leased = leased + (NEW.state = 'LEASED') - (OLD.state = 'LEASED'),
         completed = completed + (NEW.state = 'COMPLETED') - (OLD.state = 'COMPLETED'),
         failed = failed + (NEW.state = 'FAILED') - (OLD.state = 'FAILED'),
         cancelled = cancelled + (NEW.state = 'CANCELLED') - (OLD.state = 'CANCELLED')
-      WHERE job_id = NEW.job_id AND (OLD.state = 'PENDING') <> (NEW.state = 'PENDING');
+      WHERE job_id = NEW.job_id AND (OLD.state = 'PENDING') <> (NEW.state = 'PENDING')
+        AND NOT (OLD.state = 'PENDING' AND NEW.state = 'LEASED');
     UPDATE job_queues SET leased = leased + (NEW.state = 'LEASED') - (OLD.state = 'LEASED'),
         completed = completed + (NEW.state = 'COMPLETED') - (OLD.state = 'COMPLETED'),
         failed = failed + (NEW.state = 'FAILED') - (OLD.state = 'FAILED'),

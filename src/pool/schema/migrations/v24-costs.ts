@@ -45,8 +45,8 @@ export const countTriggers = (classLines: { state: string; delete: string }) =>
   `${countStateTrigger(classLines.state)}
   ${countDeleteTrigger(classLines.delete)}`;
 
-/** Step 28's trigger counting a task's change of state. */
-const countStateTrigger = (
+/** Step 28's trigger counting a task's change of state (step 39 makes its own). */
+export const countStateTrigger = (
   classLines: string,
 ) => `CREATE TRIGGER tasks_count_state AFTER UPDATE OF state ON tasks WHEN OLD.state <> NEW.state BEGIN
     UPDATE job_queues SET pending = pending + (NEW.state = 'PENDING') - (OLD.state = 'PENDING'),

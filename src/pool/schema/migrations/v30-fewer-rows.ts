@@ -3,7 +3,7 @@
 // task and what a cheaper path now keeps. Bounded work on any history.
 
 import type { Migration } from "./migration";
-import { CLASS_COUNT_LINES_28, countDeleteTrigger, countTriggers } from "./v24-costs";
+import { CLASS_COUNT_LINES_28, countDeleteTrigger, countStateTrigger, countTriggers } from "./v24-costs";
 
 /** The note of a trigger keeping the tenants' shares (as step 9's): what it does. */
 const fairShare = (does: string) =>
@@ -88,6 +88,12 @@ const tellHome = (ends: string) => `CREATE TRIGGER leases_end_tell_home AFTER UP
           'ended', 1), p.last_request_ms
         FROM passports p WHERE p.node_id = NEW.node_id;
   END;`;
+
+/** Step 39's count trigger: step 28's, but for a claim's PENDING → LEASED, whose job counts useTurn writes. */
+const CLAIMED_APART = countStateTrigger("").replace(
+  "WHERE job_id = NEW.job_id AND (OLD.state = 'PENDING') <> (NEW.state = 'PENDING');",
+  "WHERE job_id = NEW.job_id AND (OLD.state = 'PENDING') <> (NEW.state = 'PENDING')\n        AND NOT (OLD.state = 'PENDING' AND NEW.state = 'LEASED');",
+);
 
 export const FEWER_ROWS: readonly Migration[] = [
   // 30: a lease's end no longer writes its node's row. A node that ended a
@@ -301,6 +307,21 @@ export const FEWER_ROWS: readonly Migration[] = [
     triggers: {
       tasks_count_delete:
         "docs/protocol.md §12, counters not scans: a task's delete while its job stays (its queue row there) takes it out of the same counts as tasks_count_state, in the same transaction. Archiving a whole job takes the job's counts out of the pool's at once and deletes its queue row before its tasks (§16: two rows a task fewer). TypeScript half: src/pool/alarm/archive.ts finishArchive.",
+    },
+  },
+  // 39: a claim writes its job's queue row once. Its task's PENDING → LEASED moved the job's counts
+  // (this trigger) and then its turn (useTurn): the same row written twice. The claim now moves the
+  // counts with the turn, and the trigger leaves that one change to it. Trigger work only.
+  {
+    id: 39,
+    description: "a claim moves its job's counts with its turn, in one write of the job's queue row",
+    up: `DROP TRIGGER tasks_count_state;
+  ${CLAIMED_APART}`,
+    down: `DROP TRIGGER tasks_count_state;
+  ${countStateTrigger("")}`,
+    triggers: {
+      tasks_count_state:
+        "docs/protocol.md §12, counters not scans, and §16, a row per counter per change: in the same transaction as a task's change of state, its job's counts by state (job_queues: pending and the others, one row), the pool's (pool_task_counts, one row) and its (job, class)'s pending count (queue_classes). A claim's PENDING → LEASED is the one change whose job counts it leaves to the claim, which writes them with the job's turn. TypeScript half: src/pool/scheduling/scheduling.ts useTurn moves a claimed task's job counts; src/pool/jobs/jobs.ts taskCounts and poolTaskCounts read the counts (a job's state and the pool's totals), src/pool/jobs/tasks.ts countAdded counts a submission's tasks, src/pool/scheduling/scheduling.ts walks job_queues, queue_classes and classes for the claim (docs/protocol.md §13 rules 1 and 2), src/pool/reads/fleet.ts sums a class's pending tasks over its queued jobs.",
     },
   },
 ];
