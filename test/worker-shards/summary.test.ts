@@ -192,10 +192,19 @@ describe("the pool summary at 4 shards", () => {
       });
     const n1 = nodeIdAt(pool, "n1", 1); // homed at shard 1
     await shard(pool, 1).register(NodeRegistrationSchema.parse({ ...registration(n1), pool }));
-    expect((await digest()).load).toMatchObject({ homeNodes: 1, online: 1 });
-    // Nothing written since: the same digest, and no row read for it (the load's counts read every node
-    // homed here: an idle shard's busy ticks would, twice a second).
-    expect(await digest()).toMatchObject({ load: { homeNodes: 1, online: 1 }, rowsRead: 0 });
+    // Two digests in one turn, nothing written between (no alarm can run there): the second reads no row
+    // (the load's counts read every node homed here: an idle shard's busy ticks would, twice a second).
+    const twice = await inShard(pool, 1, (s) => {
+      const first = contentsOf(s, Date.now()).load;
+      const before = s.sql.totals().rowsRead;
+      const second = contentsOf(s, Date.now()).load;
+      return { first, second, rowsRead: s.sql.totals().rowsRead - before };
+    });
+    expect(twice).toMatchObject({
+      first: { homeNodes: 1, online: 1 },
+      second: { homeNodes: 1, online: 1 },
+      rowsRead: 0,
+    });
     // A registration writes: the next digest counts the new node at once.
     await shard(pool, 1).register(NodeRegistrationSchema.parse({ ...registration(nodeIdAt(pool, "n2", 1)), pool }));
     expect((await digest()).load).toMatchObject({ homeNodes: 2, online: 2 });
