@@ -21,15 +21,18 @@ const STATE_COLUMNS = [
 /**
  * The task counters as the (state, n) rows the snapshot's `counters` holds:
  * since schema step 28 they are columns, a job's in its job_queues row and
- * the pool's in pool_task_counts' one row.
+ * the pool's in pool_task_counts' one row, which since step 40 holds the
+ * finished jobs' tasks only: the pool's counts add the running jobs' rows.
  */
 export const COUNTER_ROWS_SQL = {
   job_task_counts: STATE_COLUMNS.map(
     ([state, c]) => `SELECT job_id, '${state}' AS state, ${c} AS n FROM job_queues`,
   ).join(" UNION ALL "),
-  task_counts: STATE_COLUMNS.map(([state, c]) => `SELECT '${state}' AS state, ${c} AS n FROM pool_task_counts`).join(
-    " UNION ALL ",
-  ),
+  task_counts: STATE_COLUMNS.map(
+    ([state, c]) =>
+      `SELECT '${state}' AS state, ${c} + (SELECT COALESCE(SUM(q.${c}), 0) FROM job_queues q
+         JOIN jobs j ON j.job_id = q.job_id WHERE j.terminal_state IS NULL) AS n FROM pool_task_counts`,
+  ).join(" UNION ALL "),
 };
 
 export interface PoolSnapshot {

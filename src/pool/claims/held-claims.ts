@@ -13,7 +13,7 @@ import { newClaimId } from "../../protocol/ids";
 import { arm } from "../alarm/housekeeping";
 import type { ClaimIds, Turn } from "../contract";
 import { liveCredential } from "../enrolment/credentials";
-import { poolTaskCounts } from "../jobs/jobs";
+import { anyPending } from "../jobs/jobs";
 import { claim, claimPolicy, endLeasesOf } from "../leases/leases";
 import { type Passport, passportOf, upsertPassport } from "../nodes/passports";
 import type { Pool } from "../pool";
@@ -134,7 +134,7 @@ export function answerHeld(pool: Pool, nodeId: string | null): Answered {
       now,
       // A parked claim's lease names its claim: its home, restarted, finds it by that (§13.1).
       (held) => claimFor(pool, now, held.nodeId, held.jobId, held.parked ? { claimId: held.claimId } : {}),
-      () => poolTaskCounts(pool.sql).PENDING > 0,
+      () => anyPending(pool.sql),
       nodeId,
     ),
   );

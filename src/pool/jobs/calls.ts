@@ -38,7 +38,7 @@ import {
   type JobPlace,
   jobRecord,
   listJobs as jobsPage,
-  poolTaskCounts,
+  poolPending,
   jobTasks as tasksOf,
 } from "./jobs";
 
@@ -196,6 +196,6 @@ export function quarantineCheckpoint(pool: Pool, jobId: string, taskId: string, 
 /** A slot for a job of `tasks` tasks, and this shard's load before it: pending tasks plus those reserved. */
 export function reserveSlot(pool: Pool, tasks: number): { reservation: string; load: number } {
   const now = Date.now();
-  const load = poolTaskCounts(pool.sql).PENDING + pool.reservations.reserved(now);
+  const load = poolPending(pool.sql) + pool.reservations.reserved(now);
   return { reservation: pool.reservations.reserve(now, Math.max(0, Math.floor(tasks))), load };
 }

@@ -21,9 +21,30 @@ import { addTasks } from "./tasks";
 const COUNTS_SQL = `pending AS PENDING, leased AS LEASED, completed AS COMPLETED, failed AS FAILED,
   cancelled AS CANCELLED`;
 
-/** The pool's tasks by state, from the counters kept by the schema's triggers (no scan). */
+/**
+ * The pool's tasks by state, from counters (no scan of tasks): the finished
+ * jobs' in pool_task_counts, and each running job's in its queue row (schema
+ * step 40: a running job's changes write that row only). Reads a row per
+ * running job.
+ */
 export function poolTaskCounts(sql: SqlStorage): TaskCounts {
-  return sql.exec<TaskCounts>(`SELECT ${COUNTS_SQL} FROM pool_task_counts`).one();
+  const sum = (c: string) =>
+    `p.${c} + (SELECT COALESCE(SUM(q.${c}), 0) FROM jobs j JOIN job_queues q ON q.job_id = j.job_id
+      WHERE (j.terminal_state IS NULL) = 1) AS ${c.toUpperCase()}`;
+  return sql
+    .exec<TaskCounts>(`SELECT ${["pending", "leased", "completed", "failed", "cancelled"].map(sum).join(", ")}
+      FROM pool_task_counts p`)
+    .one();
+}
+
+/** The pool's pending tasks: a row per job that has some (job_queues_next). */
+export function poolPending(sql: SqlStorage): number {
+  return sql.exec<{ n: number }>("SELECT COALESCE(SUM(pending), 0) AS n FROM job_queues WHERE queued = 1").one().n;
+}
+
+/** Whether the pool has a pending task: one row read at most. */
+export function anyPending(sql: SqlStorage): boolean {
+  return sql.exec<{ any: number }>("SELECT EXISTS (SELECT 1 FROM job_queues WHERE queued = 1) AS any").one().any === 1;
 }
 
 /** Whether a job has a task PENDING or LEASED: work may still come from it. */

@@ -98,9 +98,10 @@ export function addTasks(
 
 /**
  * The counts the queue keeps, for a batch of new PENDING tasks (job, class):
- * pending per job (its queue row: metrics, job records, the claim's seeks),
- * pool and (job, class) (the claim's seeks; a class counts its queued jobs by
- * trigger, schema step 35). A statement
+ * pending per job (its queue row: the pool's and the job's counts, the
+ * claim's seeks) and per (job, class) (the claim's seeks; a class counts its
+ * queued jobs by trigger, schema step 35). The pool's row counts the tasks
+ * of jobs not running (schema step 40): not a submission's. A statement
  * per counter row, not per task: schema step 26 took this from the insert
  * triggers, which wrote each counter once per task. The job's first
  * pending task activates its queue, as one at a time did (job_queues'
@@ -117,8 +118,14 @@ function countAdded(sql: SqlStorage, added: ReadonlyArray<readonly [string, numb
     entry[2]++;
     perJobClass.set(key, entry);
   }
-  sql.exec("UPDATE pool_task_counts SET pending = pending + ?", added.length);
   for (const [jobId, n] of perJob) {
+    // A submission's job is running: its tasks are counted in its queue row alone (schema step 40).
+    sql.exec(
+      `UPDATE pool_task_counts SET pending = pending + ?2
+       WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE job_id = ?1 AND terminal_state IS NULL)`,
+      jobId,
+      n,
+    );
     sql.exec(
       "INSERT INTO job_queues (job_id, pending) VALUES (?1, ?2) ON CONFLICT (job_id) DO UPDATE SET pending = pending + ?2",
       jobId,

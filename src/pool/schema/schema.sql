@@ -1,5 +1,5 @@
 -- The pool object's SQLite schema after every migration in src/pool/schema/schema.ts
--- (1-39): what a new pool starts with and what every older pool is migrated to.
+-- (1-40): what a new pool starts with and what every older pool is migrated to.
 -- Generated from a freshly migrated pool's sqlite_master, never edited by hand:
 -- test/worker/schema/schema.test.ts fails when they differ; after changing a migration,
 -- `npm run schema:snapshot` rewrites this file. Run on an empty database it makes
@@ -499,6 +499,21 @@ CREATE TRIGGER jobs_count_state AFTER UPDATE OF terminal_state ON jobs
       ON CONFLICT (state) DO UPDATE SET n = n + 1;
   END;
 
+-- jobs_pool_counts (migration 40):
+-- docs/protocol.md §16, a row per counter per change: the pool's task counts (pool_task_counts)
+-- hold the finished jobs' tasks, so a running job's changes write only its queue row; when a
+-- job finishes, in the same transaction, its queue row's counts are added to the pool's.
+-- TypeScript half: src/pool/jobs/jobs.ts poolTaskCounts adds the running jobs' queue rows;
+-- src/pool/alarm/archive.ts finishArchive takes an archived (finished) job's counts out.
+CREATE TRIGGER jobs_pool_counts AFTER UPDATE OF terminal_state ON jobs
+    WHEN (OLD.terminal_state IS NULL) <> (NEW.terminal_state IS NULL) BEGIN
+    UPDATE pool_task_counts SET pending = pending + IIF(NEW.terminal_state IS NULL, -1, 1) * COALESCE((SELECT pending FROM job_queues WHERE job_id = NEW.job_id), 0),
+        leased = leased + IIF(NEW.terminal_state IS NULL, -1, 1) * COALESCE((SELECT leased FROM job_queues WHERE job_id = NEW.job_id), 0),
+        completed = completed + IIF(NEW.terminal_state IS NULL, -1, 1) * COALESCE((SELECT completed FROM job_queues WHERE job_id = NEW.job_id), 0),
+        failed = failed + IIF(NEW.terminal_state IS NULL, -1, 1) * COALESCE((SELECT failed FROM job_queues WHERE job_id = NEW.job_id), 0),
+        cancelled = cancelled + IIF(NEW.terminal_state IS NULL, -1, 1) * COALESCE((SELECT cancelled FROM job_queues WHERE job_id = NEW.job_id), 0);
+  END;
+
 -- leases_end_tell_home (migration 36):
 -- docs/sharding.md §8.3, liveness: when a lease of a node whose home is another shard stops
 -- being live without a commit (a fail, an expiry, a cancel), an outcome row tells the home the
@@ -656,7 +671,7 @@ CREATE TRIGGER queue_classes_queued_insert AFTER INSERT ON queue_classes WHEN NE
     UPDATE classes SET queued_jobs = queued_jobs + 1, queued = 1 WHERE class_id = NEW.class_id;
   END;
 
--- tasks_count_delete (migration 38):
+-- tasks_count_delete (migration 40):
 -- docs/protocol.md §12, counters not scans: a task's delete while its job stays (its queue row
 -- there) takes it out of the same counts as tasks_count_state, in the same transaction.
 -- Archiving a whole job takes the job's counts out of the pool's at once and deletes its queue
@@ -678,23 +693,24 @@ CREATE TRIGGER tasks_count_delete AFTER DELETE ON tasks WHEN EXISTS (SELECT 1 FR
         leased = leased - (OLD.state = 'LEASED'),
         completed = completed - (OLD.state = 'COMPLETED'),
         failed = failed - (OLD.state = 'FAILED'),
-        cancelled = cancelled - (OLD.state = 'CANCELLED');
+        cancelled = cancelled - (OLD.state = 'CANCELLED')
+      WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE job_id = OLD.job_id AND terminal_state IS NULL);
     UPDATE queue_classes SET pending = pending - 1
       WHERE job_id = OLD.job_id AND class_id = OLD.class_id AND OLD.state = 'PENDING';
   END;
 
--- tasks_count_state (migration 39):
+-- tasks_count_state (migration 40):
 -- docs/protocol.md §12, counters not scans, and §16, a row per counter per change: in the same
 -- transaction as a task's change of state, its job's counts by state (job_queues: pending and
--- the others, one row), the pool's (pool_task_counts, one row) and its (job, class)'s pending
--- count (queue_classes). A claim's PENDING → LEASED is the one change whose job counts it
--- leaves to the claim, which writes them with the job's turn. TypeScript half:
--- src/pool/scheduling/scheduling.ts useTurn moves a claimed task's job counts;
--- src/pool/jobs/jobs.ts taskCounts and poolTaskCounts read the counts (a job's state and the
--- pool's totals), src/pool/jobs/tasks.ts countAdded counts a submission's tasks,
--- src/pool/scheduling/scheduling.ts walks job_queues, queue_classes and classes for the claim
--- (docs/protocol.md §13 rules 1 and 2), src/pool/reads/fleet.ts sums a class's pending tasks
--- over its queued jobs.
+-- the others, one row) and its (job, class)'s pending count (queue_classes); the pool's
+-- (pool_task_counts) only for a finished job's task. A claim's PENDING → LEASED is the one
+-- change whose job counts it leaves to the claim, which writes them with the job's turn.
+-- TypeScript half: src/pool/scheduling/scheduling.ts useTurn moves a claimed task's job counts;
+-- src/pool/jobs/jobs.ts taskCounts reads a job's counts and poolTaskCounts the pool's (the
+-- finished jobs' row plus the running jobs' queue rows), src/pool/jobs/tasks.ts countAdded
+-- counts a submission's tasks, src/pool/scheduling/scheduling.ts walks job_queues,
+-- queue_classes and classes for the claim (docs/protocol.md §13 rules 1 and 2),
+-- src/pool/reads/fleet.ts sums a class's pending tasks over its queued jobs.
 CREATE TRIGGER tasks_count_state AFTER UPDATE OF state ON tasks WHEN OLD.state <> NEW.state BEGIN
     UPDATE job_queues SET pending = pending + (NEW.state = 'PENDING') - (OLD.state = 'PENDING'),
         leased = leased + (NEW.state = 'LEASED') - (OLD.state = 'LEASED'),
@@ -712,7 +728,8 @@ CREATE TRIGGER tasks_count_state AFTER UPDATE OF state ON tasks WHEN OLD.state <
         leased = leased + (NEW.state = 'LEASED') - (OLD.state = 'LEASED'),
         completed = completed + (NEW.state = 'COMPLETED') - (OLD.state = 'COMPLETED'),
         failed = failed + (NEW.state = 'FAILED') - (OLD.state = 'FAILED'),
-        cancelled = cancelled + (NEW.state = 'CANCELLED') - (OLD.state = 'CANCELLED');
+        cancelled = cancelled + (NEW.state = 'CANCELLED') - (OLD.state = 'CANCELLED')
+      WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE job_id = NEW.job_id AND terminal_state IS NULL);
     UPDATE queue_classes SET pending = pending + IIF(NEW.state = 'PENDING', 1, -1)
       WHERE job_id = NEW.job_id AND class_id = NEW.class_id AND (OLD.state = 'PENDING') <> (NEW.state = 'PENDING');
   END;

@@ -1,14 +1,13 @@
 // This shard's digest for the pool summary (docs/sharding.md §6.1), read from
 // the counters the schema keeps: the classes with pending tasks
 // (classes_queued) and their levels per priority (queue_classes_level), the
-// pending tasks per tenant (job_queues_next), pool_task_counts, and the node
+// pending tasks per tenant (job_queues_next, summed for the load), and the node
 // and job counts. Its cost grows with live classes, jobs, tenants and
 // priorities, never with history. Only a pool of more than one shard reads
 // it: at S = 1 nothing here runs, and `Grants` counts nothing.
 
 import { type DigestContents, digestTenants } from "../../rules/digest";
 import type { ClassLevel, DigestClass, ShardHeld } from "../../rules/summary";
-import { poolTaskCounts } from "../jobs/jobs";
 import { onlineSql } from "../nodes/states";
 
 /**
@@ -47,7 +46,7 @@ const TENANTS_SQL = `SELECT priority, tenant, SUM(pending) AS pending FROM job_q
   WHERE queued = 1 GROUP BY priority, tenant`;
 
 const LOAD_SQL = `SELECT (SELECT COUNT(*) FROM leases WHERE status = 'live') AS leased,
-    (SELECT COUNT(*) FROM jobs WHERE terminal_state IS NULL) AS jobs,
+    (SELECT COUNT(*) FROM jobs WHERE (terminal_state IS NULL) = 1) AS jobs,
     (SELECT COUNT(*) FROM nodes) AS homeNodes,
     (SELECT COUNT(*) FROM nodes WHERE ${onlineSql("", "?1")}) AS online`;
 
@@ -64,7 +63,9 @@ export type StoredDigest = Pick<DigestContents, "classes" | "load"> & {
 export function storedDigest(sql: SqlStorage, now: number): StoredDigest {
   const { classes, tenants } = pendingHere(sql);
   const load = sql.exec<{ leased: number; jobs: number; homeNodes: number; online: number }>(LOAD_SQL, now).one();
-  return { classes, tenants, load: { requests: 0, pending: poolTaskCounts(sql).PENDING, ...load } };
+  // The tenants' pending tasks are the shard's: every job with some is in one.
+  const pending = tenants.reduce((n, t) => n + t.pending, 0);
+  return { classes, tenants, load: { requests: 0, pending, ...load } };
 }
 
 /**

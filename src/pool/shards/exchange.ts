@@ -121,18 +121,19 @@ async function tellNewWork(pool: Pool): Promise<void> {
 export function nextTick(pool: Pool, now: number): number | null {
   if (pool.shards === 1) return null;
   const link = pool.link;
-  // A change the digest may show: the ledger grew, or the pending count moved (a cancel records no event).
+  // A change the digest may show: the ledger grew, or pending work came or went (a cancel records no
+  // event). A change of how much is pending needs no mark: the shard is busy while any is.
   const seen = pool.sql
-    .exec<{ seq: number | null; pending: number | null }>(
-      "SELECT (SELECT MAX(seq) FROM events) AS seq, (SELECT pending FROM pool_task_counts) AS pending",
+    .exec<{ seq: number | null; pending: number }>(
+      "SELECT (SELECT MAX(seq) FROM events) AS seq, EXISTS (SELECT 1 FROM job_queues WHERE queued = 1) AS pending",
     )
     .one();
-  const mark = `${seen.seq ?? 0}|${seen.pending ?? 0}`;
+  const mark = `${seen.seq ?? 0}|${seen.pending}`;
   if (mark !== link.seen) {
     link.seen = mark;
     link.changedMs = now;
   }
-  const busy = pool.held.size > 0 || now - link.changedMs < RECENT_CHANGE_MS || (seen.pending ?? 0) > 0;
+  const busy = pool.held.size > 0 || now - link.changedMs < RECENT_CHANGE_MS || seen.pending === 1;
   // An overdue tick (the alarm late, or lost) is due now, so a re-arm sets it again rather than keep a time past.
   return Math.max(now, link.startedMs + (busy ? TICK_BUSY_MS : TICK_QUIET_MS));
 }

@@ -115,7 +115,7 @@ describe("what a task's requests cost", () => {
     expect(heartbeat.written).toBe(0);
     expect(renewal.written).toBeLessThanOrEqual(1);
     // At 4 shards the commit also tells the node's home and the summary (docs/sharding.md §8.3).
-    expect(lifecycle).toBeLessThanOrEqual(shardsOf(pool) === 1 ? 34 : 39);
+    expect(lifecycle).toBeLessThanOrEqual(shardsOf(pool) === 1 ? 32 : 37);
   });
 });
 

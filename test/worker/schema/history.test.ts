@@ -87,6 +87,44 @@ describe("counters, not scans", () => {
     expect(await violations(pool)).toEqual([]);
   });
 
+  // Schema step 40: the pool's count row holds the finished jobs' tasks; a running job's are read from its queue
+  // row (docs/protocol.md §16). A busy pool from before it shows the same counts, a claim and a commit of a running
+  // job leave the row alone, and the job's counts join it when it finishes.
+  it("a busy pool shows the same counts after step 40, and a running job's counts join the pool's row when it finishes", async () => {
+    const { pool, jobs } = await busyPool();
+    const dashboard = async () =>
+      (await json<{ counts: Record<string, unknown> }>(await call(pool, "GET", "/dashboard"))).counts;
+    const before = await dashboard();
+    const row = () =>
+      runInDurableObject(stub(pool), (_o, state) => state.storage.sql.exec("SELECT * FROM pool_task_counts").one());
+    await runInDurableObject(stub(pool), (_o, state) => {
+      rewindSchema(state.storage.sql, 39);
+      state.storage.transactionSync(() => migrate(state.storage.sql));
+    });
+    expect(await dashboard()).toEqual(before);
+    expect(await violations(pool)).toEqual([]);
+    // The finished jobs' 3 completed, 2 cancelled and 1 failed; the requeued job's pending task is a running job's.
+    const finished = { one: 1, pending: 0, leased: 0, completed: 3, failed: 1, cancelled: 2 };
+    expect(await row()).toEqual(finished);
+    const first = await json<Lease>(await claim(pool, "n1", jobs.running.job_id));
+    expect(await json(await commit(pool, first))).toEqual({ accepted: true });
+    expect(await row()).toEqual(finished);
+    expect(await violations(pool)).toEqual([]);
+    // Cancelled, the running job finishes: its counts (3 cancelled, 1 completed) move into the row.
+    await call(pool, "POST", `/jobs/${jobs.running.job_id}/cancel`);
+    expect(await row()).toEqual({ ...finished, completed: 4, cancelled: 5 });
+    // The pool's counts: the row and the one job still running (the requeued one's pending task).
+    expect((await dashboard()).tasks).toEqual({
+      PENDING: 1,
+      LEASED: 0,
+      COMPLETED: 4,
+      FAILED: 1,
+      CANCELLED: 5,
+      total: 11,
+    });
+    expect(await violations(pool)).toEqual([]);
+  });
+
   // Schema step 33: the queue indexes read a flag written when a count crosses 0 (docs/protocol.md §16). A busy
   // pool from before it has its queued rows flagged, claims by them, and keeps the flags as its queues empty.
   it("a busy pool has its queues flagged by step 33, claims by the flags, and keeps them as queues fill and empty", async () => {

@@ -95,6 +95,45 @@ const CLAIMED_APART = countStateTrigger("").replace(
   "WHERE job_id = NEW.job_id AND (OLD.state = 'PENDING') <> (NEW.state = 'PENDING')\n        AND NOT (OLD.state = 'PENDING' AND NEW.state = 'LEASED');",
 );
 
+/** Step 40's condition on the pool's counts: a running job's tasks are not in them (a finished job's are). */
+const FINISHED = (job: string) =>
+  `WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE job_id = ${job}.job_id AND terminal_state IS NULL)`;
+const POOL_COUNTS_STATE = "cancelled = cancelled + (NEW.state = 'CANCELLED') - (OLD.state = 'CANCELLED');";
+const POOL_COUNTS_DELETE = "cancelled = cancelled - (OLD.state = 'CANCELLED');";
+
+/** Step 40's count triggers: step 39's and step 38's, the pool's counts for no running job's task. */
+const FINISHED_STATE = CLAIMED_APART.replace(
+  POOL_COUNTS_STATE,
+  `cancelled = cancelled + (NEW.state = 'CANCELLED') - (OLD.state = 'CANCELLED')\n      ${FINISHED("NEW")};`,
+);
+const FINISHED_DELETE = countDeleteTrigger(
+  "",
+  " WHEN EXISTS (SELECT 1 FROM job_queues WHERE job_id = OLD.job_id)",
+).replace(POOL_COUNTS_DELETE, `cancelled = cancelled - (OLD.state = 'CANCELLED')\n      ${FINISHED("OLD")};`);
+
+/** `sign` × a job's queue counts, added to the pool's (step 40: a job finishing, or its counts at migration). */
+const addJobCounts = (sign: string, job: string) =>
+  ["pending", "leased", "completed", "failed", "cancelled"]
+    .map((c) => `${c} = ${c} + ${sign} * COALESCE((SELECT ${c} FROM job_queues WHERE job_id = ${job}), 0)`)
+    .join(",\n        ");
+
+/** Step 40: a job's queue counts move into the pool's when it finishes (out, should it ever run again). */
+const JOBS_POOL_COUNTS = `CREATE TRIGGER jobs_pool_counts AFTER UPDATE OF terminal_state ON jobs
+    WHEN (OLD.terminal_state IS NULL) <> (NEW.terminal_state IS NULL) BEGIN
+    UPDATE pool_task_counts SET ${addJobCounts("IIF(NEW.terminal_state IS NULL, -1, 1)", "NEW.job_id")};
+  END;`;
+
+/** Step 40's migration of the pool's counts: the running jobs' tasks leave them (or come back). */
+const runningJobs = (sign: string) =>
+  ["pending", "leased", "completed", "failed", "cancelled"]
+    .map(
+      (c) =>
+        `${c} = ${c} ${sign} (SELECT COALESCE(SUM(q.${c}), 0) FROM jobs j JOIN job_queues q ON q.job_id = j.job_id WHERE (j.terminal_state IS NULL) = 1)`,
+    )
+    .join(",\n    ");
+const RUNNING_OUT = runningJobs("-");
+const RUNNING_IN = runningJobs("+");
+
 export const FEWER_ROWS: readonly Migration[] = [
   // 30: a lease's end no longer writes its node's row. A node that ended a
   // lease by a request (commit, fail) was just seen: soft liveness writes its
@@ -322,6 +361,37 @@ export const FEWER_ROWS: readonly Migration[] = [
     triggers: {
       tasks_count_state:
         "docs/protocol.md §12, counters not scans, and §16, a row per counter per change: in the same transaction as a task's change of state, its job's counts by state (job_queues: pending and the others, one row), the pool's (pool_task_counts, one row) and its (job, class)'s pending count (queue_classes). A claim's PENDING → LEASED is the one change whose job counts it leaves to the claim, which writes them with the job's turn. TypeScript half: src/pool/scheduling/scheduling.ts useTurn moves a claimed task's job counts; src/pool/jobs/jobs.ts taskCounts and poolTaskCounts read the counts (a job's state and the pool's totals), src/pool/jobs/tasks.ts countAdded counts a submission's tasks, src/pool/scheduling/scheduling.ts walks job_queues, queue_classes and classes for the claim (docs/protocol.md §13 rules 1 and 2), src/pool/reads/fleet.ts sums a class's pending tasks over its queued jobs.",
+    },
+  },
+  // 40: a claim and a commit no longer write the pool's task counts. Every change of a task's
+  // state wrote that one row (pool_task_counts), though its job's queue row counts the same change.
+  // The row now holds finished jobs' tasks only: a job's counts move into it once, when it
+  // finishes (jobs_pool_counts), and a running job's are summed from the queue rows of the running
+  // jobs when read (src/pool/jobs/jobs.ts poolTaskCounts, by jobs_live_first). The pool's pending
+  // tasks are read from the queued jobs alone (job_queues_next). Work bounded by the running jobs:
+  // their counts leave the pool's row once.
+  {
+    id: 40,
+    description: "the pool's task counts keep finished jobs' tasks; a running job's are read from its queue row",
+    up: `DROP TRIGGER tasks_count_state;
+  ${FINISHED_STATE}
+  DROP TRIGGER tasks_count_delete;
+  ${FINISHED_DELETE}
+  ${JOBS_POOL_COUNTS}
+  UPDATE pool_task_counts SET ${RUNNING_OUT};`,
+    down: `UPDATE pool_task_counts SET ${RUNNING_IN};
+  DROP TRIGGER jobs_pool_counts;
+  DROP TRIGGER tasks_count_delete;
+  ${countDeleteTrigger("", " WHEN EXISTS (SELECT 1 FROM job_queues WHERE job_id = OLD.job_id)")}
+  DROP TRIGGER tasks_count_state;
+  ${CLAIMED_APART}`,
+    triggers: {
+      tasks_count_state:
+        "docs/protocol.md §12, counters not scans, and §16, a row per counter per change: in the same transaction as a task's change of state, its job's counts by state (job_queues: pending and the others, one row) and its (job, class)'s pending count (queue_classes); the pool's (pool_task_counts) only for a finished job's task. A claim's PENDING → LEASED is the one change whose job counts it leaves to the claim, which writes them with the job's turn. TypeScript half: src/pool/scheduling/scheduling.ts useTurn moves a claimed task's job counts; src/pool/jobs/jobs.ts taskCounts reads a job's counts and poolTaskCounts the pool's (the finished jobs' row plus the running jobs' queue rows), src/pool/jobs/tasks.ts countAdded counts a submission's tasks, src/pool/scheduling/scheduling.ts walks job_queues, queue_classes and classes for the claim (docs/protocol.md §13 rules 1 and 2), src/pool/reads/fleet.ts sums a class's pending tasks over its queued jobs.",
+      tasks_count_delete:
+        "docs/protocol.md §12, counters not scans: a task's delete while its job stays (its queue row there) takes it out of the same counts as tasks_count_state, in the same transaction. Archiving a whole job takes the job's counts out of the pool's at once and deletes its queue row before its tasks (§16: two rows a task fewer). TypeScript half: src/pool/alarm/archive.ts finishArchive.",
+      jobs_pool_counts:
+        "docs/protocol.md §16, a row per counter per change: the pool's task counts (pool_task_counts) hold the finished jobs' tasks, so a running job's changes write only its queue row; when a job finishes, in the same transaction, its queue row's counts are added to the pool's. TypeScript half: src/pool/jobs/jobs.ts poolTaskCounts adds the running jobs' queue rows; src/pool/alarm/archive.ts finishArchive takes an archived (finished) job's counts out.",
     },
   },
 ];
