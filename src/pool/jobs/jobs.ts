@@ -25,15 +25,18 @@ const COUNTS_SQL = `pending AS PENDING, leased AS LEASED, completed AS COMPLETED
  * The pool's tasks by state, from counters (no scan of tasks): the finished
  * jobs' in pool_task_counts, and each running job's in its queue row (schema
  * step 40: a running job's changes write that row only). Reads a row per
- * running job.
+ * running job, in one pass.
  */
 export function poolTaskCounts(sql: SqlStorage): TaskCounts {
-  const sum = (c: string) =>
-    `p.${c} + (SELECT COALESCE(SUM(q.${c}), 0) FROM jobs j JOIN job_queues q ON q.job_id = j.job_id
-      WHERE (j.terminal_state IS NULL) = 1) AS ${c.toUpperCase()}`;
   return sql
-    .exec<TaskCounts>(`SELECT ${["pending", "leased", "completed", "failed", "cancelled"].map(sum).join(", ")}
-      FROM pool_task_counts p`)
+    .exec<TaskCounts>(
+      `SELECT p.pending + r.pending AS PENDING, p.leased + r.leased AS LEASED, p.completed + r.completed AS COMPLETED,
+         p.failed + r.failed AS FAILED, p.cancelled + r.cancelled AS CANCELLED
+       FROM pool_task_counts p,
+         (SELECT TOTAL(q.pending) AS pending, TOTAL(q.leased) AS leased, TOTAL(q.completed) AS completed,
+                 TOTAL(q.failed) AS failed, TOTAL(q.cancelled) AS cancelled
+          FROM jobs j JOIN job_queues q ON q.job_id = j.job_id WHERE (j.terminal_state IS NULL) = 1) r`,
+    )
     .one();
 }
 
