@@ -119,7 +119,8 @@ function countAdded(sql: SqlStorage, added: ReadonlyArray<readonly [string, numb
     perJobClass.set(key, entry);
   }
   for (const [jobId, n] of perJob) {
-    // A submission's job is running: its tasks are counted in its queue row alone (schema step 40).
+    // The pool's row counts tasks of no running job (schema step 40): never a submission's, whose job row
+    // comes first; only tasks queued with no job row at all (the tests' insertTasks) are counted there.
     sql.exec(
       `UPDATE pool_task_counts SET pending = pending + ?2
        WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE job_id = ?1 AND terminal_state IS NULL)`,
