@@ -1354,7 +1354,7 @@ function render() {
       "`npm run bench:migrations` (about 3 minutes) only section 10; `node bench/gpu-classes.mjs --base DIR` " +
       "(about 20 minutes; DIR a copy of this checkout with the code before issue 26 in src/) only section 11; " +
       "`npm run bench:shards` (about 20 minutes; `--quick` about 4) only section 13; `npm run bench:shards-s1` (about 2 minutes) only its S = 1 cost line; " +
-      "`npm run bench:cost` (about 3 minutes) only section 14; `npm run bench:claim-goal` (about 15 minutes) only section 1.2; `npm run bench:quick` is the " +
+      "`npm run bench:cost` (about 3 minutes) only section 14; `npm run bench:claim-goal` (about 25 minutes) only section 1.2; `npm run bench:quick` is the " +
       "small version CI runs.",
   );
   out.push("");
