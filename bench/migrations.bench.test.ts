@@ -16,6 +16,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { it } from "vitest";
+import { poolTaskCounts } from "../src/pool/jobs/jobs";
 import { MIGRATIONS } from "../src/pool/schema/schema";
 import { rewindSchema } from "../test/worker/schema/schema-history";
 
@@ -110,13 +111,7 @@ it("every migration step on a pool with a large history, as the constructor runs
         sql.exec("UPDATE schema_version SET version = ?", MIGRATIONS.length);
       });
       const migrateMs = Math.round(performance.now() - started);
-      // The finished jobs' count, and since schema step 40 the running jobs' in their queue rows.
-      const counted = sql
-        .exec<{ n: number }>(
-          `SELECT completed + (SELECT COALESCE(SUM(q.completed), 0) FROM job_queues q JOIN jobs j ON j.job_id = q.job_id
-             WHERE j.terminal_state IS NULL) AS n FROM pool_task_counts`,
-        )
-        .one().n;
+      const counted = poolTaskCounts(sql).COMPLETED;
       if (counted !== size) throw new Error(`after migrating, ${counted} COMPLETED tasks counted, not ${size}`);
       return {
         finished_tasks: size,

@@ -22,32 +22,34 @@ const COUNTS_SQL = `pending AS PENDING, leased AS LEASED, completed AS COMPLETED
   cancelled AS CANCELLED`;
 
 /**
- * The pool's tasks by state, from counters (no scan of tasks): the finished
- * jobs' in pool_task_counts, and each running job's in its queue row (schema
- * step 40: a running job's changes write that row only). Reads a row per
- * running job, in one pass.
+ * The pool's task counts (schema step 40): the row of tasks of no running job,
+ * plus each running job's queue row, read by jobs_live_first in one pass; the
+ * pending tasks alone, from the queued jobs (job_queues_next).
  */
+export const POOL_COUNTS_SQL = {
+  counts: `SELECT p.pending + r.pending AS PENDING, p.leased + r.leased AS LEASED, p.completed + r.completed AS COMPLETED,
+      p.failed + r.failed AS FAILED, p.cancelled + r.cancelled AS CANCELLED
+    FROM pool_task_counts p,
+      (SELECT TOTAL(q.pending) AS pending, TOTAL(q.leased) AS leased, TOTAL(q.completed) AS completed,
+              TOTAL(q.failed) AS failed, TOTAL(q.cancelled) AS cancelled
+       FROM jobs j JOIN job_queues q ON q.job_id = j.job_id WHERE (j.terminal_state IS NULL) = 1) r`,
+  pending: "SELECT COALESCE(SUM(pending), 0) AS n FROM job_queues WHERE queued = 1",
+  anyPending: "SELECT EXISTS (SELECT 1 FROM job_queues WHERE queued = 1) AS any",
+};
+
+/** The pool's tasks by state, from counters (no scan of tasks): a row read per running job. */
 export function poolTaskCounts(sql: SqlStorage): TaskCounts {
-  return sql
-    .exec<TaskCounts>(
-      `SELECT p.pending + r.pending AS PENDING, p.leased + r.leased AS LEASED, p.completed + r.completed AS COMPLETED,
-         p.failed + r.failed AS FAILED, p.cancelled + r.cancelled AS CANCELLED
-       FROM pool_task_counts p,
-         (SELECT TOTAL(q.pending) AS pending, TOTAL(q.leased) AS leased, TOTAL(q.completed) AS completed,
-                 TOTAL(q.failed) AS failed, TOTAL(q.cancelled) AS cancelled
-          FROM jobs j JOIN job_queues q ON q.job_id = j.job_id WHERE (j.terminal_state IS NULL) = 1) r`,
-    )
-    .one();
+  return sql.exec<TaskCounts>(POOL_COUNTS_SQL.counts).one();
 }
 
-/** The pool's pending tasks: a row per job that has some (job_queues_next). */
+/** The pool's pending tasks: a row per job that has some. */
 export function poolPending(sql: SqlStorage): number {
-  return sql.exec<{ n: number }>("SELECT COALESCE(SUM(pending), 0) AS n FROM job_queues WHERE queued = 1").one().n;
+  return sql.exec<{ n: number }>(POOL_COUNTS_SQL.pending).one().n;
 }
 
 /** Whether the pool has a pending task: one row read at most. */
 export function anyPending(sql: SqlStorage): boolean {
-  return sql.exec<{ any: number }>("SELECT EXISTS (SELECT 1 FROM job_queues WHERE queued = 1) AS any").one().any === 1;
+  return sql.exec<{ any: number }>(POOL_COUNTS_SQL.anyPending).one().any === 1;
 }
 
 /** Whether a job has a task PENDING or LEASED: work may still come from it. */

@@ -45,7 +45,8 @@ const CLASSES_SQL = `SELECT c.class_key AS key, c.requirement,
 const TENANTS_SQL = `SELECT priority, tenant, SUM(pending) AS pending FROM job_queues
   WHERE queued = 1 GROUP BY priority, tenant`;
 
-const LOAD_SQL = `SELECT (SELECT COUNT(*) FROM leases WHERE status = 'live') AS leased,
+/** The load's counts: live leases, running jobs (by jobs_live_first), home nodes and those online. */
+export const LOAD_SQL = `SELECT (SELECT COUNT(*) FROM leases WHERE status = 'live') AS leased,
     (SELECT COUNT(*) FROM jobs WHERE (terminal_state IS NULL) = 1) AS jobs,
     (SELECT COUNT(*) FROM nodes) AS homeNodes,
     (SELECT COUNT(*) FROM nodes WHERE ${onlineSql("", "?1")}) AS online`;

@@ -3,8 +3,10 @@
 
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { POOL_COUNTS_SQL } from "../../../src/pool/jobs/jobs";
 import { POLICY_SQL } from "../../../src/pool/scheduling/scheduling";
 import { migrate } from "../../../src/pool/schema/schema";
+import { LOAD_SQL } from "../../../src/pool/shards/digest";
 import type { Lease } from "../../../src/protocol/tasks";
 import { trialsJob } from "../../fixtures/jobspec";
 import { call, claim, freshPool, json, register, sha256, stub, submitJob, upload } from "../helpers";
@@ -123,6 +125,35 @@ describe("counters, not scans", () => {
       total: 11,
     });
     expect(await violations(pool)).toEqual([]);
+  });
+
+  // Step 40's reads stay off history: the pool's counts read the running jobs (jobs_live_first), its pending work
+  // the queued jobs (job_queues_next), never every job nor task.
+  it("the pool's counts seek the running and the queued jobs: no table is scanned", async () => {
+    const { pool } = await busyPool();
+    const plans = await runInDurableObject(stub(pool), (_o, state) => {
+      const plan = (statement: string, ...args: unknown[]) =>
+        state.storage.sql
+          .exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${statement}`, ...args)
+          .toArray()
+          .map((r) => r.detail)
+          .join("\n");
+      return {
+        counts: plan(POOL_COUNTS_SQL.counts),
+        pending: plan(POOL_COUNTS_SQL.pending),
+        anyPending: plan(POOL_COUNTS_SQL.anyPending),
+        load: plan(LOAD_SQL, Date.now()),
+      };
+    });
+    expect(plans.counts).toMatch(/SEARCH j USING (COVERING )?INDEX jobs_live_first/);
+    expect(plans.counts).toMatch(/SEARCH q USING INDEX sqlite_autoindex_job_queues_1/);
+    expect(plans.pending).toMatch(/job_queues USING INDEX job_queues_next/);
+    expect(plans.anyPending).toMatch(/job_queues USING (COVERING )?INDEX job_queues_next/);
+    expect(plans.load).toMatch(/SEARCH jobs USING (COVERING )?INDEX jobs_live_first/);
+    // Nothing is read whole: the only scans are the one-row pool_task_counts (p) and sums (r), and the partial
+    // job_queues_next, which holds the queued jobs alone.
+    for (const p of Object.values(plans))
+      expect(p).not.toMatch(/SCAN (j|q|jobs|tasks)\b|SCAN job_queues\b(?! USING (COVERING )?INDEX job_queues_next)/);
   });
 
   // Schema step 33: the queue indexes read a flag written when a count crosses 0 (docs/protocol.md §16). A busy

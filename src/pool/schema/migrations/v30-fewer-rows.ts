@@ -89,50 +89,53 @@ const tellHome = (ends: string) => `CREATE TRIGGER leases_end_tell_home AFTER UP
         FROM passports p WHERE p.node_id = NEW.node_id;
   END;`;
 
+/** `text` with `from` replaced by `to`; throws where `from` is absent, so a changed trigger text cannot slip by. */
+function replaced(text: string, from: string, to: string): string {
+  if (!text.includes(from)) throw new Error(`schema step text not found: ${from}`);
+  return text.replace(from, to);
+}
+
 /** Step 39's count trigger: step 28's, but for a claim's PENDING → LEASED, whose job counts useTurn writes. */
-const CLAIMED_APART = countStateTrigger("").replace(
+const CLAIMED_APART = replaced(
+  countStateTrigger(""),
   "WHERE job_id = NEW.job_id AND (OLD.state = 'PENDING') <> (NEW.state = 'PENDING');",
   "WHERE job_id = NEW.job_id AND (OLD.state = 'PENDING') <> (NEW.state = 'PENDING')\n        AND NOT (OLD.state = 'PENDING' AND NEW.state = 'LEASED');",
 );
 
-/** Step 40's condition on the pool's counts: a running job's tasks are not in them (a finished job's are). */
-const FINISHED = (job: string) =>
+/** The task count columns, a job's (job_queues) and the pool's (pool_task_counts). */
+const COUNT_COLUMNS = ["pending", "leased", "completed", "failed", "cancelled"];
+
+/** Step 40's condition on the pool's counts: a task of a running job is not in them (a finished job's is). */
+const NOT_RUNNING = (job: string) =>
   `WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE job_id = ${job}.job_id AND terminal_state IS NULL)`;
-const POOL_COUNTS_STATE = "cancelled = cancelled + (NEW.state = 'CANCELLED') - (OLD.state = 'CANCELLED');";
-const POOL_COUNTS_DELETE = "cancelled = cancelled - (OLD.state = 'CANCELLED');";
 
 /** Step 40's count triggers: step 39's and step 38's, the pool's counts for no running job's task. */
-const FINISHED_STATE = CLAIMED_APART.replace(
-  POOL_COUNTS_STATE,
-  `cancelled = cancelled + (NEW.state = 'CANCELLED') - (OLD.state = 'CANCELLED')\n      ${FINISHED("NEW")};`,
+const NOT_RUNNING_STATE = replaced(
+  CLAIMED_APART,
+  "cancelled = cancelled + (NEW.state = 'CANCELLED') - (OLD.state = 'CANCELLED');",
+  `cancelled = cancelled + (NEW.state = 'CANCELLED') - (OLD.state = 'CANCELLED')\n      ${NOT_RUNNING("NEW")};`,
 );
-const FINISHED_DELETE = countDeleteTrigger(
-  "",
-  " WHEN EXISTS (SELECT 1 FROM job_queues WHERE job_id = OLD.job_id)",
-).replace(POOL_COUNTS_DELETE, `cancelled = cancelled - (OLD.state = 'CANCELLED')\n      ${FINISHED("OLD")};`);
-
-/** `sign` × a job's queue counts, added to the pool's (step 40: a job finishing, or its counts at migration). */
-const addJobCounts = (sign: string, job: string) =>
-  ["pending", "leased", "completed", "failed", "cancelled"]
-    .map((c) => `${c} = ${c} + ${sign} * COALESCE((SELECT ${c} FROM job_queues WHERE job_id = ${job}), 0)`)
-    .join(",\n        ");
+const NOT_RUNNING_DELETE = replaced(
+  countDeleteTrigger("", " WHEN EXISTS (SELECT 1 FROM job_queues WHERE job_id = OLD.job_id)"),
+  "cancelled = cancelled - (OLD.state = 'CANCELLED');",
+  `cancelled = cancelled - (OLD.state = 'CANCELLED')\n      ${NOT_RUNNING("OLD")};`,
+);
 
 /** Step 40: a job's queue counts move into the pool's when it finishes (out, should it ever run again). */
 const JOBS_POOL_COUNTS = `CREATE TRIGGER jobs_pool_counts AFTER UPDATE OF terminal_state ON jobs
     WHEN (OLD.terminal_state IS NULL) <> (NEW.terminal_state IS NULL) BEGIN
-    UPDATE pool_task_counts SET ${addJobCounts("IIF(NEW.terminal_state IS NULL, -1, 1)", "NEW.job_id")};
+    UPDATE pool_task_counts SET ${COUNT_COLUMNS.map(
+      (c) =>
+        `${c} = ${c} + IIF(NEW.terminal_state IS NULL, -1, 1) * COALESCE((SELECT ${c} FROM job_queues WHERE job_id = NEW.job_id), 0)`,
+    ).join(",\n        ")};
   END;`;
 
 /** Step 40's migration of the pool's counts: the running jobs' tasks leave them (or come back). */
 const runningJobs = (sign: string) =>
-  ["pending", "leased", "completed", "failed", "cancelled"]
-    .map(
-      (c) =>
-        `${c} = ${c} ${sign} (SELECT COALESCE(SUM(q.${c}), 0) FROM jobs j JOIN job_queues q ON q.job_id = j.job_id WHERE (j.terminal_state IS NULL) = 1)`,
-    )
-    .join(",\n    ");
-const RUNNING_OUT = runningJobs("-");
-const RUNNING_IN = runningJobs("+");
+  COUNT_COLUMNS.map(
+    (c) =>
+      `${c} = ${c} ${sign} (SELECT COALESCE(SUM(q.${c}), 0) FROM jobs j JOIN job_queues q ON q.job_id = j.job_id WHERE (j.terminal_state IS NULL) = 1)`,
+  ).join(",\n    ");
 
 export const FEWER_ROWS: readonly Migration[] = [
   // 30: a lease's end no longer writes its node's row. A node that ended a
@@ -374,12 +377,12 @@ export const FEWER_ROWS: readonly Migration[] = [
     id: 40,
     description: "the pool's task counts keep finished jobs' tasks; a running job's are read from its queue row",
     up: `DROP TRIGGER tasks_count_state;
-  ${FINISHED_STATE}
+  ${NOT_RUNNING_STATE}
   DROP TRIGGER tasks_count_delete;
-  ${FINISHED_DELETE}
+  ${NOT_RUNNING_DELETE}
   ${JOBS_POOL_COUNTS}
-  UPDATE pool_task_counts SET ${RUNNING_OUT};`,
-    down: `UPDATE pool_task_counts SET ${RUNNING_IN};
+  UPDATE pool_task_counts SET ${runningJobs("-")};`,
+    down: `UPDATE pool_task_counts SET ${runningJobs("+")};
   DROP TRIGGER jobs_pool_counts;
   DROP TRIGGER tasks_count_delete;
   ${countDeleteTrigger("", " WHEN EXISTS (SELECT 1 FROM job_queues WHERE job_id = OLD.job_id)")}
