@@ -46,6 +46,7 @@ const SHARDED = [
   "test/worker/scheduling/placement.test.ts",
   "test/worker/costs/costs.test.ts",
   "test/worker/runs/runs.test.ts",
+  "test/worker/schema/upgrade.test.ts",
   "test/worker-shards/*.test.ts",
 ];
 const SHARDED_AUTH = [

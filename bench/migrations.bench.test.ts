@@ -10,14 +10,15 @@
 // 10,000, each with its lease, its artifact and its three events, at the
 // current schema, with payloads the size of a hyperparameter trial's. The
 // schema is then taken back to step 2 (the migrations' down steps) and
-// every later step is run as the constructor runs them, one transaction,
-// each step timed. Never run by `npm test`; the driver is bench/migrations.mjs.
+// every later step is run, one transaction, each step timed: an object this
+// large runs them one per event (src/pool/object.ts), a small one all at its
+// start. Never run by `npm test`; the driver is bench/migrations.mjs.
 
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { it } from "vitest";
 import { poolTaskCounts } from "../src/pool/jobs/jobs";
-import { MIGRATIONS } from "../src/pool/schema/schema";
+import { MIGRATIONS, UPGRADE } from "../src/pool/schema/schema";
 import { rewindSchema } from "../test/worker/schema/schema-history";
 
 const settings = env as unknown as Record<string, string | undefined>;
@@ -122,6 +123,7 @@ it("every migration step on a pool with a large history, as the constructor runs
         rewind_ms: rewindMs,
         migrate_ms: migrateMs,
         steps,
+        whole_below_bytes: UPGRADE.wholeBelowBytes,
       };
     });
     console.log(`BENCH ${JSON.stringify(result)}`);

@@ -612,7 +612,9 @@ function replicasSection(inObject) {
  *   make_ms: number, rewind_ms: number, migrate_ms: number, steps: Array<{ step: number, ms: number }> }} MigrationPoint
  * @typedef {{ command: string, date: string, machine: import("./lib.mjs").Machine, wall_s: number,
  *   points: MigrationPoint[], bytes_per_task: number, tasks_at_object_limit: number,
- *   projected_ms_at_object_limit: number, limit_ms: number, bound: { max_share: number, met: boolean } }} MigrationsResult
+ *   projected_ms_at_object_limit: number, whole_below_bytes?: number,
+ *   heaviest_event_ms?: { one_step_at_object_limit: number, step: number, all_steps_at_whole_below: number },
+ *   limit_ms: number, bound: { max_share: number, met: boolean } }} MigrationsResult
  */
 
 /** @param {MigrationsResult} m */
@@ -630,8 +632,8 @@ function migrationsSection(m) {
     "- How: one pool object per size. Its history is written by SQL at the current schema (each finished task with " +
       "its trial-sized payload, lease, artifact key and three events, in jobs of 10,000), the schema is taken back to " +
       "step 2 with the migrations' `down` steps (`src/pool/schema/migrations/`), and steps " +
-      `${steps[0]}–${steps[steps.length - 1]} run in one transaction, each step timed, as the pool object's constructor ` +
-      "runs them (there inside `blockConcurrencyWhile`). Every step that works over existing rows comes after step 2.",
+      `${steps[0]}–${steps[steps.length - 1]} run in one transaction, each step timed. Every step that works over ` +
+      "existing rows comes after step 2.",
   );
   out.push("");
   out.push(`| finished tasks | SQLite | all steps | ${steps.map((s) => `step ${s}`).join(" | ")} |`);
@@ -643,16 +645,24 @@ function migrationsSection(m) {
     );
   }
   out.push("");
+  const event = m.heaviest_event_ms;
   out.push(
     `A pool's history is bounded by its object's 10 GB: at ${fmt(m.bytes_per_task)} bytes per finished task, about ` +
-      `${fmt(m.tasks_at_object_limit)} tasks. Migrating that, at the largest run's rate, takes about ` +
-      `${round(m.projected_ms_at_object_limit / 1000, 1)} s, against \`blockConcurrencyWhile\`'s ${m.limit_ms / 1000} s ` +
-      `limit. Bound (at most ${m.bound.max_share * 100}% of the limit): ${m.bound.met ? "met" : "**not met**"}. ` +
-      "With retention (docs/protocol.md §12) a pool holds a week of history, far less. " +
-      (m.bound.met
-        ? "A future step that must fill rows from history does it in batches after the step (src/pool/schema/schema.ts says so)."
-        : `The heaviest steps at the largest run (${heaviest(m)}) build indexes over every task; shipped steps are not ` +
-          "edited, so the next step that must touch history does it in batches after the step (src/pool/schema/schema.ts says so)."),
+      `${fmt(m.tasks_at_object_limit)} tasks. Every step over that, at the largest run's rate, takes about ` +
+      `${round(m.projected_ms_at_object_limit / 1000, 1)} s, more than the ${m.limit_ms / 1000} s an event of the ` +
+      "object may run (its CPU limit, and `blockConcurrencyWhile`'s). So an object larger than " +
+      `${round((m.whole_below_bytes ?? 0) / 2 ** 20)} MiB (\`UPGRADE.wholeBelowBytes\`, src/pool/schema/schema.ts) ` +
+      "upgrades one step per event, each in its own transaction, refusing calls with a 503 until the last " +
+      "(src/pool/object.ts); a smaller one runs every step at its start. " +
+      (event
+        ? `The heaviest event is then step ${event.step} on a full object, about ` +
+          `${round(event.one_step_at_object_limit / 1000, 1)} s; every step at once just below the size takes about ` +
+          `${round(event.all_steps_at_whole_below / 1000, 1)} s. `
+        : "") +
+      `Bound (no event over ${m.bound.max_share * 100}% of the limit): ${m.bound.met ? "met" : "**not met**"}. ` +
+      "With retention (docs/protocol.md §12) a pool holds a week of history, far less. The heaviest steps " +
+      `(${heaviest(m)} at the largest run) build indexes over every task; shipped steps are not edited, and a ` +
+      "future step that must fill rows from history does it in batches after the step (src/pool/schema/schema.ts says so).",
   );
   out.push("");
   return out;

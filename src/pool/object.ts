@@ -16,6 +16,7 @@ import type { ReplicaItem } from "../protocol/responses";
 import type { RunRequest, RunRound, RunState } from "../protocol/runs";
 import type { TaskSpec } from "../protocol/tasks";
 import type { Locale } from "../rules/homing";
+import { upgradingMessage } from "../rules/layout";
 import { noLoad } from "../rules/object-load";
 import { shardCount } from "../rules/pool-shards";
 import type { NodeAnswers } from "../rules/shard-merge";
@@ -43,7 +44,7 @@ import { metricsSample } from "./reads/metrics";
 import { placementAnswers, placementFacts, placementReport, queueElsewhere } from "./reads/placement-report";
 import * as runs from "./runs/calls";
 import { retellLiveRounds, tellRuns } from "./runs/tell";
-import { migrate } from "./schema/schema";
+import { MIGRATIONS, schemaVersion, UPGRADE, upgrade } from "./schema/schema";
 import { sessionClass } from "./session";
 import { enterPool, layoutAtStart, layoutPeers, serveCall } from "./shards/layout";
 import { hadOneShard, heldHereOr, type IdKind, type LegacyHome } from "./shards/legacy-ids";
@@ -62,18 +63,42 @@ export class PoolObject extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.#pool = new Pool(ctx, env, afterChange);
-    const started = ctx.blockConcurrencyWhile(async () => {
-      ctx.storage.transactionSync(() => {
-        migrate(ctx.storage.sql);
-        retellLiveRounds(ctx.storage.sql);
-      });
-      await this.#layoutAtStart();
-      // A shard of a pool of shards sends held claims on when a summary reply
-      // brings work elsewhere (after the migration: its name may come from its own rows).
-      if (this.#pool.shards > 1) this.#pool.summary.onChange(() => forwardHeld(this.#pool));
-    });
+    // A start that throws resets the object, and the next call starts it again.
+    ctx.blockConcurrencyWhile(() => this.#upgradeSlice()).catch(() => {});
+  }
+
+  // -- the start: the schema upgraded, then the layout (src/pool/schema/schema.ts) ----
+
+  /** True while the schema is behind: every call is refused, and each alarm applies the next step. */
+  #upgrading = false;
+
+  /**
+   * One slice of the schema's upgrade, in its own transaction: every step at
+   * once, or for a large object only the next, so no event runs more than
+   * one heavy step (`UPGRADE`). Once current, the rest of the start runs.
+   * Until then the object refuses every call with a 503 and arms an alarm
+   * now for the next slice. Runs under blockConcurrencyWhile.
+   */
+  async #upgradeSlice(): Promise<void> {
+    const { storage } = this.ctx;
+    const whole = storage.sql.databaseSize <= UPGRADE.wholeBelowBytes;
+    const current = storage.transactionSync(() => upgrade(storage.sql, whole));
+    if (!current) {
+      this.#upgrading = true;
+      const message = upgradingMessage(this.ctx.id.name, schemaVersion(storage.sql), MIGRATIONS.length);
+      this.#pool.gate.refusal = { message, detail: null, checkedMs: Date.now() };
+      await storage.setAlarm(Date.now());
+      return;
+    }
+    if (this.#upgrading) this.#pool.gate.refusal = undefined;
+    this.#upgrading = false;
+    storage.transactionSync(() => retellLiveRounds(storage.sql));
+    await this.#layoutAtStart();
+    // A shard of a pool of shards sends held claims on when a summary reply
+    // brings work elsewhere (after the migration: its name may come from its own rows).
+    if (this.#pool.shards > 1) this.#pool.summary.onChange(() => forwardHeld(this.#pool));
     // Hosted runs' Workflows hear of their live rounds again (src/pool/runs/tell.ts); a failed send is retried after the next change.
-    ctx.waitUntil(started.then(() => tellRuns(this.#pool)).catch(() => {}));
+    this.ctx.waitUntil(tellRuns(this.#pool).catch(() => {}));
   }
 
   // -- what wraps a call: each call says so in its own body -------------------
@@ -121,7 +146,10 @@ export class PoolObject extends DurableObject<Env> {
   }
 
   #enter(): void {
-    enterPool(this.#pool.gate, () => void this.ctx.blockConcurrencyWhile(() => this.#layoutAtStart()));
+    enterPool(
+      this.#pool.gate,
+      () => void this.ctx.blockConcurrencyWhile(() => (this.#upgrading ? this.#upgradeSlice() : this.#layoutAtStart())),
+    );
   }
 
   async #layoutAtStart(): Promise<void> {
@@ -649,7 +677,9 @@ export class PoolObject extends DurableObject<Env> {
   // -- housekeeping (src/pool/alarm/housekeeping.ts) ---------------------------------
 
   /** Sweeps expired leases, collects, archives and re-arms. Idempotent: alarms are at-least-once. */
-  override alarm(): Promise<void> {
+  override async alarm(): Promise<void> {
+    if (this.#upgrading) await this.ctx.blockConcurrencyWhile(() => this.#upgradeSlice());
+    if (this.#upgrading) return;
     return this.#serve(() => alarm(this.#pool));
   }
 }

@@ -68,6 +68,16 @@ export function layoutRefusedMessage(pool: string, detail: string): string {
 }
 
 /**
+ * The message every call of an object throws while its schema is upgraded a
+ * step per event (src/pool/object.ts): a 503 like a refused layout's, until
+ * the last step. `name` is the object's ("P" or "P/k"), unknown to one an alarm started.
+ */
+export function upgradingMessage(name: string | undefined, step: number, steps: number): string {
+  const pool = name === undefined ? "this pool" : `pool '${name}'`;
+  return `${LAYOUT_REFUSED}coordinator refuses to serve ${pool}: its schema is being upgraded (step ${step} of ${steps}); retry in a few seconds`;
+}
+
+/**
  * What shard 0 does at start with `configured` shards over `history`: the
  * same count runs as before; a raise, or the first start, appends an epoch;
  * a lower asks the removed shards [configured, S) first (`check`), then

@@ -2,8 +2,10 @@
 // (src/pool/schema/migrations/), and the schema they make, committed as
 // src/pool/schema/schema.sql (test/worker/schema/schema.test.ts holds them equal; `npm
 // run schema:snapshot` rewrites it). Every step newer than the recorded
-// version runs once, in order, in one transaction inside the constructor's
-// blockConcurrencyWhile, so a deployed object upgrades in place.
+// version runs once, in order, inside blockConcurrencyWhile, so a deployed
+// object upgrades in place: at its start, in one transaction, or for an
+// object of more than UPGRADE.wholeBelowBytes one step per event, each its
+// own transaction, the object refusing calls until the last (src/pool/object.ts).
 //
 // Never edit a shipped step: append a new one, with its `down`. A step's
 // work over existing rows is paid once, while the object serves nothing, by
@@ -40,12 +42,41 @@ export const MIGRATIONS: readonly Migration[] = [
   ...FEWER_ROWS,
 ];
 
+/**
+ * An object larger than this upgrades one step per event (`upgrade`): below
+ * it every step runs at once. Measured (BENCHMARKS.md §10), the whole chain
+ * takes about 3.6 ms a MB of history on our test machine, so 256 MiB about
+ * a second, and the heaviest single step on a full 10 GB object about
+ * 14.5 s: either way an event stays within half of its 30 s. A field, so a test can make a small
+ * pool upgrade as a large one does.
+ */
+export const UPGRADE = { wholeBelowBytes: 256 * 2 ** 20 };
+
+/** The recorded version, 0 before any (the caller holds the transaction). */
+export function schemaVersion(sql: SqlStorage): number {
+  sql.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
+  return sql.exec<{ version: number }>("SELECT version FROM schema_version").toArray()[0]?.version ?? 0;
+}
+
+/**
+ * Applies the migrations newer than the recorded version and records the
+ * last one applied (the caller holds the transaction): all of them, or only
+ * the next when `whole` is false. Answers whether the schema is current.
+ */
+export function upgrade(sql: SqlStorage, whole = true): boolean {
+  const applied = schemaVersion(sql);
+  const due = MIGRATIONS.filter((m) => m.id > applied);
+  const run = whole ? due : due.slice(0, 1);
+  for (const m of run) sql.exec(m.up);
+  const last = run[run.length - 1];
+  if (last !== undefined) {
+    if (applied === 0) sql.exec("INSERT INTO schema_version (version) VALUES (?)", last.id);
+    else sql.exec("UPDATE schema_version SET version = ?", last.id);
+  }
+  return run.length === due.length;
+}
+
 /** Applies every migration newer than the recorded version, in order (the caller holds the transaction). */
 export function migrate(sql: SqlStorage): void {
-  sql.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
-  const row = sql.exec<{ version: number }>("SELECT version FROM schema_version").toArray()[0];
-  const applied = row?.version ?? 0;
-  for (const m of MIGRATIONS) if (m.id > applied) sql.exec(m.up);
-  if (!row) sql.exec("INSERT INTO schema_version (version) VALUES (?)", MIGRATIONS.length);
-  else if (applied < MIGRATIONS.length) sql.exec("UPDATE schema_version SET version = ?", MIGRATIONS.length);
+  upgrade(sql);
 }

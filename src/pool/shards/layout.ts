@@ -12,7 +12,13 @@
 // it is decided again at every start (and re-checked at most every 60 s
 // while refusing), so nothing is lost when the object is evicted.
 
-import { type Emptiness, type LayoutEpoch, layoutDecision, layoutRefusedMessage } from "../../rules/layout";
+import {
+  type Emptiness,
+  type LayoutEpoch,
+  layoutDecision,
+  layoutRefusal,
+  layoutRefusedMessage,
+} from "../../rules/layout";
 import { type ObjectLoad, served } from "../../rules/object-load";
 import type { ShardPeers } from "../address";
 import type { LayoutAnswer } from "../contract";
@@ -25,6 +31,8 @@ export type LayoutPeers = {
 
 /** How long a refusing object serves its refusal before it checks the layout again. */
 export const LAYOUT_RECHECK_MS = 60_000;
+/** How long a shard refuses, at its start, while shard 0 upgrades its schema before it asks again. */
+export const UPGRADE_RECHECK_MS = 1_000;
 
 type Refusal = {
   /** The error message every refused call throws (LAYOUT_REFUSED first). */
@@ -63,7 +71,16 @@ export async function layoutAtStart(
     return;
   }
   if (shard > 0) {
-    const answer = await peers.layout();
+    let answer: LayoutAnswer;
+    try {
+      answer = await peers.layout();
+    } catch (err) {
+      // Shard 0 refuses for now (its schema upgraded a step per event, src/pool/object.ts): so does
+      // this shard, and its first call UPGRADE_RECHECK_MS on asks again.
+      if (!(err instanceof Error) || layoutRefusal(err) === null) throw err;
+      gate.refusal = { message: err.message, detail: null, checkedMs: now - LAYOUT_RECHECK_MS + UPGRADE_RECHECK_MS };
+      return;
+    }
     if (JSON.stringify(answer.epochs) !== JSON.stringify(history)) {
       recordSelf(sql, pool, shard);
       sql.exec("DELETE FROM pool_layout");
