@@ -23,7 +23,7 @@ import { placement } from "./routes/placement";
 import { runs } from "./routes/runs";
 import { refuseMisconfigured } from "./routes/settings";
 import { poolShards } from "./routes/shards";
-import { layoutRefusal } from "./rules/layout";
+import { layoutRefusal, upgrading } from "./rules/layout";
 
 export { PoolObject } from "./pool/object";
 export { RunWorkflow } from "./runs/workflow";
@@ -96,7 +96,10 @@ app.onError((err, c) => {
   if (credentialRefused(err)) return refuseCredential(c);
   // A pool laid out over unreachable work (docs/sharding.md §11): its detail names the pool and why.
   const refusedLayout = layoutRefusal(err);
-  if (refusedLayout !== null) return c.json({ detail: refusedLayout }, 503);
+  if (refusedLayout !== null) {
+    if (upgrading(refusedLayout)) c.header("retry-after", "1");
+    return c.json({ detail: refusedLayout }, 503);
+  }
   const requestId = crypto.randomUUID();
   console.error(JSON.stringify({ level: "error", request_id: requestId, path: c.req.path, error: String(err) }));
   return c.json({ detail: "internal error", request_id: requestId }, 500);

@@ -252,7 +252,10 @@ const RESPONSES: Record<string, ResponseObject> = {
     content: { "application/json": { schema: served("InternalError") } },
   },
   Misconfigured: {
-    description: "The coordinator's settings cannot be trusted: it refuses every request.",
+    description:
+      "The coordinator refuses for now, and `detail` says why: its settings cannot be trusted, or the pool refuses " +
+      "every call, laid out over work it cannot reach (docs/sharding.md §11) or while its schema is upgraded a step " +
+      "at a time (docs/operations.md, Upgrading; `Retry-After` then says when to ask again).",
     content: { "application/json": { schema: served("Refusal") } },
   },
 };

@@ -56,6 +56,11 @@ export type LayoutDecision =
 /** The marker that starts a refused call's message: only an Error's message crosses RPC. */
 export const LAYOUT_REFUSED = "PoolLayoutRefused: ";
 
+/** Whether a refused pool's detail is a schema upgrade's (upgradingMessage): over in seconds. */
+export function upgrading(detail: string): boolean {
+  return detail.includes(": its schema is being upgraded (step ");
+}
+
 /** The 503 detail for a refused pool, from the refused call's message; null for any other error. */
 export function layoutRefusal(err: unknown): string | null {
   if (!(err instanceof Error) || !err.message.startsWith(LAYOUT_REFUSED)) return null;
@@ -73,6 +78,7 @@ export function layoutRefusedMessage(pool: string, detail: string): string {
  * the last step. `name` is the object's ("P" or "P/k"), unknown to one an alarm started.
  */
 export function upgradingMessage(name: string | undefined, step: number, steps: number): string {
+  // The Worker answers it with a Retry-After (upgrading): keep the words upgrading() looks for.
   const pool = name === undefined ? "this pool" : `pool '${name}'`;
   return `${LAYOUT_REFUSED}coordinator refuses to serve ${pool}: its schema is being upgraded (step ${step} of ${steps}); retry in a few seconds`;
 }

@@ -8,6 +8,8 @@ import {
   layoutDecision,
   layoutRefusal,
   layoutRefusedMessage,
+  upgrading,
+  upgradingMessage,
 } from "../../src/rules/layout";
 
 const NOW = 1_800_000_000_000;
@@ -144,5 +146,19 @@ describe("a layout refusal crossing RPC", () => {
     );
     expect(layoutRefusal(new Error("coordinator refuses to serve pool 'big': no marker"))).toBeNull();
     expect(layoutRefusal(message)).toBeNull();
+  });
+});
+
+describe("a schema upgrade's refusal", () => {
+  it("names the object, or this pool for one an alarm started, and is told from a layout's", () => {
+    const named = layoutRefusal(new Error(upgradingMessage("big/2", 17, 40)));
+    expect(named).toBe(
+      "coordinator refuses to serve pool 'big/2': its schema is being upgraded (step 17 of 40); retry in a few seconds",
+    );
+    expect(upgrading(named!)).toBe(true);
+    expect(layoutRefusal(new Error(upgradingMessage(undefined, 3, 40)))).toMatch(
+      /^coordinator refuses to serve this pool: /,
+    );
+    expect(upgrading(layoutRefusal(new Error(layoutRefusedMessage("big", "shard 5 answers only …")))!)).toBe(false);
   });
 });

@@ -66,6 +66,7 @@ it("a large pool behind its schema upgrades a step per event, refusing every cal
   // The object's start applied one step: the first call is refused, and says how far the upgrade is.
   const refused = await call(pool, "GET", `/jobs/${job.job_id}`);
   expect(refused.status).toBe(503);
+  expect(refused.headers.get("retry-after")).toBe("1");
   const detail = (await json<{ detail: string }>(refused)).detail;
   expect(detail).toMatch(UPGRADING);
   expect(detail.match(UPGRADING)?.slice(1)).toEqual([String(fromStep(pool) + 1), String(MIGRATIONS.length)]);
