@@ -36,6 +36,7 @@ async function rewind(pool: string, from: number): Promise<void> {
       state.storage.transactionSync(() => rewindSchema(state.storage.sql, from)),
     );
 }
+
 const WHOLE_BELOW_BYTES = UPGRADE.wholeBelowBytes;
 
 afterEach(() => {
