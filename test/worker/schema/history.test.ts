@@ -19,6 +19,15 @@ async function commit(pool: string, lease: Lease) {
   return call(pool, "POST", `/attempts/${lease.lease_id}/complete`, { output_sha256: await sha256(output) });
 }
 
+/** SQLite's plan for `statement`, one line per step ("SEARCH …", "SCAN …"). */
+function queryPlan(sql: SqlStorage, statement: string, ...args: unknown[]): string {
+  return sql
+    .exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${statement}`, ...args)
+    .toArray()
+    .map((r) => r.detail)
+    .join("\n");
+}
+
 /** A pool with finished, cancelled, requeued, exhausted and running work. */
 async function busyPool() {
   const pool = freshPool();
@@ -132,12 +141,7 @@ describe("counters, not scans", () => {
   it("the pool's counts seek the running and the queued jobs: no table is scanned", async () => {
     const { pool } = await busyPool();
     const plans = await runInDurableObject(stub(pool), (_o, state) => {
-      const plan = (statement: string, ...args: unknown[]) =>
-        state.storage.sql
-          .exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${statement}`, ...args)
-          .toArray()
-          .map((r) => r.detail)
-          .join("\n");
+      const plan = (statement: string, ...args: unknown[]) => queryPlan(state.storage.sql, statement, ...args);
       return {
         counts: plan(POOL_COUNTS_SQL.counts),
         pending: plan(POOL_COUNTS_SQL.pending),
@@ -208,12 +212,7 @@ describe("counters, not scans", () => {
   it("the claim's statements seek indexes: tenants, jobs and tasks are never scanned", async () => {
     const { pool } = await busyPool();
     const plans = await runInDurableObject(stub(pool), (_o, state) => {
-      const plan = (statement: string, ...args: unknown[]) =>
-        state.storage.sql
-          .exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${statement}`, ...args)
-          .toArray()
-          .map((r) => r.detail)
-          .join("\n");
+      const plan = (statement: string, ...args: unknown[]) => queryPlan(state.storage.sql, statement, ...args);
       return {
         level: plan(POLICY_SQL.level, "[1]", 1),
         firstJob: plan(POLICY_SQL.firstJob, 0, "[1]", "n1", "owner"),
