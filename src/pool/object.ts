@@ -44,7 +44,7 @@ import { metricsSample } from "./reads/metrics";
 import { placementAnswers, placementFacts, placementReport, queueElsewhere } from "./reads/placement-report";
 import * as runs from "./runs/calls";
 import { retellLiveRounds, tellRuns } from "./runs/tell";
-import { MIGRATIONS, schemaVersion, UPGRADE, upgrade } from "./schema/schema";
+import { MIGRATIONS, UPGRADE, upgrade } from "./schema/schema";
 import { sessionClass } from "./session";
 import { enterPool, layoutAtStart, layoutPeers, serveCall } from "./shards/layout";
 import { hadOneShard, heldHereOr, type IdKind, type LegacyHome } from "./shards/legacy-ids";
@@ -82,10 +82,10 @@ export class PoolObject extends DurableObject<Env> {
   async #upgradeSlice(): Promise<void> {
     const { storage } = this.ctx;
     const whole = storage.sql.databaseSize <= UPGRADE.wholeBelowBytes;
-    const current = storage.transactionSync(() => upgrade(storage.sql, whole));
-    if (!current) {
+    const version = storage.transactionSync(() => upgrade(storage.sql, whole));
+    if (version < MIGRATIONS.length) {
       this.#upgrading = true;
-      const message = upgradingMessage(this.ctx.id.name, schemaVersion(storage.sql), MIGRATIONS.length);
+      const message = upgradingMessage(this.ctx.id.name, version, MIGRATIONS.length);
       this.#pool.gate.refusal = { message, detail: null, checkedMs: Date.now() };
       await storage.setAlarm(Date.now());
       return;

@@ -47,33 +47,28 @@ export const MIGRATIONS: readonly Migration[] = [
  * it every step runs at once. Measured (BENCHMARKS.md §10), the whole chain
  * takes about 3.6 ms a MB of history on our test machine, so 256 MiB about
  * a second, and the heaviest single step on a full 10 GB object about
- * 14.5 s: either way an event stays within half of its 30 s. A field, so a test can make a small
- * pool upgrade as a large one does.
+ * 14.5 s: either way an event stays within half of its 30 s. A field, so a
+ * test can make a small pool upgrade as a large one does.
  */
 export const UPGRADE = { wholeBelowBytes: 256 * 2 ** 20 };
-
-/** The recorded version, 0 before any (the caller holds the transaction). */
-export function schemaVersion(sql: SqlStorage): number {
-  sql.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
-  return sql.exec<{ version: number }>("SELECT version FROM schema_version").toArray()[0]?.version ?? 0;
-}
 
 /**
  * Applies the migrations newer than the recorded version and records the
  * last one applied (the caller holds the transaction): all of them, or only
- * the next when `whole` is false. Answers whether the schema is current.
+ * the next when `whole` is false. Answers the version then recorded: the
+ * schema is current when it is MIGRATIONS.length.
  */
-export function upgrade(sql: SqlStorage, whole = true): boolean {
-  const applied = schemaVersion(sql);
+export function upgrade(sql: SqlStorage, whole = true): number {
+  sql.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
+  const applied = sql.exec<{ version: number }>("SELECT version FROM schema_version").toArray()[0]?.version ?? 0;
   const due = MIGRATIONS.filter((m) => m.id > applied);
   const run = whole ? due : due.slice(0, 1);
   for (const m of run) sql.exec(m.up);
   const last = run[run.length - 1];
-  if (last !== undefined) {
-    if (applied === 0) sql.exec("INSERT INTO schema_version (version) VALUES (?)", last.id);
-    else sql.exec("UPDATE schema_version SET version = ?", last.id);
-  }
-  return run.length === due.length;
+  if (last === undefined) return applied;
+  if (applied === 0) sql.exec("INSERT INTO schema_version (version) VALUES (?)", last.id);
+  else sql.exec("UPDATE schema_version SET version = ?", last.id);
+  return last.id;
 }
 
 /** Applies every migration newer than the recorded version, in order (the caller holds the transaction). */

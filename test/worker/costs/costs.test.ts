@@ -34,8 +34,8 @@ const RETENTION_MS = DEFAULT_JOB_RETENTION_SECONDS * 1000;
 
 type Costs = { written: number; r2A: number; r2B: number };
 
-/** The pool's counters now, summed over its shards (or those `labels` name, as `shard="2"`). */
-async function costs(pool: string, labels = ""): Promise<Costs> {
+/** The pool's counters now, summed over its shards (or the one `shard` names, as `shard="2"`). */
+async function costs(pool: string, shard = ""): Promise<Costs> {
   const text = await (await call(pool, "GET", "/metrics")).text();
   const total = (name: string, labels = "") => {
     let sum = 0;
@@ -44,17 +44,17 @@ async function costs(pool: string, labels = ""): Promise<Costs> {
     return sum;
   };
   return {
-    written: total("flashedge_sql_rows_written_total", labels),
-    r2A: total("flashedge_r2_operations_total", `${labels}[^}]*class="A"`),
-    r2B: total("flashedge_r2_operations_total", `${labels}[^}]*class="B"`),
+    written: total("flashedge_sql_rows_written_total", shard),
+    r2A: total("flashedge_r2_operations_total", `${shard}[^}]*class="A"`),
+    r2B: total("flashedge_r2_operations_total", `${shard}[^}]*class="B"`),
   };
 }
 
 /** What `request` cost, by the counters before and after it. */
-async function costOf(pool: string, request: () => Promise<unknown>, labels = ""): Promise<Costs> {
-  const before = await costs(pool, labels);
+async function costOf(pool: string, request: () => Promise<unknown>, shard = ""): Promise<Costs> {
+  const before = await costs(pool, shard);
   await request();
-  const after = await costs(pool, labels);
+  const after = await costs(pool, shard);
   return { written: after.written - before.written, r2A: after.r2A - before.r2A, r2B: after.r2B - before.r2B };
 }
 

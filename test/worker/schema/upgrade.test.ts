@@ -71,8 +71,9 @@ it("a large pool behind its schema upgrades a step per event, refusing every cal
   const detail = (await json<{ detail: string }>(refused)).detail;
   expect(detail).toMatch(UPGRADING);
   expect(detail.match(UPGRADING)?.slice(1)).toEqual([String(fromStep(pool) + 1), String(MIGRATIONS.length)]);
-  // A refused write changes nothing.
+  // A refused write changes nothing: no job, and a node that claims now leases nothing (the task stays queued).
   expect((await call(pool, "POST", "/jobs", trialsJob(1))).status).toBe(503);
+  expect((await claim(pool, "n1")).status).toBe(503);
 
   // Each alarm applies the next step (and the runtime's own alarms too), until the pool serves again:
   // the list of jobs asks every shard.
