@@ -47,6 +47,7 @@ const SHARDED = [
   "test/worker/costs/costs.test.ts",
   "test/worker/runs/runs.test.ts",
   "test/worker/schema/upgrade.test.ts",
+  "test/worker/jobs/ledger-numbers.test.ts",
   "test/worker-shards/*.test.ts",
 ];
 const SHARDED_AUTH = [

@@ -20,6 +20,7 @@ import { LostClaims } from "./claims/lost-claims";
 import { SentPassports } from "./claims/sent-passports";
 import { Reservations } from "./jobs/reservations";
 import { logLine } from "./ledger/log";
+import { eventSeqs } from "./ledger/sequence";
 import { eventTally } from "./ledger/tally";
 import { MeteredSql } from "./metered-sql";
 import { R2Operations } from "./r2-operations";
@@ -163,7 +164,11 @@ export class Pool {
     if (this.logging) logLine({ pool: this.name, ...fields });
   }
 
-  /** One synchronous transaction; its statements' rows are counted once it ends, its events' tally kept if it commits. */
+  /**
+   * One synchronous transaction; its statements' rows are counted once it
+   * ends, its events' tally kept if it commits, the ledger's numbers read
+   * again if it does not.
+   */
   transaction<T>(fn: () => T): T {
     const tally = eventTally(this.sql);
     tally.begin();
@@ -174,6 +179,8 @@ export class Pool {
       return result;
     } finally {
       tally.end(committed);
+      // The ledger's reserved block may have rolled back with it.
+      if (!committed) eventSeqs(this.sql).forget();
       this.sql.settle();
     }
   }

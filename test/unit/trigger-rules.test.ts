@@ -87,3 +87,26 @@ describe("the trust threshold", () => {
     expect(trusted(record(TRUST_AFTER_VALID))).toBe(true);
   });
 });
+
+describe("the ledger's numbers", () => {
+  // Every event's seq comes from the object's reserved block (src/pool/ledger/sequence.ts): an insert that let
+  // SQLite choose would take a number of that block, and the next event the same one.
+  const sources = import.meta.glob(["../../src/**/*.ts", "!../../src/pool/schema/migrations/**"], {
+    query: "?raw",
+    import: "default",
+    eager: true,
+  }) as Record<string, string>;
+  const inserts = Object.entries(sources).flatMap(([file, text]) =>
+    [...text.matchAll(/INSERT INTO events\s*\(([^)]*)\)/g)].map((m) => ({ file, first: m[1]!.split(",")[0]!.trim() })),
+  );
+
+  it("are appended in src/pool/ledger/events.ts alone, each insert naming its seq", () => {
+    expect(inserts.length).toBeGreaterThan(0);
+    for (const insert of inserts) expect(insert).toEqual({ file: "../../src/pool/ledger/events.ts", first: "seq" });
+  });
+
+  it("are appended by no trigger", () => {
+    expect([...triggersMade()].filter(([, t]) => /INSERT INTO events\b/.test(t.sql)).map(([name]) => name)).toEqual([]);
+    expect(schemaSql).not.toMatch(/INSERT INTO events\b/);
+  });
+});

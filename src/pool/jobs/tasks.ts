@@ -80,7 +80,7 @@ export function addTasks(
        SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, ?2,
               value ->> 7, ?3, ?4, ?5, ?6, ?3
        FROM json_each(?1) ORDER BY key`,
-      chunk,
+      chunk.json,
       options.outputJson ? 1 : 0,
       replicas,
       quorum,

@@ -6,6 +6,7 @@
 import type { EventType } from "../../protocol/jobs";
 import type { JsonObject } from "../../protocol/json";
 import { sealedTaskOf } from "./sealing";
+import { eventSeqs } from "./sequence";
 import { eventTally } from "./tally";
 
 export const EVENT_SOURCE = "flashruntime.leases";
@@ -38,7 +39,8 @@ export function emit(sql: SqlStorage, now: number, { jobId, type, message, data,
         ? null
         : sealedTaskOf(sql, jobId, data.task_id);
   sql.exec(
-    "INSERT INTO events (job_id, type, ts_ms, message, data, sealed_task) VALUES (?, ?, ?, ?, ?, ?)",
+    "INSERT INTO events (seq, job_id, type, ts_ms, message, data, sealed_task) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    eventSeqs(sql).take(sql),
     jobId,
     type,
     now,
@@ -56,9 +58,8 @@ function tally(sql: SqlStorage, now: number, type: EventType, n = 1): void {
 
 /**
  * A submission's TASK_CREATED events, one per task in the tasks' order, as
- * emit() would append them one by one, in a statement per chunk (the events'
- * sequence is written once a statement) and one count. Never sealed: that
- * event tells nothing of a replicated task.
+ * emit() would append them one by one, in a statement per chunk and one
+ * count. Never sealed: that event tells nothing of a replicated task.
  */
 export function emitTasksCreated(
   sql: SqlStorage,
@@ -69,10 +70,11 @@ export function emitTasksCreated(
   const rows = tasks.map((t) => [t.job_id, `task ${t.task_id} created`, JSON.stringify({ task_id: t.task_id })]);
   for (const chunk of chunks(rows))
     sql.exec(
-      `INSERT INTO events (job_id, type, ts_ms, message, data, sealed_task)
-       SELECT value ->> 0, 'TASK_CREATED', ?2, value ->> 1, value ->> 2, NULL FROM json_each(?1) ORDER BY key`,
-      chunk,
+      `INSERT INTO events (seq, job_id, type, ts_ms, message, data, sealed_task)
+       SELECT ?3 + key, value ->> 0, 'TASK_CREATED', ?2, value ->> 1, value ->> 2, NULL FROM json_each(?1) ORDER BY key`,
+      chunk.json,
       now,
+      eventSeqs(sql).take(sql, chunk.rows),
     );
   tally(sql, now, "TASK_CREATED", tasks.length);
 }
@@ -80,21 +82,21 @@ export function emitTasksCreated(
 /** Below a statement's bound on a value's size (2 MB in a Durable Object): rows as JSON arrays, a chunk at a time. */
 const CHUNK_BYTES = 512 * 1024;
 
-/** `rows` as JSON texts of at most about CHUNK_BYTES each (a row longer than that alone). */
-export function* chunks(rows: ReadonlyArray<readonly unknown[]>): Generator<string> {
+/** `rows` as JSON texts of at most about CHUNK_BYTES each (a row longer than that alone), with how many rows each holds. */
+export function* chunks(rows: ReadonlyArray<readonly unknown[]>): Generator<{ json: string; rows: number }> {
   let chunk: string[] = [];
   let bytes = 0;
   for (const row of rows) {
     const text = JSON.stringify(row);
     if (chunk.length > 0 && bytes + text.length > CHUNK_BYTES) {
-      yield `[${chunk.join(",")}]`;
+      yield { json: `[${chunk.join(",")}]`, rows: chunk.length };
       chunk = [];
       bytes = 0;
     }
     chunk.push(text);
     bytes += text.length + 1;
   }
-  if (chunk.length > 0) yield `[${chunk.join(",")}]`;
+  if (chunk.length > 0) yield { json: `[${chunk.join(",")}]`, rows: chunk.length };
 }
 
 export type EventRow = {

@@ -118,7 +118,7 @@ describe("what a task's requests cost", () => {
     expect(heartbeat.written).toBe(0);
     expect(renewal.written).toBeLessThanOrEqual(1);
     // At 4 shards the commit also tells the node's home and the summary (docs/sharding.md §8.3).
-    expect(lifecycle).toBeLessThanOrEqual(shardsOf(pool) === 1 ? 32 : 37);
+    expect(lifecycle).toBeLessThanOrEqual(shardsOf(pool) === 1 ? 29.5 : 34.5);
   });
 });
 
