@@ -48,6 +48,7 @@ const SHARDED = [
   "test/worker/runs/runs.test.ts",
   "test/worker/schema/upgrade.test.ts",
   "test/worker/jobs/ledger-numbers.test.ts",
+  "test/worker/jobs/created-runs.test.ts",
   "test/worker-shards/*.test.ts",
 ];
 const SHARDED_AUTH = [

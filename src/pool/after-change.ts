@@ -59,8 +59,9 @@ function workAppeared(sql: SqlStorage, seq: number): boolean {
   return (
     sql
       .exec(
-        `SELECT 1 FROM events WHERE seq > ?
-           AND type IN ('TASK_CREATED', 'TASK_REQUEUED', 'JOB_SUCCEEDED', 'JOB_FAILED') LIMIT 1`,
+        `SELECT 1 FROM events WHERE seq > ?1
+           AND type IN ('TASK_CREATED', 'TASK_REQUEUED', 'JOB_SUCCEEDED', 'JOB_FAILED')
+         UNION ALL SELECT 1 FROM tasks_created WHERE first_seq > ?1 LIMIT 1`,
         seq,
       )
       .toArray().length > 0

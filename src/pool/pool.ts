@@ -19,8 +19,9 @@ import { HeldClaims } from "./claims/held-list";
 import { LostClaims } from "./claims/lost-claims";
 import { SentPassports } from "./claims/sent-passports";
 import { Reservations } from "./jobs/reservations";
+import { LAST_SEQ_SQL } from "./ledger/created";
 import { logLine } from "./ledger/log";
-import { eventSeqs } from "./ledger/sequence";
+import { forgetReserved } from "./ledger/sequence";
 import { eventTally } from "./ledger/tally";
 import { MeteredSql } from "./metered-sql";
 import { R2Operations } from "./r2-operations";
@@ -166,7 +167,7 @@ export class Pool {
 
   /**
    * One synchronous transaction; its statements' rows are counted once it
-   * ends, its events' tally kept if it commits, the ledger's numbers read
+   * ends, its events' tally kept if it commits, the reserved seqs read
    * again if it does not.
    */
   transaction<T>(fn: () => T): T {
@@ -179,8 +180,8 @@ export class Pool {
       return result;
     } finally {
       tally.end(committed);
-      // The ledger's reserved block may have rolled back with it.
-      if (!committed) eventSeqs(this.sql).forget();
+      // A block of seqs reserved may have rolled back with it.
+      if (!committed) forgetReserved(this.sql);
       this.sql.settle();
     }
   }
@@ -218,6 +219,6 @@ export class Pool {
 
   /** The ledger's last event seq: where the events a change appends start. */
   lastEventSeq(): number {
-    return this.sql.exec<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events").one().seq ?? 0;
+    return this.sql.exec<{ seq: number }>(`SELECT ${LAST_SEQ_SQL} AS seq`).one().seq;
   }
 }

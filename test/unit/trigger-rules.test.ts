@@ -88,25 +88,33 @@ describe("the trust threshold", () => {
   });
 });
 
-describe("the ledger's numbers", () => {
-  // Every event's seq comes from the object's reserved block (src/pool/ledger/sequence.ts): an insert that let
-  // SQLite choose would take a number of that block, and the next event the same one.
+describe("the events' and the tasks' seqs", () => {
+  // Each comes from the object's reserved block (src/pool/ledger/sequence.ts): an insert that let SQLite choose
+  // would take a number of that block, and the next insert through the block the same one.
   const sources = import.meta.glob(["../../src/**/*.ts", "!../../src/pool/schema/migrations/**"], {
     query: "?raw",
     import: "default",
     eager: true,
   }) as Record<string, string>;
   const inserts = Object.entries(sources).flatMap(([file, text]) =>
-    [...text.matchAll(/INSERT INTO events\s*\(([^)]*)\)/g)].map((m) => ({ file, first: m[1]!.split(",")[0]!.trim() })),
+    [...text.matchAll(/INSERT INTO (events|tasks)\s*\(([^)]*)\)/g)].map((m) => ({
+      file,
+      table: m[1],
+      first: m[2]!.split(",")[0]!.trim(),
+    })),
   );
 
-  it("are appended in src/pool/ledger/events.ts alone, each insert naming its seq", () => {
-    expect(inserts.length).toBeGreaterThan(0);
-    for (const insert of inserts) expect(insert).toEqual({ file: "../../src/pool/ledger/events.ts", first: "seq" });
+  it("are inserted in src/pool/ledger/events.ts and src/pool/jobs/tasks.ts alone, each insert naming its seq", () => {
+    expect(inserts.map((i) => i.table).sort()).toEqual(["events", "tasks"]);
+    for (const insert of inserts) {
+      const file = insert.table === "events" ? "../../src/pool/ledger/events.ts" : "../../src/pool/jobs/tasks.ts";
+      expect(insert).toEqual({ file, table: insert.table, first: "seq" });
+    }
   });
 
-  it("are appended by no trigger", () => {
-    expect([...triggersMade()].filter(([, t]) => /INSERT INTO events\b/.test(t.sql)).map(([name]) => name)).toEqual([]);
-    expect(schemaSql).not.toMatch(/INSERT INTO events\b/);
+  it("are inserted by no trigger", () => {
+    const inserting = /INSERT INTO (events|tasks)\b/;
+    expect([...triggersMade()].filter(([, t]) => inserting.test(t.sql)).map(([name]) => name)).toEqual([]);
+    expect(schemaSql).not.toMatch(inserting);
   });
 });

@@ -6,6 +6,7 @@ import { env, exports } from "cloudflare:workers";
 import app from "../../src/index";
 import { shardStub } from "../../src/pool/address";
 import { addTasks as queueTasks } from "../../src/pool/jobs/tasks";
+import { ledgerAfter } from "../../src/pool/ledger/created";
 import { lastRequests, passportsSeen } from "../../src/pool/nodes/liveness";
 import { settleLiveness } from "../../src/pool/nodes/registry";
 import type { PoolObject } from "../../src/pool/object";
@@ -308,16 +309,16 @@ export async function expireLeases(pool: string, leaseIds?: string[]): Promise<b
   return ran;
 }
 
-/** A job's ledger straight from the object's table: each event's type and data. */
+/** A job's ledger straight from the object's tables (its event rows and its runs of TASK_CREATED): each event's type and data. */
 export async function ledger(
   pool: string,
   jobId: string,
 ): Promise<Array<{ type: string; data: Record<string, unknown> }>> {
   return runInDurableObject(jobStub(pool, jobId), (_o, state) =>
-    state.storage.sql
-      .exec<{ type: string; data: string }>("SELECT type, data FROM events WHERE job_id = ? ORDER BY seq", jobId)
-      .toArray()
-      .map((e) => ({ type: e.type, data: JSON.parse(e.data) as Record<string, unknown> })),
+    ledgerAfter(state.storage.sql, jobId, 0, 1_000_000).map((e) => ({
+      type: e.type,
+      data: JSON.parse(e.data) as Record<string, unknown>,
+    })),
   );
 }
 

@@ -8,6 +8,11 @@ import { shardStubs } from "./helpers";
 
 type Shard = ReturnType<typeof shardStubs>[number];
 
+/** The runs' TASK_CREATED events as event rows, made as a read makes them. */
+const CREATED_AS_ROWS = `SELECT c.first_seq + (t.seq - c.first_task) AS seq, c.job_id, 'TASK_CREATED' AS type, c.ts_ms,
+    'task ' || t.task_id || ' created' AS message, json_object('task_id', t.task_id) AS data, NULL AS sealed_task
+  FROM tasks_created c JOIN tasks t ON t.seq >= c.first_task AND t.seq < c.first_task + c.count`;
+
 /**
  * The pool's raw tables. `released`: the test released a held-back node,
  * which the ledger cannot show (the checker then skips its hold replay).
@@ -40,7 +45,12 @@ function tables(shard: Shard, options: { released?: boolean }): Promise<PoolSnap
       jobs: all("jobs", "seq"),
       tasks: all("tasks", "seq"),
       leases: all("leases", "issued_ms, lease_id"),
-      events: all("events", "seq"),
+      // A submission's TASK_CREATED events are runs of tasks since schema step 41 (src/pool/ledger/created.ts).
+      events: has("tasks_created")
+        ? state.storage.sql
+            .exec(`SELECT * FROM (SELECT * FROM events UNION ALL ${CREATED_AS_ROWS}) ORDER BY seq`)
+            .toArray()
+        : all("events", "seq"),
       alarm: await state.storage.getAlarm(),
       counters: {
         // Columns since schema step 28; a pool rewound to before it still has the rows.

@@ -22,7 +22,8 @@ import type { JsonObject } from "../../protocol/json";
 import { jobKeyRange } from "../../protocol/keys";
 import { type ManifestRow, manifestRecord } from "../artifacts/checkpoints";
 import { findJob, jobRecord, TASKS_WITH_LEASE, type TaskLeaseRow, taskAnswer } from "../jobs/jobs";
-import { type EventRow, eventRecord, iso } from "../ledger/events";
+import { ledgerAfter } from "../ledger/created";
+import { eventRecord, iso } from "../ledger/events";
 
 /** Tasks archived per alarm run (after its first job, which is always finished): claims wait at most one batch. */
 export const ARCHIVE_BATCH_TASKS = 10_000;
@@ -109,6 +110,7 @@ export function finishArchive(sql: SqlStorage, now: number, jobId: string): numb
   sql.exec("DELETE FROM task_failures WHERE task_seq IN (SELECT seq FROM tasks WHERE job_id = ?)", jobId);
   sql.exec("DELETE FROM replica_results WHERE task_seq IN (SELECT seq FROM tasks WHERE job_id = ?)", jobId);
   sql.exec("DELETE FROM events WHERE job_id = ?", jobId);
+  sql.exec("DELETE FROM tasks_created WHERE job_id = ?", jobId);
   // The job's counts leave the pool's at once; with its queue row gone its tasks' delete counts nothing (schema step 38).
   sql.exec(
     `UPDATE pool_task_counts SET pending = pool_task_counts.pending - q.pending, leased = pool_task_counts.leased - q.leased,
@@ -136,15 +138,11 @@ type Section = (sql: SqlStorage, jobId: string, after: Cursor) => Row[];
 
 const SECTIONS: Record<ArchiveSection, Section> = {
   events: (sql, jobId, after) =>
-    sql
-      .exec<EventRow>(
-        "SELECT * FROM events WHERE job_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-        jobId,
-        after ?? 0,
-        ARCHIVE_PAGE_ROWS,
-      )
-      .toArray()
-      .map((r) => ({ item: eventRecord(r), sort: r.seq, cursor: r.seq })),
+    ledgerAfter(sql, jobId, Number(after ?? 0), ARCHIVE_PAGE_ROWS).map((r) => ({
+      item: eventRecord(r),
+      sort: r.seq,
+      cursor: r.seq,
+    })),
 
   tasks: (sql, jobId, after) =>
     sql

@@ -11,7 +11,8 @@ import { isLiveLease, type LeaseAndTask } from "../../rules/leases";
 import { DEFAULT_TENANT } from "../../rules/scheduling";
 import { isOpenState, OPEN_STATES_SQL, OPEN_TASK_STATES } from "../../rules/task-states";
 import { type Replication, SINGLE_REPLICA } from "../../rules/verification";
-import { type EventRow, emit, eventRecord, iso } from "../ledger/events";
+import { ledgerAfter } from "../ledger/created";
+import { emit, eventRecord, iso } from "../ledger/events";
 import { asSeenByNodes, SEALED_EVENT, sealedPending, type Viewer } from "../ledger/sealing";
 import { cancelLeases } from "../nodes/registry";
 import { quorumMet, ROUND_QUORUM_SQL, roundEnded } from "../runs/rounds";
@@ -309,13 +310,5 @@ export function taskAnswer(r: TaskLeaseRow, now: number, viewer: Viewer = null) 
  */
 export function jobEvents(sql: SqlStorage, jobId: string, after: number, limit: number, viewer: Viewer) {
   const sealed = viewer === null ? "" : `AND NOT ${SEALED_EVENT}`;
-  return sql
-    .exec<EventRow>(
-      `SELECT e.* FROM events e WHERE e.job_id = ? AND e.seq > ? ${sealed} ORDER BY e.seq LIMIT ?`,
-      jobId,
-      after,
-      limit,
-    )
-    .toArray()
-    .map(eventRecord);
+  return ledgerAfter(sql, jobId, after, limit, sealed).map(eventRecord);
 }

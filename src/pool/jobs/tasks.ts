@@ -4,7 +4,9 @@
 import type { TaskSpec } from "../../protocol/tasks";
 import { requirementClass, requirementOf } from "../../rules/placement";
 import { type Replication, SINGLE_REPLICA } from "../../rules/verification";
-import { chunks, emitTasksCreated } from "../ledger/events";
+import { emitTasksCreated } from "../ledger/created";
+import { chunks } from "../ledger/events";
+import { taskSeqs } from "../ledger/sequence";
 
 export type TaskRow = {
   seq: number;
@@ -60,8 +62,7 @@ export function addTasks(
     classIds.set(key, classId);
     return classId;
   };
-  // A statement per chunk of rows, not per row: an AUTOINCREMENT table writes its
-  // sequence once a statement, and a row billed is a row written (docs/protocol.md §16).
+  // A statement per chunk of rows, not per row: fewer statements, each bounded in size.
   const classes = tasks.map(classOf);
   const rows = tasks.map((t, i) => [
     t.job_id,
@@ -73,11 +74,14 @@ export function addTasks(
     t.lease_seconds,
     t.max_worker_losses,
   ]);
+  // Their seqs follow one another from a block reserved ahead (src/pool/ledger/sequence.ts).
+  const firstTask = taskSeqs(sql).take(sql, tasks.length);
+  let inserted = 0;
   for (const chunk of chunks(rows)) {
     sql.exec(
-      `INSERT INTO tasks (job_id, task_id, class_id, payload, commit_key, max_attempts, lease_seconds, output_json,
+      `INSERT INTO tasks (seq, job_id, task_id, class_id, payload, commit_key, max_attempts, lease_seconds, output_json,
                           max_worker_losses, replicas, quorum, tolerance, tolerance_abs, wanted)
-       SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, ?2,
+       SELECT ?7 + key, value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, ?2,
               value ->> 7, ?3, ?4, ?5, ?6, ?3
        FROM json_each(?1) ORDER BY key`,
       chunk.json,
@@ -86,13 +90,15 @@ export function addTasks(
       quorum,
       tolerance,
       toleranceAbs,
+      firstTask + inserted,
     );
+    inserted += chunk.rows;
   }
   countAdded(
     sql,
     tasks.map((t, i) => [t.job_id, classes[i]!]),
   );
-  emitTasksCreated(sql, now, tasks);
+  emitTasksCreated(sql, now, tasks, firstTask);
   return { ok: true, added: tasks.length };
 }
 

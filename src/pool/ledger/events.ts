@@ -56,29 +56,6 @@ function tally(sql: SqlStorage, now: number, type: EventType, n = 1): void {
   eventTally(sql).add(type, n, now);
 }
 
-/**
- * A submission's TASK_CREATED events, one per task in the tasks' order, as
- * emit() would append them one by one, in a statement per chunk and one
- * count. Never sealed: that event tells nothing of a replicated task.
- */
-export function emitTasksCreated(
-  sql: SqlStorage,
-  now: number,
-  tasks: ReadonlyArray<{ job_id: string; task_id: string }>,
-) {
-  if (tasks.length === 0) return;
-  const rows = tasks.map((t) => [t.job_id, `task ${t.task_id} created`, JSON.stringify({ task_id: t.task_id })]);
-  for (const chunk of chunks(rows))
-    sql.exec(
-      `INSERT INTO events (seq, job_id, type, ts_ms, message, data, sealed_task)
-       SELECT ?3 + key, value ->> 0, 'TASK_CREATED', ?2, value ->> 1, value ->> 2, NULL FROM json_each(?1) ORDER BY key`,
-      chunk.json,
-      now,
-      eventSeqs(sql).take(sql, chunk.rows),
-    );
-  tally(sql, now, "TASK_CREATED", tasks.length);
-}
-
 /** Below a statement's bound on a value's size (2 MB in a Durable Object): rows as JSON arrays, a chunk at a time. */
 const CHUNK_BYTES = 512 * 1024;
 

@@ -1,17 +1,19 @@
-// The ledger's numbers (`events.seq`, docs/protocol.md §16). The events
-// table is AUTOINCREMENT: SQLite keeps, in sqlite_sequence, a number at or
-// above every seq the table ever held, so a seq is never handed out twice,
-// even once an archive deletes the newest events. But it rewrites that row,
-// a row billed, on every insert that passes it: one an event. A number at
-// or below it writes nothing there. So the object records a block of
-// numbers ahead (RESERVE_BLOCK, one row) and hands them out from memory.
+// The numbers of the ledger's events and of the tasks (`events.seq`,
+// `tasks.seq`, docs/protocol.md §16). Both tables are AUTOINCREMENT: SQLite
+// keeps, in sqlite_sequence, a number at or above every seq the table ever
+// held, so a seq is never handed out twice, even once an archive deletes the
+// newest rows. But it rewrites that row, a row billed, on every insert
+// statement that passes it: one an event. A number at or below it writes
+// nothing there. So the object records a block of numbers ahead
+// (RESERVE_BLOCK, one row) and hands them out from memory.
 //
-// sqlite_sequence stays at or above every seq appended, so a start (or a
+// sqlite_sequence stays at or above every seq inserted, so a start (or a
 // rolled-back transaction: Pool.transaction) resumes past it: the numbers
 // of a block not used are skipped, never reused. `?after=` pages by seq and
-// needs no run without gaps. Every insert into events goes through here
-// (src/pool/ledger/events.ts; test/unit/trigger-rules.test.ts holds it):
-// one that let SQLite choose would take the block's numbers.
+// needs no run without gaps, and the queue orders by seq. Every insert into
+// either table goes through here (src/pool/ledger/events.ts,
+// src/pool/jobs/tasks.ts; test/unit/trigger-rules.test.ts holds it): one
+// that let SQLite choose would take the block's numbers.
 
 import { perObject } from "../metered-sql";
 
@@ -56,3 +58,12 @@ export class ReservedSequence {
 
 /** The object's numbers for `events.seq`. */
 export const eventSeqs = perObject(() => new ReservedSequence("events"));
+
+/** The object's numbers for `tasks.seq`. */
+export const taskSeqs = perObject(() => new ReservedSequence("tasks"));
+
+/** A transaction rolled back: both read sqlite_sequence again before their next number. */
+export function forgetReserved(sql: SqlStorage): void {
+  eventSeqs(sql).forget();
+  taskSeqs(sql).forget();
+}

@@ -26,7 +26,8 @@ import { DEFAULT_TENANT } from "../../rules/scheduling";
 import type { NodeAnswers } from "../../rules/shard-merge";
 import { storageReport } from "../../rules/storage";
 import { poolTaskCounts, taskCounts } from "../jobs/jobs";
-import { iso } from "../ledger/events";
+import { LAST_SEQ_SQL, mergeBySeq, newestCreated } from "../ledger/created";
+import { type EventRow, iso } from "../ledger/events";
 import { asSeenByNodes, SEALED_EVENT, sealedPending, type Viewer } from "../ledger/sealing";
 import { lastRequestOf } from "../nodes/liveness";
 import { ASSIGNED_POOLS, memberPools, ONLINE_WINDOW_MS } from "../nodes/registry";
@@ -85,7 +86,7 @@ export function dashboardView(
       `SELECT COUNT(${viewer === null ? "*" : "DISTINCT task_seq"}) AS n FROM leases WHERE status = 'live'`,
     )
     .one().n;
-  const lastSeq = sql.exec<{ n: number }>("SELECT COALESCE(MAX(seq), 0) AS n FROM events").one().n;
+  const lastSeq = sql.exec<{ n: number }>(`SELECT ${LAST_SEQ_SQL} AS n`).one().n;
   const enrolment = enrolmentPages(sql, now, limit);
   return {
     pool,
@@ -297,17 +298,12 @@ function leasesPage(sql: SqlStorage, now: number, limit: number, total: number, 
 
 function recentEvents(sql: SqlStorage, limit: number, viewer: Viewer): DashboardEvent[] {
   const sealed = viewer === null ? "" : `WHERE NOT ${SEALED_EVENT}`;
-  return sql
-    .exec<{ seq: number; job_id: string; type: string; ts_ms: number; message: string }>(
-      `SELECT e.seq, e.job_id, e.type, e.ts_ms, e.message FROM events e ${sealed} ORDER BY e.seq DESC LIMIT ?`,
-      limit,
-    )
-    .toArray()
-    .map((r) => ({
-      seq: r.seq,
-      job_id: clip(r.job_id),
-      type: r.type,
-      timestamp: iso(r.ts_ms),
-      message: clip(r.message),
-    }));
+  const rows = sql.exec<EventRow>(`SELECT e.* FROM events e ${sealed} ORDER BY e.seq DESC LIMIT ?`, limit).toArray();
+  return mergeBySeq(rows, newestCreated(sql, limit), limit, true).map((r) => ({
+    seq: r.seq,
+    job_id: clip(r.job_id),
+    type: r.type,
+    timestamp: iso(r.ts_ms),
+    message: clip(r.message),
+  }));
 }

@@ -1,5 +1,5 @@
 -- The pool object's SQLite schema after every migration in src/pool/schema/schema.ts
--- (1-40): what a new pool starts with and what every older pool is migrated to.
+-- (1-41): what a new pool starts with and what every older pool is migrated to.
 -- Generated from a freshly migrated pool's sqlite_master, never edited by hand:
 -- test/worker/schema/schema.test.ts fails when they differ; after changing a migration,
 -- `npm run schema:snapshot` rewrites this file. Run on an empty database it makes
@@ -376,6 +376,16 @@ ALTER TABLE tasks ADD COLUMN replicating INTEGER NOT NULL DEFAULT 0; -- migratio
 CREATE INDEX tasks_accepted_object ON tasks (accepted_object) WHERE accepted_object IS NOT NULL; -- migration 15
 CREATE INDEX tasks_fresh_job ON tasks (job_id, class_id, seq) WHERE state = 'PENDING' AND replicating = 0; -- migration 16
 CREATE INDEX tasks_replicating_job ON tasks (job_id, class_id, seq) WHERE state = 'PENDING' AND replicating = 1; -- migration 16
+
+-- tasks_created: migration 41
+CREATE TABLE tasks_created (
+    first_seq INTEGER PRIMARY KEY,        -- the run's first event seq; its events are first_seq … first_seq + count - 1
+    job_id TEXT NOT NULL,
+    first_task INTEGER NOT NULL,          -- the tasks.seq of the run's first task; the others follow, in order
+    count INTEGER NOT NULL,
+    ts_ms INTEGER NOT NULL
+  );
+CREATE INDEX tasks_created_job ON tasks_created (job_id, first_seq); -- migration 41
 
 -- tenant_shares: migration 9
 CREATE TABLE tenant_shares (

@@ -16,6 +16,7 @@ import type { ExchangeReason } from "../../rules/object-load";
 import { type ExchangeReply, onDemandAllowance } from "../../rules/summary";
 import { summaryStub } from "../../summary/address";
 import { heldByClass } from "../claims/held-gates";
+import { LAST_SEQ_SQL } from "../ledger/created";
 import type { Pool } from "../pool";
 import { digestContents, storedDigest } from "./digest";
 
@@ -125,7 +126,7 @@ export function nextTick(pool: Pool, now: number): number | null {
   // event). A change of how much is pending needs no mark: the shard is busy while any is.
   const seen = pool.sql
     .exec<{ seq: number | null; pending: number }>(
-      "SELECT (SELECT MAX(seq) FROM events) AS seq, EXISTS (SELECT 1 FROM job_queues WHERE queued = 1) AS pending",
+      `SELECT ${LAST_SEQ_SQL} AS seq, EXISTS (SELECT 1 FROM job_queues WHERE queued = 1) AS pending`,
     )
     .one();
   const mark = `${seen.seq ?? 0}|${seen.pending}`;

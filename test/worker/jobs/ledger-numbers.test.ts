@@ -1,8 +1,9 @@
 // The ledger's numbers (src/pool/ledger/sequence.ts, docs/protocol.md §16):
-// an event's seq comes from a block the object reserved ahead, so appending
-// one writes its row and its job index and not the table's sequence. A seq
-// is still never handed out twice: not once an archive deletes the newest
-// events, not after the object restarts, not after a transaction rolls back.
+// an event's seq, and a task's, comes from a block the object reserved
+// ahead, so appending one writes its row and its job index and not the
+// table's sequence. A seq is still never handed out twice: not once an
+// archive deletes the newest rows, not after the object restarts, not after
+// a transaction rolls back.
 
 import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
@@ -22,6 +23,15 @@ describe("the ledger's numbers", () => {
     const before = await seqsOf(pool, first.job_id);
     expect(before.length).toBeGreaterThan(3);
     const shard = shardOfJob(pool, first.job_id);
+    // The tasks' seqs come from a reserved block the same way (src/pool/ledger/sequence.ts).
+    const taskSeqs = (jobId: string) =>
+      runInDurableObject(jobStub(pool, jobId), (_o, state) =>
+        state.storage.sql
+          .exec<{ seq: number }>("SELECT seq FROM tasks WHERE job_id = ? ORDER BY seq", jobId)
+          .toArray()
+          .map((t) => t.seq),
+      );
+    const tasksBefore = await taskSeqs(first.job_id);
 
     // A week on, the alarm archives the job: its events, the newest of its object, leave the table.
     await runInDurableObject(jobStub(pool, first.job_id), (_o, state) => {
@@ -45,6 +55,7 @@ describe("the ledger's numbers", () => {
     await register(pool, "n1");
     const after = await seqsOf(pool, next.job_id);
     expect(Math.min(...after)).toBeGreaterThan(Math.max(...before));
+    expect(Math.min(...(await taskSeqs(next.job_id)))).toBeGreaterThan(Math.max(...tasksBefore));
     // In the order appended, and the archived job's pages still read as they did.
     expect(after).toEqual([...after].sort((a, b) => a - b));
     expect(await seqsOf(pool, first.job_id)).toEqual(before);

@@ -420,7 +420,11 @@ describe("a job id the pool already has is retried", () => {
       const counted = await runInDurableObject(shard, (_o, state) => {
         const n = (table: string) =>
           state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`).one().n;
-        return { jobs: n("jobs"), tasks: n("tasks"), events: n("events") };
+        // A submission's TASK_CREATED events are runs of tasks (src/pool/ledger/created.ts), counted as events.
+        const created = state.storage.sql
+          .exec<{ n: number }>("SELECT COALESCE(SUM(count), 0) AS n FROM tasks_created")
+          .one().n;
+        return { jobs: n("jobs"), tasks: n("tasks"), events: n("events") + created };
       });
       for (const key of ["jobs", "tasks", "events"] as const) total[key] += counted[key];
     }

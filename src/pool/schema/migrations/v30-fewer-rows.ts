@@ -397,4 +397,26 @@ export const FEWER_ROWS: readonly Migration[] = [
         "docs/protocol.md §16, a row per counter per change: the pool's task counts (pool_task_counts) hold the finished jobs' tasks, so a running job's changes write only its queue row; when a job finishes, in the same transaction, its queue row's counts are added to the pool's. TypeScript half: src/pool/jobs/jobs.ts poolTaskCounts adds the running jobs' queue rows; src/pool/alarm/archive.ts finishArchive takes an archived (finished) job's counts out.",
     },
   },
+  // docs/protocol.md §16: a submission's TASK_CREATED events, one per task, each telling only the task's
+  // id, are one row per run of a job's tasks (src/pool/ledger/created.ts): where the run's event seqs and task
+  // seqs start, how many, and when. A read makes each event from its task's row. Events appended before
+  // the step stay rows of `events`; no work over history.
+  {
+    id: 41,
+    description: "a submission's TASK_CREATED events are one row per run of tasks, made from the task rows when read",
+    up: `CREATE TABLE tasks_created (
+    first_seq INTEGER PRIMARY KEY,        -- the run's first event seq; its events are first_seq … first_seq + count - 1
+    job_id TEXT NOT NULL,
+    first_task INTEGER NOT NULL,          -- the tasks.seq of the run's first task; the others follow, in order
+    count INTEGER NOT NULL,
+    ts_ms INTEGER NOT NULL
+  );
+  CREATE INDEX tasks_created_job ON tasks_created (job_id, first_seq);`,
+    // As event rows again (json_object writes the data JSON.stringify did, for the ids a job spec holds).
+    down: `INSERT INTO events (seq, job_id, type, ts_ms, message, data, sealed_task)
+    SELECT c.first_seq + (t.seq - c.first_task), c.job_id, 'TASK_CREATED', c.ts_ms,
+           'task ' || t.task_id || ' created', json_object('task_id', t.task_id), NULL
+    FROM tasks_created c JOIN tasks t ON t.seq >= c.first_task AND t.seq < c.first_task + c.count;
+  DROP TABLE tasks_created;`,
+  },
 ];
