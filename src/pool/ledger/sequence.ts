@@ -32,10 +32,16 @@ export class ReservedSequence {
   /** The first of `n` numbers in a row, for the caller's inserts (it holds the transaction). */
   take(sql: SqlStorage, n = 1): number {
     if (this.#next === 0) {
-      const row = sql.exec<{ seq: number }>("SELECT seq FROM sqlite_sequence WHERE name = ?", this.table).toArray()[0];
-      this.#hasRow = row !== undefined;
-      this.#recorded = row?.seq ?? 0;
-      this.#next = this.#recorded + 1;
+      // Past the table's own last seq too, should its sequence row ever be behind it: never a seq taken.
+      const { held, newest } = sql
+        .exec<{ held: number | null; newest: number | null }>(
+          `SELECT (SELECT seq FROM sqlite_sequence WHERE name = ?1) AS held, (SELECT MAX(seq) FROM ${this.table}) AS newest`,
+          this.table,
+        )
+        .one();
+      this.#hasRow = held !== null;
+      this.#recorded = held ?? 0;
+      this.#next = Math.max(this.#recorded, newest ?? 0) + 1;
     }
     const first = this.#next;
     const last = first + n - 1;

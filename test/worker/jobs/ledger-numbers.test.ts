@@ -61,7 +61,7 @@ describe("the ledger's numbers", () => {
     expect(await seqsOf(pool, first.job_id)).toEqual(before);
   });
 
-  it("cost a row per block reserved, and one reserved in a transaction that rolls back is read again", async () => {
+  it("cost a row per block reserved; after a rollback, a restart or a lost sequence row they start past every row", async () => {
     const pool = freshPool();
     await register(pool, "n1"); // an object with its schema
     const seen = await runInDurableObject(stub(pool), (_o, state) => {
@@ -106,6 +106,12 @@ describe("the ledger's numbers", () => {
       }
       const afterRollback = append(1);
       const max = sql.exec<{ m: number }>("SELECT MAX(seq) AS m FROM ledger_probe").one().m;
+      const recordedAtEnd = recorded();
+
+      // A sequence row lost or behind its table: the next start still begins past the table's last seq.
+      sql.exec("DELETE FROM sqlite_sequence WHERE name = 'ledger_probe'");
+      seqs = new ReservedSequence("ledger_probe");
+      const withoutRow = append(1);
       return {
         firstAppend,
         tenMore: tenMore.map((a) => a.written),
@@ -116,8 +122,9 @@ describe("the ledger's numbers", () => {
         afterRestart,
         rolledBack,
         afterRollback,
-        recordedAtEnd: recorded(),
+        recordedAtEnd,
         max,
+        withoutRow,
       };
     });
     // The first number reserves a block: one row for it, two for the event (its row and its job index).
@@ -132,5 +139,6 @@ describe("the ledger's numbers", () => {
     expect(seen.afterRollback.at).toBeGreaterThan(seen.afterRestart.at);
     expect(seen.max).toBe(seen.afterRollback.at);
     expect(seen.recordedAtEnd).toBeGreaterThanOrEqual(seen.max);
+    expect(seen.withoutRow.at).toBe(seen.max + 1);
   });
 });
