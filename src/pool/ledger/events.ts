@@ -48,12 +48,7 @@ export function emit(sql: SqlStorage, now: number, { jobId, type, message, data,
     JSON.stringify(data),
     sealed,
   );
-  tally(sql, now, type);
-}
-
-/** Counts `n` events of `type` for metrics, in memory (src/pool/ledger/tally.ts); emit() does. */
-function tally(sql: SqlStorage, now: number, type: EventType, n = 1): void {
-  eventTally(sql).add(type, n, now);
+  eventTally(sql).add(type, 1, now);
 }
 
 /** Below a statement's bound on a value's size (2 MB in a Durable Object): rows as JSON arrays, a chunk at a time. */
