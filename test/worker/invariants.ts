@@ -3,15 +3,20 @@
 
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { createdAfter } from "../../src/pool/ledger/created";
 import { COUNTER_ROWS_SQL, violations as check, type PoolSnapshot } from "../invariants/check";
 import { shardStubs } from "./helpers";
 
 type Shard = ReturnType<typeof shardStubs>[number];
 
-/** The runs' TASK_CREATED events as event rows, made as a read makes them. */
-const CREATED_AS_ROWS = `SELECT c.first_seq + (t.seq - c.first_task) AS seq, c.job_id, 'TASK_CREATED' AS type, c.ts_ms,
-    'task ' || t.task_id || ' created' AS message, json_object('task_id', t.task_id) AS data, NULL AS sealed_task
-  FROM tasks_created c JOIN tasks t ON t.seq >= c.first_task AND t.seq < c.first_task + c.count`;
+/** The ledger's event rows and its runs' TASK_CREATED events (made by the pool's own reader), in seq order. */
+function ledgerRows(sql: SqlStorage) {
+  const jobs = sql.exec<{ job_id: string }>("SELECT DISTINCT job_id FROM tasks_created").toArray();
+  const created = jobs.flatMap(({ job_id }) =>
+    createdAfter(sql, job_id, 0, Number.MAX_SAFE_INTEGER).map((e) => ({ ...e, sealed_task: null })),
+  );
+  return [...sql.exec("SELECT * FROM events").toArray(), ...created].sort((a, b) => Number(a.seq) - Number(b.seq));
+}
 
 /**
  * The pool's raw tables. `released`: the test released a held-back node,
@@ -46,11 +51,7 @@ function tables(shard: Shard, options: { released?: boolean }): Promise<PoolSnap
       tasks: all("tasks", "seq"),
       leases: all("leases", "issued_ms, lease_id"),
       // A submission's TASK_CREATED events are runs of tasks since schema step 41 (src/pool/ledger/created.ts).
-      events: has("tasks_created")
-        ? state.storage.sql
-            .exec(`SELECT * FROM (SELECT * FROM events UNION ALL ${CREATED_AS_ROWS}) ORDER BY seq`)
-            .toArray()
-        : all("events", "seq"),
+      events: has("tasks_created") ? ledgerRows(state.storage.sql) : all("events", "seq"),
       alarm: await state.storage.getAlarm(),
       counters: {
         // Columns since schema step 28; a pool rewound to before it still has the rows.

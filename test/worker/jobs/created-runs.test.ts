@@ -7,7 +7,6 @@
 import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { ledgerAfter } from "../../../src/pool/ledger/created";
-import { MIGRATIONS } from "../../../src/pool/schema/schema";
 import type { Lease } from "../../../src/protocol/tasks";
 import {
   call,
@@ -136,12 +135,13 @@ describe("a submission's TASK_CREATED events", () => {
       events: ["JOB_ACCEPTED", "BACKEND_SELECTED", "TASK_CREATED", "TASK_CREATED", "TASK_CREATED"],
       runs: [],
     });
-    const next = await submitJob(pool, trialsJob(2));
+    // A job on the same object: its events are a run again, numbered after the old rows.
+    let next = await submitJob(pool, trialsJob(2));
+    while (shardOfJob(pool, next.job_id) !== shardOfJob(pool, job.job_id)) next = await submitJob(pool, trialsJob(2));
     const after = await ledgerOf(pool, next.job_id);
     expect(after.map((e) => e.type)).toEqual(["JOB_ACCEPTED", "BACKEND_SELECTED", "TASK_CREATED", "TASK_CREATED"]);
-    if (shardOfJob(pool, next.job_id) === shardOfJob(pool, job.job_id))
-      expect(after[0]!.seq).toBeGreaterThan(before.at(-1)!.seq);
-    expect(MIGRATIONS.at(-1)!.id).toBeGreaterThanOrEqual(41);
+    expect(await rowsOf(pool, next.job_id)).toEqual({ events: ["JOB_ACCEPTED", "BACKEND_SELECTED"], runs: [2] });
+    expect(after[0]!.seq).toBeGreaterThan(before.at(-1)!.seq);
     expect(await violations(pool)).toEqual([]);
   });
 });
